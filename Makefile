@@ -1,0 +1,46 @@
+# chatops: `make demo` and `make test` each set everything up on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORPUS ?= examples/wiki
+DEMO_QUESTIONS ?= examples/demo_questions.txt
+DEMO_DATA ?= .chatops-demo
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test bench eval clean
+
+install: $(STAMP)
+
+# Re-installs only when pyproject.toml changes (idempotent, fast when nothing changed).
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "chatops needs Python 3.11 or newer")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+demo: install
+	@echo "== indexing $(CORPUS)"
+	CHATOPS_DATA_DIR=$(DEMO_DATA) $(BIN)/chatops index folder:$(CORPUS)
+	@if [ "$(CORPUS)" = "examples/wiki" ]; then qfile=$(DEMO_QUESTIONS); else qfile=""; fi; \
+	if [ -n "$$qfile" ]; then \
+	  while IFS= read -r q; do [ -n "$$q" ] || continue; echo; echo "== Q: $$q"; \
+	    CHATOPS_DATA_DIR=$(DEMO_DATA) $(BIN)/chatops ask "$$q" || exit 1; done < "$$qfile"; \
+	else \
+	  for q in "$(or $(Q1),what is this handbook about?)" "$(or $(Q2),how do I ask for time off?)" "$(or $(Q3),what is the office wifi password?)"; do \
+	    echo; echo "== Q: $$q"; CHATOPS_DATA_DIR=$(DEMO_DATA) $(BIN)/chatops ask "$$q" || exit 1; done; \
+	fi
+
+test: install
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python bench/index_throughput.py
+	$(BIN)/python bench/search_latency.py
+
+eval: install
+	$(BIN)/chatops eval --questions ../shared/eval/dev.jsonl \
+	  --source "folder:../shared/corpus/sourcegraph-handbook?url_base=https://handbook.sourcegraph.com/"
+
+clean:
+	rm -rf $(DEMO_DATA) .pytest_cache

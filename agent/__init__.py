@@ -1,0 +1,6 @@
+"""The agent: one turn in, one reply out.
+
+Routing, planning (rules offline; an LLM planner when configured), query rewriting, retrieval
+through tools, the evidence gate, extractive answers with citations, citation validation and a
+trace of every step. Nothing here knows about Slack, Teams or HTTP.
+"""

@@ -1,0 +1,82 @@
+"""The agent's entry point: ``Agent.answer(turn) -> Reply``.
+
+It normalises the message (an empty one gets a prompt, a huge one is cut to
+``max_question_chars`` with a note), asks the planner, then validates every citation
+(:func:`agent.citations.validate_citations`): sentences whose citation fails are dropped, and if
+what remains no longer has the citations the evidence gate required, the reply becomes a refusal.
+Nothing uncited and nothing unverifiable leaves the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import replace
+
+from . import messages
+from .citations import MARKER, validate_citations
+from .models import Reply, Trace, Turn
+from .planner import Planner
+
+__all__ = ["Agent"]
+
+log = logging.getLogger(__name__)
+
+
+class Agent:
+    """Runs turns through a planner and guards the reply.
+
+    Args:
+        planner: the planner (rule-based, or the LLM one).
+        min_citations: distinct validated sources an answer needs (1 when the gate's single-source
+            exception applied).
+        max_question_chars: longer messages are truncated to this many characters.
+    """
+
+    def __init__(self, planner: Planner, min_citations: int = 2, max_question_chars: int = 4000) -> None:
+        self.planner = planner
+        self.min_citations = min_citations
+        self.max_question_chars = max_question_chars
+
+    def answer(self, turn: Turn) -> Reply:
+        """Answer one turn; never raises for bad input (see the module docstring)."""
+        trace = Trace()
+        t0 = time.perf_counter()
+        text = (turn.text or "").replace("\x00", "").strip()
+        if len(text) > self.max_question_chars:
+            text = text[: self.max_question_chars]
+            trace.notes.append(messages.truncated_note(self.max_question_chars))
+        history = tuple(h[: self.max_question_chars] for h in turn.history if h and h.strip())[-10:]
+        turn = replace(turn, text=text, history=history)
+        reply, evidence = self.planner.plan(turn, trace)
+        reply.trace = trace
+        if reply.citations or MARKER.search(reply.text):
+            reply = self._guard(reply, evidence)
+        if trace.notes and not reply.refused:
+            reply.text = f"{reply.text}\n\n_{' '.join(trace.notes)}_"
+        trace.timings_ms["total"] = round((time.perf_counter() - t0) * 1000, 3)
+        return reply
+
+    def _guard(self, reply: Reply, evidence) -> Reply:
+        t = time.perf_counter()
+        check = validate_citations(reply.text, reply.citations, evidence)
+        reply.trace.step("validate_citations", **check.as_dict())
+        if not check.ok:
+            bad = {c.n for c, _ in check.rejected} | set(check.dangling_markers)
+            good = {c.n for c in check.valid} - bad
+            kept = [s for s in re.split(r"(?<=\])\s+", reply.text) if set(map(int, MARKER.findall(s))) <= good
+                    and MARKER.search(s)]
+            reply.text = " ".join(kept)
+            reply.citations = [c for c in check.valid if c.n in good]
+            log.warning("dropped %d invalid citation(s): %s", len(bad), check.as_dict())
+        single = bool(reply.trace.gate.get("single_source"))
+        need = 1 if single else self.min_citations
+        distinct = {c.chunk_id for c in reply.citations}
+        if len(distinct) < need or not reply.text.strip():
+            reason = f"only {len(distinct)} verifiable source(s), {need} needed"
+            reply.trace.step("refuse", reason=reason)
+            reply = Reply(messages.refusal(reply.searched, reason), refused=True, route=reply.route,
+                          searched=reply.searched, trace=reply.trace)
+        reply.trace.add_time("validate", (time.perf_counter() - t) * 1000)
+        return reply

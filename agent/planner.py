@@ -1,0 +1,178 @@
+"""Planners decide, per turn, what to do; this module has the interface and the rule-based one.
+
+:class:`RuleBasedPlanner` (no LLM):
+
+1. Route (:class:`agent.router.RuleRouter`): chit-chat is answered directly, an action request
+   goes to the action route, a follow-up is rewritten into a standalone question first.
+2. Retrieve with ``knowledge.search`` (hybrid; it expands the BM25 query with pseudo-relevance
+   feedback from the dense ranking). A multi-part question is also decomposed
+   (:func:`agent.rewrite.decompose`): each part is searched and the lists are fused by RRF, the
+   whole question weighted 1.5.
+3. Judge the evidence (:class:`agent.gate.EvidenceGate`). When it does not suffice, retry with a
+   rewritten query (the key words alone, then the missing key words first), at most
+   ``max_retries`` times, stopping early when a retry did not improve the evidence.
+4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from tools.base import ToolContext
+from tools.fusion import reciprocal_rank_fusion
+from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs
+
+from . import messages
+from .extractive import ExtractiveAnswerer, ExtractiveConfig
+from .gate import EvidenceGate, GateConfig, GateVerdict
+from .models import Reply, Trace, Turn
+from .rewrite import decompose, keyword_query, standalone_question
+from .router import RuleRouter
+from .terms import KeyTerms, key_terms
+
+__all__ = ["Planner", "RuleBasedPlanner", "PlannerConfig"]
+
+
+class Planner(Protocol):
+    """Turns a turn into a reply draft (citations not yet validated) and the evidence shown."""
+
+    def plan(self, turn: Turn, trace: Trace) -> tuple[Reply, list[Evidence]]:
+        """Plan and run the turn."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerConfig:
+    """Knobs of the rule-based planner."""
+
+    k: int = 30
+    max_retries: int = 2
+
+
+@dataclass(slots=True)
+class _Attempt:
+    query: str
+    evidence: list[Evidence]
+    verdict: GateVerdict
+    terms: KeyTerms
+
+
+class RuleBasedPlanner:
+    """The offline planner (see the module docstring).
+
+    Args:
+        search: the ``knowledge.search`` tool.
+        gate: evidence gate thresholds.
+        answer: extractive answerer settings.
+        config: retrieval knobs.
+    """
+
+    def __init__(self, search: KnowledgeSearch, gate: GateConfig | None = None,
+                 answer: ExtractiveConfig | None = None, config: PlannerConfig | None = None,
+                 retriever: str = "hybrid") -> None:
+        self.search = search
+        self.router = RuleRouter()
+        self.gate = EvidenceGate(gate or GateConfig(), search.analyze)
+        self.answerer = ExtractiveAnswerer(answer or ExtractiveConfig(), search.analyze)
+        self.config = config or PlannerConfig()
+        self.retriever = retriever
+
+    def plan(self, turn: Turn, trace: Trace) -> tuple[Reply, list[Evidence]]:
+        """Route, retrieve, judge, answer or refuse."""
+        t = time.perf_counter()
+        decision = self.router.route(turn.text, turn.history)
+        trace.route = decision.route
+        trace.step("route", route=decision.route, reason=decision.reason)
+        trace.add_time("route", (time.perf_counter() - t) * 1000)
+        if decision.route == "empty":
+            return Reply(messages.EMPTY, route="empty"), []
+        if decision.route == "chitchat":
+            return Reply(messages.CHITCHAT, route="chitchat"), []
+        if decision.route == "action":
+            return Reply(messages.ACTION_UNAVAILABLE, route="action"), []
+        question = turn.text
+        if decision.route == "followup":
+            question = standalone_question(turn.text, turn.history)
+            trace.step("rewrite_followup", standalone=question)
+        return self._knowledge(question, turn, trace, decision.route)
+
+    # -- retrieval loop ----------------------------------------------------------------------
+    def _knowledge(self, question: str, turn: Turn, trace: Trace, route: str) -> tuple[Reply, list[Evidence]]:
+        t = time.perf_counter()
+        terms = key_terms(question, self.search.analyze, self.search.idf)
+        trace.add_time("terms", (time.perf_counter() - t) * 1000)
+        attempts: list[_Attempt] = []
+        shown: dict[str, Evidence] = {}
+        queries = [question, *decompose(question)]
+        for attempt_no in range(self.config.max_retries + 1):
+            ev = self._retrieve(queries, trace, attempt_no)
+            for e in ev:
+                shown.setdefault(e.chunk.chunk_id, e)
+            t = time.perf_counter()
+            verdict = self.gate.judge(ev, terms)
+            trace.add_time("gate", (time.perf_counter() - t) * 1000)
+            trace.step("gate", attempt=attempt_no, **verdict.as_dict())
+            attempts.append(_Attempt(queries[0], ev, verdict, terms))
+            if verdict.sufficient:
+                break
+            if len(attempts) > 1 and not _improved(attempts[-1].verdict, attempts[-2].verdict):
+                trace.step("stop", reason="the retry did not improve the evidence (confidence decay)")
+                break
+            nxt = self._next_query(attempt_no, question, terms, verdict)
+            if not nxt or nxt in {a.query for a in attempts}:
+                break
+            queries = [nxt]
+        best = next((a for a in attempts if a.verdict.sufficient), attempts[0])
+        trace.gate = best.verdict.as_dict()
+        searched = list(dict.fromkeys(a.query for a in attempts))
+        if not best.verdict.sufficient:
+            return Reply(messages.refusal(searched, best.verdict.reason), refused=True, route=route,
+                         searched=searched), list(shown.values())
+        t = time.perf_counter()
+        need = 1 if best.verdict.single_source else self.gate.config.min_citations
+        ordered = best.verdict.support + [e for e in best.evidence if e not in best.verdict.support]
+        draft = self.answerer.answer(ordered, terms, min_sources=need)
+        trace.add_time("answer", (time.perf_counter() - t) * 1000)
+        trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}))
+        reply = Reply(draft.text, draft.citations, route=route, searched=searched)
+        return reply, list(shown.values())
+
+    @staticmethod
+    def _next_query(attempt_no: int, question: str, terms: KeyTerms, verdict: GateVerdict) -> str:
+        """Retry 1: the key words alone; retry 2: the key words the evidence lacked, first."""
+        if attempt_no == 0:
+            return keyword_query(terms, question)
+        missing = [t for t in verdict.missing if t in terms.weights]
+        return " ".join(dict.fromkeys([*missing, *terms.weights])) if missing else ""
+
+    def _retrieve(self, queries: list[str], trace: Trace, attempt: int) -> list[Evidence]:
+        """Search each query; several (a decomposed question) are fused with RRF, the whole first."""
+        t = time.perf_counter()
+        results = []
+        for q in queries:
+            args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, retriever=self.retriever)
+            res = self.search.run(args, ToolContext())
+            results.append(res)
+            for k, v in res.timings_ms.items():
+                trace.add_time(f"search.{k}", v)
+            trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
+                                  "retriever": self.retriever, "part_of": queries[0] if q != queries[0] else None,
+                                  "hits": [e.as_dict() for e in res.evidence]})
+        if len(results) == 1:
+            evidence = results[0].evidence
+        else:
+            by_id = {e.chunk.chunk_id: e for r in reversed(results) for e in r.evidence}
+            fused = reciprocal_rank_fusion({str(i): [e.chunk.chunk_id for e in r.evidence] for i, r in enumerate(results)},
+                                           k=self.search.config.rrf_k, weights={"0": 1.5})
+            evidence = [by_id[cid] for cid, _ in fused][: self.config.k]
+            trace.queries.append({"attempt": attempt, "query": queries[0], "fused_from": len(queries),
+                                  "retriever": self.retriever, "hits": [e.as_dict() for e in evidence]})
+        trace.add_time("retrieve", (time.perf_counter() - t) * 1000)
+        return evidence
+
+
+def _improved(new: GateVerdict, old: GateVerdict) -> bool:
+    """True when a retry found closer or more complete evidence than the attempt before."""
+    return new.top_cosine > old.top_cosine + 0.01 or new.coverage > old.coverage + 0.05 or len(new.support) > len(old.support)

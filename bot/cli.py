@@ -1,0 +1,173 @@
+"""The ``chatops`` command line: ``index``, ``ask``, ``chat`` and ``eval``.
+
+Exit codes: 0 success, 1 a run that finished with errors worth a look (e.g. eval targets are the
+caller's business, so eval exits 0), 2 bad usage or configuration (the message says what to do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from pydantic import ValidationError
+
+from agent.models import Turn
+from connectors.errors import ConnectorError
+from connectors.indexer import Indexer
+from connectors.sources import parse_source_spec
+
+from .console import render_reply, render_report
+from .settings import Settings
+from .wiring import build_agent, open_index
+
+__all__ = ["main"]
+
+log = logging.getLogger("chatops")
+
+
+def _settings() -> Settings:
+    try:
+        s = Settings()
+    except ValidationError as exc:
+        raise SystemExit(f"chatops: invalid settings:\n{exc}\nFix the environment variables (see README, Settings).")
+    logging.basicConfig(level=s.chatops_log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return s
+
+
+def _index_sources(settings: Settings, specs: list[str], full: bool, index=None, quiet: bool = False) -> int:
+    sources = [parse_source_spec(s) for s in specs]
+    own = index is None
+    index = index or open_index(settings)
+    try:
+        indexer = Indexer(index)
+        for src in sources:
+            rep = indexer.run(src, full=full)
+            stats = index.stats()
+            if not quiet:
+                print(render_report(rep, stats["pages"], stats["chunks"]))
+    finally:
+        if own:
+            index.close()
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """``chatops index SOURCE... [--full]``."""
+    return _index_sources(_settings(), args.sources, args.full)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """``chatops ask QUESTION [--history H]... [--json]``."""
+    settings = _settings()
+    rt = build_agent(settings, retriever=args.retriever)
+    try:
+        if rt.index.stats()["pages"] == 0:
+            print("chatops: the index is empty; run `chatops index folder:PATH` first", file=sys.stderr)
+        reply = rt.agent.answer(Turn(text=args.question, history=tuple(args.history or ()), platform="cli"))
+    finally:
+        rt.close()
+    if args.json:
+        print(json.dumps(reply.as_dict(), ensure_ascii=False))
+    else:
+        print(render_reply(reply))
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """``chatops chat``: a console conversation; earlier questions are the thread history."""
+    settings = _settings()
+    rt = build_agent(settings, retriever=args.retriever)
+    history: list[str] = []
+    print("chatops console: ask a question; /new starts a new thread, /quit or Ctrl-D ends.")
+    try:
+        while True:
+            try:
+                text = input("you> ")
+            except EOFError:
+                print()
+                break
+            if text.strip() in {"/quit", "/exit"}:
+                break
+            if text.strip() == "/new":
+                history.clear()
+                print("(new thread)")
+                continue
+            reply = rt.agent.answer(Turn(text=text, history=tuple(history), platform="console"))
+            print("bot> " + render_reply(reply).replace("\n", "\n     "))
+            if text.strip():
+                history.append(text.strip())
+    finally:
+        rt.close()
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``chatops eval --questions FILE --source SPEC [--retriever R] [--k K] [--json]``."""
+    from .evaluate import format_table, load_questions, run_eval
+
+    settings = _settings()
+    questions = load_questions(args.questions)
+    index = open_index(settings)
+    try:
+        for spec in args.source or []:
+            _index_sources(settings, [spec], full=False, index=index, quiet=args.json)
+        rt = build_agent(settings, index=index, retriever=args.retriever)
+        result = run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k)
+    finally:
+        index.close()
+    result["retriever"] = args.retriever
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(format_table(result, label=f"({args.retriever})"))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs)."""
+    p = argparse.ArgumentParser(prog="chatops", description="Answers from your wiki, with verified citations.")
+    sub = p.add_subparsers(dest="command", required=True)
+    pi = sub.add_parser("index", help="index sources (incremental)")
+    pi.add_argument("sources", nargs="+", metavar="SOURCE", help="e.g. folder:./examples/wiki")
+    pi.add_argument("--full", action="store_true", help="drop the sources' pages and index them again")
+    pi.set_defaults(func=cmd_index)
+    pa = sub.add_parser("ask", help="ask one question")
+    pa.add_argument("question")
+    pa.add_argument("--history", action="append", metavar="EARLIER_QUESTION", help="earlier question(s) of the thread")
+    pa.add_argument("--json", action="store_true", help="print one JSON object")
+    pa.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
+    pa.set_defaults(func=cmd_ask)
+    pc = sub.add_parser("chat", help="a console conversation with thread memory")
+    pc.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
+    pc.set_defaults(func=cmd_chat)
+    pe = sub.add_parser("eval", help="score the bot on an eval file")
+    pe.add_argument("--questions", required=True, help="JSONL eval file")
+    pe.add_argument("--source", action="append", help="source spec to index first (if needed)")
+    pe.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
+    pe.add_argument("--k", type=int, default=10, help="also report recall@K (K documents)")
+    pe.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    pe.set_defaults(func=cmd_eval)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``chatops`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ConnectorError as exc:
+        print(f"chatops: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"chatops: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("chatops: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Terminal rendering of replies and index reports (pure functions)."""
+
+from __future__ import annotations
+
+from agent.models import Reply
+from connectors.indexer import IndexReport
+
+__all__ = ["render_reply", "render_report"]
+
+
+def render_reply(reply: Reply) -> str:
+    """The reply text, then its numbered sources (title, section, link)."""
+    lines = [reply.text]
+    if reply.citations:
+        lines.append("")
+        lines.append("Sources:")
+        seen: set[int] = set()
+        for c in sorted(reply.citations, key=lambda c: c.n):
+            if c.n in seen:
+                continue
+            seen.add(c.n)
+            where = f"{c.title} \u203a {c.section}" if c.section else c.title
+            lines.append(f"  [{c.n}] {where}\n      {c.url or c.doc_id}")
+    if reply.pending_action:
+        lines.append("")
+        lines.append(f"Pending action: {reply.pending_action.summary} (confirm to run)")
+    return "\n".join(lines)
+
+
+def render_report(rep: IndexReport, pages: int, chunks: int) -> str:
+    """One line per index run: page counts, chunks, seconds."""
+    line = (f"{rep.source}: {rep.added} added, {rep.updated} updated, {rep.deleted} deleted, "
+            f"{rep.unchanged} unchanged, {rep.skipped} skipped; {rep.chunks_written} chunks written "
+            f"({rep.embedded} embedded, {rep.embeddings_cached} from cache), {rep.chunks_deleted} removed; "
+            f"index holds {pages} pages / {chunks} chunks; {rep.seconds:.1f} s")
+    if rep.errors:
+        line += "\n" + "\n".join(f"  skipped {e}" for e in rep.errors[:20])
+        if len(rep.errors) > 20:
+            line += f"\n  ... and {len(rep.errors) - 20} more"
+    return line

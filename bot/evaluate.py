@@ -1,0 +1,218 @@
+"""``chatops eval``: ask every question of an eval file and score retrieval, answers and latency.
+
+The file format is one JSON object per line (``id``, ``question``, ``kind``, ``gold_docs``,
+``answer_contains``, optional ``history``, ``expected_tool``, ``expected_args``).
+
+Retrieval metrics use the first search of each turn (the standalone question for follow-ups),
+reduced to distinct documents in rank order, over the answerable kinds:
+
+- recall@k: for ``multi`` the fraction of gold pages among the top k documents; otherwise 1 when
+  any gold page (they are alternatives) is among them.
+- MRR@10: reciprocal rank of the first gold document (Voorhees 1999, TREC-8 QA).
+- nDCG@10 with binary gains (Järvelin & Kekäläinen 2002); the ideal ranking has all gold pages
+  first for ``multi`` and one gold page otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.agent import Agent
+from agent.models import Reply, Turn
+from connectors.models import Chunk
+
+__all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE"]
+
+ANSWERABLE = frozenset({"single", "multi", "paraphrase", "exact_term", "followup"})
+
+
+@dataclass(frozen=True, slots=True)
+class EvalQuestion:
+    """One line of an eval file."""
+
+    id: str
+    question: str
+    kind: str
+    gold_docs: tuple[str, ...]
+    answer_contains: tuple[str, ...]
+    history: tuple[str, ...] = ()
+    expected_tool: str | None = None
+    expected_args: dict | None = None
+
+
+def load_questions(path: str | Path) -> list[EvalQuestion]:
+    """Read an eval file.
+
+    Raises:
+        ValueError: naming the line that is not valid JSON or lacks a field.
+    """
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            out.append(EvalQuestion(
+                id=str(d["id"]), question=str(d["question"]), kind=str(d["kind"]),
+                gold_docs=tuple(d.get("gold_docs") or ()), answer_contains=tuple(d.get("answer_contains") or ()),
+                history=tuple(d.get("history") or ()), expected_tool=d.get("expected_tool"),
+                expected_args=d.get("expected_args")))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{n}: not a valid eval question ({exc}); see the eval README for the format") from exc
+    return out
+
+
+def ranked_docs(reply: Reply) -> list[str]:
+    """Distinct doc ids of the turn's first retrieval (fused over its sub-queries), in rank order."""
+    first = [q for q in reply.trace.queries if q.get("attempt", 0) == 0]
+    if not first:
+        return []
+    docs: list[str] = []
+    for h in first[-1]["hits"]:
+        if h["doc_id"] not in docs:
+            docs.append(h["doc_id"])
+    return docs
+
+
+def retrieval_scores(q: EvalQuestion, docs: list[str], extra_k: int = 10) -> dict[str, float]:
+    """recall@1/5/10 (and recall@extra_k), mrr@10 and ndcg@10 of one question."""
+    gold = set(q.gold_docs)
+    s: dict[str, float] = {}
+    for k in sorted({1, 5, 10, extra_k}):
+        found = gold & set(docs[:k])
+        s[f"recall@{k}"] = len(found) / len(gold) if q.kind == "multi" else float(bool(found))
+    s["mrr@10"] = next((1.0 / r for r, d in enumerate(docs[:10], start=1) if d in gold), 0.0)
+    dcg = sum(1.0 / math.log2(r + 1) for r, d in enumerate(docs[:10], start=1) if d in gold)
+    if q.kind != "multi":
+        dcg = next((1.0 / math.log2(r + 1) for r, d in enumerate(docs[:10], start=1) if d in gold), 0.0)
+    ideal_n = len(gold) if q.kind == "multi" else 1
+    idcg = sum(1.0 / math.log2(r + 1) for r in range(1, min(ideal_n, 10) + 1))
+    s["ndcg@10"] = dcg / idcg if idcg else 0.0
+    return s
+
+
+def _contains_all(text: str, needles: Iterable[str]) -> bool:
+    low = text.lower()
+    return all(n.lower() in low for n in needles)
+
+
+def _mean(xs: list[float]) -> float | None:
+    return round(sum(xs) / len(xs), 4) if xs else None
+
+
+def _pct(xs: list[float], p: float) -> float | None:
+    if not xs:
+        return None
+    xs = sorted(xs)
+    i = min(len(xs) - 1, max(0, math.ceil(p * len(xs)) - 1))
+    return round(xs[i], 1)
+
+
+def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str], Chunk | None],
+             k: int = 10, progress=None) -> dict:
+    """Ask each question and score it; returns the ``--json`` object (see module docstring).
+
+    Args:
+        agent: the agent under test.
+        questions: the eval set.
+        lookup: chunk id to the indexed chunk, used to re-check every citation independently of the
+            agent's own validation (the quote must be a verbatim span of the stored chunk, and the
+            chunk must be among the turn's retrieved hits).
+        k: also report ``recall@k`` (distinct documents).
+        progress: optional callback ``(question, reply, row)``.
+    """
+    rows = []
+    for q in questions:
+        t = time.perf_counter()
+        reply = agent.answer(Turn(text=q.question, history=q.history, platform="eval"))
+        ms = (time.perf_counter() - t) * 1000
+        row = {"id": q.id, "kind": q.kind, "route": reply.route, "refused": reply.refused,
+               "latency_ms": ms, "citations": len(reply.citations), "text": reply.text,
+               "citation_valid": citations_valid(reply, lookup)}
+        if q.kind in ANSWERABLE:
+            docs = ranked_docs(reply)
+            row["docs"] = docs[:max(10, k)]
+            row.update(retrieval_scores(q, docs, k))
+            row["answer_contains"] = (not reply.refused) and _contains_all(reply.text, q.answer_contains)
+        if q.kind == "unanswerable":
+            row["refused_ok"] = reply.refused and not reply.citations
+        rows.append(row)
+        if progress:
+            progress(q, reply, row)
+    return summarize(rows)
+
+
+def citations_valid(reply: Reply, lookup: Callable[[str], Chunk | None]) -> bool:
+    """True when every citation's quote is in its stored chunk, the chunk was retrieved this turn,
+    and every ``[n]`` marker of the text has a citation."""
+    import re
+
+    shown = {h["chunk_id"] for q in reply.trace.queries for h in q["hits"]}
+    numbers = {c.n for c in reply.citations}
+    markers = {int(m) for m in re.findall(r"\[(\d{1,3})\]", reply.text)}
+    if not markers <= numbers:
+        return False
+    for c in reply.citations:
+        chunk = lookup(c.chunk_id)
+        if chunk is None or c.chunk_id not in shown or c.quote not in chunk.text or chunk.doc_id != c.doc_id:
+            return False
+    return True
+
+
+def _figures(rows: list[dict]) -> dict:
+    ans = [r for r in rows if r["kind"] in ANSWERABLE]
+    una = [r for r in rows if r["kind"] == "unanswerable"]
+    out: dict = {"questions": len(rows)}
+    metrics = sorted({m for r in ans for m in r if m.startswith("recall@")}, key=lambda m: int(m[7:]))
+    out["retrieval"] = {m: _mean([r[m] for r in ans]) for m in [*metrics, "mrr@10", "ndcg@10"]}
+    if not ans:
+        out["retrieval"] = {m: None for m in ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")}
+    out["answers"] = {
+        "answer_contains": _mean([float(r["answer_contains"]) for r in ans]),
+        "citation_validity": _mean([float(bool(r["citation_valid"])) for r in rows]),
+        "refusal_unanswerable": _mean([float(r["refused_ok"]) for r in una]),
+        "false_refusal": _mean([float(r["refused"]) for r in ans]),
+    }
+    lat = [r["latency_ms"] for r in rows]
+    out["latency_ms"] = {"p50": _pct(lat, 0.5), "p95": _pct(lat, 0.95), "max": _pct(lat, 1.0)}
+    return out
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Aggregate per-question rows into the eval object, overall and ``by_kind``."""
+    out = _figures(rows)
+    by_kind: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_kind[r["kind"]].append(r)
+    out["by_kind"] = {k: {kk: vv for kk, vv in _figures(v).items()} for k, v in sorted(by_kind.items())}
+    out["per_question"] = [{k: (round(v, 1) if k == "latency_ms" else v) for k, v in r.items() if k != "text"}
+                           for r in rows]
+    return out
+
+
+def format_table(result: dict, label: str = "") -> str:
+    """A human-readable summary of an eval result."""
+    r, a, lat = result["retrieval"], result["answers"], result["latency_ms"]
+
+    def f(x):
+        return "  -  " if x is None else f"{x:.3f}"
+
+    lines = [f"chatops eval {label}".rstrip() + f": {result['questions']} questions",
+             "retrieval  R@1   R@5   R@10  MRR@10 nDCG@10",
+             f"           {f(r['recall@1'])} {f(r['recall@5'])} {f(r['recall@10'])} {f(r['mrr@10'])} {f(r['ndcg@10'])}",
+             f"answers    answer_contains {f(a['answer_contains'])}  citation_validity {f(a['citation_validity'])}  "
+             f"refusal_unanswerable {f(a['refusal_unanswerable'])}  false_refusal {f(a['false_refusal'])}",
+             f"latency    p50 {lat['p50']} ms  p95 {lat['p95']} ms",
+             "", "by kind      n   R@5   R@10  contains refused"]
+    for k, v in result["by_kind"].items():
+        lines.append(f"{k:<12}{v['questions']:>2}  {f(v['retrieval']['recall@5'])} {f(v['retrieval']['recall@10'])} "
+                     f"{f(v['answers']['answer_contains'])}    "
+                     f"{f(v['answers']['refusal_unanswerable'] if k == 'unanswerable' else v['answers']['false_refusal'])}")
+    return "\n".join(lines)
+

@@ -1,0 +1,72 @@
+"""The composition root: settings in, ready-to-use index, tools and agent out."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from agent.agent import Agent
+from agent.gate import GateConfig
+from agent.planner import RuleBasedPlanner
+from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
+from connectors.errors import EmbeddingError
+from connectors.index import KnowledgeIndex
+from tools.knowledge_search import KnowledgeSearch, SearchConfig
+
+from .settings import Settings
+
+__all__ = ["build_embedder", "open_index", "build_agent", "Runtime"]
+
+log = logging.getLogger(__name__)
+
+
+def build_embedder(settings: Settings) -> CachedEmbedder:
+    """The configured embedder wrapped in the on-disk embedding cache.
+
+    Raises:
+        EmbeddingError: when an API model is named but no OpenAI key or base URL is set.
+    """
+    if settings.embedding_model in ("", "local"):
+        inner = OnnxMiniLMEmbedder()
+    else:
+        if not (settings.openai_api_key or settings.openai_base_url):
+            raise EmbeddingError(f"EMBEDDING_MODEL={settings.embedding_model} needs OPENAI_API_KEY or "
+                                 "OPENAI_BASE_URL; set one, or EMBEDDING_MODEL=local")
+        from openai import OpenAI
+
+        client = OpenAI(api_key=settings.openai_api_key or "unused", base_url=settings.openai_base_url,
+                        timeout=30, max_retries=3)
+        inner = OpenAIEmbedder(settings.embedding_model, client)
+    return CachedEmbedder(inner, EmbeddingCache(settings.embedding_cache_path))
+
+
+def open_index(settings: Settings, embedder: CachedEmbedder | None = None) -> KnowledgeIndex:
+    """Open (or create) the knowledge index under the data dir."""
+    return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings),
+                          qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key)
+
+
+@dataclass(slots=True)
+class Runtime:
+    """Everything a command needs, built once."""
+
+    settings: Settings
+    index: KnowledgeIndex
+    search: KnowledgeSearch
+    agent: Agent
+
+    def close(self) -> None:
+        """Release the index."""
+        self.index.close()
+
+
+def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriever: str = "hybrid") -> Runtime:
+    """Index, ``knowledge.search`` and the agent with the rule-based planner."""
+    index = index or open_index(settings)
+    search = KnowledgeSearch(index, SearchConfig(rrf_k=settings.rrf_k, dense_weight=settings.rrf_dense_weight,
+                                                 bm25_weight=settings.rrf_bm25_weight))
+    gate = GateConfig(min_citations=settings.min_citations, relevance_floor=settings.relevance_floor,
+                      strong_single=settings.single_source_min_cosine)
+    planner = RuleBasedPlanner(search, gate=gate, retriever=retriever)
+    agent = Agent(planner, min_citations=settings.min_citations, max_question_chars=settings.max_question_chars)
+    return Runtime(settings, index, search, agent)

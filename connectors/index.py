@@ -1,0 +1,115 @@
+"""One knowledge index on disk: the Whoosh store, the Qdrant store and their manifest.
+
+Layout under the index folder::
+
+    whoosh/          BM25F index
+    qdrant/          local-mode Qdrant (absent when QDRANT_URL is used)
+    manifest.sqlite  pages, write journal, metadata (embedding model, index version)
+
+Opening a :class:`KnowledgeIndex` runs journal recovery (see :mod:`connectors.manifest`), so the
+two stores agree from the moment it is open, even after a run that was killed half-way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .embeddings import Embedder
+from .manifest import Manifest
+from .stores import QdrantStore, WhooshStore
+
+__all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION"]
+
+#: Bumped whenever what the stores keep changes shape; an index of another version is rebuilt.
+SCHEMA_VERSION = "2"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsistencyReport:
+    """Chunk ids per store and manifest; ``ok`` when all three sets are equal."""
+
+    whoosh: frozenset[str]
+    qdrant: frozenset[str]
+    manifest: frozenset[str]
+
+    @property
+    def ok(self) -> bool:
+        """True when both stores and the manifest hold exactly the same chunks."""
+        return self.whoosh == self.qdrant == self.manifest
+
+
+class KnowledgeIndex:
+    """The pair of stores plus manifest under ``path``.
+
+    Args:
+        path: the index folder.
+        embedder: the dense model; its ``model_id`` is recorded, and a different model on a later
+            open wipes the vectors (they are incomparable) so the next run re-embeds.
+        qdrant_url: a Qdrant server to use instead of local mode; ``qdrant_api_key`` goes with it.
+
+    Raises:
+        IndexCorruptError, IndexLockedError: from the stores.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], embedder: Embedder, qdrant_url: str | None = None,
+                 qdrant_api_key: str | None = None, collection: str = "chunks") -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.embedder = embedder
+        self.manifest = Manifest(self.path / "manifest.sqlite")
+        self.whoosh = WhooshStore(self.path / "whoosh")
+        self.qdrant = QdrantStore(embedder.dim, path=None if qdrant_url else self.path / "qdrant",
+                                  url=qdrant_url, api_key=qdrant_api_key, collection=collection)
+        recorded = (self.manifest.get("embedding_model"), self.manifest.get("schema_version"))
+        if self.manifest.all_pages() and recorded != (embedder.model_id, SCHEMA_VERSION):
+            log.warning("index %s was built with model %s, schema %s; now %s, %s: clearing it, "
+                        "the next index run rebuilds it (embeddings come from the cache)",
+                        self.path, *recorded, embedder.model_id, SCHEMA_VERSION)
+            self.clear()
+        self.manifest.set("embedding_model", embedder.model_id)
+        self.manifest.set("schema_version", SCHEMA_VERSION)
+        self.recover()
+
+    def recover(self) -> list[str]:
+        """Undo half-written pages from an interrupted run; returns their doc keys."""
+        pending = self.manifest.pending()
+        if pending:
+            log.warning("recovering %d page(s) from an interrupted indexing run in %s", len(pending), self.path)
+            self.whoosh.replace_documents(pending, [])
+            self.qdrant.replace_documents(pending, [], None)  # type: ignore[arg-type]
+            self.manifest.forget(pending)
+        return pending
+
+    def clear(self) -> None:
+        """Empty both stores and the manifest (``--full`` re-index)."""
+        self.whoosh.clear()
+        self.qdrant.clear()
+        self.manifest.clear()
+        self.manifest.set("embedding_model", self.embedder.model_id)
+        self.manifest.set("schema_version", SCHEMA_VERSION)
+
+    def consistency(self) -> ConsistencyReport:
+        """Compare chunk ids across both stores and the manifest."""
+        man = {cid for p in self.manifest.all_pages() for cid in p.chunk_ids}
+        return ConsistencyReport(frozenset(self.whoosh.chunk_ids()), frozenset(self.qdrant.chunk_ids()), frozenset(man))
+
+    @property
+    def version(self) -> int:
+        """Index version: increases with every change of indexed pages."""
+        return self.manifest.version
+
+    def stats(self) -> dict[str, int]:
+        """Pages and chunks held."""
+        pages = self.manifest.all_pages()
+        return {"pages": len(pages), "chunks": sum(len(p.chunk_ids) for p in pages)}
+
+    def close(self) -> None:
+        """Close both stores and the manifest (releases the local Qdrant lock)."""
+        self.whoosh.close()
+        self.qdrant.close()
+        self.manifest.close()

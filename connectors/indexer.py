@@ -1,0 +1,171 @@
+"""Incremental indexing of one source into a :class:`~connectors.index.KnowledgeIndex`.
+
+Per run: scan the source; a page whose content hash matches the manifest is *unchanged* (neither
+re-chunked nor re-embedded); new and changed pages are chunked, embedded (through the embedding
+cache) and written to both stores in batches under the manifest's journal; a page the source no
+longer lists is deleted from both (only when the source listed itself completely and the scan
+finished); a page the source could not read this time is left as it was and reported.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .chunker import Chunker
+from .folder import SkippedPage
+from .index import KnowledgeIndex
+from .manifest import PageEntry
+from .models import Chunk, Document, Tombstone
+
+__all__ = ["Indexer", "IndexReport", "Source"]
+
+log = logging.getLogger(__name__)
+
+
+class Source(Protocol):
+    """What the indexer needs of a connector."""
+
+    name: str
+    #: True when :meth:`scan` lists every live page, so pages it does not yield were deleted.
+    complete_listing: bool
+
+    def scan(self) -> Iterable[Document | Tombstone | SkippedPage]:
+        """Yield pages, deletions and pages that could not be read."""
+        ...
+
+
+@dataclass(slots=True)
+class IndexReport:
+    """Counts of one run. ``seconds`` is wall time."""
+
+    source: str
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    chunks_written: int = 0
+    chunks_deleted: int = 0
+    embedded: int = 0
+    embeddings_cached: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        """JSON-ready dict."""
+        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+
+
+class Indexer:
+    """Writes sources into an index.
+
+    Args:
+        index: the target index.
+        chunker: the chunker (default sizes 400-800 characters).
+        batch_pages: pages written per store transaction.
+    """
+
+    def __init__(self, index: KnowledgeIndex, chunker: Chunker | None = None, batch_pages: int = 48) -> None:
+        self.index = index
+        self.chunker = chunker or Chunker()
+        self.batch_pages = batch_pages
+
+    def run(self, source: Source, full: bool = False,
+            progress: Callable[[IndexReport], None] | None = None) -> IndexReport:
+        """Index ``source`` incrementally (or from scratch for its pages when ``full``).
+
+        Returns:
+            The run's counts.
+
+        Raises:
+            SourceUnavailableError: when the source cannot be listed at all (nothing is deleted).
+        """
+        t0 = time.perf_counter()
+        rep = IndexReport(source=source.name)
+        known = self.index.manifest.pages_of(source.name)
+        if full and known:
+            keys = [p.doc_key for p in known.values()]
+            self.index.manifest.begin(keys)
+            self.index.whoosh.replace_documents(keys, [])
+            self.index.qdrant.replace_documents(keys, [], None)  # type: ignore[arg-type]
+            self.index.manifest.forget(keys)
+            known = {}
+        seen: set[str] = set()
+        batch: list[tuple[Document, bool]] = []
+        for item in source.scan():
+            if isinstance(item, SkippedPage):
+                seen.add(item.doc_id)
+                rep.skipped += 1
+                rep.errors.append(f"{item.doc_id}: {item.reason}")
+                continue
+            if isinstance(item, Tombstone):
+                seen.discard(item.doc_id)
+                if item.doc_id in known:
+                    self._delete(source.name, [known.pop(item.doc_id)], rep)
+                continue
+            seen.add(item.doc_id)
+            prev = known.get(item.doc_id)
+            if prev is not None and prev.hash == item.hash:
+                rep.unchanged += 1
+                continue
+            batch.append((item, prev is not None))
+            if len(batch) >= self.batch_pages:
+                self._write(batch, rep)
+                batch = []
+                if progress:
+                    progress(rep)
+        if batch:
+            self._write(batch, rep)
+        if source.complete_listing:
+            gone = [p for doc_id, p in known.items() if doc_id not in seen]
+            if gone:
+                self._delete(source.name, gone, rep)
+        if rep.added or rep.updated or rep.deleted:
+            self.index.whoosh.optimize()
+        rep.seconds = time.perf_counter() - t0
+        if progress:
+            progress(rep)
+        return rep
+
+    def _write(self, batch: list[tuple[Document, bool]], rep: IndexReport) -> None:
+        chunks: list[Chunk] = []
+        entries: list[PageEntry] = []
+        for doc, _ in batch:
+            cs = self.chunker.chunk(doc)
+            chunks.extend(cs)
+            entries.append(PageEntry(f"{doc.source}:{doc.doc_id}", doc.source, doc.doc_id, doc.hash,
+                                     tuple(c.chunk_id for c in cs)))
+        emb = self.index.embedder
+        before = (getattr(emb, "computed", 0), getattr(emb, "cached", 0))
+        vectors = emb.embed([c.embedding_text() for c in chunks])
+        rep.embedded += getattr(emb, "computed", len(chunks)) - before[0]
+        rep.embeddings_cached += getattr(emb, "cached", 0) - before[1]
+        keys = [e.doc_key for e in entries]
+        man = self.index.manifest
+        old = {p.doc_key: len(p.chunk_ids) for p in man.all_pages() if p.doc_key in set(keys)} if any(u for _, u in batch) else {}
+        man.begin(keys)
+        self.index.whoosh.replace_documents(keys, chunks)
+        self.index.qdrant.replace_documents(keys, chunks, vectors)
+        man.commit(entries, [])
+        rep.chunks_written += len(chunks)
+        rep.chunks_deleted += sum(old.values())
+        for _, updated in batch:
+            if updated:
+                rep.updated += 1
+            else:
+                rep.added += 1
+
+    def _delete(self, source: str, pages: list[PageEntry], rep: IndexReport) -> None:
+        keys = [p.doc_key for p in pages]
+        man = self.index.manifest
+        man.begin(keys)
+        self.index.whoosh.replace_documents(keys, [])
+        self.index.qdrant.replace_documents(keys, [], None)  # type: ignore[arg-type]
+        man.commit([], keys)
+        rep.deleted += len(pages)
+        rep.chunks_deleted += sum(len(p.chunk_ids) for p in pages)
+        log.info("deleted %d page(s) of %s", len(pages), source)

@@ -1,0 +1,162 @@
+"""The index manifest: which pages each index holds, at which content hash, and a write journal.
+
+It lives beside the indexes (``<index dir>/manifest.sqlite``), not in the shared state store,
+because it describes these files on this machine. SQLite through SQLAlchemy.
+
+The journal makes indexing crash-consistent across two stores that cannot share a transaction:
+a page is written to the journal (committed) before either store changes, and removed from it
+together with its manifest row once both stores committed. Any journal entry found when the
+index is next opened marks a page whose write may have stopped half-way; recovery deletes its
+chunks from both stores and forgets it, so the next scan indexes it again from the source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import sqlalchemy as sa
+
+__all__ = ["Manifest", "PageEntry"]
+
+
+@dataclass(frozen=True, slots=True)
+class PageEntry:
+    """What the indexes hold for one page."""
+
+    doc_key: str
+    source: str
+    doc_id: str
+    hash: str
+    chunk_ids: tuple[str, ...]
+
+
+class Manifest:
+    """Pages, journal and metadata of one index folder.
+
+    Args:
+        path: the SQLite file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.engine = sa.create_engine(f"sqlite:///{Path(path)}")
+        md = sa.MetaData()
+        self.pages = sa.Table(
+            "pages", md,
+            sa.Column("doc_key", sa.String(600), primary_key=True),
+            sa.Column("source", sa.String(200), nullable=False, index=True),
+            sa.Column("doc_id", sa.String(500), nullable=False),
+            sa.Column("hash", sa.String(64), nullable=False),
+            sa.Column("chunk_ids", sa.Text, nullable=False),
+            sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
+        )
+        self.journal = sa.Table(
+            "journal", md,
+            sa.Column("doc_key", sa.String(600), primary_key=True),
+            sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+        )
+        self.meta = sa.Table(
+            "meta", md,
+            sa.Column("key", sa.String(100), primary_key=True),
+            sa.Column("value", sa.Text, nullable=False),
+        )
+        md.create_all(self.engine)
+
+    # -- pages -------------------------------------------------------------------------------
+    def pages_of(self, source: str) -> dict[str, PageEntry]:
+        """Every page of ``source``, by doc_id."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(self.pages).where(self.pages.c.source == source)).mappings()
+            return {r["doc_id"]: self._entry(r) for r in rows}
+
+    def all_pages(self) -> list[PageEntry]:
+        """Every page of every source."""
+        with self.engine.connect() as conn:
+            return [self._entry(r) for r in conn.execute(sa.select(self.pages)).mappings()]
+
+    @staticmethod
+    def _entry(r) -> PageEntry:
+        return PageEntry(r["doc_key"], r["source"], r["doc_id"], r["hash"], tuple(json.loads(r["chunk_ids"])))
+
+    # -- journal -----------------------------------------------------------------------------
+    def begin(self, doc_keys: Iterable[str]) -> None:
+        """Journal ``doc_keys`` before touching the stores (committed on return)."""
+        now = datetime.now(timezone.utc)
+        keys = list(doc_keys)
+        if not keys:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(self.journal.delete().where(self.journal.c.doc_key.in_(keys)))
+            conn.execute(self.journal.insert(), [{"doc_key": k, "started_at": now} for k in keys])
+
+    def commit(self, upserts: Iterable[PageEntry], deletes: Iterable[str]) -> None:
+        """Record written pages and deleted page keys, and clear their journal entries, atomically."""
+        ups = list(upserts)
+        dels = list(deletes)
+        now = datetime.now(timezone.utc)
+        keys = [e.doc_key for e in ups] + dels
+        with self.engine.begin() as conn:
+            if keys:
+                conn.execute(self.pages.delete().where(self.pages.c.doc_key.in_(keys)))
+                conn.execute(self.journal.delete().where(self.journal.c.doc_key.in_(keys)))
+            if ups:
+                conn.execute(self.pages.insert(), [
+                    {"doc_key": e.doc_key, "source": e.source, "doc_id": e.doc_id, "hash": e.hash,
+                     "chunk_ids": json.dumps(list(e.chunk_ids)), "indexed_at": now} for e in ups])
+            if keys:
+                self._bump_version(conn)
+
+    def pending(self) -> list[str]:
+        """Doc keys journaled by a run that did not finish."""
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(sa.select(self.journal.c.doc_key))]
+
+    def forget(self, doc_keys: Iterable[str]) -> None:
+        """Drop pages and journal entries of ``doc_keys`` (after their chunks left both stores)."""
+        keys = list(doc_keys)
+        if not keys:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(self.pages.delete().where(self.pages.c.doc_key.in_(keys)))
+            conn.execute(self.journal.delete().where(self.journal.c.doc_key.in_(keys)))
+            self._bump_version(conn)
+
+    def clear(self) -> None:
+        """Forget everything (pages, journal, metadata)."""
+        with self.engine.begin() as conn:
+            for t in (self.pages, self.journal, self.meta):
+                conn.execute(t.delete())
+
+    # -- metadata ----------------------------------------------------------------------------
+    def get(self, key: str, default: str | None = None) -> str | None:
+        """Read a metadata value."""
+        with self.engine.connect() as conn:
+            v = conn.execute(sa.select(self.meta.c.value).where(self.meta.c.key == key)).scalar()
+            return default if v is None else v
+
+    def set(self, key: str, value: str) -> None:
+        """Write a metadata value."""
+        with self.engine.begin() as conn:
+            self._set(conn, key, value)
+
+    def _set(self, conn, key: str, value: str) -> None:
+        conn.execute(self.meta.delete().where(self.meta.c.key == key))
+        conn.execute(self.meta.insert(), [{"key": key, "value": value}])
+
+    def _bump_version(self, conn) -> None:
+        v = conn.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "index_version")).scalar()
+        self._set(conn, "index_version", str(int(v or 0) + 1))
+
+    @property
+    def version(self) -> int:
+        """Increases on every change to the indexed pages (for answer caches)."""
+        return int(self.get("index_version", "0") or 0)
+
+    def close(self) -> None:
+        """Release connections."""
+        self.engine.dispose()

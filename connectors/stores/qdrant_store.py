@@ -1,0 +1,156 @@
+"""Qdrant store: dense vectors with the chunk as payload, cosine similarity.
+
+Embedded default: ``qdrant-client`` local mode, persisted under the data dir (exact search in
+process; one process may open the folder at a time). Setting ``QDRANT_URL`` switches to a Qdrant
+server (HNSW, shared by several processes) with no other change.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+
+from ..errors import IndexCorruptError, IndexLockedError
+from ..models import Chunk
+from .records import StoredChunk, chunk_from_record, chunk_to_record
+
+__all__ = ["QdrantStore", "point_id"]
+
+log = logging.getLogger(__name__)
+
+
+def point_id(chunk_id: str) -> str:
+    """Qdrant point id for a chunk id: the UUID made of its first 32 hex digits."""
+    return str(uuid.UUID(hex=chunk_id[:32].ljust(32, "0")))
+
+
+class QdrantStore:
+    """Chunks as Qdrant points in one collection.
+
+    Args:
+        dim: vector size of the embedder.
+        path: the local-mode folder (used when ``url`` is not given).
+        url: a Qdrant server URL; ``api_key`` goes with it.
+        collection: collection name.
+
+    Raises:
+        IndexLockedError: when another process has the local folder open.
+        IndexCorruptError: when the local folder cannot be read.
+    """
+
+    def __init__(self, dim: int, path: str | os.PathLike[str] | None = None, url: str | None = None,
+                 api_key: str | None = None, collection: str = "chunks") -> None:
+        self.dim = dim
+        self.collection = collection
+        try:
+            if url:
+                self.client = QdrantClient(url=url, api_key=api_key, timeout=10)
+            else:
+                if path is None:
+                    raise ValueError("QdrantStore needs a path (local mode) or a url")
+                Path(path).mkdir(parents=True, exist_ok=True)
+                self.client = QdrantClient(path=str(path))
+        except RuntimeError as exc:
+            if "already accessed by another instance" in str(exc):
+                raise IndexLockedError(
+                    f"the vector index in {path} is open in another process (local Qdrant allows one); "
+                    "stop the other chatops process or set QDRANT_URL to use a Qdrant server"
+                ) from exc
+            raise IndexCorruptError(f"cannot open the vector index in {path}: {exc}; "
+                                    "run `chatops index --full SOURCE` to rebuild it") from exc
+        except Exception as exc:
+            raise IndexCorruptError(f"cannot open the vector index ({type(exc).__name__}: {exc}); "
+                                    "run `chatops index --full SOURCE` to rebuild it, or check QDRANT_URL") from exc
+        self._ensure_collection()
+
+    def _ensure_collection(self) -> None:
+        if self.client.collection_exists(self.collection):
+            info = self.client.get_collection(self.collection)
+            size = info.config.params.vectors.size  # type: ignore[union-attr]
+            if size != self.dim:
+                raise IndexCorruptError(
+                    f"the vector index holds {size}-dimensional vectors but the embedder makes {self.dim}; "
+                    "run `chatops index --full SOURCE` after changing EMBEDDING_MODEL")
+            return
+        self.client.create_collection(
+            self.collection, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE))
+        if not self._is_local:  # local mode ignores payload indexes (and warns)
+            self.client.create_payload_index(self.collection, "doc_key", models.PayloadSchemaType.KEYWORD)
+
+    @property
+    def _is_local(self) -> bool:
+        return type(self.client._client).__name__ == "QdrantLocal"  # noqa: SLF001
+
+    def replace_documents(self, doc_keys: Iterable[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Delete every point of ``doc_keys``, then upsert ``chunks`` with their ``vectors``.
+
+        ``vectors`` has shape ``(len(chunks), dim)``.
+        """
+        keys = list(doc_keys)
+        if keys:
+            self.client.delete(self.collection, points_selector=models.FilterSelector(filter=models.Filter(
+                must=[models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys))])), wait=True)
+        if len(chunks):
+            points = [models.PointStruct(id=point_id(c.chunk_id), vector=vectors[i].tolist(), payload=chunk_to_record(c))
+                      for i, c in enumerate(chunks)]
+            for start in range(0, len(points), 256):
+                self.client.upsert(self.collection, points=points[start:start + 256], wait=True)
+
+    def clear(self) -> None:
+        """Drop and recreate the collection."""
+        self.client.delete_collection(self.collection)
+        self._ensure_collection()
+
+    def search(self, vector: np.ndarray, limit: int = 50) -> list[StoredChunk]:
+        """Nearest chunks by cosine similarity to ``vector`` (shape ``(dim,)``), best first."""
+        res = self.client.query_points(self.collection, query=vector.tolist(), limit=limit, with_payload=True)
+        return [StoredChunk(chunk_from_record(p.payload or {}), float(p.score)) for p in res.points]
+
+    def fetch(self, chunk_ids: list[str]) -> dict[str, tuple[Chunk, np.ndarray]]:
+        """Stored chunks and vectors by chunk id (unknown ids are absent)."""
+        if not chunk_ids:
+            return {}
+        pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
+                                   with_payload=True, with_vectors=True)
+        return {p.payload["chunk_id"]: (chunk_from_record(p.payload), np.asarray(p.vector, dtype=np.float32))
+                for p in pts if p.payload}
+
+    def vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of ``chunk_ids`` (unknown ids are absent), shape ``(dim,)`` each."""
+        pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
+                                   with_payload=["chunk_id"], with_vectors=True)
+        return {p.payload["chunk_id"]: np.asarray(p.vector, dtype=np.float32) for p in pts if p.payload}
+
+    def get(self, chunk_id: str) -> Chunk | None:
+        """The stored chunk with ``chunk_id``, or ``None``."""
+        pts = self.client.retrieve(self.collection, ids=[point_id(chunk_id)], with_payload=True, with_vectors=False)
+        return chunk_from_record(pts[0].payload) if pts and pts[0].payload else None
+
+    @property
+    def count(self) -> int:
+        """Number of points."""
+        return self.client.count(self.collection, exact=True).count
+
+    def chunk_ids(self) -> set[str]:
+        """Every chunk id stored (scrolls the whole collection; for checks and tests)."""
+        ids: set[str] = set()
+        offset = None
+        while True:
+            points, offset = self.client.scroll(self.collection, limit=1000, offset=offset,
+                                                with_payload=["chunk_id"], with_vectors=False)
+            ids.update(p.payload["chunk_id"] for p in points if p.payload)
+            if offset is None:
+                return ids
+
+    def close(self) -> None:
+        """Close the client (releases the local-mode lock)."""
+        try:
+            self.client.close()
+        except Exception:  # pragma: no cover - best effort on shutdown
+            log.debug("qdrant close failed", exc_info=True)

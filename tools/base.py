@@ -1,0 +1,120 @@
+"""The tool contract and the registry.
+
+A tool is a small object with a ``name`` (dotted, e.g. ``knowledge.search``), a ``description``,
+an ``Args`` pydantic model (its JSON schema is what an LLM planner sees), a ``side_effect`` flag
+(side-effect tools never run straight from a plan: the agent turns them into pending actions),
+a ``permission`` (``"everyone"`` or ``"admin"``) and ``run(args, ctx)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import ToolArgumentError, ToolPermissionError
+
+__all__ = ["Tool", "ToolContext", "ToolRegistry"]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Who is calling, for permissions and per-user defaults."""
+
+    user_id: str = ""
+    is_admin: bool = False
+    timezone: str = "UTC"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """What every tool provides."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[BaseModel]]
+    side_effect: ClassVar[bool]
+    permission: ClassVar[str]
+
+    def run(self, args: BaseModel, ctx: ToolContext) -> Any:
+        """Run with validated ``args``."""
+        ...
+
+
+class ToolRegistry:
+    """Tools by name, validated as they are registered."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> Tool:
+        """Add ``tool``.
+
+        Raises:
+            ValueError: on a malformed name, a missing ``Args`` model, an unknown permission or a duplicate.
+        """
+        name = getattr(tool, "name", "")
+        if not _NAME.match(name):
+            raise ValueError(f"tool name {name!r} must be dotted lower-case like 'knowledge.search'")
+        if not (isinstance(getattr(tool, "Args", None), type) and issubclass(tool.Args, BaseModel)):
+            raise ValueError(f"tool {name} needs an Args pydantic model")
+        if getattr(tool, "permission", None) not in {"everyone", "admin"}:
+            raise ValueError(f"tool {name} permission must be 'everyone' or 'admin'")
+        if not isinstance(getattr(tool, "side_effect", None), bool):
+            raise ValueError(f"tool {name} must say whether it has side effects (side_effect: bool)")
+        if name in self._tools:
+            raise ValueError(f"tool {name} is registered twice")
+        self._tools[name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool:
+        """The tool called ``name``; raises ``KeyError`` listing the known names."""
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise KeyError(f"no tool {name!r}; known: {', '.join(sorted(self._tools))}") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def names(self) -> list[str]:
+        """Registered tool names, sorted."""
+        return sorted(self._tools)
+
+    def validate(self, name: str, raw: dict[str, Any] | BaseModel) -> BaseModel:
+        """Validate raw arguments against the tool's model.
+
+        Raises:
+            ToolArgumentError: with pydantic's messages when they do not validate.
+        """
+        tool = self.get(name)
+        if isinstance(raw, tool.Args):
+            return raw
+        try:
+            return tool.Args.model_validate(raw if isinstance(raw, dict) else raw.model_dump())
+        except ValidationError as exc:
+            raise ToolArgumentError(f"bad arguments for {name}: {exc}") from exc
+
+    def call(self, name: str, raw: dict[str, Any] | BaseModel, ctx: ToolContext) -> Any:
+        """Validate and run a tool without side effects.
+
+        Raises:
+            ToolArgumentError, ToolPermissionError; ``ValueError`` for a side-effect tool (those
+            must go through a pending action and its confirmation).
+        """
+        tool = self.get(name)
+        if tool.permission == "admin" and not ctx.is_admin:
+            raise ToolPermissionError(f"{name} is for admins only")
+        if tool.side_effect:
+            raise ValueError(f"{name} has side effects: propose it as a pending action, never call it directly")
+        return tool.run(self.validate(name, raw), ctx)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """JSON schemas of every tool (name, description, parameters), for LLM tool calling."""
+        return [{"name": t.name, "description": t.description, "side_effect": t.side_effect,
+                 "parameters": t.Args.model_json_schema()} for t in self._tools.values()]

@@ -1,0 +1,29 @@
+"""Exceptions raised by tools.
+
+The tree::
+
+    ToolError                 base
+    ├── ToolArgumentError     the arguments do not validate (the message lists what is wrong)
+    ├── ToolPermissionError   the caller may not use this tool
+    └── ToolUnavailableError  the tool's backend is not set up (e.g. no index yet)
+"""
+
+from __future__ import annotations
+
+__all__ = ["ToolError", "ToolArgumentError", "ToolPermissionError", "ToolUnavailableError"]
+
+
+class ToolError(Exception):
+    """Base of tool errors."""
+
+
+class ToolArgumentError(ToolError, ValueError):
+    """Arguments failed validation."""
+
+
+class ToolPermissionError(ToolError):
+    """The caller lacks the tool's permission."""
+
+
+class ToolUnavailableError(ToolError):
+    """The tool cannot run here (missing index, backend not configured)."""

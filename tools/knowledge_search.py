@@ -1,0 +1,215 @@
+"""``knowledge.search``: hybrid retrieval over the knowledge index.
+
+BM25F candidates from Whoosh and dense candidates from Qdrant (cosine over all-MiniLM-L6-v2
+vectors, or the configured embeddings API) are fused with weighted reciprocal rank fusion
+(:mod:`tools.fusion`), de-duplicated (same chunk id, or the same text in another chunk), and
+returned as :class:`Evidence` with each retriever's rank and raw score, so later steps (the
+evidence gate, the trace, ablations) can see why a chunk was found. ``retriever="bm25"`` or
+``"dense"`` returns one ranker alone for ablations.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from connectors.index import KnowledgeIndex
+from connectors.models import Chunk, content_hash
+
+from .base import ToolContext
+from .fusion import reciprocal_rank_fusion
+from .prf import feedback_terms
+
+__all__ = ["KnowledgeSearch", "KnowledgeSearchArgs", "Evidence", "SearchResult", "SearchConfig"]
+
+Retriever = Literal["hybrid", "bm25", "dense"]
+
+
+class KnowledgeSearchArgs(BaseModel):
+    """Arguments of ``knowledge.search``."""
+
+    query: str = Field(min_length=1, max_length=4000, description="What to look for, in words a page would use.")
+    k: int = Field(default=8, ge=1, le=100, description="Number of passages to return.")
+    retriever: Retriever = Field(default="hybrid", description="hybrid (BM25 + dense, fused), bm25 or dense.")
+    dense_query: str | None = Field(default=None, max_length=4000,
+                                    description="Text to embed instead of the query (e.g. a hypothetical answer).")
+    expansion: list[str] = Field(default_factory=list, max_length=32,
+                                 description="Extra keyword terms for BM25 (query expansion), weighted down.")
+    prf: bool = Field(default=True, description="Add pseudo-relevance feedback terms from the top dense passages to BM25.")
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One retrieved chunk.
+
+    Attributes:
+        chunk: the passage.
+        score: the fused score (RRF) or the single retriever's score.
+        ranks: retriever name to 1-based rank in its own list.
+        scores: retriever name to raw score (BM25F score; cosine similarity in [-1, 1]).
+        cosine: cosine similarity of the chunk's vector to the (dense) query vector, computed for
+            every returned chunk, also those only BM25 found; ``None`` for ``retriever="bm25"``.
+    """
+
+    chunk: Chunk
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
+    cosine: float | None = None
+
+    def as_dict(self) -> dict:
+        """Trace-friendly summary."""
+        c = self.chunk
+        return {"chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title, "section": c.section,
+                "score": round(self.score, 5), "ranks": self.ranks,
+                "scores": {k: round(v, 4) for k, v in self.scores.items()},
+                "cosine": None if self.cosine is None else round(self.cosine, 4)}
+
+
+@dataclass(slots=True)
+class SearchResult:
+    """Evidence plus per-stage timings in milliseconds."""
+
+    evidence: list[Evidence]
+    timings_ms: dict[str, float]
+    query: str
+    retriever: str
+    feedback_terms: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """Retrieval parameters.
+
+    Attributes:
+        rrf_k: RRF constant (Cormack et al. use 60).
+        dense_weight, bm25_weight: RRF weights per retriever.
+        candidates: candidates taken from each retriever before fusion.
+        expansion_weight: BM25 weight of expansion and feedback terms relative to query terms.
+        prf_docs, prf_terms: pseudo-relevance feedback from this many top dense passages, this many terms.
+    """
+
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    bm25_weight: float = 1.0
+    candidates: int = 60
+    expansion_weight: float = 0.3
+    prf_docs: int = 3
+    prf_terms: int = 6
+
+
+class KnowledgeSearch:
+    """The ``knowledge.search`` tool over one :class:`~connectors.index.KnowledgeIndex`."""
+
+    name: ClassVar[str] = "knowledge.search"
+    description: ClassVar[str] = (
+        "Search the company knowledge base (Confluence, wiki, handbook) and return numbered passages "
+        "with titles, sections and links. Use for any question about the company, its policies, "
+        "processes, tools or people.")
+    Args: ClassVar[type[BaseModel]] = KnowledgeSearchArgs
+    side_effect: ClassVar[bool] = False
+    permission: ClassVar[str] = "everyone"
+
+    def __init__(self, index: KnowledgeIndex, config: SearchConfig | None = None, query_cache_size: int = 512) -> None:
+        self.index = index
+        self.config = config or SearchConfig()
+        self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._qcache_size = query_cache_size
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query vector (shape ``(dim,)``), from a small LRU cache."""
+        key = content_hash(text)
+        v = self._qcache.get(key)
+        if v is None:
+            v = self.index.embedder.embed([text])[0]
+            self._qcache[key] = v
+            if len(self._qcache) > self._qcache_size:
+                self._qcache.popitem(last=False)
+        else:
+            self._qcache.move_to_end(key)
+        return v
+
+    def run(self, args: KnowledgeSearchArgs, ctx: ToolContext | None = None) -> SearchResult:  # type: ignore[override]
+        """Search; see the module docstring.
+
+        Steps: embed the query (always: every returned chunk gets its cosine to the query, which
+        the evidence gate reads); dense candidates; feedback terms from the top dense passages
+        (``prf``, hybrid only); one BM25F search with the query, expansion and feedback terms;
+        weighted RRF; de-duplication; chunks and vectors of BM25-only hits fetched from Qdrant.
+        """
+        cfg = self.config
+        timings: dict[str, float] = {}
+        lists: dict[str, list[tuple[str, float]]] = {}
+        chunks: dict[str, Chunk] = {}
+        cosines: dict[str, float] = {}
+        feedback: list[str] = []
+        t = time.perf_counter()
+        vec = self.embed_query(args.dense_query or args.query)
+        timings["embed"] = (time.perf_counter() - t) * 1000
+        if args.retriever in ("hybrid", "dense"):
+            t = time.perf_counter()
+            hits = self.index.qdrant.search(vec, limit=cfg.candidates)
+            for h in hits:
+                chunks[h.chunk.chunk_id] = h.chunk
+                cosines[h.chunk.chunk_id] = h.score
+            lists["dense"] = [(h.chunk.chunk_id, h.score) for h in hits]
+            timings["dense"] = (time.perf_counter() - t) * 1000
+        if args.retriever in ("hybrid", "bm25"):
+            t = time.perf_counter()
+            base = set(self.analyze(args.query))
+            extra = [x for term in args.expansion for x in self.analyze(term) if x not in base]
+            if args.prf and args.retriever == "hybrid" and lists.get("dense"):
+                top = [chunks[cid] for cid, _ in lists["dense"][: cfg.prf_docs]]
+                feedback = feedback_terms(top, base | set(extra), self.analyze, self.idf, cfg.prf_terms)
+            added = list(dict.fromkeys(extra + feedback))
+            q = " ".join([args.query, *added])
+            boosts = {x: cfg.expansion_weight for x in added}
+            lists["bm25"] = self.index.whoosh.search_ids(q, limit=cfg.candidates, boosts=boosts)
+            timings["bm25"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        ranks: dict[str, dict[str, int]] = {}
+        raw: dict[str, dict[str, float]] = {}
+        for name, hits in lists.items():
+            for r, (cid, score) in enumerate(hits, start=1):
+                ranks.setdefault(cid, {})[name] = r
+                raw.setdefault(cid, {})[name] = score
+        if args.retriever == "hybrid":
+            fused = reciprocal_rank_fusion({n: [c for c, _ in h] for n, h in lists.items()}, k=cfg.rrf_k,
+                                           weights={"dense": cfg.dense_weight, "bm25": cfg.bm25_weight})
+        else:
+            fused = list(lists[args.retriever])
+        head = [cid for cid, _ in fused[: args.k * 2 + 10]]
+        missing = [cid for cid in head if cid not in chunks]
+        for cid, (chunk, v) in self.index.qdrant.fetch(missing).items():
+            chunks[cid] = chunk
+            cosines[cid] = float(np.dot(v, vec))
+        out: list[Evidence] = []
+        seen_text: set[str] = set()
+        for cid, score in fused:
+            c = chunks.get(cid)
+            if c is None:  # in BM25 but not (yet) in Qdrant: never show what cannot be verified
+                continue
+            th = content_hash(c.doc_id, c.text)
+            if th in seen_text:
+                continue
+            seen_text.add(th)
+            out.append(Evidence(c, score, ranks.get(cid, {}), raw.get(cid, {}), cosines.get(cid)))
+            if len(out) >= args.k:
+                break
+        timings["fuse"] = (time.perf_counter() - t) * 1000
+        return SearchResult(out, timings, args.query, args.retriever, feedback)
+
+    # -- helpers the agent uses to judge evidence ------------------------------------------------
+    def analyze(self, text: str) -> list[str]:
+        """Index terms of ``text`` (the BM25 analyzer: lower-case, stop words out, Porter stems)."""
+        return self.index.whoosh.analyze(text)
+
+    def idf(self, term: str) -> float:
+        """Inverse document frequency of an analysed term over chunks: ``ln(1 + N / (df + 0.5))``."""
+        n = max(self.index.whoosh.doc_count, 1)
+        return float(np.log1p(n / (self.index.whoosh.doc_frequency(term) + 0.5)))
