@@ -9,8 +9,9 @@
    (:func:`agent.rewrite.decompose`): each part is searched and the lists are fused by RRF, the
    whole question weighted 1.5.
 3. Judge the evidence (:class:`agent.gate.EvidenceGate`). When it does not suffice, retry with a
-   rewritten query (the key words alone, then the missing key words first), at most
-   ``max_retries`` times, stopping early when a retry did not improve the evidence.
+   rewritten keyword query (the key words alone, then the missing key words first; the dense
+   query stays the question, so the gate's cosines always measure closeness to what was asked),
+   at most ``max_retries`` times, stopping early when a retry did not improve the evidence.
 4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse.
 """
 
@@ -107,7 +108,9 @@ class RuleBasedPlanner:
         shown: dict[str, Evidence] = {}
         queries = [question, *decompose(question)]
         for attempt_no in range(self.config.max_retries + 1):
-            ev = self._retrieve(queries, trace, attempt_no)
+            # Retries rewrite the keyword (BM25) query only; the dense query stays the question, so
+            # every cosine the gate reads measures closeness to what the user asked, not to a rewrite.
+            ev = self._retrieve(queries, trace, attempt_no, dense_query=question if attempt_no else None)
             for e in ev:
                 shown.setdefault(e.chunk.chunk_id, e)
             t = time.perf_counter()
@@ -133,7 +136,8 @@ class RuleBasedPlanner:
         t = time.perf_counter()
         need = 1 if best.verdict.single_source else self.gate.config.min_citations
         ordered = best.verdict.support + [e for e in best.evidence if e not in best.verdict.support]
-        draft = self.answerer.answer(ordered, terms, min_sources=need)
+        vocabulary = [t for q in trace.queries if q.get("attempt", 0) == 0 for t in (q.get("feedback_terms") or [])]
+        draft = self.answerer.answer(ordered, terms, min_sources=need, question=question, vocabulary=vocabulary)
         trace.add_time("answer", (time.perf_counter() - t) * 1000)
         trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}))
         reply = Reply(draft.text, draft.citations, route=route, searched=searched)
@@ -147,12 +151,13 @@ class RuleBasedPlanner:
         missing = [t for t in verdict.missing if t in terms.weights]
         return " ".join(dict.fromkeys([*missing, *terms.weights])) if missing else ""
 
-    def _retrieve(self, queries: list[str], trace: Trace, attempt: int) -> list[Evidence]:
+    def _retrieve(self, queries: list[str], trace: Trace, attempt: int, dense_query: str | None = None) -> list[Evidence]:
         """Search each query; several (a decomposed question) are fused with RRF, the whole first."""
         t = time.perf_counter()
         results = []
         for q in queries:
-            args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, retriever=self.retriever)
+            args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, retriever=self.retriever,
+                                       dense_query=dense_query[:4000] if dense_query else None)
             res = self.search.run(args, ToolContext())
             results.append(res)
             for k, v in res.timings_ms.items():

@@ -96,7 +96,7 @@ class SearchConfig:
 
     rrf_k: int = 60
     dense_weight: float = 1.0
-    bm25_weight: float = 1.0
+    bm25_weight: float = 0.6
     candidates: int = 60
     expansion_weight: float = 0.3
     prf_docs: int = 3
@@ -120,6 +120,7 @@ class KnowledgeSearch:
         self.config = config or SearchConfig()
         self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._qcache_size = query_cache_size
+        self._dcache: OrderedDict[tuple[str, int], list] = OrderedDict()
 
     def embed_query(self, text: str) -> np.ndarray:
         """The query vector (shape ``(dim,)``), from a small LRU cache."""
@@ -153,7 +154,7 @@ class KnowledgeSearch:
         timings["embed"] = (time.perf_counter() - t) * 1000
         if args.retriever in ("hybrid", "dense"):
             t = time.perf_counter()
-            hits = self.index.qdrant.search(vec, limit=cfg.candidates)
+            hits = self._dense(args.dense_query or args.query, vec)
             for h in hits:
                 chunks[h.chunk.chunk_id] = h.chunk
                 cosines[h.chunk.chunk_id] = h.score
@@ -203,6 +204,18 @@ class KnowledgeSearch:
                 break
         timings["fuse"] = (time.perf_counter() - t) * 1000
         return SearchResult(out, timings, args.query, args.retriever, feedback)
+
+    def _dense(self, text: str, vec: np.ndarray):
+        """Dense candidates, cached per (text, index version): a retry that keeps the dense query
+        does not search twice."""
+        key = (content_hash(text), self.index.version)
+        hits = self._dcache.get(key)
+        if hits is None:
+            hits = self.index.qdrant.search(vec, limit=self.config.candidates)
+            self._dcache[key] = hits
+            if len(self._dcache) > 64:
+                self._dcache.popitem(last=False)
+        return hits
 
     # -- helpers the agent uses to judge evidence ------------------------------------------------
     def analyze(self, text: str) -> list[str]:
