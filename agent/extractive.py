@@ -8,6 +8,7 @@ the manner of Maximal Marginal Relevance (Carbonell & Goldstein 1998) with a cov
   earlier picks did not (already covered terms count a third);
 - *vocabulary*: overlap with the feedback terms of the evidence (the words the pages use for
   what was asked, e.g. "acknowledge" for "ack"), which bridges paraphrases;
+- *definition*: for "what's X?", a bonus for a sentence that defines X ("Long Name (X)");
 - *answer type*: a bonus when the question asks for a quantity, time or amount ("how long",
   "how much", "when", "max") and the sentence states one, or asks for a command and the
   sentence shows one;
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from tools.knowledge_search import Evidence
 
 from .models import Citation
+from .rewrite import defines
 from .terms import KeyTerms
 from .text import Span, display_text, sentence_spans
 
@@ -78,7 +80,7 @@ class ExtractiveAnswerer:
         self.analyze = analyze
 
     def answer(self, evidence: list[Evidence], terms: KeyTerms, min_sources: int = 1,
-               question: str = "", vocabulary: list[str] | None = None) -> Draft:
+               question: str = "", vocabulary: list[str] | None = None, define: str | None = None) -> Draft:
         """Pick sentences from ``evidence`` (best first) for a question with key terms ``terms``.
 
         Args:
@@ -87,6 +89,7 @@ class ExtractiveAnswerer:
             min_sources: distinct chunks the picks must span (the gate's requirement).
             question: the question text (for the answer-type bonus).
             vocabulary: analysed feedback terms (words the evidence uses for the topic).
+            define: for a "what's X?" question, the term X; sentences defining it get a bonus.
         """
         cfg = self.config
         key = set(terms.weights)
@@ -106,6 +109,8 @@ class ExtractiveAnswerer:
                     prior += 0.25
                 if wants_command and _COMMAND.search(span.text):
                     prior += 0.25
+                if define and defines(span.text, define):
+                    prior += 0.5
                 if span.text.rstrip().endswith((":", "?")):
                     prior -= 0.15  # a lead-in or a question, not an answer
                 cands.append(_Cand(ev, span, t, prior, rank))

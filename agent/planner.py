@@ -12,6 +12,7 @@
    rewritten keyword query (the key words alone, then the missing key words first; the dense
    query stays the question, so the gate's cosines always measure closeness to what was asked),
    at most ``max_retries`` times, stopping early when a retry did not improve the evidence.
+   A "what's X?" question also searches the bare term and puts passages that define it first.
 4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse.
 """
 
@@ -29,7 +30,7 @@ from . import messages
 from .extractive import ExtractiveAnswerer, ExtractiveConfig
 from .gate import EvidenceGate, GateConfig, GateVerdict
 from .models import Reply, Trace, Turn
-from .rewrite import decompose, keyword_query, standalone_question
+from .rewrite import decompose, defines, definition_target, keyword_query, standalone_question
 from .router import RuleRouter
 from .terms import KeyTerms, key_terms
 
@@ -107,10 +108,13 @@ class RuleBasedPlanner:
         attempts: list[_Attempt] = []
         shown: dict[str, Evidence] = {}
         queries = [question, *decompose(question)]
+        target = definition_target(turn.text)
         for attempt_no in range(self.config.max_retries + 1):
             # Retries rewrite the keyword (BM25) query only; the dense query stays the question, so
             # every cosine the gate reads measures closeness to what the user asked, not to a rewrite.
             ev = self._retrieve(queries, trace, attempt_no, dense_query=question if attempt_no else None)
+            if target and attempt_no == 0:
+                ev = self._definitions_first(target, question, ev, trace)
             for e in ev:
                 shown.setdefault(e.chunk.chunk_id, e)
             t = time.perf_counter()
@@ -137,11 +141,24 @@ class RuleBasedPlanner:
         need = 1 if best.verdict.single_source else self.gate.config.min_citations
         ordered = best.verdict.support + [e for e in best.evidence if e not in best.verdict.support]
         vocabulary = [t for q in trace.queries if q.get("attempt", 0) == 0 for t in (q.get("feedback_terms") or [])]
-        draft = self.answerer.answer(ordered, terms, min_sources=need, question=question, vocabulary=vocabulary)
+        draft = self.answerer.answer(ordered, terms, min_sources=need, question=question, vocabulary=vocabulary,
+                                     define=target)
         trace.add_time("answer", (time.perf_counter() - t) * 1000)
         trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}))
         reply = Reply(draft.text, draft.citations, route=route, searched=searched)
         return reply, list(shown.values())
+
+    def _definitions_first(self, term: str, question: str, evidence: list[Evidence], trace: Trace) -> list[Evidence]:
+        """For "what's X?": search the bare term too, and put passages that define it first."""
+        t = time.perf_counter()
+        res = self.search.run(KnowledgeSearchArgs(query=term, k=self.config.k, retriever="bm25", dense_query=question),
+                              ToolContext())
+        pool = {e.chunk.chunk_id: e for e in [*evidence, *res.evidence]}
+        defining = [e for e in pool.values() if defines(e.chunk.text, term)]
+        ids = {e.chunk.chunk_id for e in defining}
+        trace.step("definition_lookup", term=term, defining=[e.chunk.chunk_id for e in defining][:5])
+        trace.add_time("retrieve", (time.perf_counter() - t) * 1000)
+        return [*defining, *(e for e in evidence if e.chunk.chunk_id not in ids)][: self.config.k]
 
     @staticmethod
     def _next_query(attempt_no: int, question: str, terms: KeyTerms, verdict: GateVerdict) -> str:

@@ -13,7 +13,11 @@ import re
 from .terms import KeyTerms
 from .text import QUESTION_STOPWORDS
 
-__all__ = ["standalone_question", "decompose", "keyword_query"]
+__all__ = ["standalone_question", "decompose", "keyword_query", "definition_target", "defines"]
+
+_DEFINITION_Q = re.compile(
+    r"^\s*(?:what(?:'s|s| is| are)|what does|define|meaning of|wh?at r)\s+(?:an?\s+|the\s+)?"
+    r"[`\"']?([A-Za-z][\w./+-]{1,40})[`\"']?\s*(?:mean|stand for|stands for|means)?\s*[?.!]*\s*$", re.I)
 
 
 def standalone_question(text: str, history: tuple[str, ...], max_turns: int = 2) -> str:
@@ -56,3 +60,22 @@ def keyword_query(terms: KeyTerms, original: str) -> str:
     words = [w for w in re.findall(r"[\w$%/@.+-]+", original.lower())
              if w.strip(".") and w.strip(".") not in QUESTION_STOPWORDS]
     return " ".join(words) if words and terms.weights else original
+
+
+def definition_target(question: str) -> str | None:
+    """The term a "what's X?" / "what does X mean?" question asks to define, or ``None``."""
+    m = _DEFINITION_Q.match(question)
+    if not m:
+        return None
+    term = m.group(1)
+    return None if term.lower() in QUESTION_STOPWORDS else term
+
+
+def defines(text: str, term: str) -> bool:
+    """True when ``text`` reads as a definition of ``term``: "Long Name (TERM)", "TERM (long name)",
+    "TERM stands for / means / is short for / refers to", "**TERM**:" or "TERM:" at a line start,
+    or a table row starting with the term."""
+    t = re.escape(term)
+    pattern = (rf"\(\s*{t}s?\s*\)|\b{t}\s*\((?!\))|\b{t}\b\s+(?:stands for|means|is short for|refers to|is an? )|"
+               rf"(?m:^\s*(?:[-*]\s*)?(?:\*\*)?{t}(?:\*\*)?\s*[:\u2014-])|(?m:^\|\s*{t}\s*\|)")
+    return re.search(pattern, text, re.I) is not None

@@ -39,6 +39,13 @@ log = logging.getLogger(__name__)
 FIELD_WEIGHTS = {"title": 2, "headings": 2, "body": 1}
 
 
+class _PreloadedOr(Or):
+    """OR query whose matcher preloads each term's postings into arrays (Whoosh's ARRAY_MATCHER)
+    instead of a binary tree of union matchers: same scores, about half the time per query."""
+
+    matcher_type = Or.ARRAY_MATCHER
+
+
 def _schema() -> fields.Schema:
     ana = StemmingAnalyzer()
     return fields.Schema(
@@ -165,7 +172,7 @@ class WhooshStore:
             return []
         boosts = boosts or {}
         clauses = [Term("content", t, boost=boosts.get(t, 1.0)) for t in terms]
-        results = searcher.search(Or(clauses), limit=limit, optimize=False)
+        results = searcher.search(_PreloadedOr(clauses), limit=limit, optimize=False)
         col = getattr(searcher, "_chatops_ids", None)
         if col is None:
             col = searcher._chatops_ids = searcher.reader().column_reader("chunk_id")

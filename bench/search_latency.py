@@ -1,0 +1,127 @@
+"""``knowledge.search`` latency at the corpus's size and on synthetic indexes up to 100,000 chunks.
+
+Usage: python bench/search_latency.py [--index DIR] [--sizes 10000,30000,100000] [--queries N]
+
+Part 1 times hybrid, BM25-only and dense-only searches of real questions (the eval set's when
+``../shared`` is present) on a real index (``--index``, e.g. ``.chatops/index``; built from the
+example wiki when omitted). Part 2 builds synthetic indexes: chunks made of words drawn from the
+corpus vocabulary with a Zipf-like distribution, and random unit vectors (so no embedding cost),
+and times the same searches, to show how latency grows with index size in local mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
+from connectors.folder import FolderSource  # noqa: E402
+from connectors.index import KnowledgeIndex  # noqa: E402
+from connectors.indexer import Indexer  # noqa: E402
+from connectors.models import Chunk, content_hash  # noqa: E402
+from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = ROOT.parent / "shared" / "eval" / "dev.jsonl"
+FALLBACK_QUESTIONS = [
+    "how much is the home office budget?", "how do I declare an incident?", "when do patch releases go out?",
+    "how many days of PTO do we get?", "what is the expense deadline?", "who approves long vacations?",
+    "what does RFC mean?", "how do I report phishing?", "when is the all-hands?", "what laptop do I get?",
+]
+
+
+def questions(n: int) -> list[str]:
+    """Up to ``n`` realistic questions."""
+    if DEV.is_file():
+        qs = [json.loads(line)["question"] for line in DEV.read_text().splitlines() if line.strip()]
+    else:
+        qs = FALLBACK_QUESTIONS
+    return (qs * (n // len(qs) + 1))[:n]
+
+
+def time_searches(search: KnowledgeSearch, qs: list[str], retriever: str) -> tuple[float, float]:
+    """p50 and p95 in ms of ``knowledge.search`` (k=30) over ``qs`` (each query embedded once first)."""
+    for q in qs:
+        search.embed_query(q)
+    times = []
+    for q in qs:
+        t = time.perf_counter()
+        search.run(KnowledgeSearchArgs(query=q, k=30, retriever=retriever, prf=retriever == "hybrid"))
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))]
+
+
+def report(label: str, search: KnowledgeSearch, qs: list[str]) -> None:
+    """Print one line per retriever."""
+    for r in ("hybrid", "bm25", "dense"):
+        search._dcache.clear()  # noqa: SLF001 - time real searches, not the retry cache
+        p50, p95 = time_searches(search, qs, r)
+        print(f"{label:<28} {r:<7} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
+
+
+def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Random) -> None:
+    """Fill ``index`` with ``n`` synthetic chunks (Zipf-like words, random unit vectors)."""
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    batch_chunks: list[Chunk] = []
+    vecs = []
+    dim = index.embedder.dim
+    nrng = np.random.default_rng(7)
+    for i in range(n):
+        words = rng.choices(vocab, weights=weights, k=rng.randint(60, 120))
+        text = " ".join(words)
+        doc = f"synthetic/{i // 12}.md"
+        batch_chunks.append(Chunk(content_hash(doc, str(i))[:32], "synthetic", doc, f"Page {i // 12}",
+                                  ("Section", words[0]), "", text, i % 12))
+        v = nrng.standard_normal(dim).astype(np.float32)
+        vecs.append(v / np.linalg.norm(v))
+        if len(batch_chunks) == 2000 or i == n - 1:
+            keys = sorted({c.key for c in batch_chunks})
+            index.whoosh.replace_documents(keys, batch_chunks)
+            index.qdrant.replace_documents([], batch_chunks, np.stack(vecs))
+            batch_chunks, vecs = [], []
+    index.whoosh.optimize()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", help="an existing index folder (default: build one from examples/wiki)")
+    ap.add_argument("--sizes", default="10000,30000,100000")
+    ap.add_argument("--queries", type=int, default=40)
+    args = ap.parse_args()
+    qs = questions(args.queries)
+    with tempfile.TemporaryDirectory() as tmp:
+        embedder = CachedEmbedder(OnnxMiniLMEmbedder(), EmbeddingCache(Path(tmp) / "emb.sqlite"))
+        if args.index:
+            index = KnowledgeIndex(args.index, embedder)
+        else:
+            index = KnowledgeIndex(Path(tmp) / "real", embedder)
+            Indexer(index).run(FolderSource(ROOT / "examples" / "wiki"))
+        stats = index.stats()
+        report(f"real ({stats['chunks']} chunks)", KnowledgeSearch(index), qs)
+        searcher = index.whoosh._get_searcher()  # noqa: SLF001
+        vocab = [t for t, _ in sorted(((t.decode() if isinstance(t, bytes) else t, searcher.doc_frequency("content", t))
+                                       for t in searcher.lexicon("content")), key=lambda x: -x[1])][:20000]
+        index.close()
+        rng = random.Random(7)
+        for n in (int(x) for x in args.sizes.split(",") if x):
+            t = time.perf_counter()
+            syn = KnowledgeIndex(Path(tmp) / f"syn{n}", embedder)
+            synthetic(syn, n, vocab, rng)
+            build = time.perf_counter() - t
+            report(f"synthetic {n:,} (built {build:.0f} s)", KnowledgeSearch(syn), qs)
+            syn.close()
+
+
+if __name__ == "__main__":
+    main()
