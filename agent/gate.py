@@ -8,8 +8,9 @@ Policy (``GateConfig``), measured on the handbook dev set (see the README's eval
   or ``/genie whoisoncall`` that a small dense model does not know well).
 - The gate passes when at least ``min_citations`` distinct chunks support the question.
 - **Single strong source exception**: with one supporting chunk, the gate still passes when that
-  chunk's cosine is at least ``strong_single`` and it contains at least ``strong_coverage`` of the
-  question's IDF-weighted key terms. Handbooks often state a fact on exactly one page; refusing
+  chunk contains at least ``strong_coverage`` of the question's IDF-weighted key terms and either
+  its cosine is at least ``strong_single`` or both retrievers independently rank it among their
+  top ``agreement_rank`` (dense and BM25 agreeing is strong evidence on its own). Handbooks often state a fact on exactly one page; refusing
   those would be a false refusal, while a chunk that is both close in meaning and mentions what
   was asked is rarely wrong. Such answers carry one citation and the trace marks the exception.
 - Otherwise the gate fails; the reason names the key terms no supporting chunk contains (used for
@@ -42,6 +43,7 @@ class GateConfig:
     lexical_floor: float = 0.33
     strong_single: float = 0.55
     strong_coverage: float = 0.6
+    agreement_rank: int = 2
     considered: int = 8
 
     def __post_init__(self) -> None:
@@ -115,7 +117,8 @@ class EvidenceGate:
         if support:
             e = support[0]
             own = terms.coverage(per_chunk[e.chunk.chunk_id])
-            if (e.cosine or 0.0) >= cfg.strong_single and own >= cfg.strong_coverage:
+            agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
+            if own >= cfg.strong_coverage and ((e.cosine or 0.0) >= cfg.strong_single or agree):
                 return GateVerdict(True, [e], own, True, terms.missing(per_chunk[e.chunk.chunk_id]),
                                    "one strong source (single-source exception)", top_cos)
         if not support:

@@ -20,6 +20,7 @@ class Settings(BaseSettings):
                                       case_sensitive=False)
 
     chatops_data_dir: Path = Field(Path(".chatops"), description="Where indexes, caches and state live.")
+    chatops_cache_dir: Path | None = Field(None, description="Embedding cache folder; default DATA_DIR/cache.")
     chatops_log_level: str = Field("WARNING", description="Python log level.")
     embedding_model: str = Field("local", description="'local' (bundled all-MiniLM-L6-v2 int8 ONNX) or an "
                                  "OpenAI embeddings model name such as text-embedding-3-small.")
@@ -52,4 +53,4 @@ class Settings(BaseSettings):
     @property
     def embedding_cache_path(self) -> Path:
         """The embedding cache file."""
-        return self.chatops_data_dir / "cache" / "embeddings.sqlite"
+        return (self.chatops_cache_dir or self.chatops_data_dir / "cache") / "embeddings.sqlite"
