@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from tools.base import ToolContext
+from tools.base import ToolContext, ToolRegistry
 from tools.fusion import reciprocal_rank_fusion
 from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs
 
@@ -65,15 +65,20 @@ class RuleBasedPlanner:
     """The offline planner (see the module docstring).
 
     Args:
-        search: the ``knowledge.search`` tool.
+        tools: the tool registry; it must hold ``knowledge.search`` (a
+            :class:`~tools.knowledge_search.KnowledgeSearch`, whose analyzer and IDF the gate reads).
         gate: evidence gate thresholds.
         answer: extractive answerer settings.
         config: retrieval knobs.
     """
 
-    def __init__(self, search: KnowledgeSearch, gate: GateConfig | None = None,
+    def __init__(self, tools: ToolRegistry, gate: GateConfig | None = None,
                  answer: ExtractiveConfig | None = None, config: PlannerConfig | None = None,
                  retriever: str = "hybrid") -> None:
+        search = tools.get("knowledge.search")
+        if not isinstance(search, KnowledgeSearch):
+            raise TypeError("the rule-based planner needs knowledge.search to be a KnowledgeSearch")
+        self.tools = tools
         self.search = search
         self.router = RuleRouter()
         self.gate = EvidenceGate(gate or GateConfig(), search.analyze)
@@ -98,10 +103,12 @@ class RuleBasedPlanner:
         if decision.route == "followup":
             question = standalone_question(turn.text, turn.history)
             trace.step("rewrite_followup", standalone=question)
-        return self._knowledge(question, turn, trace, decision.route)
+        ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone)
+        return self._knowledge(question, turn, trace, decision.route, ctx)
 
     # -- retrieval loop ----------------------------------------------------------------------
-    def _knowledge(self, question: str, turn: Turn, trace: Trace, route: str) -> tuple[Reply, list[Evidence]]:
+    def _knowledge(self, question: str, turn: Turn, trace: Trace, route: str,
+                   ctx: ToolContext) -> tuple[Reply, list[Evidence]]:
         t = time.perf_counter()
         terms = key_terms(question, self.search.analyze, self.search.idf)
         trace.add_time("terms", (time.perf_counter() - t) * 1000)
@@ -112,9 +119,9 @@ class RuleBasedPlanner:
         for attempt_no in range(self.config.max_retries + 1):
             # Retries rewrite the keyword (BM25) query only; the dense query stays the question, so
             # every cosine the gate reads measures closeness to what the user asked, not to a rewrite.
-            ev = self._retrieve(queries, trace, attempt_no, dense_query=question if attempt_no else None)
+            ev = self._retrieve(queries, trace, attempt_no, ctx, dense_query=question if attempt_no else None)
             if target and attempt_no == 0:
-                ev = self._definitions_first(target, question, ev, trace)
+                ev = self._definitions_first(target, question, ev, trace, ctx)
             for e in ev:
                 shown.setdefault(e.chunk.chunk_id, e)
             t = time.perf_counter()
@@ -148,11 +155,13 @@ class RuleBasedPlanner:
         reply = Reply(draft.text, draft.citations, route=route, searched=searched)
         return reply, list(shown.values())
 
-    def _definitions_first(self, term: str, question: str, evidence: list[Evidence], trace: Trace) -> list[Evidence]:
+    def _definitions_first(self, term: str, question: str, evidence: list[Evidence], trace: Trace,
+                           ctx: ToolContext) -> list[Evidence]:
         """For "what's X?": search the bare term too, and put passages that define it first."""
         t = time.perf_counter()
-        res = self.search.run(KnowledgeSearchArgs(query=term, k=self.config.k, retriever="bm25", dense_query=question),
-                              ToolContext())
+        res = self.tools.call("knowledge.search",
+                              KnowledgeSearchArgs(query=term, k=self.config.k, retriever="bm25", dense_query=question),
+                              ctx)
         pool = {e.chunk.chunk_id: e for e in [*evidence, *res.evidence]}
         defining = [e for e in pool.values() if defines(e.chunk.text, term)]
         ids = {e.chunk.chunk_id for e in defining}
@@ -168,14 +177,15 @@ class RuleBasedPlanner:
         missing = [t for t in verdict.missing if t in terms.weights]
         return " ".join(dict.fromkeys([*missing, *terms.weights])) if missing else ""
 
-    def _retrieve(self, queries: list[str], trace: Trace, attempt: int, dense_query: str | None = None) -> list[Evidence]:
+    def _retrieve(self, queries: list[str], trace: Trace, attempt: int, ctx: ToolContext,
+                  dense_query: str | None = None) -> list[Evidence]:
         """Search each query; several (a decomposed question) are fused with RRF, the whole first."""
         t = time.perf_counter()
         results = []
         for q in queries:
             args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, retriever=self.retriever,
                                        dense_query=dense_query[:4000] if dense_query else None)
-            res = self.search.run(args, ToolContext())
+            res = self.tools.call("knowledge.search", args, ctx)
             results.append(res)
             for k, v in res.timings_ms.items():
                 trace.add_time(f"search.{k}", v)

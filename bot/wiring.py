@@ -11,6 +11,7 @@ from agent.planner import RuleBasedPlanner
 from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
 from connectors.errors import EmbeddingError
 from connectors.index import KnowledgeIndex
+from tools.base import ToolRegistry
 from tools.knowledge_search import KnowledgeSearch, SearchConfig
 
 from .settings import Settings
@@ -53,6 +54,7 @@ class Runtime:
     settings: Settings
     index: KnowledgeIndex
     search: KnowledgeSearch
+    tools: ToolRegistry
     agent: Agent
 
     def close(self) -> None:
@@ -61,12 +63,14 @@ class Runtime:
 
 
 def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriever: str = "hybrid") -> Runtime:
-    """Index, ``knowledge.search`` and the agent with the rule-based planner."""
+    """Index, the tool registry with ``knowledge.search``, and the agent with the rule-based planner."""
     index = index or open_index(settings)
     search = KnowledgeSearch(index, SearchConfig(rrf_k=settings.rrf_k, dense_weight=settings.rrf_dense_weight,
                                                  bm25_weight=settings.rrf_bm25_weight))
     gate = GateConfig(min_citations=settings.min_citations, relevance_floor=settings.relevance_floor,
                       strong_single=settings.single_source_min_cosine)
-    planner = RuleBasedPlanner(search, gate=gate, retriever=retriever)
+    tools = ToolRegistry()
+    tools.register(search)
+    planner = RuleBasedPlanner(tools, gate=gate, retriever=retriever)
     agent = Agent(planner, min_citations=settings.min_citations, max_question_chars=settings.max_question_chars)
-    return Runtime(settings, index, search, agent)
+    return Runtime(settings, index, search, tools, agent)

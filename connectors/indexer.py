@@ -95,7 +95,7 @@ class Indexer:
             self.index.manifest.forget(keys)
             known = {}
         seen: set[str] = set()
-        batch: list[tuple[Document, bool]] = []
+        batch: list[tuple[Document, PageEntry | None]] = []
         for item in source.scan():
             if isinstance(item, SkippedPage):
                 seen.add(item.doc_id)
@@ -112,7 +112,7 @@ class Indexer:
             if prev is not None and prev.hash == item.hash:
                 rep.unchanged += 1
                 continue
-            batch.append((item, prev is not None))
+            batch.append((item, prev))
             if len(batch) >= self.batch_pages:
                 self._write(batch, rep)
                 batch = []
@@ -131,7 +131,7 @@ class Indexer:
             progress(rep)
         return rep
 
-    def _write(self, batch: list[tuple[Document, bool]], rep: IndexReport) -> None:
+    def _write(self, batch: list[tuple[Document, PageEntry | None]], rep: IndexReport) -> None:
         chunks: list[Chunk] = []
         entries: list[PageEntry] = []
         for doc, _ in batch:
@@ -146,16 +146,15 @@ class Indexer:
         rep.embeddings_cached += getattr(emb, "cached", 0) - before[1]
         keys = [e.doc_key for e in entries]
         man = self.index.manifest
-        old = {p.doc_key: len(p.chunk_ids) for p in man.all_pages() if p.doc_key in set(keys)} if any(u for _, u in batch) else {}
         man.begin(keys)
         self.index.whoosh.replace_documents(keys, chunks)
         self.index.qdrant.replace_documents(keys, chunks, vectors)
         man.commit(entries, [])
         rep.chunks_written += len(chunks)
-        rep.chunks_deleted += sum(old.values())
-        for _, updated in batch:
-            if updated:
+        for _, prev in batch:
+            if prev is not None:
                 rep.updated += 1
+                rep.chunks_deleted += len(prev.chunk_ids)
             else:
                 rep.added += 1
 

@@ -10,6 +10,7 @@ evidence gate, the trace, ablations) can see why a chunk was found. ``retriever=
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -121,18 +122,21 @@ class KnowledgeSearch:
         self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._qcache_size = query_cache_size
         self._dcache: OrderedDict[tuple[str, int], list] = OrderedDict()
+        self._lock = threading.Lock()
 
     def embed_query(self, text: str) -> np.ndarray:
         """The query vector (shape ``(dim,)``), from a small LRU cache."""
         key = content_hash(text)
-        v = self._qcache.get(key)
-        if v is None:
-            v = self.index.embedder.embed([text])[0]
+        with self._lock:
+            v = self._qcache.get(key)
+            if v is not None:
+                self._qcache.move_to_end(key)
+                return v
+        v = self.index.embedder.embed([text])[0]
+        with self._lock:
             self._qcache[key] = v
             if len(self._qcache) > self._qcache_size:
                 self._qcache.popitem(last=False)
-        else:
-            self._qcache.move_to_end(key)
         return v
 
     def run(self, args: KnowledgeSearchArgs, ctx: ToolContext | None = None) -> SearchResult:  # type: ignore[override]
@@ -209,12 +213,14 @@ class KnowledgeSearch:
         """Dense candidates, cached per (text, index version): a retry that keeps the dense query
         does not search twice."""
         key = (content_hash(text), self.index.version)
-        hits = self._dcache.get(key)
+        with self._lock:
+            hits = self._dcache.get(key)
         if hits is None:
             hits = self.index.qdrant.search(vec, limit=self.config.candidates)
-            self._dcache[key] = hits
-            if len(self._dcache) > 64:
-                self._dcache.popitem(last=False)
+            with self._lock:
+                self._dcache[key] = hits
+                if len(self._dcache) > 64:
+                    self._dcache.popitem(last=False)
         return hits
 
     # -- helpers the agent uses to judge evidence ------------------------------------------------
