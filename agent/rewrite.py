@@ -20,7 +20,7 @@ _DEFINITION_Q = re.compile(
     r"[`\"']?([A-Za-z][\w./+-]{1,40})[`\"']?\s*(?:mean|stand for|stands for|means)?\s*[?.!]*\s*$", re.I)
 
 
-def standalone_question(text: str, history: tuple[str, ...], max_turns: int = 2) -> str:
+def standalone_question(text: str, history: tuple[str, ...], max_turns: int = 1) -> str:
     """The follow-up ``text`` preceded by up to ``max_turns`` earlier user messages."""
     earlier = [h.strip() for h in history[-max_turns:] if h.strip()]
     return " ".join([*earlier, text.strip()])

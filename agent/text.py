@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from connectors.text import FenceTracker
+
 __all__ = ["Span", "sentence_spans", "QUESTION_STOPWORDS", "display_text"]
 
 # Words that carry no topic in a question typed into chat (on top of the analyzer's stop words).
@@ -40,15 +42,12 @@ def sentence_spans(text: str, min_chars: int = 25) -> list[Span]:
     """
     spans: list[Span] = []
     pos = 0
-    in_fence = False
+    fence = FenceTracker()
     for line in text.split("\n"):
         line_start = pos
         pos += len(line) + 1
         stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
-            in_fence = not in_fence
-            continue
-        if in_fence or not stripped or set(stripped) <= set("|-: "):
+        if fence.feed(line) or not stripped or set(stripped) <= set("|-: "):
             continue
         m = _BULLET.match(line)
         offset = m.end() if m else 0

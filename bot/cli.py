@@ -27,11 +27,15 @@ __all__ = ["main"]
 log = logging.getLogger("chatops")
 
 
+class ConfigError(Exception):
+    """Bad settings; the CLI prints the message and exits with status 2."""
+
+
 def _settings() -> Settings:
     try:
         s = Settings()
     except ValidationError as exc:
-        raise SystemExit(f"chatops: invalid settings:\n{exc}\nFix the environment variables (see README, Settings).")
+        raise ConfigError(f"invalid settings:\n{exc}\nFix the environment variables (see the README's Settings table).")
     logging.basicConfig(level=s.chatops_log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return s
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except ConnectorError as exc:
+    except (ConnectorError, ConfigError) as exc:
         print(f"chatops: {exc}", file=sys.stderr)
         return 2
     except (ValueError, FileNotFoundError) as exc:

@@ -1,4 +1,9 @@
-"""The heading-aware chunker: Markdown document to passages of roughly 400-800 characters.
+"""The heading-aware chunker: Markdown document to passages of at most 800 characters.
+
+Sections are the unit, so every chunk cites one section (or, for merged tiny sections, their
+parent) with its anchor: long sections are packed into chunks of 400-800 characters, a section
+shorter than 400 characters stays one chunk of its own (unless it absorbs its subsections or is
+tiny, see below). On the handbook the median chunk is about 500 characters.
 
 Algorithm:
 
@@ -7,6 +12,10 @@ Algorithm:
 2. A section whose body is shorter than ``min_chars`` is merged with the sections that follow it
    while they sit under it (children) and the result stays under ``max_chars``; the merged
    children keep their heading lines in the text, the chunk keeps the first section's path.
+   Consecutive *tiny* siblings (bodies under ``min_chars / 2``: glossary entries, one-line FAQ
+   answers) share a chunk under their parent's path, each with its heading line (never directly
+   under the page itself, so every chunk keeps a section anchor where it has one). A heading with
+   no text of its own adds nothing; its subsections stand alone.
 3. A longer section is packed paragraph by paragraph (a fenced code block is one paragraph) into
    chunks of at most ``max_chars``; a paragraph longer than that is split at sentence ends, then
    at spaces. Consecutive chunks of one section share an overlap: the previous chunk's last
@@ -22,7 +31,7 @@ import re
 from dataclasses import dataclass
 
 from .models import Chunk, Document, content_hash
-from .text import _ATX, _FENCE, slugify, strip_inline
+from .text import _ATX, FenceTracker, slugify, strip_inline
 
 __all__ = ["Chunker", "ChunkerConfig"]
 
@@ -85,23 +94,35 @@ class Chunker:
 
     def _merge_small(self, sections: list[_Section]) -> list[tuple[tuple[str, ...], list[str]]]:
         cfg = self.config
+        tiny = cfg.min_chars // 2
         out: list[tuple[tuple[str, ...], list[str]]] = []
         i = 0
         while i < len(sections):
             sec = sections[i]
-            body = sec.body
-            j = i + 1
+            i += 1
+            if not sec.body.strip():
+                continue  # a heading with no text of its own: its subsections stand alone
+            body, path, j = sec.body, sec.path, i
             while len(body) < cfg.min_chars and j < len(sections):
                 nxt = sections[j]
-                under = nxt.path[: len(sec.path)] == sec.path and len(nxt.path) > len(sec.path)
-                merged = (body + "\n\n" if body else "") + nxt.heading_line + ("\n\n" + nxt.body if nxt.body else "")
-                if not under or len(merged) > cfg.max_chars:
+                child = len(nxt.path) > len(sec.path) and nxt.path[: len(sec.path)] == sec.path
+                sibling = (len(sec.path) >= 2 and len(nxt.path) == len(sec.path) and nxt.path[:-1] == sec.path[:-1]
+                           and len(nxt.body) < tiny and len(body) < tiny + len(sec.heading_line) * (path != sec.path))
+                if not (child or sibling):
+                    break
+                add = nxt.heading_line + ("\n\n" + nxt.body if nxt.body else "")
+                if sibling and path == sec.path:
+                    # Tiny siblings (glossary entries, short FAQ answers) share one chunk under their parent.
+                    merged = f"{sec.heading_line}\n\n{body}\n\n{add}"
+                    path = sec.path[:-1]
+                else:
+                    merged = f"{body}\n\n{add}" if body else add
+                if len(merged) > cfg.max_chars:
                     break
                 body = merged
                 j += 1
             i = j
-            if body.strip():
-                out.append((sec.path, self._pack(body)))
+            out.append((path, self._pack(body)))
         return out
 
     def _pack(self, body: str) -> list[str]:
@@ -136,16 +157,14 @@ def _split_sections(md: str) -> list[_Section]:
     stack: list[tuple[int, str]] = []
     cur = _Section(0, (), "", "")
     lines: list[str] = []
-    in_fence = False
+    fence = FenceTracker()
 
     def flush() -> None:
         cur.body = "\n".join(lines).strip()
         sections.append(cur)
 
     for line in md.split("\n"):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        m = None if in_fence else _ATX.match(line)
+        m = None if fence.feed(line) else _ATX.match(line)
         if m and m.group(2).strip():
             flush()
             level = len(m.group(1))
@@ -170,11 +189,10 @@ def _split_sections(md: str) -> list[_Section]:
 def _paragraphs(body: str) -> list[str]:
     paras: list[str] = []
     buf: list[str] = []
-    in_fence = False
+    fence = FenceTracker()
     for line in body.split("\n"):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        if not in_fence and not line.strip():
+        code = fence.feed(line)
+        if not code and not line.strip():
             if buf:
                 paras.append("\n".join(buf).strip())
                 buf = []

@@ -23,8 +23,9 @@ from .stores import QdrantStore, WhooshStore
 
 __all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION"]
 
-#: Bumped whenever what the stores keep changes shape; an index of another version is rebuilt.
-SCHEMA_VERSION = "2"
+#: Bumped whenever what the stores keep changes shape or the chunker cuts pages differently;
+#: an index of another version is cleared and rebuilt (embeddings come from the cache).
+SCHEMA_VERSION = "3"
 
 log = logging.getLogger(__name__)
 

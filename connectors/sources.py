@@ -23,6 +23,8 @@ def parse_source_spec(spec: str) -> FolderSource:
     if not sep or not rest:
         raise SourceSpecError(f"source spec {spec!r} is not TYPE:LOCATION; try folder:./examples/wiki")
     location, _, query = rest.partition("?")
+    if not location.strip():
+        raise SourceSpecError(f"source spec {spec!r} names no location; try folder:./examples/wiki")
     params = {k: v[-1] for k, v in parse_qs(query).items()}
     unknown = set(params) - {"name", "url_base"}
     if unknown:

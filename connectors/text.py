@@ -14,9 +14,9 @@ import unicodedata
 from bs4 import BeautifulSoup
 from markdownify import markdownify
 
-__all__ = ["clean_markdown", "html_to_markdown", "slugify", "first_heading"]
+__all__ = ["clean_markdown", "html_to_markdown", "slugify", "first_heading", "FenceTracker"]
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
@@ -26,6 +26,33 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _ATX = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BLANKS = re.compile(r"\n{3,}")
+
+
+class FenceTracker:
+    """Tracks fenced code blocks line by line, as CommonMark defines them: a fence opens with three or
+    more backticks or tildes and closes only with a line of the same character at least as long, so
+    a ```` ``` ```` inside a ``~~~`` block is code, not a closing fence."""
+
+    def __init__(self) -> None:
+        self._open: str | None = None
+
+    @property
+    def inside(self) -> bool:
+        """True while inside a fenced block (after its opening line, before its closing one)."""
+        return self._open is not None
+
+    def feed(self, line: str) -> bool:
+        """Consume ``line``; returns True when it is code or a fence line (not prose)."""
+        m = _FENCE.match(line)
+        if self._open is None:
+            if m:
+                self._open = m.group(1)
+                return True
+            return False
+        if m and m.group(1)[0] == self._open[0] and len(m.group(1)) >= len(self._open) \
+                and not line.strip()[len(m.group(1)):].strip():
+            self._open = None
+        return True
 
 
 def _html_fragment_to_text(fragment: str) -> str:
@@ -49,25 +76,29 @@ def clean_markdown(md: str) -> str:
         The cleaned Markdown, with at most one blank line between blocks.
     """
     md = md.replace("\r\n", "\n").replace("\r", "\n")
-    md = _HTML_COMMENT.sub("", md)
-    md = _SHORTCODE.sub("", md)
-    out: list[str] = []
-    in_fence = False
+    # Split into prose and fenced-code segments first, so nothing inside code is touched.
+    segments: list[tuple[bool, list[str]]] = []
+    fence = FenceTracker()
     for line in md.split("\n"):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            out.append(line)
+        code = fence.feed(line)
+        if segments and segments[-1][0] == code:
+            segments[-1][1].append(line)
+        else:
+            segments.append((code, [line]))
+    out: list[str] = []
+    for code, lines in segments:
+        if code:
+            out.extend(lines)
             continue
-        if in_fence:
-            out.append(line)
-            continue
-        if _LINK_DEF.match(line):
-            continue
-        line = _IMAGE.sub(lambda m: f"[image: {m.group(1).strip()}]" if m.group(1).strip() else "", line)
-        line = _LINK.sub(r"\1", line)
-        line = _REF_LINK.sub(r"\1", line)
-        line = _html_fragment_to_text(line)
-        out.append(line.rstrip())
+        prose = _SHORTCODE.sub("", _HTML_COMMENT.sub("", "\n".join(lines)))
+        for line in prose.split("\n"):
+            if _LINK_DEF.match(line):
+                continue
+            line = _IMAGE.sub(lambda m: f"[image: {m.group(1).strip()}]" if m.group(1).strip() else "", line)
+            line = _LINK.sub(r"\1", line)
+            line = _REF_LINK.sub(r"\1", line)
+            line = _html_fragment_to_text(line)
+            out.append(line.rstrip())
     text = "\n".join(out)
     return _BLANKS.sub("\n\n", text).strip()
 
@@ -100,12 +131,9 @@ def html_to_markdown(html: str) -> tuple[str, str]:
 
 def first_heading(md: str) -> str:
     """Return the text of the first ATX heading of ``md`` outside code fences, or ``""``."""
-    in_fence = False
+    fence = FenceTracker()
     for line in md.split("\n"):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if not in_fence:
+        if not fence.feed(line):
             m = _ATX.match(line)
             if m:
                 return strip_inline(m.group(2))

@@ -53,8 +53,9 @@ class Evidence:
         score: the fused score (RRF) or the single retriever's score.
         ranks: retriever name to 1-based rank in its own list.
         scores: retriever name to raw score (BM25F score; cosine similarity in [-1, 1]).
-        cosine: cosine similarity of the chunk's vector to the (dense) query vector, computed for
-            every returned chunk, also those only BM25 found; ``None`` for ``retriever="bm25"``.
+        cosine: cosine similarity of the chunk's vector to the dense query's vector, computed for
+            every returned chunk, also those only BM25 found (the evidence gate reads it); ``None``
+            only when the chunk's vector is missing.
     """
 
     chunk: Chunk

@@ -10,8 +10,8 @@ Python query engine is the difference between ~200 ms and tens of milliseconds p
 
 Scoring uses ``K1=1.2, B=0.75``. Queries are OR-ed term queries, bounded to ``max_terms``
 distinct terms; stop words are removed and terms stemmed (Porter) by the analyzer, the same one
-used at index time. Terms found in more than ``max_df_ratio`` of all chunks are dropped while at
-least two rarer terms remain: their IDF is small, so they barely move the ranking, but their long
+used at index time. In an index of at least ``prune_min_docs`` chunks, terms found in more than
+``max_df_ratio`` of them are dropped while at least two rarer terms remain: their IDF is small, so they barely move the ranking, but their long
 posting lists are what a pure-Python engine spends its time on (a query's cost is proportional
 to the number of postings it visits).
 """
@@ -70,16 +70,19 @@ class WhooshStore:
     Args:
         path: the index folder (created when missing).
         max_terms: at most this many distinct query terms are searched (bounds latency).
-        max_df_ratio: terms in a larger share of chunks are dropped while two rarer ones remain.
+        max_df_ratio: terms in a larger share of chunks are dropped while two rarer ones remain...
+        prune_min_docs: ...in indexes of at least this many chunks (small ones are fast anyway).
 
     Raises:
         IndexCorruptError: when the folder holds an index that cannot be opened.
     """
 
-    def __init__(self, path: str | os.PathLike[str], max_terms: int = 16, max_df_ratio: float = 0.06) -> None:
+    def __init__(self, path: str | os.PathLike[str], max_terms: int = 16, max_df_ratio: float = 0.06,
+                 prune_min_docs: int = 2000) -> None:
         self.path = Path(path)
         self.max_terms = max_terms
         self.max_df_ratio = max_df_ratio
+        self.prune_min_docs = prune_min_docs
         self._analyzer = StemmingAnalyzer()
         self._lock = threading.Lock()
         self.path.mkdir(parents=True, exist_ok=True)
@@ -182,10 +185,11 @@ class WhooshStore:
         """The terms a query is run with: analysed, de-duplicated, frequent ones pruned, bounded."""
         searcher = searcher or self._get_searcher()
         terms = [t for t in dict.fromkeys(self.analyze(query)) if searcher.doc_frequency("content", t) > 0]
-        limit = self.max_df_ratio * max(searcher.doc_count(), 1)
-        rare = [t for t in terms if searcher.doc_frequency("content", t) <= limit]
-        if len(rare) >= 2:
-            terms = rare
+        n = searcher.doc_count()
+        if n >= self.prune_min_docs:
+            rare = [t for t in terms if searcher.doc_frequency("content", t) <= self.max_df_ratio * n]
+            if len(rare) >= 2:
+                terms = rare
         return terms[: self.max_terms]
 
     def search(self, query: str, limit: int = 50, boosts: dict[str, float] | None = None) -> list[StoredChunk]:

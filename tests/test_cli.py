@@ -1,0 +1,146 @@
+"""The ``chatops`` console script, run as a real subprocess with its own CHATOPS_DATA_DIR.
+
+Covers ``chatops index`` (prints added/updated/deleted/unchanged counts, exit 0; incremental on a
+second run), ``chatops ask --json`` (exactly one JSON object with the documented keys and
+citations), ``chatops chat`` (thread memory over stdin, ``/new``), usage and configuration errors
+(exit 2 with a message on stderr), and ``chatops eval --json`` over examples/eval.jsonl (metric
+keys, citation validity, recall@10).
+
+Data dirs start with a copy of the session's embedding cache, so the example wiki is not
+re-embedded by every subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import EVAL_FILE, ROOT, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache
+
+COUNTS = re.compile(r"(\d+) added, (\d+) updated, (\d+) deleted, (\d+) unchanged")
+
+
+def _one_json_object(stdout: str) -> dict:
+    text = stdout.strip()
+    obj, end = json.JSONDecoder().raw_decode(text)
+    assert text[end:].strip() == "", f"more than one JSON value on stdout: {text[end:end + 200]!r}"
+    assert isinstance(obj, dict)
+    return obj
+
+
+@pytest.fixture(scope="module")
+def cli_data(tmp_path_factory: pytest.TempPathFactory, wiki_index, embedding_cache_dir: Path) -> Path:
+    """A data dir with a warm embedding cache (``wiki_index`` has filled the session cache)."""
+    return seed_embedding_cache(tmp_path_factory.mktemp("cli") / "data", embedding_cache_dir / "embeddings.sqlite")
+
+
+@pytest.fixture(scope="module")
+def indexed_cli(cli_data: Path, session_wiki: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``chatops index folder:<wiki copy>`` run once into ``cli_data``."""
+    proc = run_chatops(["index", f"folder:{session_wiki}"], cli_data, cwd=cli_data.parent)
+    return cli_data, proc
+
+
+def test_index_prints_counts_and_exits_0(indexed_cli, session_wiki: Path) -> None:
+    data, first = indexed_cli
+    assert first.returncode == 0, first.stderr
+    m = COUNTS.search(first.stdout)
+    assert m, first.stdout
+    assert tuple(map(int, m.groups())) == (WIKI_PAGES, 0, 0, 0)
+    assert f"index holds {WIKI_PAGES} pages" in first.stdout
+
+    again = run_chatops(["index", f"folder:{session_wiki}"], data, cwd=data.parent)
+    assert again.returncode == 0, again.stderr
+    m = COUNTS.search(again.stdout)
+    assert m and tuple(map(int, m.groups())) == (0, 0, 0, WIKI_PAGES)
+    assert "0 chunks written" in again.stdout
+
+
+def test_ask_json_prints_one_object_with_citations(indexed_cli) -> None:
+    data, indexed = indexed_cli
+    assert indexed.returncode == 0, indexed.stderr
+    proc = run_chatops(["ask", "--json", "how do I declare an incident?"], data, cwd=data.parent)
+    assert proc.returncode == 0, proc.stderr
+    reply = _one_json_object(proc.stdout)
+    assert set(reply) == {"route", "text", "refused", "citations", "pending_action", "trace", "timings_ms"}
+    assert reply["route"] == "knowledge"
+    assert reply["refused"] is False
+    assert reply["pending_action"] is None
+    assert isinstance(reply["trace"], dict) and reply["trace"]["queries"]
+    assert reply["timings_ms"]["total"] > 0
+    assert len(reply["citations"]) >= 2
+    for c in reply["citations"]:
+        assert {"n", "doc_id", "title", "url", "section", "quote"} <= set(c)
+        assert isinstance(c["n"], int) and c["quote"].strip()
+        assert f"[{c['n']}]" in reply["text"]
+    assert any(c["doc_id"] == "engineering/incident-response.md" for c in reply["citations"])
+
+
+def test_chat_keeps_thread_history_and_refuses_without_sources(indexed_cli) -> None:
+    data, _ = indexed_cli
+    conversation = ("when do minor releases go out?\n"
+                    "and when's the branch cut for those?\n"
+                    "/new\n"
+                    "does our benefits package include pet insurance?\n"
+                    "/quit\n")
+    proc = subprocess.run([*chatops_command(), "chat"], input=conversation, cwd=data.parent,
+                          env=cli_environment(data), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    turns = proc.stdout.split("bot> ")[1:]
+    assert len(turns) == 3, proc.stdout
+    minor, branch_cut, refusal = turns
+    assert "(new thread)" in branch_cut  # printed after the second answer
+    assert "Sources:" not in refusal and not re.search(r"\[\d+\]", refusal)
+    assert "pet insurance" in refusal
+    assert "Sources:" in minor and "release-process" in minor
+    # The follow-up was answered from the release process page thanks to the thread history.
+    assert "Sources:" in branch_cut and "release-process" in branch_cut
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["index", "notatype:x"], "unknown source type"),
+    (["index", "folder:./wiki?bogus=1"], "unknown option"),
+    (["index", "folder:/no/such/folder"], "/no/such/folder"),
+])
+def test_bad_source_spec_exits_2_with_a_message(tmp_path: Path, args: list[str], fragment: str) -> None:
+    proc = run_chatops(args, tmp_path / "data", cwd=tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert fragment in proc.stderr
+    assert proc.stderr.startswith("chatops:")
+    assert "Traceback" not in proc.stderr
+
+
+def test_ask_without_a_question_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_chatops(["ask"], tmp_path / "data", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "question" in proc.stderr
+
+
+def test_ask_with_invalid_settings_exits_2(tmp_path: Path) -> None:
+    proc = run_chatops(["ask", "hello"], tmp_path / "data", cwd=tmp_path, CHATOPS_LOG_LEVEL="bogus")
+    assert "CHATOPS_LOG_LEVEL" in proc.stderr
+    assert proc.returncode == 2
+
+
+def test_eval_json_reports_metrics(tmp_path: Path, embedding_cache_dir: Path, wiki_index) -> None:
+    data = seed_embedding_cache(tmp_path / "data", embedding_cache_dir / "embeddings.sqlite")
+    proc = run_chatops(["eval", "--questions", "examples/eval.jsonl", "--source", "folder:examples/wiki", "--json"],
+                       data, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = _one_json_object(proc.stdout)
+    n_questions = sum(1 for line in EVAL_FILE.read_text(encoding="utf-8").splitlines() if line.strip())
+    assert result["questions"] == n_questions
+    assert {"recall@5", "recall@10", "mrr@10", "ndcg@10"} <= set(result["retrieval"])
+    assert {"answer_contains", "citation_validity", "refusal_unanswerable", "false_refusal"} <= set(result["answers"])
+    assert {"p50", "p95"} <= set(result["latency_ms"])
+    assert 0 < result["latency_ms"]["p50"] <= result["latency_ms"]["p95"]
+    kinds = {json.loads(line)["kind"] for line in EVAL_FILE.read_text(encoding="utf-8").splitlines() if line.strip()}
+    assert set(result["by_kind"]) == kinds
+    assert result["answers"]["citation_validity"] == 1.0
+    assert result["retrieval"]["recall@10"] >= 0.8
+    for metric in ("recall@5", "mrr@10", "ndcg@10"):
+        assert 0.0 <= result["retrieval"][metric] <= 1.0

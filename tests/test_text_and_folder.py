@@ -1,0 +1,216 @@
+"""The folder connector, source specs and text conversion.
+
+Covers :mod:`connectors.folder` (titles from front matter, first heading, ``<title>`` or the
+path; HTML to Markdown; doc ids; URLs with and without ``url_base``; unreadable files reported as
+``SkippedPage`` while the scan goes on; a missing root), :mod:`connectors.sources` (spec parsing
+and its errors) and :mod:`connectors.text` (Markdown clean-up, slugs, first heading).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from connectors.errors import SourceSpecError, SourceUnavailableError
+from connectors.folder import FolderSource, SkippedPage
+from connectors.models import Document
+from connectors.sources import parse_source_spec
+from connectors.text import clean_markdown, first_heading, slugify
+
+from helpers import WIKI, WIKI_PAGES
+
+
+def _docs(source: FolderSource) -> dict[str, Document]:
+    return {d.doc_id: d for d in source.scan() if isinstance(d, Document)}
+
+
+@pytest.fixture(scope="module")
+def wiki_docs() -> dict[str, Document]:
+    """Every page of examples/wiki as read by the folder source (read-only)."""
+    return _docs(FolderSource(WIKI))
+
+
+# -- titles and conversion -------------------------------------------------------------------------
+
+def test_front_matter_title_wins_over_first_heading(tmp_path: Path) -> None:
+    (tmp_path / "page.md").write_text(
+        "---\ntitle: Title From Front Matter\nowner: Docs\n---\n\n# Heading Title\n\nSome body text.\n",
+        encoding="utf-8")
+    doc = _docs(FolderSource(tmp_path))["page.md"]
+    assert doc.title == "Title From Front Matter"
+    # The front matter is metadata, not page text; the heading stays in the body.
+    assert "owner: Docs" not in doc.text
+    assert doc.text.startswith("# Heading Title")
+
+
+def test_page_without_front_matter_takes_first_heading_as_title(wiki_docs: dict[str, Document]) -> None:
+    raw = (WIKI / "company" / "glossary.md").read_text(encoding="utf-8")
+    assert not raw.startswith("---"), "the example page is meant to have no front matter"
+    assert wiki_docs["company/glossary.md"].title == "Glossary"
+
+
+def test_page_without_front_matter_or_heading_takes_title_from_file_name(tmp_path: Path) -> None:
+    (tmp_path / "team-rituals_2024.md").write_text("Just a paragraph, no heading at all.\n", encoding="utf-8")
+    doc = _docs(FolderSource(tmp_path))["team-rituals_2024.md"]
+    assert doc.title == "Team rituals 2024"
+
+
+def test_html_page_becomes_markdown_with_atx_headings(wiki_docs: dict[str, Document]) -> None:
+    doc = wiki_docs["it/laptops.html"]
+    assert doc.title == "Laptops and equipment"  # from <title>
+    lines = doc.text.split("\n")
+    assert lines[0] == "# Laptops and equipment"
+    for heading in ("Standard laptops", "Refresh cycle", "Requesting equipment", "Leaving the company"):
+        assert f"## {heading}" in lines
+    assert "<p>" not in doc.text and "<h2>" not in doc.text and "<td>" not in doc.text
+    assert "replaced every **3 years**" in doc.text  # emphasis kept as Markdown
+
+
+def test_html_title_comes_from_title_element(tmp_path: Path) -> None:
+    (tmp_path / "p.html").write_text(
+        "<html><head><title>Window Title</title><style>p{color:red}</style></head>"
+        "<body><nav>Home | About</nav><h1>Body Heading</h1><p>Hello <a href='/x'>link text</a>.</p>"
+        "<script>alert(1)</script></body></html>", encoding="utf-8")
+    doc = _docs(FolderSource(tmp_path))["p.html"]
+    assert doc.title == "Window Title"
+    assert "# Body Heading" in doc.text
+    assert "link text" in doc.text and "/x" not in doc.text
+    assert "alert" not in doc.text and "color:red" not in doc.text and "Home | About" not in doc.text
+
+
+def test_doc_ids_are_relative_paths_with_slashes(wiki_docs: dict[str, Document]) -> None:
+    expected = {p.relative_to(WIKI).as_posix() for p in WIKI.rglob("*") if p.suffix in {".md", ".html"}}
+    assert len(expected) == WIKI_PAGES
+    assert set(wiki_docs) == expected
+    assert "engineering/incident-response.md" in wiki_docs
+    assert all("\\" not in d and not d.startswith("/") for d in wiki_docs)
+    assert wiki_docs["engineering/incident-response.md"].space == "engineering"
+
+
+# -- URLs -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rel, expected", [
+    ("a/index.md", "https://wiki.example/handbook/a/"),
+    ("a/b.md", "https://wiki.example/handbook/a/b"),
+    ("index.md", "https://wiki.example/handbook/"),
+    ("a/c d.html", "https://wiki.example/handbook/a/c%20d"),
+])
+def test_url_base_builds_site_urls(tmp_path: Path, rel: str, expected: str) -> None:
+    page = tmp_path / rel
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text("# Page\n\nText.\n", encoding="utf-8")
+    docs = _docs(FolderSource(tmp_path, url_base="https://wiki.example/handbook"))
+    assert docs[rel].url == expected
+
+
+def test_without_url_base_urls_are_file_uris(wiki_docs: dict[str, Document]) -> None:
+    doc = wiki_docs["people/time-off.md"]
+    assert doc.url == (WIKI / "people" / "time-off.md").resolve().as_uri()
+
+
+# -- unreadable pages and missing folders -----------------------------------------------------------
+
+def test_undecodable_file_and_broken_symlink_are_skipped_and_scan_continues(tmp_path: Path) -> None:
+    (tmp_path / "a-first.md").write_text("# First\n\nFine.\n", encoding="utf-8")
+    (tmp_path / "bad.md").write_bytes(b"# Bad\n\nLatin-1 text: caf\xe9 \xff\xfe\n")
+    os.symlink(tmp_path / "does-not-exist.md", tmp_path / "x.md")
+    (tmp_path / "z-last.md").write_text("# Last\n\nAlso fine.\n", encoding="utf-8")
+
+    items = list(FolderSource(tmp_path).scan())
+
+    by_id = {i.doc_id: i for i in items}
+    assert set(by_id) == {"a-first.md", "bad.md", "x.md", "z-last.md"}
+    assert isinstance(by_id["a-first.md"], Document) and isinstance(by_id["z-last.md"], Document)
+    bad, link = by_id["bad.md"], by_id["x.md"]
+    assert isinstance(bad, SkippedPage) and isinstance(link, SkippedPage)
+    assert "UnicodeDecodeError" in bad.reason
+    assert "FileNotFoundError" in link.reason or "No such file" in link.reason
+    assert bad.source == link.source == "folder"
+
+
+def test_missing_root_raises_source_unavailable(tmp_path: Path) -> None:
+    source = FolderSource(tmp_path / "nowhere")
+    with pytest.raises(SourceUnavailableError, match="nowhere"):
+        list(source.scan())
+
+
+def test_hidden_files_and_other_suffixes_are_ignored(tmp_path: Path) -> None:
+    (tmp_path / "page.md").write_text("# Page\n", encoding="utf-8")
+    (tmp_path / ".draft.md").write_text("# Draft\n", encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "notes.md").write_text("# Notes\n", encoding="utf-8")
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    (tmp_path / "notes.txt").write_text("plain", encoding="utf-8")
+    assert [i.doc_id for i in FolderSource(tmp_path).scan()] == ["page.md"]
+
+
+# -- source specs -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, fragments", [
+    ("notatype:x", ["unknown source type", "notatype", "folder:"]),
+    ("folder", ["TYPE:LOCATION", "folder:"]),
+    ("folder:", ["TYPE:LOCATION", "folder:"]),
+    ("folder:./wiki?bogus=1", ["unknown option", "bogus", "name=", "url_base="]),
+])
+def test_parse_source_spec_errors_are_helpful(spec: str, fragments: list[str]) -> None:
+    with pytest.raises(SourceSpecError) as info:
+        parse_source_spec(spec)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_parse_source_spec_builds_a_folder_source(tmp_path: Path) -> None:
+    source = parse_source_spec(f"folder:{tmp_path}?name=handbook&url_base=https://h.example/docs")
+    assert isinstance(source, FolderSource)
+    assert source.root == tmp_path.resolve()
+    assert source.name == "handbook"
+    assert source.url_for("a/b.md") == "https://h.example/docs/a/b"
+
+
+def test_parse_source_spec_rejects_spec_with_options_but_no_location() -> None:
+    with pytest.raises(SourceSpecError):
+        parse_source_spec("folder:?name=handbook")
+
+
+# -- text helpers -----------------------------------------------------------------------------------
+
+def test_clean_markdown_reduces_links_images_comments_and_shortcodes() -> None:
+    md = ("See [the travel page](https://wiki/x_(y)) and ![team photo](img/team.png) here.\n"
+          "<!-- internal note -->Visible {{< hint info >}}text{{< /hint >}} with <b>bold</b>.\n"
+          "Use [Ledgerly][ledger] daily.\n\n[ledger]: https://ledgerly.example\n")
+    out = clean_markdown(md)
+    assert "See the travel page and [image: team photo] here." in out
+    assert "internal note" not in out and "{{" not in out and "<b>" not in out
+    assert "Visible text with bold." in out
+    assert "Use Ledgerly daily." in out
+    assert "https://" not in out
+
+
+def test_clean_markdown_keeps_links_and_tags_in_fenced_code() -> None:
+    md = "Intro with [a link](http://x).\n\n```html\n<b>[keep](http://a)</b>\n![img](b.png)\n```\n\nAfter [b](http://y)."
+    out = clean_markdown(md)
+    assert "<b>[keep](http://a)</b>\n![img](b.png)" in out
+    assert "Intro with a link." in out and "After b." in out
+
+
+def test_clean_markdown_keeps_comments_and_shortcodes_in_fenced_code() -> None:
+    md = ("Embed a note like this:\n\n```html\n<!-- start of note\n```\n\n"
+          "Important prose that must survive.\n\n```html\nend of note -->\n{{< figure src=a.png >}}\n```\n")
+    out = clean_markdown(md)
+    assert "Important prose that must survive." in out
+    assert "<!-- start of note" in out
+    assert "{{< figure src=a.png >}}" in out
+
+
+def test_slugify_matches_github_anchors() -> None:
+    assert slugify("Travel & Expenses (FY24)") == "travel--expenses-fy24"
+    assert slugify("Declaring an incident") == "declaring-an-incident"
+    assert slugify("**Bold** `code` heading") == "bold-code-heading"
+
+
+def test_first_heading_skips_hash_lines_in_code_fences() -> None:
+    md = "Intro text.\n\n```bash\n# install the tools\nmake install\n```\n\n## Real heading\n"
+    assert first_heading(md) == "Real heading"
+    assert first_heading("No heading here.") == ""
