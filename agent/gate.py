@@ -3,14 +3,19 @@
 Policy (``GateConfig``), measured on the handbook dev set (see the README's evaluation section):
 
 - A chunk *supports* the question when its dense cosine similarity to the question is at least
-  ``relevance_floor`` (semantic support), or when it contains every key term of the question and
-  its cosine is at least ``lexical_floor`` (lexical support: an exact identifier such as "PTEP"
-  or ``/genie whoisoncall`` that a small dense model does not know well).
+  ``relevance_floor`` and it contains at least one key term of the question; or, without any key
+  term (a paraphrase: "gym" for a page on the "wellness" stipend), when its cosine is at least
+  ``semantic_floor``; or when it contains every key term of the question and its cosine is at
+  least ``lexical_floor`` (an exact identifier such as "PTEP" or ``/genie whoisoncall`` that a
+  small dense model does not know well).
 - The gate passes when at least ``min_citations`` distinct chunks support the question.
 - **Single strong source exception**: with one supporting chunk, the gate still passes when that
   chunk contains at least ``strong_coverage`` of the question's IDF-weighted key terms and either
   its cosine is at least ``strong_single`` or both retrievers independently rank it among their
-  top ``agreement_rank`` (dense and BM25 agreeing is strong evidence on its own). Handbooks often state a fact on exactly one page; refusing
+  top ``agreement_rank`` (dense and BM25 agreeing is strong evidence on its own); or when it
+  stands out: cosine at least ``semantic_floor`` and at least ``standout_margin`` above the
+  median cosine of everything retrieved (one passage far closer than the rest is a focused
+  answer, typical of a paraphrased question about a one-page policy). Handbooks often state a fact on exactly one page; refusing
   those would be a false refusal, while a chunk that is both close in meaning and mentions what
   was asked is rarely wrong. Such answers carry one citation and the trace marks the exception.
 - Otherwise the gate fails; the reason names the key terms no supporting chunk contains (used for
@@ -40,10 +45,12 @@ class GateConfig:
 
     min_citations: int = 2
     relevance_floor: float = 0.43
+    semantic_floor: float = 0.50
     lexical_floor: float = 0.33
     strong_single: float = 0.55
     strong_coverage: float = 0.6
     agreement_rank: int = 2
+    standout_margin: float = 0.15
     considered: int = 8
 
     def __post_init__(self) -> None:
@@ -101,9 +108,10 @@ class EvidenceGate:
 
         def supports(e: Evidence) -> bool:
             cos = e.cosine or 0.0
-            if cos >= cfg.relevance_floor:
+            terms_in = per_chunk[e.chunk.chunk_id] & key
+            if cos >= cfg.semantic_floor or (cos >= cfg.relevance_floor and (terms_in or not key)):
                 return True
-            return bool(key) and key <= per_chunk[e.chunk.chunk_id] and cos >= cfg.lexical_floor
+            return bool(key) and terms_in == key and cos >= cfg.lexical_floor
 
         support = [e for e in considered if supports(e)]
         covered: set[str] = set()
@@ -116,11 +124,17 @@ class EvidenceGate:
                                f"{len(support)} supporting passages (best cosine {top_cos:.2f})", top_cos)
         if support:
             e = support[0]
+            cos = e.cosine or 0.0
             own = terms.coverage(per_chunk[e.chunk.chunk_id])
             agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
-            if own >= cfg.strong_coverage and ((e.cosine or 0.0) >= cfg.strong_single or agree):
+            cosines = sorted(x.cosine for x in evidence if x.cosine is not None)
+            median = cosines[len(cosines) // 2] if cosines else 0.0
+            strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
+            standout = cos >= cfg.semantic_floor and cos - median >= cfg.standout_margin
+            if strong or standout:
+                why = "strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
                 return GateVerdict(True, [e], own, True, terms.missing(per_chunk[e.chunk.chunk_id]),
-                                   "one strong source (single-source exception)", top_cos)
+                                   f"one source, {why} (single-source exception)", top_cos)
         if not support:
             reason = "no passage was close enough to the question"
         else:

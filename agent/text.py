@@ -21,7 +21,9 @@ sure u ur thru w/ etc way one ones thing things mean means s t do think might ma
 """.split())
 
 _BULLET = re.compile(r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s+|>\s*|#{1,6}\s+|\|\s*)")
-_SENT = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|$)")
+# A sentence runs to a terminator followed by whitespace (so "4.12.0" and "e.g." inside a token
+# do not end it) or to the end of the line.
+_SENT = re.compile(r"\S.*?(?:[.!?]+[)\]\"'*_]*(?=\s)|$)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,8 @@ class Settings(BaseSettings):
                                  "OpenAI embeddings model name such as text-embedding-3-small.")
     openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint base URL.")
+    database_url: str | None = Field(None, description="State store (SQLAlchemy URL); SQLite under the data dir "
+                                     "when unset, e.g. postgresql+psycopg://user@host:5432/chatops.")
     qdrant_url: str | None = Field(None, description="Qdrant server URL; local mode on disk when unset.")
     qdrant_api_key: str | None = Field(None, description="API key for QDRANT_URL.")
     min_citations: int = Field(2, ge=1, le=10, description="Distinct supporting passages an answer needs.")
@@ -49,6 +51,15 @@ class Settings(BaseSettings):
     def index_dir(self) -> Path:
         """The knowledge index folder."""
         return self.chatops_data_dir / "index"
+
+    @property
+    def state_url(self) -> str:
+        """The state store's SQLAlchemy URL."""
+        if self.database_url:
+            return self.database_url
+        path = (self.chatops_data_dir / "state.sqlite").resolve()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{path}"
 
     @property
     def embedding_cache_path(self) -> Path:

@@ -8,7 +8,7 @@ tiny, see below). On the handbook the median chunk is about 500 characters.
 Algorithm:
 
 1. Split the page into sections at ATX headings (outside code fences), keeping the heading path
-   (``section_path``) of each section.
+   (``section_path``) of each section. A section's text starts with its heading line.
 2. A section whose body is shorter than ``min_chars`` is merged with the sections that follow it
    while they sit under it (children) and the result stays under ``max_chars``; the merged
    children keep their heading lines in the text, the chunk keeps the first section's path.
@@ -102,21 +102,22 @@ class Chunker:
             i += 1
             if not sec.body.strip():
                 continue  # a heading with no text of its own: its subsections stand alone
-            body, path, j = sec.body, sec.path, i
+            # The section's heading line opens its text: a quote may come from it ("DRI (Directly
+            # Responsible Individual)"), and the chunk reads on its own.
+            body = f"{sec.heading_line}\n\n{sec.body}" if sec.heading_line else sec.body
+            path, j = sec.path, i
             while len(body) < cfg.min_chars and j < len(sections):
                 nxt = sections[j]
                 child = len(nxt.path) > len(sec.path) and nxt.path[: len(sec.path)] == sec.path
                 sibling = (len(sec.path) >= 2 and len(nxt.path) == len(sec.path) and nxt.path[:-1] == sec.path[:-1]
-                           and len(nxt.body) < tiny and len(body) < tiny + len(sec.heading_line) * (path != sec.path))
+                           and len(nxt.body) < tiny and len(sec.body) < tiny)
                 if not (child or sibling):
                     break
                 add = nxt.heading_line + ("\n\n" + nxt.body if nxt.body else "")
+                merged = f"{body}\n\n{add}" if body else add
                 if sibling and path == sec.path:
                     # Tiny siblings (glossary entries, short FAQ answers) share one chunk under their parent.
-                    merged = f"{sec.heading_line}\n\n{body}\n\n{add}"
                     path = sec.path[:-1]
-                else:
-                    merged = f"{body}\n\n{add}" if body else add
                 if len(merged) > cfg.max_chars:
                     break
                 body = merged

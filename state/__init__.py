@@ -1,0 +1,17 @@
+"""The state store: what the bot must remember across requests, restarts and replicas.
+
+SQLAlchemy over SQLite under the data dir by default, PostgreSQL when ``DATABASE_URL`` is set.
+It knows nothing of Slack, Teams, the agent or the connectors; each of them keeps its records
+here through :class:`state.store.StateStore`:
+
+- processed events (de-duplication of redelivered chat events),
+- feedback on answers, keyed by the turn's trace id,
+- pending actions (side-effect tool calls waiting for confirmation, executed once),
+- the audit log,
+- sync cursors, per-source run summaries and cross-process locks,
+- conversation history for platforms that do not keep threads (Teams).
+"""
+
+from .store import AuditEntry, PendingRecord, StateStore, StateStoreError, SyncRun
+
+__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun"]

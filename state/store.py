@@ -1,0 +1,419 @@
+"""The state store (see the package docstring).
+
+Every write is a short transaction. The operations that must happen once (claiming an event,
+moving a pending action from one status to the next, taking a lock) are single conditional
+statements (``INSERT`` that fails on a duplicate key, ``UPDATE ... WHERE status = :from``), so they
+are atomic on SQLite and PostgreSQL alike, across threads, processes and replicas.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+
+__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "sqlite_url"]
+
+log = logging.getLogger(__name__)
+
+
+class StateStoreError(Exception):
+    """The state database cannot be reached or written; the message says what to check."""
+
+
+def sqlite_url(path: str | os.PathLike[str]) -> str:
+    """SQLAlchemy URL of a SQLite file (its folder is created)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{Path(path)}"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _aware(dt: datetime | None) -> datetime | None:
+    """SQLite returns naive datetimes; every time in the store is UTC."""
+    if dt is not None and dt.tzinfo is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRecord:
+    """A side-effect action waiting for (or past) its confirmation.
+
+    ``status`` is one of ``pending``, ``executing``, ``done``, ``cancelled``, ``failed``.
+    """
+
+    key: str
+    tool: str
+    args: dict[str, Any]
+    requester: str
+    platform: str
+    channel_id: str
+    thread_id: str
+    summary: str
+    status: str
+    result: dict[str, Any] | None
+    created_at: datetime
+    expires_at: datetime
+    updated_at: datetime
+
+    @property
+    def expired(self) -> bool:
+        """True when the confirmation window has passed."""
+        return _now() >= self.expires_at
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One audited action."""
+
+    id: int
+    at: datetime
+    actor: str
+    platform: str
+    action: str
+    target: str
+    outcome: str
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRun:
+    """The summary of one sync run of a source."""
+
+    id: int
+    source: str
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    summary: dict[str, Any]
+    error: str
+
+
+class StateStore:
+    """All persistent bot state in one database.
+
+    Args:
+        url: a SQLAlchemy URL (``sqlite:///...`` or ``postgresql+psycopg://...``).
+        echo: log SQL (debugging).
+
+    Raises:
+        StateStoreError: when the database cannot be reached or its tables cannot be created.
+    """
+
+    def __init__(self, url: str, echo: bool = False) -> None:
+        self.url = url
+        kwargs: dict[str, Any] = {"echo": echo, "pool_pre_ping": True}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        try:
+            self.engine = sa.create_engine(url, **kwargs)
+        except (SQLAlchemyError, ImportError, ValueError) as exc:
+            raise StateStoreError(f"cannot use DATABASE_URL ({_safe(url)}): {exc}") from exc
+        if url.startswith("sqlite"):
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        md = sa.MetaData()
+        self.events = sa.Table(
+            "processed_events", md,
+            sa.Column("event_id", sa.String(200), primary_key=True),
+            sa.Column("platform", sa.String(20), nullable=False),
+            sa.Column("received_at", sa.DateTime(timezone=True), nullable=False, index=True),
+        )
+        self.feedback = sa.Table(
+            "feedback", md,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("trace_id", sa.String(64), nullable=False, index=True),
+            sa.Column("platform", sa.String(20), nullable=False),
+            sa.Column("user_id", sa.String(200), nullable=False),
+            sa.Column("value", sa.String(20), nullable=False),
+            sa.Column("comment", sa.Text, nullable=False, default=""),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+            sa.UniqueConstraint("trace_id", "user_id", name="uq_feedback_trace_user"),
+        )
+        self.pending = sa.Table(
+            "pending_actions", md,
+            sa.Column("key", sa.String(100), primary_key=True),
+            sa.Column("tool", sa.String(100), nullable=False),
+            sa.Column("args", sa.Text, nullable=False),
+            sa.Column("requester", sa.String(200), nullable=False),
+            sa.Column("platform", sa.String(20), nullable=False),
+            sa.Column("channel_id", sa.String(200), nullable=False, default=""),
+            sa.Column("thread_id", sa.String(200), nullable=False, default=""),
+            sa.Column("summary", sa.Text, nullable=False, default=""),
+            sa.Column("status", sa.String(20), nullable=False),
+            sa.Column("result", sa.Text, nullable=True),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+            sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        )
+        self.audit_log = sa.Table(
+            "audit_log", md,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("at", sa.DateTime(timezone=True), nullable=False, index=True),
+            sa.Column("actor", sa.String(200), nullable=False),
+            sa.Column("platform", sa.String(20), nullable=False),
+            sa.Column("action", sa.String(100), nullable=False),
+            sa.Column("target", sa.String(500), nullable=False, default=""),
+            sa.Column("outcome", sa.String(50), nullable=False),
+            sa.Column("detail", sa.Text, nullable=False, default="{}"),
+        )
+        self.cursors = sa.Table(
+            "sync_cursors", md,
+            sa.Column("source", sa.String(200), primary_key=True),
+            sa.Column("cursor", sa.Text, nullable=False),
+            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        )
+        self.runs = sa.Table(
+            "sync_runs", md,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("source", sa.String(200), nullable=False, index=True),
+            sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+            sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+            sa.Column("status", sa.String(20), nullable=False),
+            sa.Column("summary", sa.Text, nullable=False, default="{}"),
+            sa.Column("error", sa.Text, nullable=False, default=""),
+        )
+        self.locks = sa.Table(
+            "locks", md,
+            sa.Column("name", sa.String(200), primary_key=True),
+            sa.Column("owner", sa.String(200), nullable=False),
+            sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+        )
+        self.conversations = sa.Table(
+            "conversations", md,
+            sa.Column("key", sa.String(500), primary_key=True),
+            sa.Column("history", sa.Text, nullable=False),
+            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        )
+        self.metadata = md
+        try:
+            md.create_all(self.engine)
+        except SQLAlchemyError as exc:
+            raise StateStoreError(f"cannot open the state database {_safe(url)}: {exc.__class__.__name__}: "
+                                  f"{exc.orig if hasattr(exc, 'orig') else exc}; check DATABASE_URL and that the "
+                                  "server is running") from exc
+
+    # -- events ------------------------------------------------------------------------------
+    def claim_event(self, event_id: str, platform: str) -> bool:
+        """Record ``event_id``; True the first time, False for a duplicate (already claimed)."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(self.events.insert().values(event_id=event_id, platform=platform, received_at=_now()))
+            return True
+        except IntegrityError:
+            return False
+
+    def prune_events(self, older_than: timedelta = timedelta(days=2)) -> int:
+        """Forget event ids older than ``older_than`` (Slack retries within minutes); returns the count."""
+        with self.engine.begin() as conn:
+            return conn.execute(self.events.delete().where(self.events.c.received_at < _now() - older_than)).rowcount
+
+    # -- feedback ----------------------------------------------------------------------------
+    def add_feedback(self, trace_id: str, platform: str, user_id: str, value: str, comment: str = "") -> None:
+        """Store (or replace) a user's feedback on the turn ``trace_id``.
+
+        Raises:
+            ValueError: when ``value`` is not ``helpful`` or ``not_helpful``.
+        """
+        if value not in {"helpful", "not_helpful"}:
+            raise ValueError(f"feedback value must be helpful or not_helpful, got {value!r}")
+        t = self.feedback
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.trace_id == trace_id, t.c.user_id == user_id))
+            conn.execute(t.insert().values(trace_id=trace_id, platform=platform, user_id=user_id, value=value,
+                                           comment=comment, created_at=_now()))
+
+    def feedback_for(self, trace_id: str) -> list[dict[str, Any]]:
+        """Feedback rows of a turn."""
+        t = self.feedback
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t).where(t.c.trace_id == trace_id).order_by(t.c.id)).mappings()
+            return [dict(r) for r in rows]
+
+    # -- pending actions -----------------------------------------------------------------------
+    def create_pending(self, key: str, tool: str, args: dict[str, Any], requester: str, platform: str,
+                       channel_id: str = "", thread_id: str = "", summary: str = "",
+                       ttl: timedelta = timedelta(hours=1)) -> PendingRecord:
+        """Store a pending action; a second call with the same idempotency key returns the first one."""
+        now = _now()
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(self.pending.insert().values(
+                    key=key, tool=tool, args=json.dumps(args, default=str), requester=requester, platform=platform,
+                    channel_id=channel_id, thread_id=thread_id, summary=summary, status="pending", result=None,
+                    created_at=now, expires_at=now + ttl, updated_at=now))
+        except IntegrityError:
+            log.info("pending action %s already exists; returning it", key)
+        rec = self.get_pending(key)
+        assert rec is not None
+        return rec
+
+    def get_pending(self, key: str) -> PendingRecord | None:
+        """The pending action with idempotency key ``key``."""
+        t = self.pending
+        with self.engine.connect() as conn:
+            r = conn.execute(sa.select(t).where(t.c.key == key)).mappings().first()
+        if r is None:
+            return None
+        return PendingRecord(
+            key=r["key"], tool=r["tool"], args=json.loads(r["args"]), requester=r["requester"],
+            platform=r["platform"], channel_id=r["channel_id"], thread_id=r["thread_id"], summary=r["summary"],
+            status=r["status"], result=json.loads(r["result"]) if r["result"] else None,
+            created_at=_aware(r["created_at"]), expires_at=_aware(r["expires_at"]),  # type: ignore[arg-type]
+            updated_at=_aware(r["updated_at"]))  # type: ignore[arg-type]
+
+    def transition_pending(self, key: str, from_status: str, to_status: str,
+                           result: dict[str, Any] | None = None) -> bool:
+        """Atomically move ``key`` from ``from_status`` to ``to_status``; False when it was not in
+        ``from_status`` (someone else got there first: a double click, a retry, another replica)."""
+        t = self.pending
+        values: dict[str, Any] = {"status": to_status, "updated_at": _now()}
+        if result is not None:
+            values["result"] = json.dumps(result, default=str)
+        with self.engine.begin() as conn:
+            n = conn.execute(t.update().where(t.c.key == key, t.c.status == from_status).values(**values)).rowcount
+        return n == 1
+
+    # -- audit ---------------------------------------------------------------------------------
+    def audit(self, actor: str, platform: str, action: str, target: str = "", outcome: str = "ok",
+              detail: dict[str, Any] | None = None) -> None:
+        """Append to the audit log (who, what, on what, with which outcome, when)."""
+        with self.engine.begin() as conn:
+            conn.execute(self.audit_log.insert().values(
+                at=_now(), actor=actor, platform=platform, action=action, target=target, outcome=outcome,
+                detail=json.dumps(detail or {}, default=str)))
+
+    def audit_entries(self, limit: int = 100, action: str | None = None) -> list[AuditEntry]:
+        """The latest audit entries, newest first."""
+        t = self.audit_log
+        q = sa.select(t).order_by(t.c.id.desc()).limit(limit)
+        if action:
+            q = q.where(t.c.action == action)
+        with self.engine.connect() as conn:
+            return [AuditEntry(r["id"], _aware(r["at"]), r["actor"], r["platform"], r["action"], r["target"],  # type: ignore[arg-type]
+                               r["outcome"], json.loads(r["detail"])) for r in conn.execute(q).mappings()]
+
+    # -- sync cursors, runs and locks ----------------------------------------------------------
+    def get_cursor(self, source: str) -> dict[str, Any] | None:
+        """The saved sync cursor of ``source``."""
+        t = self.cursors
+        with self.engine.connect() as conn:
+            v = conn.execute(sa.select(t.c.cursor).where(t.c.source == source)).scalar()
+        return json.loads(v) if v else None
+
+    def set_cursor(self, source: str, cursor: dict[str, Any]) -> None:
+        """Save the sync cursor of ``source`` (call only after the indexes committed)."""
+        t = self.cursors
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.source == source))
+            conn.execute(t.insert().values(source=source, cursor=json.dumps(cursor, default=str), updated_at=_now()))
+
+    def start_run(self, source: str) -> int:
+        """Record that a sync of ``source`` started; returns the run id."""
+        with self.engine.begin() as conn:
+            res = conn.execute(self.runs.insert().values(source=source, started_at=_now(), status="running",
+                                                         summary="{}", error=""))
+            return int(res.inserted_primary_key[0])
+
+    def finish_run(self, run_id: int, status: str, summary: dict[str, Any], error: str = "") -> None:
+        """Record the outcome of a run (``ok`` or ``failed``) with its summary."""
+        with self.engine.begin() as conn:
+            conn.execute(self.runs.update().where(self.runs.c.id == run_id).values(
+                finished_at=_now(), status=status, summary=json.dumps(summary, default=str), error=error))
+
+    def last_runs(self, source: str | None = None, limit: int = 10) -> list[SyncRun]:
+        """The latest runs, newest first (of one source, or all)."""
+        t = self.runs
+        q = sa.select(t).order_by(t.c.id.desc()).limit(limit)
+        if source:
+            q = q.where(t.c.source == source)
+        with self.engine.connect() as conn:
+            return [SyncRun(r["id"], r["source"], _aware(r["started_at"]), _aware(r["finished_at"]),  # type: ignore[arg-type]
+                            r["status"], json.loads(r["summary"]), r["error"]) for r in conn.execute(q).mappings()]
+
+    def acquire_lock(self, name: str, owner: str, ttl: timedelta = timedelta(minutes=30)) -> bool:
+        """Take the lock ``name`` for ``owner`` unless someone else holds an unexpired one.
+
+        A lock expires after ``ttl`` so a crashed holder cannot block forever; the holder renews it by
+        acquiring again. Works across processes and machines sharing the database.
+        """
+        now = _now()
+        t = self.locks
+        with self.engine.begin() as conn:
+            n = conn.execute(t.update().where(t.c.name == name, sa.or_(t.c.owner == owner, t.c.expires_at < now))
+                             .values(owner=owner, expires_at=now + ttl)).rowcount
+            if n == 1:
+                return True
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(t.insert().values(name=name, owner=owner, expires_at=now + ttl))
+            return True
+        except IntegrityError:
+            return False
+
+    def release_lock(self, name: str, owner: str) -> None:
+        """Release ``name`` if ``owner`` holds it."""
+        t = self.locks
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.name == name, t.c.owner == owner))
+
+    # -- conversations -------------------------------------------------------------------------
+    def get_history(self, key: str) -> list[str]:
+        """Stored conversation history (user messages, oldest first)."""
+        t = self.conversations
+        with self.engine.connect() as conn:
+            v = conn.execute(sa.select(t.c.history).where(t.c.key == key)).scalar()
+        return json.loads(v) if v else []
+
+    def append_history(self, key: str, message: str, keep: int = 10) -> list[str]:
+        """Append a user message to a conversation, keeping the last ``keep``; returns the history."""
+        hist = [*self.get_history(key), message][-keep:]
+        t = self.conversations
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.key == key))
+            conn.execute(t.insert().values(key=key, history=json.dumps(hist), updated_at=_now()))
+        return hist
+
+    # -- health --------------------------------------------------------------------------------
+    def ping(self) -> bool:
+        """True when the database answers (for readiness probes)."""
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(sa.text("SELECT 1"))
+            return True
+        except (OperationalError, SQLAlchemyError):
+            return False
+
+    def drop_all(self) -> None:
+        """Drop every table (tests only)."""
+        self.metadata.drop_all(self.engine)
+
+    def close(self) -> None:
+        """Release connections."""
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _safe(url: str) -> str:
+    """The URL with any password masked, for messages and logs."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable URL>"
+
+
