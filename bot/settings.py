@@ -26,6 +26,8 @@ class Settings(BaseSettings):
                                  "OpenAI embeddings model name such as text-embedding-3-small.")
     openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint base URL.")
+    chatops_sources: str = Field("", description="Sources to index (spec strings separated by commas), e.g. "
+                                 "folder:./wiki?name=handbook. Used by chatops serve and /kb reindex.")
     database_url: str | None = Field(None, description="State store (SQLAlchemy URL); SQLite under the data dir "
                                      "when unset, e.g. postgresql+psycopg://user@host:5432/chatops.")
     qdrant_url: str | None = Field(None, description="Qdrant server URL; local mode on disk when unset.")

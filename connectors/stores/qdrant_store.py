@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -48,6 +49,9 @@ class QdrantStore:
                  api_key: str | None = None, collection: str = "chunks") -> None:
         self.dim = dim
         self.collection = collection
+        # Local mode keeps points in plain Python structures: serialise access so a re-index in a
+        # background thread cannot race a search. (A Qdrant server handles concurrency itself.)
+        self._lock = threading.RLock() if not url else _NoLock()
         try:
             if url:
                 self.client = QdrantClient(url=url, api_key=api_key, timeout=10)
@@ -93,6 +97,10 @@ class QdrantStore:
         ``vectors`` has shape ``(len(chunks), dim)``.
         """
         keys = list(doc_keys)
+        with self._lock:
+            self._replace(keys, chunks, vectors)
+
+    def _replace(self, keys: list[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         if keys:
             self.client.delete(self.collection, points_selector=models.FilterSelector(filter=models.Filter(
                 must=[models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys))])), wait=True)
@@ -104,46 +112,53 @@ class QdrantStore:
 
     def clear(self) -> None:
         """Drop and recreate the collection."""
-        self.client.delete_collection(self.collection)
-        self._ensure_collection()
+        with self._lock:
+            self.client.delete_collection(self.collection)
+            self._ensure_collection()
 
     def search(self, vector: np.ndarray, limit: int = 50) -> list[StoredChunk]:
         """Nearest chunks by cosine similarity to ``vector`` (shape ``(dim,)``), best first."""
-        res = self.client.query_points(self.collection, query=vector.tolist(), limit=limit, with_payload=True)
+        with self._lock:
+            res = self.client.query_points(self.collection, query=vector.tolist(), limit=limit, with_payload=True)
         return [StoredChunk(chunk_from_record(p.payload or {}), float(p.score)) for p in res.points]
 
     def fetch(self, chunk_ids: list[str]) -> dict[str, tuple[Chunk, np.ndarray]]:
         """Stored chunks and vectors by chunk id (unknown ids are absent)."""
         if not chunk_ids:
             return {}
-        pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
-                                   with_payload=True, with_vectors=True)
+        with self._lock:
+            pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
+                                       with_payload=True, with_vectors=True)
         return {p.payload["chunk_id"]: (chunk_from_record(p.payload), np.asarray(p.vector, dtype=np.float32))
                 for p in pts if p.payload}
 
     def vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors of ``chunk_ids`` (unknown ids are absent), shape ``(dim,)`` each."""
-        pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
-                                   with_payload=["chunk_id"], with_vectors=True)
+        with self._lock:
+            pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
+                                       with_payload=["chunk_id"], with_vectors=True)
         return {p.payload["chunk_id"]: np.asarray(p.vector, dtype=np.float32) for p in pts if p.payload}
 
     def get(self, chunk_id: str) -> Chunk | None:
         """The stored chunk with ``chunk_id``, or ``None``."""
-        pts = self.client.retrieve(self.collection, ids=[point_id(chunk_id)], with_payload=True, with_vectors=False)
+        with self._lock:
+            pts = self.client.retrieve(self.collection, ids=[point_id(chunk_id)], with_payload=True, with_vectors=False)
         return chunk_from_record(pts[0].payload) if pts and pts[0].payload else None
 
     @property
     def count(self) -> int:
         """Number of points."""
-        return self.client.count(self.collection, exact=True).count
+        with self._lock:
+            return self.client.count(self.collection, exact=True).count
 
     def chunk_ids(self) -> set[str]:
         """Every chunk id stored (scrolls the whole collection; for checks and tests)."""
         ids: set[str] = set()
         offset = None
         while True:
-            points, offset = self.client.scroll(self.collection, limit=1000, offset=offset,
-                                                with_payload=["chunk_id"], with_vectors=False)
+            with self._lock:
+                points, offset = self.client.scroll(self.collection, limit=1000, offset=offset,
+                                                    with_payload=["chunk_id"], with_vectors=False)
             ids.update(p.payload["chunk_id"] for p in points if p.payload)
             if offset is None:
                 return ids
@@ -154,3 +169,13 @@ class QdrantStore:
             self.client.close()
         except Exception:  # pragma: no cover - best effort on shutdown
             log.debug("qdrant close failed", exc_info=True)
+
+
+class _NoLock:
+    """A no-op context manager (server mode needs no client-side lock)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
