@@ -101,6 +101,9 @@ class ExtractiveAnswerer:
         for rank, ev in enumerate(evidence[: cfg.chunks]):
             cos = max(ev.cosine or 0.0, 0.0)
             for span in sentence_spans(ev.chunk.text):
+                heading = ev.chunk.text[:span.start].rsplit("\n", 1)[-1].lstrip().startswith("#")
+                if heading and not (define and defines(span.text, define)):
+                    continue  # a heading line names a topic, it answers nothing (except "what's X?")
                 t = set(self.analyze(span.text))
                 prior = 0.3 * cos + 0.1 / (1 + rank)
                 if vocab:

