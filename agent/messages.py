@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["refusal", "CHITCHAT", "EMPTY", "ACTION_UNAVAILABLE", "truncated_note"]
+__all__ = ["refusal", "CHITCHAT", "EMPTY", "ACTION_UNAVAILABLE", "truncated_note", "COMPLIANCE_REFUSAL",
+           "action_preview", "action_invalid", "question_refused_note"]
 
 CHITCHAT = ("Hi! I answer questions from the company knowledge base, always with links to my sources. "
             "Ask me something like \"how do I declare an incident?\" or \"what's the travel budget?\".")
@@ -23,3 +24,29 @@ def refusal(searched: list[str], reason: str) -> str:
 def truncated_note(limit: int) -> str:
     """Note added when a message was cut to ``limit`` characters."""
     return f"Your message was long, so I used only its first {limit:,} characters."
+
+COMPLIANCE_REFUSAL = ("I found sources for this, but my draft answer kept including content I must not share "
+                      "(credentials, personal data or unsafe instructions), so I won't post it. Please open the "
+                      "cited pages directly or ask the team that owns them.")
+
+
+def action_preview(lines: list[str], lead: str = "Here's the event I'd create. Please confirm it:") -> str:
+    """The reply text of a proposed action: a lead, the event's lines, and that nothing happened yet.
+
+    Adapters with buttons render the pending action themselves; this text is the fallback
+    (notifications, the console) and must not contain ``[n]`` markers.
+    """
+    body = "\n".join(f"  {line}" for line in lines)
+    return f"{lead}\n{body}\nNothing is booked until you confirm; you can also cancel."
+
+
+def action_invalid(problems: str) -> str:
+    """The reply when a meeting request's details do not validate (a bad address, a bad length)."""
+    return f"I can't book that as asked: {problems}. Could you correct it? Nothing has been booked."
+
+
+def question_refused_note(searched: list[str]) -> str:
+    """The answer part of a question-plus-request message when the question found no sources."""
+    queries = "; ".join(f"\u201c{q}\u201d" for q in searched[:2]) or "your question"
+    return (f"I couldn't find the answer to your question in the knowledge base (I searched for {queries}), "
+            "so I won't guess.")

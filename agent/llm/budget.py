@@ -66,12 +66,13 @@ class TurnBudget:
         """Milliseconds left (never negative)."""
         return max(0.0, self.max_ms - self.elapsed_ms)
 
-    def allows(self, step: str, calls: int = 1, tokens: int = 1500, ms: float = 2000) -> bool:
-        """Whether an optional ``step`` costing about ``calls``/``tokens``/``ms`` still fits; records
-        the degradation when it does not."""
-        ok = (self.usage.calls + calls <= self.max_calls
-              and self.usage.total_tokens + tokens <= self.max_tokens
-              and self.remaining_ms >= ms)
+    def allows(self, step: str, calls: int = 1, tokens: int = 1500, ms: float = 2000, reserve: int = 0) -> bool:
+        """Whether an optional ``step`` costing about ``calls``/``tokens``/``ms`` still fits while
+        leaving ``reserve`` calls (with ~1,500 tokens and 2 s each) for the steps that must run after
+        it; records the degradation when it does not."""
+        ok = (self.usage.calls + calls + reserve <= self.max_calls
+              and self.usage.total_tokens + tokens + 1500 * reserve <= self.max_tokens
+              and self.remaining_ms >= ms + 2000 * reserve)
         if not ok:
             self.degraded.append(f"skipped {step}: budget low (calls {self.usage.calls}/{self.max_calls}, "
                                  f"tokens {self.usage.total_tokens}/{self.max_tokens}, "

@@ -229,7 +229,7 @@ class LLMPlanner:
                 if attempt or not budget.allows("argument repair"):
                     return None
                 fix = self.llm.chat(self.config.planner_model, [
-                    {"role": "system", "content": prompts.ROUTER_SYSTEM},
+                    {"role": "system", "content": prompts.REPAIR_SYSTEM},
                     {"role": "user", "content": turn.text},
                     {"role": "user", "content": f"Your arguments for {_tool_fn_name(call['tool'])} were invalid: {exc}. "
                                                 "Reply with corrected arguments as a JSON object only."}],
@@ -293,7 +293,7 @@ class LLMPlanner:
     def _rewrite(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget) -> dict:
         base = {"standalone": query if not turn.history else f"{turn.history[-1]} {turn.text}",
                 "sub_queries": [], "expansion": [], "hypothetical_answer": ""}
-        if not budget.allows("query rewriting"):
+        if not budget.allows("query rewriting", reserve=1):
             return base
         history = "\n".join(f"- {h}" for h in turn.history[-6:]) or "(none)"
         res = self.llm.chat(self.config.planner_model, [
@@ -336,7 +336,7 @@ class LLMPlanner:
         return evidence
 
     def _reflect(self, question: str, evidence: list[Evidence], trace: Trace, budget: TurnBudget) -> dict | None:
-        if not budget.allows("reflection", tokens=2500):
+        if not budget.allows("reflection", tokens=2500, reserve=1):
             return None
         passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, e.chunk.text)
                                             for i, e in enumerate(evidence[: self.config.passages])])

@@ -1,0 +1,125 @@
+"""A stand-in OpenAI-compatible server on 127.0.0.1 for the LLM planner's tests.
+
+It speaks the real wire format of ``POST /v1/chat/completions`` (tool calls, ``response_format``
+JSON, ``usage``) and ``POST /v1/embeddings``, records every request, and answers from a script:
+a function ``brain(request_json) -> Response`` that tests write per scenario (usually dispatching
+on the system prompt: routing, rewriting, reflection, answering, claim check, compliance).
+Errors are answered the way OpenAI does: a status code, an ``{"error": {...}}`` body and, for
+429, a ``Retry-After`` header.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["OpenAIStandIn", "Response", "chat", "tool_call", "json_reply", "error"]
+
+
+@dataclass
+class Response:
+    """What the stand-in answers: status, JSON body and headers."""
+
+    status: int = 200
+    body: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def chat(content: str | None = None, tool_calls: list[dict] | None = None, prompt_tokens: int = 100,
+         completion_tokens: int = 20, model: str = "stand-in") -> Response:
+    """A ``chat.completion`` with text and/or tool calls."""
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        msg["tool_calls"] = tool_calls
+    return Response(200, {
+        "id": "chatcmpl-standin", "object": "chat.completion", "created": 1_700_000_000, "model": model,
+        "choices": [{"index": 0, "message": msg, "logprobs": None,
+                     "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    })
+
+
+def tool_call(name: str, arguments: dict | str, call_id: str = "call_1") -> dict:
+    """One entry of ``message.tool_calls``."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def json_reply(data: Any, **kw: Any) -> Response:
+    """A completion whose content is ``data`` as JSON (structured outputs)."""
+    return chat(json.dumps(data), **kw)
+
+
+def error(status: int, message: str = "error", retry_after: float | None = None) -> Response:
+    """An OpenAI-style error response."""
+    headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+    kind = {429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}.get(status, "invalid_request_error")
+    return Response(status, {"error": {"message": message, "type": kind, "param": None, "code": kind}}, headers)
+
+
+class OpenAIStandIn:
+    """Start with ``with OpenAIStandIn(brain) as s:``; ``s.base_url`` ends in ``/v1``."""
+
+    def __init__(self, brain: Callable[[dict], Response]) -> None:
+        self.brain = brain
+        self.requests: list[dict] = []
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                return
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    req = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    self._send(Response(400, {"error": {"message": "invalid JSON"}}))
+                    return
+                req["_path"] = self.path
+                req["_auth"] = self.headers.get("authorization", "")
+                stand_in.requests.append(req)
+                if self.path.endswith("/embeddings"):
+                    inputs = req.get("input") or []
+                    inputs = [inputs] if isinstance(inputs, str) else inputs
+                    data = [{"object": "embedding", "index": i, "embedding": [float(len(t) % 7), 1.0, 0.5]}
+                            for i, t in enumerate(inputs)]
+                    self._send(Response(200, {"object": "list", "data": data, "model": req.get("model"),
+                                              "usage": {"prompt_tokens": 1, "total_tokens": 1}}))
+                    return
+                if not self.path.endswith("/chat/completions"):
+                    self._send(Response(404, {"error": {"message": f"unknown path {self.path}"}}))
+                    return
+                self._send(stand_in.brain(req))
+
+            def _send(self, resp: Response) -> None:
+                body = json.dumps(resp.body).encode()
+                self.send_response(resp.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                for k, v in resp.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> OpenAIStandIn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def chat_requests(self) -> list[dict]:
+        """Recorded chat completion requests."""
+        return [r for r in self.requests if r["_path"].endswith("/chat/completions")]
