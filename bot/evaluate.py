@@ -11,6 +11,11 @@ reduced to distinct documents in rank order, over the answerable kinds:
 - MRR@10: reciprocal rank of the first gold document (Voorhees 1999, TREC-8 QA).
 - nDCG@10 with binary gains (Järvelin & Kekäläinen 2002); the ideal ranking has all gold pages
   first for ``multi`` and one gold page otherwise.
+
+Answers: ``answer_contains``, ``citation_validity`` (re-checked against the stored chunks),
+``refusal_unanswerable``, ``false_refusal`` and ``direct_general`` (general questions answered
+without retrieval; 0 without an LLM, whose absence makes the bot search and refuse instead).
+``cost``: LLM calls and tokens per question, mean and p95 (0 without an LLM).
 """
 
 from __future__ import annotations
@@ -142,6 +147,10 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
             row["answer_contains"] = (not reply.refused) and _contains_all(reply.text, q.answer_contains)
         if q.kind == "unanswerable":
             row["refused_ok"] = reply.refused and not reply.citations
+        if q.kind == "general":
+            row["direct"] = not reply.trace.queries and not reply.refused
+        row["llm_calls"] = int(reply.trace.timings_ms.get("llm_calls", 0))
+        row["llm_tokens"] = int(reply.trace.timings_ms.get("llm_tokens", 0))
         rows.append(row)
         if progress:
             progress(q, reply, row)
@@ -179,6 +188,12 @@ def _figures(rows: list[dict]) -> dict:
         "refusal_unanswerable": _mean([float(r["refused_ok"]) for r in una]),
         "false_refusal": _mean([float(r["refused"]) for r in ans]),
     }
+    gen = [r for r in rows if r["kind"] == "general"]
+    out["answers"]["direct_general"] = _mean([float(r["direct"]) for r in gen])
+    calls = [float(r.get("llm_calls", 0)) for r in rows]
+    tokens = [float(r.get("llm_tokens", 0)) for r in rows]
+    out["cost"] = {"llm_calls_mean": _mean(calls), "llm_calls_p95": _pct(calls, 0.95),
+                   "llm_tokens_mean": _mean(tokens), "llm_tokens_p95": _pct(tokens, 0.95)}
     lat = [r["latency_ms"] for r in rows]
     out["latency_ms"] = {"p50": _pct(lat, 0.5), "p95": _pct(lat, 0.95), "max": _pct(lat, 1.0)}
     return out

@@ -349,3 +349,26 @@ def test_the_llm_planner_turns_on_when_an_endpoint_is_configured(wiki_index, tmp
         req = llm.chat_requests()[0]
     assert reply.text.startswith("Hi!") and req["model"] == "tiny-router"
     assert {t["function"]["name"] for t in req["tools"]} >= {"knowledge_search"}
+
+
+def test_chatops_eval_runs_unchanged_in_llm_mode(tmp_path, embedding_cache_dir, wiki_index) -> None:
+    """The real CLI against the stand-in: general questions answered directly, cost reported."""
+    import json as _json
+
+    from helpers import ROOT, run_chatops, seed_embedding_cache
+
+    def route(req):
+        text = req["messages"][-1]["content"]
+        if "HTTP" in text:
+            return chat("HTTP 404 means Not Found: the server has no resource at that URL.")
+        return DEFAULTS["route"](req)
+
+    with OpenAIStandIn(Brain(route=route)) as llm:
+        data = seed_embedding_cache(tmp_path / "data", embedding_cache_dir / "embeddings.sqlite")
+        proc = run_chatops(["eval", "--questions", "examples/eval.jsonl", "--source", "folder:examples/wiki", "--json"],
+                           data, cwd=ROOT, timeout=300, OPENAI_BASE_URL=llm.base_url, OPENAI_API_KEY="k")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = _json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["answers"]["direct_general"] == 1.0
+    assert result["answers"]["citation_validity"] == 1.0
+    assert result["cost"]["llm_calls_mean"] > 1 and result["cost"]["llm_tokens_p95"] >= result["cost"]["llm_tokens_mean"]
