@@ -1,0 +1,7 @@
+"""Microsoft Teams adapter on the Bot Framework protocol (``POST /api/messages``).
+
+Thin on purpose: Microsoft ended support for the Bot Framework SDK at the end of 2025 and its
+successor (Microsoft 365 Agents SDK) speaks the same protocol, so a move must touch only this
+package. :mod:`bot.teams.cards` renders (pure functions), :mod:`bot.teams.bot` turns activities
+into turns and replies, :mod:`bot.teams.adapter` is the web adapter with authentication.
+"""

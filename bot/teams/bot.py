@@ -1,0 +1,311 @@
+"""The Teams bot: activities in, turns to the agent, Adaptive Cards out.
+
+- ``message`` in a channel (the bot @mentioned: the ``<at>`` text is stripped), a group chat or a
+  personal chat becomes a :class:`~agent.models.Turn`; the reply goes to the same reply chain
+  (``replyToId``). A typing indicator is sent first. History for follow-ups is the conversation's
+  last user messages, kept in the state store so a restart loses nothing.
+- A card's ``Action.Submit`` arrives as a ``message`` with a ``value`` and no text; Universal
+  Actions arrive as an ``invoke`` named ``adaptiveCard/action``. Both carry either feedback
+  (``{"chatops": "feedback", ...}``, stored with the turn's trace id) or a pending action's
+  Confirm / Cancel (``{"action": "action_confirm" | "action_cancel", "key": ...}``), executed at
+  most once by :class:`bot.actions.ActionService`; the card is then replaced by the outcome.
+- In a personal chat, ``status`` and ``reindex [SOURCE] [--full]`` are admin commands for the AAD
+  object ids in ``TEAMS_ADMIN_IDS``; every use and refusal is audited.
+- Redelivered activities (same activity id) are answered once. Unknown activity types are logged
+  and ignored. Sending a reply is retried on 429, 412 and 5xx with exponential backoff and jitter
+  (honouring ``Retry-After``), as Microsoft's guidance for the Bot Connector asks, then logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from botbuilder.core import ActivityHandler, InvokeResponse, TurnContext
+from botbuilder.schema import Activity, ActivityTypes, AdaptiveCardInvokeResponse, Attachment, ChannelAccount, Entity
+
+from agent.agent import Agent
+from agent.models import Reply, Turn
+from state import StateStore
+
+from . import cards
+
+__all__ = ["TeamsBot", "send_with_retry"]
+
+log = logging.getLogger(__name__)
+
+_AT = re.compile(r"<at>[^<]*</at>", re.I)
+_RETRYABLE = {412, 429, 500, 502, 503, 504}
+
+
+def _status_of(exc: BaseException) -> int | None:
+    for obj in (getattr(exc, "response", None), exc):
+        for attr in ("status_code", "status"):
+            v = getattr(obj, attr, None)
+            if isinstance(v, int):
+                return v
+    return None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    resp = getattr(exc, "response", None)
+    headers = getattr(resp, "headers", None) or {}
+    try:
+        v = headers.get("Retry-After") or headers.get("retry-after")
+        return min(max(float(v), 0.0), 30.0) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+async def send_with_retry(op: Callable[[], Awaitable[Any]], what: str, attempts: int = 4,
+                          base_delay: float = 0.5) -> Any:
+    """Run a Bot Connector call, retrying 412/429/5xx with backoff (full jitter) or ``Retry-After``.
+
+    Returns:
+        The call's result, or ``None`` after the last failure (which is logged with ``what``).
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return await op()
+        except Exception as exc:  # noqa: BLE001 - the connector raises several unrelated types
+            status = _status_of(exc)
+            if status not in _RETRYABLE or attempt == attempts:
+                log.error("Teams: %s failed for good (HTTP %s, %s: %s)", what, status, type(exc).__name__, exc)
+                return None
+            delay = _retry_after(exc) or random.uniform(0, base_delay * 2 ** (attempt - 1))
+            log.warning("Teams: %s got HTTP %s; retry %d in %.2f s", what, status, attempt, delay)
+            await asyncio.sleep(delay)
+    return None
+
+
+class _SchemaEntity(Entity):
+    """An ``Entity`` whose extra properties (``@type``, ``citation``, ...) are serialised, as the
+    Teams AI citation entity needs; the SDK's ``Entity`` keeps only ``type``."""
+
+    _attribute_map = {**Entity._attribute_map, "additional_properties": {"key": "", "type": "{object}"}}
+
+    @classmethod
+    def of(cls, data: dict) -> _SchemaEntity:
+        """Build from a plain dict."""
+        extra = {k: v for k, v in data.items() if k != "type"}
+        return cls(type=data["type"], additional_properties=extra)
+
+
+class TeamsBot(ActivityHandler):
+    """See the module docstring.
+
+    Args:
+        agent: answers turns (synchronous; run in a worker thread).
+        store: state store (de-duplication, feedback, history, audit).
+        actions: the pending-action service (Confirm / Cancel), or ``None`` when actions are off.
+        jobs: index jobs for ``reindex`` / ``status`` (``IndexJobs``), or ``None``.
+        admin_ids: AAD object ids allowed to run admin commands.
+        default_timezone: the requester's zone when Teams does not give one.
+    """
+
+    def __init__(self, agent: Agent, store: StateStore, actions=None, jobs=None, admin_ids: frozenset[str] = frozenset(),
+                 default_timezone: str = "UTC", history_turns: int = 10) -> None:
+        self.agent = agent
+        self.store = store
+        self.actions = actions
+        self.jobs = jobs
+        self.admin_ids = admin_ids
+        self.default_timezone = default_timezone
+        self.history_turns = history_turns
+        self.background: set[asyncio.Task] = set()
+
+    # -- dispatch --------------------------------------------------------------------------------
+    async def on_turn(self, turn_context: TurnContext) -> None:
+        """De-duplicate by activity id, then dispatch by type."""
+        activity = turn_context.activity
+        if activity.id and activity.type in (ActivityTypes.message, ActivityTypes.invoke):
+            if not await asyncio.to_thread(self.store.claim_event, f"teams:{activity.id}", "teams"):
+                log.info("Teams: activity %s already handled; ignoring the redelivery", activity.id)
+                return
+        if activity.type not in (ActivityTypes.message, ActivityTypes.invoke, ActivityTypes.conversation_update):
+            log.info("Teams: ignoring activity of type %r", activity.type)
+            return
+        await super().on_turn(turn_context)
+
+    async def on_members_added_activity(self, members_added: list[ChannelAccount], turn_context: TurnContext) -> None:
+        """Greet when the bot is added to a conversation."""
+        bot_id = turn_context.activity.recipient.id if turn_context.activity.recipient else None
+        if any(m.id == bot_id for m in members_added or []):
+            await send_with_retry(lambda: turn_context.send_activity(cards.HELP_TEXT), "welcome message")
+
+    async def on_message_activity(self, turn_context: TurnContext) -> None:
+        """A question, an admin command or a card submit."""
+        activity = turn_context.activity
+        if isinstance(activity.value, dict) and not (activity.text or "").strip():
+            card = await self._submit(turn_context, activity.value)
+            if card is not None and activity.reply_to_id:
+                update = Activity(type=ActivityTypes.message, id=activity.reply_to_id,
+                                  attachments=[Attachment(**_att(cards.card_attachment(card)))])
+                await send_with_retry(lambda: turn_context.update_activity(update), "card update")
+            return
+        text = _AT.sub("", TurnContext.remove_recipient_mention(activity) or activity.text or "").strip()
+        if self._is_personal(activity) and _admin_command(text):
+            await self._admin(turn_context, text)
+            return
+        await self._answer(turn_context, text)
+
+    async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse:
+        """Universal Actions (``adaptiveCard/action``): handle the data, answer with the new card."""
+        activity = turn_context.activity
+        if activity.name != "adaptiveCard/action":
+            log.info("Teams: ignoring invoke %r", activity.name)
+            return InvokeResponse(status=200)
+        data = ((activity.value or {}).get("action") or {}).get("data") or {}
+        card = await self._submit(turn_context, data)
+        if card is None:
+            return InvokeResponse(status=200, body=AdaptiveCardInvokeResponse(
+                status_code=200, type="application/vnd.microsoft.activity.message", value="Done."))
+        return InvokeResponse(status=200, body=AdaptiveCardInvokeResponse(
+            status_code=200, type="application/vnd.microsoft.card.adaptive", value=card))
+
+    # -- answering -------------------------------------------------------------------------------
+    async def _answer(self, turn_context: TurnContext, text: str) -> None:
+        activity = turn_context.activity
+        await send_with_retry(lambda: turn_context.send_activity(Activity(type=ActivityTypes.typing)), "typing indicator")
+        key = f"teams:{activity.conversation.id}"
+        history = tuple(await asyncio.to_thread(self.store.get_history, key))
+        turn = Turn(text=text, history=history, platform="teams", user_id=self._user(activity),
+                    channel_id=activity.conversation.id, thread_id=activity.conversation.id,
+                    locale=activity.locale or "en", timezone=_tz(activity) or self.default_timezone)
+        try:
+            reply = await asyncio.to_thread(self.agent.answer, turn)
+        except Exception:  # noqa: BLE001 - the user is always told something
+            log.exception("Teams: the agent failed on a turn")
+            await send_with_retry(lambda: turn_context.send_activity(
+                "Sorry, something went wrong while answering. Please try again in a minute."), "error reply")
+            return
+        if text:
+            await asyncio.to_thread(self.store.append_history, key, text, self.history_turns)
+        await self._send_reply(turn_context, reply, turn)
+
+    async def _send_reply(self, turn_context: TurnContext, reply: Reply, turn: Turn) -> None:
+        attachments = [cards.card_attachment(cards.answer_card(reply))]
+        if reply.pending_action is not None and self.actions is not None:
+            from bot.render_actions import adaptive_card
+
+            record = await asyncio.to_thread(self.actions.propose, reply.pending_action, turn)
+            attachments.append(cards.card_attachment(adaptive_card(record, viewer_tz=turn.timezone)))
+            if not reply.citations:
+                attachments = attachments[1:]
+        message = Activity(type=ActivityTypes.message, text=cards.plain_text(reply),
+                           text_format="markdown",
+                           attachments=[Attachment(**_att(a)) for a in attachments],
+                           entities=[_SchemaEntity.of(e) for e in cards.citation_entities(reply.citations)])
+        await send_with_retry(lambda: turn_context.send_activity(message), f"reply to {turn_context.activity.id}")
+
+    # -- card submits ----------------------------------------------------------------------------
+    async def _submit(self, turn_context: TurnContext, data: dict) -> dict | None:
+        activity = turn_context.activity
+        user = self._user(activity)
+        if data.get("chatops") == "feedback" and data.get("trace_id"):
+            value = data.get("value")
+            if value in {"helpful", "not_helpful"}:
+                await asyncio.to_thread(self.store.add_feedback, str(data["trace_id"]), "teams", user, value)
+                await send_with_retry(lambda: turn_context.send_activity("Thanks for the feedback!"), "feedback ack")
+            return None
+        op = {"action_confirm": "confirm", "action_cancel": "cancel"}.get(str(data.get("action")))
+        if op and data.get("key") and self.actions is not None:
+            from bot.render_actions import adaptive_card_outcome
+
+            fn = self.actions.confirm if op == "confirm" else self.actions.cancel
+            outcome = await asyncio.to_thread(fn, str(data["key"]), user)
+            if getattr(outcome, "private", False):
+                await send_with_retry(lambda: turn_context.send_activity(outcome.message), "action refusal")
+                return None
+            return adaptive_card_outcome(outcome, viewer_tz=_tz(activity) or self.default_timezone)
+        log.info("Teams: ignoring a card submit with unknown data keys %s", sorted(data)[:5])
+        return None
+
+    # -- admin -----------------------------------------------------------------------------------
+    async def _admin(self, turn_context: TurnContext, text: str) -> None:
+        activity = turn_context.activity
+        aad = activity.from_property.aad_object_id if activity.from_property else None
+        words = text.split()
+        command = words[0].lower()
+        if not aad or aad not in self.admin_ids:
+            await asyncio.to_thread(self.store.audit, aad or self._user(activity), "teams", f"admin:{command}",
+                                    " ".join(words[1:]), "refused", {"reason": "not in TEAMS_ADMIN_IDS"})
+            await send_with_retry(lambda: turn_context.send_activity(
+                "Sorry, only admins can run that. Ask one of the bot's admins if the index needs a refresh."),
+                "admin refusal")
+            return
+        if self.jobs is None:
+            await send_with_retry(lambda: turn_context.send_activity("No sources are configured on this bot."),
+                                  "admin reply")
+            return
+        if command == "status":
+            rows = await asyncio.to_thread(self.jobs.status)
+            await asyncio.to_thread(self.store.audit, aad, "teams", "admin:status", "", "ok", {})
+            await send_with_retry(lambda: turn_context.send_activity(_status_text(rows)), "status reply")
+            return
+        args = [w for w in words[1:] if w != "--full"]
+        full = "--full" in words[1:]
+        source = args[0] if args else None
+        await asyncio.to_thread(self.store.audit, aad, "teams", "admin:reindex", source or "*", "started", {"full": full})
+        await send_with_retry(lambda: turn_context.send_activity(
+            f"Re-indexing {source or 'all sources'}{' from scratch' if full else ''}. I'll post a summary here."),
+            "reindex ack")
+        results = await asyncio.to_thread(self.jobs.run, source, full)
+        await asyncio.to_thread(self.store.audit, aad, "teams", "admin:reindex", source or "*",
+                                "ok" if all(r.status == "ok" for r in results) else "failed",
+                                {"results": [r.status for r in results]})
+        await send_with_retry(lambda: turn_context.send_activity(_reindex_text(results)), "reindex summary")
+
+    # -- helpers ---------------------------------------------------------------------------------
+    @staticmethod
+    def _user(activity: Activity) -> str:
+        f = activity.from_property
+        return (f.aad_object_id or f.id or "") if f else ""
+
+    @staticmethod
+    def _is_personal(activity: Activity) -> bool:
+        return (activity.conversation.conversation_type or "personal") == "personal"
+
+
+def _admin_command(text: str) -> bool:
+    first = text.split()[0].lower() if text.split() else ""
+    return first in {"reindex", "status"} and len(text) < 200
+
+
+def _tz(activity: Activity) -> str | None:
+    tz = getattr(activity, "local_timezone", None)
+    return tz or None
+
+
+def _att(a: dict) -> dict:
+    return {"content_type": a["contentType"], "content": a["content"]}
+
+
+def _status_text(rows: list[dict]) -> str:
+    if not rows:
+        return "No sources are configured."
+    lines = []
+    for r in rows:
+        last = r.get("last_run") or "never"
+        err = f"; last error: {r['last_error']}" if r.get("last_error") else ""
+        nxt = f"; next: {r['next_run']}" if r.get("next_run") else ""
+        lines.append(f"- **{r['source']}**: {r['pages']} pages, {r['chunks']} chunks; last sync {last} "
+                     f"({r.get('last_status') or '-'}){nxt}{err}")
+    return "\n".join(lines)
+
+
+def _reindex_text(results) -> str:
+    lines = []
+    for r in results:
+        if r.status == "ok":
+            s = r.summary
+            lines.append(f"- **{r.source}**: {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
+                         f"{s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged "
+                         f"({s.get('seconds', 0):.1f} s)")
+        else:
+            lines.append(f"- **{r.source}**: {r.status}: {r.error}")
+    return "Re-index finished:\n" + "\n".join(lines)

@@ -1,0 +1,89 @@
+"""Pure renderers for Teams: answer and refusal Adaptive Cards, citation entities, help text.
+
+Cards use Adaptive Card schema 1.4 (what Teams renders): the answer as a ``TextBlock`` (Teams
+supports a Markdown subset: bold, italic, lists, links), numbered sources as ``Action.OpenUrl``
+buttons, and feedback as ``Action.Submit`` with ``{"chatops": "feedback", "value": ..., "trace_id": ...}``.
+Citations are also sent as the Teams AI ``citation`` entity (schema.org ``Message`` with ``Claim``
+items) so Teams shows its native citation pop-ups where supported.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agent.models import Citation, Reply
+
+__all__ = ["answer_card", "citation_entities", "plain_text", "HELP_TEXT", "card_attachment", "MAX_TEXT"]
+
+SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
+#: Teams rejects message payloads around 28 KB; keep the answer text well below.
+MAX_TEXT = 6000
+
+HELP_TEXT = ("Ask me anything about the company: policies, processes, tools, benefits. I answer from the "
+             "knowledge base and always link my sources. In a channel, mention me; in a personal chat, just ask. "
+             "Admins can send `status` or `reindex [SOURCE] [--full]` in a personal chat.")
+
+
+def _sources(citations: list[Citation]) -> list[Citation]:
+    seen: dict[int, Citation] = {}
+    for c in sorted(citations, key=lambda c: c.n):
+        seen.setdefault(c.n, c)
+    return list(seen.values())
+
+
+def plain_text(reply: Reply) -> str:
+    """The reply text for the message's ``text`` field (keeps ``[n]`` markers for Teams citations)."""
+    text = reply.text.strip()
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1].rstrip() + "\u2026"
+
+
+def answer_card(reply: Reply) -> dict[str, Any]:
+    """The Adaptive Card of an answer or a refusal, with sources and feedback buttons."""
+    body: list[dict[str, Any]] = []
+    if reply.refused:
+        body.append({"type": "TextBlock", "text": "No sources found", "weight": "Bolder", "wrap": True})
+    body.append({"type": "TextBlock", "text": plain_text(reply), "wrap": True})
+    actions: list[dict[str, Any]] = []
+    sources = _sources(reply.citations)
+    if sources:
+        body.append({"type": "TextBlock", "text": "Sources", "weight": "Bolder", "spacing": "Medium", "wrap": True})
+        for c in sources:
+            where = f"{c.title} \u203a {c.section}" if c.section else c.title
+            body.append({"type": "TextBlock", "text": f"[{c.n}] {where}", "wrap": True, "size": "Small",
+                         "isSubtle": True, "spacing": "None"})
+            if c.url.startswith(("http://", "https://")):
+                actions.append({"type": "Action.OpenUrl", "title": f"[{c.n}] {_short(c.title)}", "url": c.url})
+    trace_id = reply.trace.trace_id
+    if not reply.refused and sources:
+        actions.append({"type": "Action.Submit", "title": "Helpful",
+                        "data": {"chatops": "feedback", "value": "helpful", "trace_id": trace_id}})
+        actions.append({"type": "Action.Submit", "title": "Not helpful",
+                        "data": {"chatops": "feedback", "value": "not_helpful", "trace_id": trace_id}})
+    card: dict[str, Any] = {"type": "AdaptiveCard", "$schema": SCHEMA, "version": "1.4", "body": body}
+    if actions:
+        card["actions"] = actions
+    return card
+
+
+def citation_entities(citations: list[Citation]) -> list[dict[str, Any]]:
+    """The Teams AI ``citation`` entity for the message (empty when there are no citations)."""
+    sources = _sources(citations)
+    if not sources:
+        return []
+    claims = [{"@type": "Claim", "position": c.n,
+               "appearance": {"@type": "DigitalDocument", "name": _short(c.title, 80),
+                              "url": c.url if c.url.startswith(("http://", "https://")) else None,
+                              "abstract": _short(c.quote, 160)}} for c in sources]
+    return [{"type": "https://schema.org/Message", "@type": "Message", "@context": "https://schema.org", "@id": "",
+             "additionalType": ["AIGeneratedContent"], "citation": claims}]
+
+
+def card_attachment(card: dict[str, Any]) -> dict[str, Any]:
+    """An ``application/vnd.microsoft.card.adaptive`` attachment."""
+    return {"contentType": "application/vnd.microsoft.card.adaptive", "content": card}
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"

@@ -1,0 +1,101 @@
+"""A stand-in Bot Connector service on 127.0.0.1 (what an activity's ``serviceUrl`` points at).
+
+It answers the Connector REST API the way Teams' service does (v3: send to a conversation, reply
+to an activity, update an activity) with ``{"id": ...}`` bodies, records every call (method, path,
+decoded conversation id, JSON body), and can fail the next calls with given statuses (e.g. 429
+with ``Retry-After``, 503) to exercise retries: ``failures`` is a list, one entry per coming call,
+``None`` to let that call through.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+__all__ = ["ConnectorStandIn", "Call"]
+
+_PATH = re.compile(r"^/v3/conversations/([^/]+)/activities(?:/([^/?]+))?")
+
+
+@dataclass
+class Call:
+    """One recorded Connector API call."""
+
+    method: str
+    path: str
+    conversation_id: str
+    activity_id: str | None
+    body: dict[str, Any]
+
+
+class ConnectorStandIn:
+    """``with ConnectorStandIn() as c:``; ``c.url`` is the ``serviceUrl`` to put in activities."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.failures: list[tuple[int, dict[str, str]] | None] = []
+        self._ids = itertools.count(1)
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                return
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else {}
+                except json.JSONDecodeError:
+                    body = {"_raw": raw.decode(errors="replace")}
+                m = _PATH.match(self.path)
+                if not m:
+                    return self._send(404, {"error": {"code": "NotFound", "message": self.path}})
+                call = Call(self.command, self.path, unquote(m.group(1)), unquote(m.group(2)) if m.group(2) else None, body)
+                stand_in.calls.append(call)
+                failure = stand_in.failures.pop(0) if stand_in.failures else None
+                if failure is not None:
+                    status, headers = failure
+                    return self._send(status, {"error": {"code": "ServiceError", "message": f"HTTP {status}"}}, headers)
+                if self.command == "PUT":
+                    return self._send(200, {"id": call.activity_id})
+                return self._send(200, {"id": f"reply-{next(stand_in._ids)}"})
+
+            do_POST = _handle
+            do_PUT = _handle
+
+            def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> ConnectorStandIn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def messages(self) -> list[Call]:
+        """Recorded message activities (replies, sends and updates), typing excluded."""
+        return [c for c in self.calls if c.body.get("type") == "message"]
+
+    def typing(self) -> list[Call]:
+        """Recorded typing indicators."""
+        return [c for c in self.calls if c.body.get("type") == "typing"]

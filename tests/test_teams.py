@@ -1,0 +1,248 @@
+"""Microsoft Teams: the real Bot Framework ``CloudAdapter`` behind the real aiohttp server.
+
+Activities are POSTed to ``/api/messages`` exactly as Teams sends them (a channel message with a
+mention entity, a personal chat, a card submit, an ``adaptiveCard/action`` invoke, a
+``conversationUpdate``), with ``serviceUrl`` pointing at a stand-in Bot Connector on 127.0.0.1 that
+records the replies. The agent, index, state store and action service are the real ones. Covers:
+the answer card with sources and citation entities in the same reply chain, the typing indicator,
+follow-ups from the stored history, feedback, confirm-once and someone else's click, admin
+commands and their refusal, a redelivered activity answered once, a 429 retried, 401 without a
+token when an app id is set, 401 when unregistered, and 400 for garbage.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent.models import PendingAction, Turn
+from bot.actions import build_action_service
+from bot.jobs import IndexJobs
+from bot.server import ServerThread, create_app
+from bot.settings import Settings
+from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
+from bot.teams.bot import TeamsBot
+from bot.wiring import build_agent
+from connectors.folder import FolderSource
+from helpers import WIKI
+from state import StateStore
+from teams_standin import ConnectorStandIn
+
+BOT = {"id": "28:bot-app-id", "name": "chatops"}
+ADMIN = "aad-admin-1"
+USER = "aad-user-1"
+
+
+def message(service_url: str, text: str, *, activity_id: str, conversation: dict | None = None,
+            user: str = USER, mention: bool = False, value: dict | None = None, reply_to: str | None = None) -> dict:
+    """A message activity as Teams sends it."""
+    act = {
+        "type": "message", "id": activity_id, "timestamp": "2026-11-21T10:00:00.000Z",
+        "serviceUrl": service_url, "channelId": "msteams",
+        "from": {"id": f"29:{user}", "name": "Ada Lovelace", "aadObjectId": user},
+        "conversation": conversation or {"conversationType": "personal", "tenantId": "t1", "id": f"a:personal-{user}"},
+        "recipient": BOT, "text": text, "textFormat": "plain", "locale": "en-US", "localTimezone": "Europe/Berlin",
+        "channelData": {"tenant": {"id": "t1"}},
+    }
+    if mention:
+        act["entities"] = [{"type": "mention", "mentioned": BOT, "text": "<at>chatops</at>"}]
+    if value is not None:
+        act["value"] = value
+    if reply_to:
+        act["replyToId"] = reply_to
+    return act
+
+
+CHANNEL = {"isGroup": True, "conversationType": "channel", "tenantId": "t1",
+           "id": "19:general@thread.tacv2;messageid=1700000000000"}
+
+
+@pytest.fixture
+def teams(tmp_path: Path, wiki_index):
+    """A running server with the Teams adapter (unauthenticated mode) and a stand-in connector."""
+    wiki = tmp_path / "wiki"
+    shutil.copytree(WIKI, wiki)
+    settings = Settings(chatops_data_dir=tmp_path / "data")
+    rt = build_agent(settings, index=wiki_index)
+    store = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    actions = build_action_service(settings, rt.tools, store)
+    jobs = IndexJobs(rt, store, [FolderSource(wiki, name="wiki")])
+    bot = TeamsBot(rt.agent, store, actions=actions, jobs=jobs, admin_ids=frozenset({ADMIN}))
+    server = ServerThread(lambda: create_app([TeamsWebAdapter(bot, TeamsAuthConfig(), allow_unauthenticated=True)]))
+    with ConnectorStandIn() as connector:
+        server.start()
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            yield type("T", (), {"http": http, "connector": connector, "store": store, "actions": actions, "rt": rt})
+        server.stop()
+    store.close()
+
+
+def post(t, activity: dict) -> httpx.Response:
+    return t.http.post("/api/messages", json=activity)
+
+
+def test_channel_mention_gets_a_cited_card_in_the_reply_chain(teams) -> None:
+    act = message(teams.connector.url, "<at>chatops</at> how do I declare an incident?", activity_id="1700000000001",
+                  conversation=CHANNEL, mention=True)
+    r = post(teams, act)
+    assert r.status_code in (200, 201)
+    assert teams.connector.typing(), "a typing indicator comes first"
+    [reply] = teams.connector.messages()
+    assert reply.conversation_id == CHANNEL["id"] and reply.activity_id == "1700000000001"
+    assert reply.body["replyToId"] == "1700000000001"
+    card = reply.body["attachments"][0]
+    assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
+    urls = [a["url"] for a in card["content"]["actions"] if a["type"] == "Action.OpenUrl"]
+    texts = [a for a in card["content"]["actions"] if a["type"] == "Action.Submit"]
+    assert any("incident-response.md" in u for u in urls) or any("incident" in b["text"].lower()
+                                                                   for b in card["content"]["body"])
+    assert {a["data"]["value"] for a in texts} == {"helpful", "not_helpful"}
+    assert "<at>" not in reply.body["text"] and "/declare-incident" in reply.body["text"]
+    citation = reply.body["entities"][0]
+    assert citation["@type"] == "Message" and citation["citation"][0]["@type"] == "Claim"
+
+
+def test_personal_chat_follow_up_uses_the_stored_history(teams) -> None:
+    post(teams, message(teams.connector.url, "when do minor releases go out?", activity_id="m1"))
+    post(teams, message(teams.connector.url, "and when's the branch cut for those?", activity_id="m2"))
+    assert teams.store.get_history(f"teams:a:personal-{USER}") == ["when do minor releases go out?",
+                                                                    "and when's the branch cut for those?"]
+    replies = teams.connector.messages()
+    assert len(replies) == 2 and "cut" in replies[1].body["text"].lower()
+
+
+def test_a_redelivered_activity_is_answered_once(teams) -> None:
+    act = message(teams.connector.url, "how much is the home office budget?", activity_id="dup-1")
+    post(teams, act)
+    post(teams, act)
+    assert len(teams.connector.messages()) == 1
+
+
+def test_a_refusal_says_so_plainly(teams) -> None:
+    post(teams, message(teams.connector.url, "is there a sabbatical after 5 years?", activity_id="r1"))
+    [reply] = teams.connector.messages()
+    body = reply.body["attachments"][0]["content"]["body"]
+    assert body[0]["text"] == "No sources found" and "couldn't find" in reply.body["text"]
+    assert "entities" not in reply.body or not reply.body["entities"]
+
+
+def test_feedback_submit_is_stored_with_the_trace_id(teams) -> None:
+    post(teams, message(teams.connector.url, "how do I declare an incident?", activity_id="f1"))
+    card = teams.connector.messages()[0].body["attachments"][0]["content"]
+    helpful = next(a for a in card["actions"] if a.get("data", {}).get("value") == "helpful")
+    post(teams, message(teams.connector.url, "", activity_id="f2", value=helpful["data"], reply_to="reply-2"))
+    rows = teams.store.feedback_for(helpful["data"]["trace_id"])
+    assert [(r["user_id"], r["value"]) for r in rows] == [(USER, "helpful")]
+
+
+def _propose(teams, key: str) -> None:
+    start = (datetime.now(timezone.utc) + timedelta(days=1)).replace(microsecond=0).isoformat()
+    action = PendingAction("calendar.create", {"title": "Release review", "start": start, "duration_minutes": 30,
+                                               "attendees": ["alice@example.com"], "timezone": "Europe/Berlin"},
+                           key, "Release review")
+    teams.actions.propose(action, Turn(text="set up a release review", platform="teams", user_id=USER))
+
+
+def test_confirm_executes_once_and_updates_the_card(teams) -> None:
+    _propose(teams, "k" * 26)
+    data = {"action": "action_confirm", "key": "k" * 26}
+    post(teams, message(teams.connector.url, "", activity_id="c1", value=data, reply_to="card-1"))
+    post(teams, message(teams.connector.url, "", activity_id="c2", value=data, reply_to="card-1"))
+    rec = teams.store.get_pending("k" * 26)
+    assert rec is not None and rec.status == "done"
+    updates = [c for c in teams.connector.calls if c.method == "PUT"]
+    assert updates and all(u.activity_id == "card-1" for u in updates)
+    done = [e for e in teams.store.audit_entries() if e.action == "calendar.create"]
+    assert len(done) == 1
+
+
+def test_someone_elses_click_is_refused(teams) -> None:
+    _propose(teams, "m" * 26)
+    post(teams, message(teams.connector.url, "", activity_id="x1", user="aad-intruder",
+                        value={"action": "action_confirm", "key": "m" * 26}, reply_to="card-2"))
+    assert teams.store.get_pending("m" * 26).status == "pending"
+    assert not [c for c in teams.connector.calls if c.method == "PUT"]
+    assert teams.connector.messages(), "the intruder is told why"
+
+
+def test_universal_action_invoke_returns_the_outcome_card(teams) -> None:
+    _propose(teams, "n" * 26)
+    act = message(teams.connector.url, "", activity_id="i1")
+    act.update({"type": "invoke", "name": "adaptiveCard/action",
+                "value": {"action": {"type": "Action.Execute", "verb": "cancel",
+                                     "data": {"action": "action_cancel", "key": "n" * 26}}}})
+    r = post(teams, act)
+    assert r.status_code == 200
+    body = r.json()
+    assert body["type"] == "application/vnd.microsoft.card.adaptive" and body["value"]["type"] == "AdaptiveCard"
+    assert teams.store.get_pending("n" * 26).status == "cancelled"
+
+
+def test_admin_commands_in_personal_chat(teams) -> None:
+    post(teams, message(teams.connector.url, "status", activity_id="a1", user=USER))
+    refusal = teams.connector.messages()[-1]
+    assert "only admins" in refusal.body["text"]
+    post(teams, message(teams.connector.url, "reindex wiki", activity_id="a2", user=ADMIN))
+    texts = [c.body["text"] for c in teams.connector.messages()[1:]]
+    assert any(t.startswith("Re-indexing wiki") for t in texts)
+    assert any("Re-index finished" in t and "**wiki**" in t and "added" in t for t in texts)
+    post(teams, message(teams.connector.url, "status", activity_id="a3", user=ADMIN))
+    assert "**wiki**: 13 pages" in teams.connector.messages()[-1].body["text"]
+    audit = [(e.action, e.outcome) for e in teams.store.audit_entries()]
+    assert ("admin:status", "refused") in audit and ("admin:reindex", "ok") in audit
+
+
+def test_conversation_update_greets_when_the_bot_is_added(teams) -> None:
+    act = message(teams.connector.url, "", activity_id="cu1")
+    act.update({"type": "conversationUpdate", "membersAdded": [BOT]})
+    del act["text"]
+    assert post(teams, act).status_code in (200, 201)
+    assert "knowledge base" in teams.connector.calls[-1].body["text"]
+
+
+def test_unknown_activity_types_are_ignored(teams) -> None:
+    act = message(teams.connector.url, "", activity_id="u1")
+    act["type"] = "messageReaction"
+    assert post(teams, act).status_code in (200, 201)
+    assert teams.connector.calls == []
+
+
+def test_rate_limited_and_failing_connector_calls_are_retried(teams) -> None:
+    teams.connector.failures = [(429, {"Retry-After": "0.1"}), None, (503, {})]  # typing 429, typing ok, reply 503
+    post(teams, message(teams.connector.url, "how do I declare an incident?", activity_id="rl1"))
+    assert len(teams.connector.typing()) == 2
+    replies = teams.connector.messages()
+    assert len(replies) == 2 and replies[0].body == replies[1].body  # the 503'd reply, then the retry
+
+
+def test_garbage_gets_400(teams) -> None:
+    assert teams.http.post("/api/messages", content=b"{not json", headers={"content-type": "application/json"}).status_code == 400
+    assert teams.http.post("/api/messages", json=["a", "list"]).status_code == 400
+    assert teams.http.post("/api/messages", json={"type": "message"}).status_code == 400
+    assert teams.connector.calls == []
+
+
+@pytest.mark.parametrize("app_id, allow", [("", False), ("00000000-1111-2222-3333-444444444444", False)])
+def test_unauthenticated_requests_get_401(tmp_path, wiki_index, app_id, allow) -> None:
+    rt = build_agent(Settings(chatops_data_dir=tmp_path / "d"), index=wiki_index)
+    store = StateStore(f"sqlite:///{tmp_path / 's.sqlite'}")
+    adapter = TeamsWebAdapter(TeamsBot(rt.agent, store), TeamsAuthConfig(APP_ID=app_id, APP_PASSWORD="secret"),
+                              allow_unauthenticated=allow)
+    server = ServerThread(lambda: create_app([adapter])).start()
+    with ConnectorStandIn() as connector:
+        try:
+            act = message(connector.url, "how do I declare an incident?", activity_id="auth-1")
+            r = httpx.post(f"{server.url}/api/messages", json=act, timeout=30)
+            assert r.status_code == 401
+            if app_id:
+                r2 = httpx.post(f"{server.url}/api/messages", json=act, timeout=30,
+                                headers={"Authorization": "Bearer not.a.jwt"})
+                assert r2.status_code == 401
+            assert connector.calls == [] and store.claim_event("teams:auth-1", "teams") is True
+        finally:
+            server.stop()
+            store.close()
