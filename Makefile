@@ -37,6 +37,9 @@ test: install
 bench: install
 	$(BIN)/python bench/index_throughput.py
 	$(BIN)/python bench/search_latency.py
+	$(BIN)/python bench/agent_overhead.py
+	$(BIN)/python bench/slack_load.py
+	$(BIN)/python bench/sync_unchanged.py
 
 eval: install
 	$(BIN)/chatops eval --questions ../shared/eval/dev.jsonl \

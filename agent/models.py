@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["Turn", "Reply", "Citation", "PendingAction", "Trace", "Route"]
+__all__ = ["Turn", "Reply", "Citation", "PendingAction", "Trace", "Route", "idempotency_key"]
 
 Route = Literal["knowledge", "followup", "action", "chitchat", "general", "empty"]
 
@@ -22,7 +25,14 @@ class Turn:
         platform: ``"slack"``, ``"teams"``, ``"cli"``...
         user_id, channel_id, thread_id: platform ids (``thread_id`` is Slack's ``thread_ts``).
         is_admin: whether the user may run admin commands.
-        locale, timezone: the user's locale and IANA time zone.
+        locale, timezone: the user's locale and IANA time zone (Slack: ``users.info`` ``tz``); an empty
+            time zone means unknown, and the planner uses the ``DEFAULT_TIMEZONE`` setting.
+        message_id: the platform's id of this message (Slack ``ts``, Teams activity id); a redelivered
+            message has the same id, so the pending action it proposes gets the same idempotency key.
+        sent_at: when the message was sent (aware); relative dates ("tomorrow") count from it (now when None).
+        mention_emails: Slack user id -> e-mail for the users mentioned in ``text`` (``<@U123>``, left in
+            the text), resolved by the adapter with ``users.info`` (scope ``users:read.email``); mentions
+            missing here make a meeting request ask for the address.
     """
 
     text: str
@@ -33,7 +43,10 @@ class Turn:
     thread_id: str = ""
     is_admin: bool = False
     locale: str = "en"
-    timezone: str = "UTC"
+    timezone: str = ""
+    message_id: str = ""
+    sent_at: datetime | None = None
+    mention_emails: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +72,27 @@ class Citation:
         return asdict(self)
 
 
+def idempotency_key(*parts: str) -> str:
+    """A deterministic key for a proposed action: base32hex (``[0-9a-v]``) of a SHA-256 of ``parts``.
+
+    32 characters, so it is also a valid Google Calendar event id (base32hex, 5-1024 characters) and
+    fits the state store's key column. Same parts, same key: a redelivered or retried message proposes
+    the same pending action, and a retried insert cannot double-book.
+    """
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()[:20]
+    return base64.b32hexencode(digest).decode("ascii").lower()
+
+
 @dataclass(frozen=True, slots=True)
 class PendingAction:
-    """A side-effect tool call waiting for the user's confirmation."""
+    """A side-effect tool call waiting for the user's confirmation.
+
+    Attributes:
+        tool: the tool's name (``calendar.create``).
+        args: the tool's validated arguments as JSON-ready values (times as ISO 8601 strings).
+        idempotency_key: :func:`idempotency_key` of the request; the state store's key and the event id.
+        summary: one line describing the action, for previews and logs.
+    """
 
     tool: str
     args: dict[str, Any]

@@ -14,12 +14,24 @@
    at most ``max_retries`` times, stopping early when a retry did not improve the evidence.
    A "what's X?" question also searches the bare term and puts passages that define it first.
 4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse.
+
+The action route (``calendar.create``, when the registry has it) reads only the requester's own
+message (``Turn.text``, never retrieved pages): :func:`tools.calendar.propose.propose_event`
+turns it into validated arguments, proposed as ``Reply.pending_action`` with a deterministic
+idempotency key, or into one clarifying question. The planner never runs a side-effect tool.
+A question plus a request in one message gets both: the question part goes through the
+knowledge route, and the meeting's description carries the cited answer and its source links.
+A short reply that completes an incomplete request earlier in the thread ("at 3pm") is joined
+with it.
 """
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Protocol
 
 from tools.base import ToolContext, ToolRegistry
@@ -27,14 +39,15 @@ from tools.fusion import reciprocal_rank_fusion
 from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs
 
 from . import messages
+from .citations import MARKER, validate_citations
 from .extractive import ExtractiveAnswerer, ExtractiveConfig
 from .gate import EvidenceGate, GateConfig, GateVerdict
-from .models import Reply, Trace, Turn
+from .models import PendingAction, Reply, Trace, Turn, idempotency_key
 from .rewrite import decompose, defines, definition_target, keyword_query, standalone_question
-from .router import RuleRouter
+from .router import RuleRouter, is_action_answer, is_action_request, split_request
 from .terms import KeyTerms, key_terms
 
-__all__ = ["Planner", "RuleBasedPlanner", "PlannerConfig"]
+__all__ = ["Planner", "RuleBasedPlanner", "PlannerConfig", "ActionConfig"]
 
 
 class Planner(Protocol):
@@ -51,6 +64,21 @@ class PlannerConfig:
 
     k: int = 30
     max_retries: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ActionConfig:
+    """Knobs of the action route.
+
+    Attributes:
+        default_timezone: IANA zone for requesters whose ``Turn.timezone`` is empty or unknown.
+        default_duration_minutes: the length of a meeting whose request gives none.
+        tool: the side-effect tool the route proposes.
+    """
+
+    default_timezone: str = "UTC"
+    default_duration_minutes: int = 30
+    tool: str = "calendar.create"
 
 
 @dataclass(slots=True)
@@ -70,11 +98,14 @@ class RuleBasedPlanner:
         gate: evidence gate thresholds.
         answer: extractive answerer settings.
         config: retrieval knobs.
+        actions: action-route knobs (default time zone and length).
+        clock: the current time (aware) when a turn has no ``sent_at``; ``datetime.now(UTC)`` by default.
     """
 
     def __init__(self, tools: ToolRegistry, gate: GateConfig | None = None,
                  answer: ExtractiveConfig | None = None, config: PlannerConfig | None = None,
-                 retriever: str = "hybrid") -> None:
+                 retriever: str = "hybrid", actions: ActionConfig | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
         search = tools.get("knowledge.search")
         if not isinstance(search, KnowledgeSearch):
             raise TypeError("the rule-based planner needs knowledge.search to be a KnowledgeSearch")
@@ -85,11 +116,19 @@ class RuleBasedPlanner:
         self.answerer = ExtractiveAnswerer(answer or ExtractiveConfig(), search.analyze)
         self.config = config or PlannerConfig()
         self.retriever = retriever
+        self.actions = actions or ActionConfig()
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
 
     def plan(self, turn: Turn, trace: Trace) -> tuple[Reply, list[Evidence]]:
         """Route, retrieve, judge, answer or refuse."""
         t = time.perf_counter()
         decision = self.router.route(turn.text, turn.history)
+        request = turn.text
+        if decision.route in {"followup", "knowledge"}:
+            earlier = self._incomplete_request(turn)
+            if earlier:
+                decision = type(decision)("action", "completes the meeting request earlier in the thread")
+                request = f"{earlier} {turn.text}"
         trace.route = decision.route
         trace.step("route", route=decision.route, reason=decision.reason)
         trace.add_time("route", (time.perf_counter() - t) * 1000)
@@ -98,13 +137,113 @@ class RuleBasedPlanner:
         if decision.route == "chitchat":
             return Reply(messages.CHITCHAT, route="chitchat"), []
         if decision.route == "action":
-            return Reply(messages.ACTION_UNAVAILABLE, route="action"), []
+            return self._action(turn, trace, request)
         question = turn.text
         if decision.route == "followup":
             question = standalone_question(turn.text, turn.history)
             trace.step("rewrite_followup", standalone=question)
         ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone)
         return self._knowledge(question, turn, trace, decision.route, ctx)
+
+    # -- actions -----------------------------------------------------------------------------
+    def _timezone(self, turn: Turn) -> str:
+        from tools.calendar.args import valid_timezone
+
+        return turn.timezone if valid_timezone(turn.timezone) else self.actions.default_timezone
+
+    def _incomplete_request(self, turn: Turn) -> str | None:
+        """The thread's previous message when it was a meeting request that lacked something and this
+        short message supplies it ("at 3pm", "bob@example.com"); None otherwise."""
+        if self.actions.tool not in self.tools or not turn.history or not is_action_answer(turn.text):
+            return None
+        earlier = turn.history[-1]
+        if not is_action_request(earlier) or is_action_request(turn.text):
+            return None
+        from tools.calendar.extract import extract_event
+
+        _, request = split_request(earlier)
+        draft = extract_event(request or earlier, now=turn.sent_at or self.clock(), timezone_name=self._timezone(turn),
+                              resolve_mention=turn.mention_emails)
+        return (request or earlier) if not draft.complete else None
+
+    def _action(self, turn: Turn, trace: Trace, text: str) -> tuple[Reply, list[Evidence]]:
+        """Propose the side-effect tool from the requester's own words (see the module docstring)."""
+        t = time.perf_counter()
+        question, request = split_request(text)
+        if not request:
+            question, request = "", text
+        answer: Reply | None = None
+        evidence: list[Evidence] = []
+        if question:
+            trace.step("split_request", question=question, request=request)
+            ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=self._timezone(turn))
+            answer, evidence = self._knowledge(question, turn, trace, "action", ctx)
+            answer = self._checked_answer(answer, evidence, trace)
+            t = time.perf_counter()
+        lead = f"{answer.text}\n\n" if answer else ""
+        citations = answer.citations if answer else []
+        searched = answer.searched if answer else []
+        if self.actions.tool not in self.tools:
+            return Reply(lead + messages.ACTION_UNAVAILABLE, citations, route="action", searched=searched), evidence
+        from tools.calendar.propose import event_lines, propose_event, summary_line
+
+        tz = self._timezone(turn)
+        now = turn.sent_at or self.clock()
+        given_later = bool(turn.history) and text.endswith(turn.text) and text != turn.text and bool(
+            re.search(r"@|<@", turn.text))
+        proposal = propose_event(request, now=now, timezone_name=tz, resolve_mention=turn.mention_emails,
+                                 default_duration=self.actions.default_duration_minutes,
+                                 description=self._description(request, answer), addresses_given_later=given_later)
+        draft = proposal.draft
+        trace.step("extract_action", tool=self.actions.tool, title=draft.title,
+                   start=draft.start.isoformat() if draft.start else None, duration=draft.duration_minutes,
+                   attendees=draft.attendees, missing=draft.missing, vague=draft.vague,
+                   unresolved=draft.unresolved_mentions, unknown_people=draft.unknown_people)
+        trace.add_time("action", (time.perf_counter() - t) * 1000)
+        if proposal.args is None:
+            ask = proposal.question or messages.action_invalid(proposal.invalid)
+            return Reply(lead + _no_markers(ask), citations, route="action", searched=searched), evidence
+        args = proposal.args
+        if turn.message_id:
+            basis = f"message:{turn.message_id}|{request}"
+        else:
+            basis = (f"text:{' '.join(request.lower().split())}|{args.start.isoformat()}|{args.duration_minutes}|"
+                     f"{','.join(args.attendees)}")
+        key = idempotency_key(self.actions.tool, turn.platform, turn.user_id, turn.channel_id, turn.thread_id, basis)
+        pending = PendingAction(tool=self.actions.tool, args=args.model_dump(mode="json"), idempotency_key=key,
+                                summary=_no_markers(summary_line(args, tz)))
+        trace.step("propose_action", tool=self.actions.tool, idempotency_key=key)
+        text_out = lead + _no_markers(messages.action_preview(event_lines(args, tz)))
+        return Reply(text_out, citations, route="action", pending_action=pending, searched=searched), evidence
+
+    def _checked_answer(self, answer: Reply, evidence: list[Evidence], trace: Trace) -> Reply:
+        """The question part's answer if its citations hold (the agent re-checks them), else a short note:
+        a failed answer must not take the proposed meeting down with it."""
+        need = 1 if trace.gate.get("single_source") else self.gate.config.min_citations
+        if not answer.refused:
+            check = validate_citations(answer.text, answer.citations, evidence)
+            if check.ok and len({c.chunk_id for c in answer.citations}) >= need:
+                return answer
+        return Reply(messages.question_refused_note(answer.searched), route="action", searched=answer.searched)
+
+    @staticmethod
+    def _description(request: str, answer: Reply | None) -> str:
+        """The event description: the request, and the cited answer's summary and source links."""
+        parts = [f"Requested in chat: \u201c{' '.join(request.split())}\u201d"]
+        if answer is not None and answer.citations:
+            summary = " ".join(MARKER.sub("", answer.text).split())
+            parts.append(f"Background: {summary}")
+            seen: set[str] = set()
+            links = []
+            for c in sorted(answer.citations, key=lambda c: c.n):
+                where = c.url or c.doc_id
+                if where in seen:
+                    continue
+                seen.add(where)
+                title = f"{c.title} \u203a {c.section}" if c.section else c.title
+                links.append(f"- {title}: {where}")
+            parts.append("Sources:\n" + "\n".join(links))
+        return "\n\n".join(parts)[:8000]
 
     # -- retrieval loop ----------------------------------------------------------------------
     def _knowledge(self, question: str, turn: Turn, trace: Trace, route: str,
@@ -208,3 +347,8 @@ class RuleBasedPlanner:
 def _improved(new: GateVerdict, old: GateVerdict) -> bool:
     """True when a retry found closer or more complete evidence than the attempt before."""
     return new.top_cosine > old.top_cosine + 0.01 or new.coverage > old.coverage + 0.05 or len(new.support) > len(old.support)
+
+
+def _no_markers(text: str) -> str:
+    """``text`` with any ``[n]`` turned into ``(n)``: only citations may carry markers."""
+    return MARKER.sub(lambda m: f"({m[1]})", text)

@@ -1,9 +1,15 @@
 """Rule-based routing of a turn: knowledge, follow-up, action, chit-chat (or empty).
 
 The rules lean towards retrieval, as the design asks: only greetings, thanks and questions about
-the bot itself skip the knowledge base; a meeting request goes to the action route; a message
+the bot itself skip the knowledge base; a meeting request goes to the action route (a question
+about how to book something, "how do I book a meeting room on friday?", does not); a message
 that leans on an earlier one (pronouns, "and ...", "what about ...") in a thread with history is
 a follow-up, rewritten into a standalone question before retrieval; everything else retrieves.
+
+:func:`split_request` separates a question from a request in one message ("when does the patch
+release go out, and book a release sync with bob@example.com on Friday at 10"), so the planner
+can answer the one and propose the other; :func:`is_action_answer` recognises a short reply that
+completes an earlier meeting request in the thread ("at 3pm").
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from dataclasses import dataclass
 
 from .models import Route
 
-__all__ = ["RuleRouter", "RouteDecision", "is_action_request"]
+__all__ = ["RuleRouter", "RouteDecision", "is_action_request", "split_request", "is_action_answer"]
 
 _CHITCHAT = re.compile(
     r"^\s*(?:hi|hello|hey|yo|hiya|good (?:morning|afternoon|evening)|thanks?(?: you)?|thx|ty|cheers|"
@@ -35,17 +41,74 @@ _MENTION = re.compile(r"<@[UW][A-Z0-9]+>")
 _FOLLOWUP_LEAD = re.compile(r"^\s*(?:and|also|but|so|what about|how about|same for|what if|then|or)\b", re.I)
 _ANAPHORA = re.compile(r"\b(?:that|it|this|those|these|they|them|their|there|its|same|too|also|either|one)\b", re.I)
 _QUESTION_LEAD = re.compile(r"^\s*(?:what|whats|what's|how|when|where|why|who|is|are|do|does|can|should|will)\b", re.I)
+# A question about booking ("how do I book a room?") is a knowledge question, not a request.
+_HOWTO = re.compile(r"^\s*(?:how|where|who|what|whats|what's|which|why|when|whom|do i|do we|does|am i|is it|is there|"
+                    r"are we|are there|should i|should we|may i|can i|could i|is|are)\b", re.I)
+_POLITE = r"(?:(?:then|also|please|pls|plz|can you|could you|would you|can u|could u)\s+)*"
+_CLAUSE_SPLIT = re.compile(
+    r"(?<=[?!;])\s+"
+    r"|\s*,\s*(?:and\s+)?(?=" + _POLITE + _ACTION_VERB.pattern + r")"
+    r"|\s+and\s+(?=" + _POLITE + _ACTION_VERB.pattern + r")"
+    r"|\s*,\s*(?:and\s+)?(?=(?:what|when|where|why|how|who|which)\b)"
+    r"|\s+(?:and\s+)?(?:also\s+)?(?=(?:tell me|let me know)\b)", re.I)
+_DURATION_HINT = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:min(?:ute)?s?|h(?:ou)?rs?|h)\b|\ban hour\b", re.I)
 
 
-def is_action_request(text: str) -> bool:
-    """True when ``text`` asks the bot to put a meeting in a calendar."""
+def _request_clause(text: str) -> bool:
     verb = _ACTION_VERB.search(text)
-    if not verb:
+    if not verb or _HOWTO.match(text):
         return False
     has_object = bool(_ACTION_OBJECT.search(text))
     has_party = bool(_EMAIL.search(text) or _MENTION.search(text))
     has_when = bool(_WHEN.search(text))
     return has_object and (has_party or has_when)
+
+
+def _clauses(text: str) -> list[str]:
+    return [c.strip(" ,") for c in _CLAUSE_SPLIT.split(text) if c and c.strip(" ,")]
+
+
+def is_action_request(text: str) -> bool:
+    """True when ``text`` (or one clause of it) asks the bot to put a meeting in a calendar.
+
+    A clause that asks how to do it ("how do I book a meeting room on friday?") is not a request.
+    """
+    if _request_clause(text):
+        return True
+    parts = _clauses(text)
+    return len(parts) > 1 and any(_request_clause(p) for p in parts)
+
+
+def split_request(text: str) -> tuple[str, str]:
+    """``(question, request)``: the message's question clauses and its request clauses.
+
+    ``question`` is "" when the message is only a request (or its other clauses are not questions);
+    ``request`` is "" when no clause is a request. Clauses split at ``?``/``!``/``;`` and before an
+    action verb or a question word after a comma or "and"; a clause is a question when it starts
+    with a question word or ends with "?" and is not itself a request.
+    """
+    parts = _clauses(text)
+    if len(parts) <= 1:
+        return ("", text) if is_action_request(text) else (text, "")
+    questions = [p for p in parts if not _request_clause(p) and (_QUESTION_LEAD.match(p) or p.endswith("?")
+                                                                  or re.match(r"(?:tell me|let me know)\b", p, re.I))]
+    rest = [p for p in parts if p not in questions]
+    request = " ".join(rest)
+    if not any(_request_clause(p) for p in rest):
+        return (text, "") if not is_action_request(text) else ("", text)
+    question = " ".join(questions)
+    if len(re.findall(r"[A-Za-z']+", question)) < 3:
+        return "", text
+    return question, request
+
+
+def is_action_answer(text: str) -> bool:
+    """True when ``text`` could complete an earlier meeting request: short, and it gives a day or a
+    time, an e-mail or mention, or a length ("at 3pm", "bob@example.com", "make it 45 min")."""
+    words = re.findall(r"[\w@.'-]+", text)
+    if not words or len(words) > 14 or _HOWTO.match(text) and "?" in text:
+        return False
+    return bool(_WHEN.search(text) or _EMAIL.search(text) or _MENTION.search(text) or _DURATION_HINT.search(text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+import uuid
 
 from pydantic import ValidationError
 
@@ -18,6 +19,7 @@ from connectors.errors import ConnectorError
 from connectors.indexer import Indexer
 from connectors.sources import parse_source_spec
 
+from .actions import cli_action, cli_propose, cli_user
 from .console import render_reply, render_report
 from .settings import Settings
 from .wiring import build_agent, open_index
@@ -70,13 +72,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
     try:
         if rt.index.stats()["pages"] == 0:
             print("chatops: the index is empty; run `chatops index folder:PATH` first", file=sys.stderr)
-        reply = rt.agent.answer(Turn(text=args.question, history=tuple(args.history or ()), platform="cli"))
+        turn = Turn(text=args.question, history=tuple(args.history or ()), platform="cli", user_id=cli_user())
+        reply = rt.agent.answer(turn)
+        pending = cli_propose(settings, rt.tools, reply.pending_action, turn) if reply.pending_action else ""
     finally:
         rt.close()
     if args.json:
         print(json.dumps(reply.as_dict(), ensure_ascii=False))
     else:
         print(render_reply(reply))
+        if pending:
+            print("\n" + pending)
     return 0
 
 
@@ -85,6 +91,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     settings = _settings()
     rt = build_agent(settings, retriever=args.retriever)
     history: list[str] = []
+    pending_key = ""
     print("chatops console: ask a question; /new starts a new thread, /quit or Ctrl-D ends.")
     try:
         while True:
@@ -99,8 +106,24 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 history.clear()
                 print("(new thread)")
                 continue
-            reply = rt.agent.answer(Turn(text=text, history=tuple(history), platform="console"))
+            if text.strip() in {"/confirm", "/cancel"}:
+                op = text.strip()[1:]
+                if not pending_key:
+                    print("bot> There is nothing to confirm or cancel.")
+                    continue
+                print("bot> ", end="")
+                cli_action(settings, op, pending_key)
+                pending_key = ""
+                continue
+            turn = Turn(text=text, history=tuple(history), platform="console", user_id=cli_user(),
+                        message_id=f"console-{uuid.uuid4().hex}")
+            reply = rt.agent.answer(turn)
             print("bot> " + render_reply(reply).replace("\n", "\n     "))
+            if reply.pending_action:
+                preview = cli_propose(settings, rt.tools, reply.pending_action, turn,
+                                      confirm_hint="Type /confirm to book it or /cancel to drop it.")
+                pending_key = reply.pending_action.idempotency_key
+                print("     " + preview.replace("\n", "\n     "))
             if text.strip():
                 history.append(text.strip())
     finally:
@@ -130,6 +153,33 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``chatops serve [--host H] [--port P] [--socket-mode] [--no-sync]``: the Slack bot's web server."""
+    from .server import serve
+
+    return serve(_settings(), host=args.host, port=args.port, socket_mode=args.socket_mode,
+                 initial_sync=not args.no_sync)
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    """``chatops sync [--source NAME] [--full] [--json]``: the scheduled sync job, run once from the shell."""
+    from .jobs import cli_sync
+
+    return cli_sync(_settings(), args.source, args.full, as_json=args.json)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """``chatops status [--json]``: per source, pages, chunks, the last run's summary and the schedule."""
+    from .jobs import cli_status
+
+    return cli_status(_settings(), as_json=args.json)
+
+
+def cmd_actions(args: argparse.Namespace) -> int:
+    """``chatops actions confirm|cancel|show KEY [--json]``: settle a pending action from the shell."""
+    return cli_action(_settings(), args.op, args.key, as_json=args.json)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     p = argparse.ArgumentParser(prog="chatops", description="Answers from your wiki, with verified citations.")
@@ -154,6 +204,26 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--k", type=int, default=10, help="also report recall@K (K documents)")
     pe.add_argument("--json", action="store_true", help="print exactly one JSON object")
     pe.set_defaults(func=cmd_eval)
+    ps = sub.add_parser("serve", help="serve Slack (POST /slack/events, GET /healthz, GET /readyz)")
+    ps.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    ps.add_argument("--port", type=int, default=3000, help="port to listen on (default 3000; 0 picks a free one)")
+    ps.add_argument("--socket-mode", action="store_true", help="receive Slack over Socket Mode (SLACK_APP_TOKEN) "
+                    "instead of HTTP; /healthz and /readyz are still served")
+    ps.add_argument("--no-sync", action="store_true", help="skip the start-up sync of CHATOPS_SOURCES")
+    ps.set_defaults(func=cmd_serve)
+    py = sub.add_parser("sync", help="sync the configured sources once (chatops.yml / CHATOPS_SOURCES)")
+    py.add_argument("--source", metavar="NAME", help="only this source (default: all)")
+    py.add_argument("--full", action="store_true", help="re-list and re-fetch every page (prunes; drops nothing first)")
+    py.add_argument("--json", action="store_true", help="print one JSON array of run results")
+    py.set_defaults(func=cmd_sync)
+    pt = sub.add_parser("status", help="per source: pages, chunks, last sync run and schedule")
+    pt.add_argument("--json", action="store_true", help="print one JSON array")
+    pt.set_defaults(func=cmd_status)
+    pk = sub.add_parser("actions", help="confirm, cancel or show a pending action (e.g. a meeting `ask` proposed)")
+    pk.add_argument("op", choices=["confirm", "cancel", "show"])
+    pk.add_argument("key", help="the pending action's key (printed with its preview)")
+    pk.add_argument("--json", action="store_true", help="print one JSON object")
+    pk.set_defaults(func=cmd_actions)
     return p
 
 

@@ -16,6 +16,12 @@ Answers: ``answer_contains``, ``citation_validity`` (re-checked against the stor
 ``refusal_unanswerable``, ``false_refusal`` and ``direct_general`` (general questions answered
 without retrieval; 0 without an LLM, whose absence makes the bot search and refuse instead).
 ``cost``: LLM calls and tokens per question, mean and p95 (0 without an LLM).
+
+Actions (``kind: action``): ``action_tool`` is the fraction of action questions whose reply proposes
+the expected tool (``calendar.create``) as its pending action; ``action_args`` the fraction whose
+proposed attendees (as a set, case-insensitive) and ``duration_minutes`` equal the expected ones
+exactly and whose title matches loosely: case-insensitive, extra words allowed, each expected word
+equal to or a prefix of a proposed word ("Incident retro" matches "Incident retrospective").
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from agent.agent import Agent
 from agent.models import Reply, Turn
 from connectors.models import Chunk
 
-__all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE"]
+__all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE", "action_scores", "title_matches"]
 
 ANSWERABLE = frozenset({"single", "multi", "paraphrase", "exact_term", "followup"})
 
@@ -149,12 +155,43 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
             row["refused_ok"] = reply.refused and not reply.citations
         if q.kind == "general":
             row["direct"] = not reply.trace.queries and not reply.refused
+        if q.kind == "action":
+            row.update(action_scores(q, reply))
         row["llm_calls"] = int(reply.trace.timings_ms.get("llm_calls", 0))
         row["llm_tokens"] = int(reply.trace.timings_ms.get("llm_tokens", 0))
         rows.append(row)
         if progress:
             progress(q, reply, row)
     return summarize(rows)
+
+
+def title_matches(expected: str, got: str) -> bool:
+    """Loose title match: case-insensitive, extra words allowed, each expected word equal to or a
+    prefix of one of ``got``'s words (``"Incident retro"`` matches ``"Incident retrospective"``)."""
+    import re
+
+    words = re.findall(r"[\w:/-]+", got.lower())
+    return all(any(w == e or w.startswith(e) for w in words) for e in re.findall(r"[\w:/-]+", expected.lower()))
+
+
+def action_scores(q: EvalQuestion, reply: Reply) -> dict:
+    """``action_tool`` (the expected tool was proposed) and ``action_args`` (attendees and duration
+    exact, title loose) of one action question, plus what was proposed (``action_proposed``)."""
+    pa = reply.pending_action
+    tool_ok = pa is not None and pa.tool == (q.expected_tool or "calendar.create")
+    expected = q.expected_args or {}
+    args_ok = False
+    if tool_ok and pa is not None:
+        got = pa.args
+        same_people = ({a.lower() for a in got.get("attendees") or []}
+                       == {a.lower() for a in expected.get("attendees") or []})
+        same_length = ("duration_minutes" not in expected
+                       or got.get("duration_minutes") == expected.get("duration_minutes"))
+        args_ok = same_people and same_length and title_matches(str(expected.get("title", "")),
+                                                                str(got.get("title", "")))
+    proposed = ({k: pa.args.get(k) for k in ("title", "start", "duration_minutes", "attendees")}
+                if pa is not None else None)
+    return {"action_tool": tool_ok, "action_args": args_ok, "action_proposed": proposed}
 
 
 def citations_valid(reply: Reply, lookup: Callable[[str], Chunk | None]) -> bool:
@@ -190,6 +227,9 @@ def _figures(rows: list[dict]) -> dict:
     }
     gen = [r for r in rows if r["kind"] == "general"]
     out["answers"]["direct_general"] = _mean([float(r["direct"]) for r in gen])
+    act = [r for r in rows if r["kind"] == "action"]
+    out["answers"]["action_tool"] = _mean([float(r["action_tool"]) for r in act])
+    out["answers"]["action_args"] = _mean([float(r["action_args"]) for r in act])
     calls = [float(r.get("llm_calls", 0)) for r in rows]
     tokens = [float(r.get("llm_tokens", 0)) for r in rows]
     out["cost"] = {"llm_calls_mean": _mean(calls), "llm_calls_p95": _pct(calls, 0.95),
@@ -223,6 +263,7 @@ def format_table(result: dict, label: str = "") -> str:
              f"           {f(r['recall@1'])} {f(r['recall@5'])} {f(r['recall@10'])} {f(r['mrr@10'])} {f(r['ndcg@10'])}",
              f"answers    answer_contains {f(a['answer_contains'])}  citation_validity {f(a['citation_validity'])}  "
              f"refusal_unanswerable {f(a['refusal_unanswerable'])}  false_refusal {f(a['false_refusal'])}",
+             f"actions    action_tool {f(a.get('action_tool'))}  action_args {f(a.get('action_args'))}",
              f"latency    p50 {lat['p50']} ms  p95 {lat['p95']} ms",
              "", "by kind      n   R@5   R@10  contains refused"]
     for k, v in result["by_kind"].items():

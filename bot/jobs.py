@@ -1,36 +1,62 @@
-"""Index jobs: the one re-index/sync routine that the scheduler, ``/kb reindex`` and the CLI share.
+"""Index jobs: the one sync routine that the scheduler, ``/kb reindex`` and ``chatops sync`` share.
 
-Sources come from ``CHATOPS_SOURCES`` (spec strings such as ``folder:./wiki?name=handbook``).
-Each run of a source takes the state store's lock ``sync:<name>`` (one run per source at a time,
-across processes), records a run summary (added, updated, deleted, unchanged, skipped, errors,
-seconds) and, on failure, the error; the indexes keep serving what they had.
+Sources come from the sources file (``CHATOPS_CONFIG``, default ``./chatops.yml`` when it exists)
+and from ``CHATOPS_SOURCES`` spec strings (``folder:./wiki?name=handbook``,
+``confluence:URL?space=KEY``, ``mediawiki:API_URL``); names must be unique across both. Each run
+of a source goes through :class:`connectors.sync.SyncEngine`: the state store's lock
+``sync:<name>`` (one run per source at a time, across processes), fetch, convert, chunk, index,
+then the cursor; a run summary (added, updated, deleted, unchanged, skipped, errors, seconds,
+calls) is recorded, and on failure the error, while the indexes keep serving what they had.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
 
+from connectors.config import (
+    DEFAULT_CONFIG_FILE, ChatopsConfig, ConfigFileError, Schedule, build_source, load_config, parse_config,
+)
 from connectors.errors import SourceSpecError
-from connectors.indexer import Indexer
-from connectors.sources import parse_source_spec
+from connectors.sources import parse_source_spec, spec_to_config
+from connectors.sync import SyncEngine, sources_status
 from state import StateStore
 
 from .wiring import Runtime
 
-__all__ = ["IndexJobs", "JobResult", "parse_sources"]
+__all__ = ["IndexJobs", "JobResult", "parse_sources", "load_sources_config", "split_specs"]
 
 log = logging.getLogger(__name__)
 
 
+def split_specs(value: str) -> list[str]:
+    """Spec strings of ``CHATOPS_SOURCES`` (separated by commas, semicolons or whitespace).
+
+    A comma inside a spec's query (``?space=ENG,OPS``) belongs to the spec.
+    """
+    out: list[str] = []
+    for part in value.replace(";", " ").split():
+        for piece in part.split(","):
+            if not piece:
+                continue
+            if out and ":" not in piece.split("?", 1)[0] and "?" in out[-1]:
+                out[-1] += "," + piece  # a value list of the previous spec's query
+            else:
+                out.append(piece)
+    return out
+
+
 def parse_sources(value: str) -> list:
-    """Parse ``CHATOPS_SOURCES`` (specs separated by commas, semicolons or whitespace)."""
-    specs = [s for s in value.replace(";", " ").replace(",", " ").split() if s]
-    sources = [parse_source_spec(s) for s in specs]
+    """Parse ``CHATOPS_SOURCES`` into connector objects.
+
+    Raises:
+        SourceSpecError: for a malformed spec or duplicate names.
+    """
+    sources = [parse_source_spec(s) for s in split_specs(value)]
     names = [s.name for s in sources]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -38,73 +64,271 @@ def parse_sources(value: str) -> list:
     return sources
 
 
+def load_sources_config(settings) -> ChatopsConfig:
+    """The sources file (if any) plus ``CHATOPS_SOURCES`` specs, as one validated config.
+
+    ``CHATOPS_CONFIG`` unset reads ``./chatops.yml`` when it exists (no file: no sources from it);
+    set, the file must exist.
+
+    Raises:
+        ConfigFileError: for a missing (explicitly named) or invalid file, or a name used twice.
+        SourceSpecError: for a malformed spec.
+    """
+    path = getattr(settings, "chatops_config", None)
+    if path is not None:
+        cfg = load_config(path)
+    elif Path(DEFAULT_CONFIG_FILE).is_file():
+        cfg = load_config(DEFAULT_CONFIG_FILE)
+    else:
+        cfg = ChatopsConfig()
+    extra = [spec_to_config(s) for s in split_specs(getattr(settings, "chatops_sources", "") or "")]
+    if not extra:
+        return cfg
+    names = [s.name for s in [*cfg.sources, *extra]]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigFileError(f"several sources are named {', '.join(dupes)} across the sources file and "
+                              "CHATOPS_SOURCES; give each a unique name (?name= in a spec)")
+    return ChatopsConfig.model_construct(sources=[*cfg.sources, *extra], scheduler=cfg.scheduler)
+
+
 @dataclass(slots=True)
 class JobResult:
-    """What one source's run did."""
+    """What one source's run did.
+
+    Attributes:
+        source: the source name.
+        status: ``ok``, ``failed``, ``busy`` (another run holds the lock) or ``unknown`` (no such source).
+        summary: the run summary (``added``, ``updated``, ``deleted``, ``unchanged``, ``skipped``,
+            ``errors`` (messages), ``seconds``, ``calls``, ...).
+        error: the failure, or ``""``.
+    """
 
     source: str
     status: str  # ok | failed | busy | unknown
     summary: dict
     error: str = ""
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"source": self.source, "status": self.status, "summary": self.summary, "error": self.error}
+
 
 class IndexJobs:
-    """Runs index jobs against the runtime's index and records them in the state store."""
+    """Runs sync jobs against the runtime's index and records them in the state store.
 
-    def __init__(self, runtime: Runtime, store: StateStore, sources: list) -> None:
+    Args:
+        runtime: the runtime whose ``index`` is written.
+        store: the state store (cursors, runs, locks).
+        sources: connector objects (``FolderSource``, ``ConfluenceSource``, ``MediaWikiSource``),
+            config entries (built into connectors on first use, so a missing credential fails
+            that source's runs with a clear error instead of the whole bot), or a ``ChatopsConfig``.
+        default_schedule: the schedule of sources that declare none (``None``: not scheduled).
+
+    Attributes:
+        config: the sources as a config (for the scheduler).
+        scheduler: set by :func:`bot.scheduler.build_scheduler`; gives ``status()`` its ``next_run``.
+    """
+
+    def __init__(self, runtime: Runtime, store: StateStore, sources: list | ChatopsConfig | None = None,
+                 default_schedule: Schedule | None = None) -> None:
         self.runtime = runtime
         self.store = store
-        self.sources = {s.name: s for s in sources}
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+        self.default_schedule = default_schedule
+        self.scheduler = None
         self._write = threading.Lock()
+        self._build = threading.Lock()
+        self.sources: dict[str, Any] = {}
+        configs = []
+        items = sources.sources if isinstance(sources, ChatopsConfig) else list(sources or [])
+        for s in items:
+            if s.name in self.sources:
+                raise SourceSpecError(f"several sources are named {s.name!r}; names must be unique")
+            self.sources[s.name] = s
+            if not hasattr(s, "scan"):
+                configs.append(s)
+        self.config = sources if isinstance(sources, ChatopsConfig) else parse_config(
+            {"sources": [c.model_dump(mode="python") for c in configs]})
+        self._built: dict[str, Any] = {}
+        self.engine = SyncEngine(runtime.index, store, lock_ttl=timedelta(minutes=30), write_lock=self._write)
+
+    @classmethod
+    def from_settings(cls, runtime: Runtime, store: StateStore, settings=None) -> IndexJobs:
+        """Jobs for the sources of ``CHATOPS_CONFIG`` and ``CHATOPS_SOURCES`` (see :func:`load_sources_config`).
+
+        Raises:
+            ConfigFileError, SourceSpecError: for a bad sources file or spec.
+        """
+        settings = settings or runtime.settings
+        cfg = load_sources_config(settings)
+        interval = str(getattr(settings, "chatops_sync_interval", "") or "off").strip()
+        default = None if interval.lower() in {"off", "none", "0", ""} else Schedule(interval=interval)
+        return cls(runtime, store, cfg, default_schedule=default)
 
     def names(self) -> list[str]:
         """Configured source names."""
         return sorted(self.sources)
 
+    def schedules(self) -> dict[str, Schedule | None]:
+        """Each source's schedule: its own, else the default (``None``: run only on demand)."""
+        out: dict[str, Schedule | None] = {}
+        for name, s in self.sources.items():
+            out[name] = getattr(s, "schedule", None) or self.default_schedule
+        return out
+
+    def source(self, name: str):
+        """The connector for ``name``, built from its config entry on first use and kept.
+
+        Raises:
+            KeyError: for an unknown name.
+            MissingCredentialError: when a credential variable is unset.
+        """
+        s = self.sources[name]
+        if hasattr(s, "scan"):
+            return s
+        with self._build:
+            if name not in self._built:
+                self._built[name] = build_source(s)
+            return self._built[name]
+
     def run(self, source: str | None = None, full: bool = False) -> list[JobResult]:
-        """Index one source (or all); never raises for a source's failure (it is in the result)."""
+        """Sync one source (or all, one after the other); never raises for a source's failure."""
         names = [source] if source else self.names()
         results = []
         for name in names:
-            src = self.sources.get(name)
-            if src is None:
+            if name not in self.sources:
                 results.append(JobResult(name, "unknown", {}, f"no source named {name!r}; known: "
-                                         f"{', '.join(self.names()) or 'none (set CHATOPS_SOURCES)'}"))
+                                         f"{', '.join(self.names()) or 'none (add sources to chatops.yml or CHATOPS_SOURCES)'}"))
                 continue
-            lock = f"sync:{name}"
-            if not self.store.acquire_lock(lock, self.owner, ttl=timedelta(hours=2)):
-                results.append(JobResult(name, "busy", {}, "a run of this source is already in progress"))
-                continue
-            run_id = self.store.start_run(name)
             try:
-                with self._write:
-                    rep = Indexer(self.runtime.index).run(src, full=full)
-                summary = rep.as_dict()
-                self.store.finish_run(run_id, "ok", summary, error="; ".join(rep.errors[:5]))
-                results.append(JobResult(name, "ok", summary))
-            except Exception as exc:  # noqa: BLE001 - a failed run is reported, the bot goes on
-                log.exception("index run of %s failed", name)
-                self.store.finish_run(run_id, "failed", {}, error=f"{type(exc).__name__}: {exc}")
-                results.append(JobResult(name, "failed", {}, f"{type(exc).__name__}: {exc}"))
-            finally:
-                self.store.release_lock(lock, self.owner)
+                src = self.source(name)
+            except Exception as exc:  # noqa: BLE001 - e.g. a missing credential: recorded, the others go on
+                error = f"{type(exc).__name__}: {exc}"
+                run_id = self.store.start_run(name)
+                self.store.finish_run(run_id, "failed", {}, error=error)
+                results.append(JobResult(name, "failed", {}, error))
+                continue
+            res = self.engine.run(src, full=full)
+            results.append(JobResult(name, res.status, res.summary, res.error))
         return results
 
+    def next_runs(self) -> dict[str, datetime | None]:
+        """Next scheduled run per source (empty without a running scheduler)."""
+        if self.scheduler is None:
+            return {}
+        from .scheduler import next_run_times
+
+        return next_run_times(self.scheduler)
+
     def status(self) -> list[dict]:
-        """Per source: pages and chunks indexed, the last run and its outcome."""
-        pages = self.runtime.index.manifest.all_pages()
-        out = []
-        for name in self.names() or sorted({p.source for p in pages}):
-            mine = [p for p in pages if p.source == name]
-            runs = self.store.last_runs(name, limit=1)
-            last = runs[0] if runs else None
-            out.append({
-                "source": name, "pages": len(mine), "chunks": sum(len(p.chunk_ids) for p in mine),
-                "last_run": last.finished_at.isoformat() if last and last.finished_at else None,
-                "last_status": last.status if last else None,
-                "last_summary": last.summary if last else {},
-                "last_error": last.error if last else "",
-                "next_run": None,
-            })
-        return out
+        """Per source: pages and chunks indexed, the last run, its outcome and summary, the next run.
+
+        Keys: ``source``, ``pages``, ``chunks``, ``last_run``, ``last_status``, ``last_summary``,
+        ``last_error``, ``next_run``, ``schedule``, ``watermark``.
+        """
+        schedules = {n: s.describe() if s else None for n, s in self.schedules().items()}
+        return sources_status(self.runtime.index.manifest, self.store, self.names(), self.next_runs(), schedules)
+
+    def close(self) -> None:
+        """Close the connectors built from config entries (their HTTP clients)."""
+        for src in self._built.values():
+            close = getattr(src, "close", None)
+            if close:
+                close()
+        self._built.clear()
+
+
+# -- the CLI's `chatops sync` and `chatops status` (kept here so bot/cli.py only wires them) -------------
+
+def format_result(r: JobResult) -> str:
+    """One line per run: ``eng: ok, 3 added, 1 updated, 0 deleted, 120 unchanged, 0 skipped, 0 errors in 2.31 s (14 calls)``."""
+    s = r.summary or {}
+    if r.status in {"ok", "failed"} and s:
+        errors = s.get("errors") or []
+        line = (f"{r.source}: {r.status}, {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
+                f"{s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged, {s.get('skipped', 0)} skipped, "
+                f"{len(errors)} errors in {s.get('seconds', 0.0):.2f} s ({s.get('calls', 0)} calls)")
+        if r.status == "failed":
+            line += f"\n  error: {r.error}\n  the cursor was not advanced; the next run starts from the same point"
+        elif errors:
+            line += "".join(f"\n  - {e}" for e in errors[:5])
+        return line
+    return f"{r.source}: {r.status}: {r.error}"
+
+
+def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) -> int:
+    """``chatops sync [--source NAME] [--full] [--json]``: run the sync jobs once, print one line per source.
+
+    Returns:
+        0 when every run is ok, 1 when one failed or was busy, 2 for an unknown source or no sources.
+
+    Raises:
+        ConfigFileError, SourceSpecError: for a bad sources file or spec.
+    """
+    import json
+    import sys
+
+    from .wiring import build_agent
+
+    cfg = load_sources_config(settings)
+    if not cfg.sources:
+        print("chatops: no sources configured: list them in chatops.yml (or CHATOPS_CONFIG) or CHATOPS_SOURCES; "
+              "see the README's Sources and sync section", file=sys.stderr)
+        return 2
+    if source and source not in {s.name for s in cfg.sources}:
+        print(f"chatops: no source named {source!r}; configured: {', '.join(s.name for s in cfg.sources)}",
+              file=sys.stderr)
+        return 2
+    store = StateStore(settings.state_url)
+    rt = build_agent(settings)
+    jobs = IndexJobs(rt, store, cfg)
+    try:
+        results = jobs.run(source, full=full)
+    finally:
+        jobs.close()
+        rt.close()
+        store.close()
+    if as_json:
+        print(json.dumps([r.as_dict() for r in results], ensure_ascii=False, default=str))
+    else:
+        for r in results:
+            print(format_result(r))
+    return 0 if all(r.status == "ok" for r in results) else 1
+
+
+def cli_status(settings, as_json: bool = False) -> int:
+    """``chatops status [--json]``: per source, pages and chunks indexed, the last run and its summary.
+
+    Reads only the index manifest and the state store, so it works while ``chatops serve`` holds the index.
+    """
+    import json
+
+    from connectors.manifest import Manifest
+
+    cfg = load_sources_config(settings)
+    interval = str(getattr(settings, "chatops_sync_interval", "") or "off").strip()
+    default = None if interval.lower() in {"off", "none", "0", ""} else f"every {interval}"
+    schedules = {s.name: s.schedule.describe() if s.schedule else default for s in cfg.sources}
+    store = StateStore(settings.state_url)
+    manifest = Manifest(settings.index_dir / "manifest.sqlite")
+    try:
+        rows = sources_status(manifest, store, [s.name for s in cfg.sources], None, schedules)
+    finally:
+        manifest.close()
+        store.close()
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, default=str))
+        return 0
+    if not rows:
+        print("no sources configured and nothing indexed")
+        return 0
+    for row in rows:
+        s = row["last_summary"] or {}
+        last = (f"last run {row['last_run']} {row['last_status']}: {s.get('added', 0)} added, {s.get('updated', 0)} "
+                f"updated, {s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged, "
+                f"{len(s.get('errors') or [])} errors in {s.get('seconds', 0.0):.2f} s") if row["last_run"] else "never run"
+        print(f"{row['source']}: {row['pages']} pages, {row['chunks']} chunks; {last}; "
+              f"schedule: {row['schedule'] or 'on demand'}")
+        if row["last_error"]:
+            print(f"  last error: {row['last_error']}")
+    return 0

@@ -6,8 +6,10 @@ Every setting is listed in the README's settings table; keep the two in step.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings"]
@@ -40,6 +42,99 @@ class Settings(BaseSettings):
     rrf_dense_weight: float = Field(1.0, ge=0, description="RRF weight of dense retrieval.")
     rrf_bm25_weight: float = Field(0.6, ge=0, description="RRF weight of BM25.")
     max_question_chars: int = Field(4000, ge=100, description="Longer messages are truncated.")
+
+    # Connectors
+    chatops_config: Path | None = Field(None, description="The sources file (YAML); unset: ./chatops.yml when it "
+                                        "exists. Credentials in it are names of environment variables.")
+    chatops_sync_interval: str = Field("1h", description="Schedule of sources that declare none (CHATOPS_SOURCES "
+                                       "specs, YAML sources without schedule), e.g. 30m or 2h; 'off' = on demand only.")
+
+    @field_validator("chatops_sync_interval")
+    @classmethod
+    def _sync_interval(cls, v: str) -> str:
+        from connectors.config import parse_interval
+
+        v = v.strip()
+        if v.lower() not in {"off", "none", "0", ""}:
+            parse_interval(v)
+        return v
+
+    # Microsoft Teams (the Bot Framework reads these names as they are)
+    microsoft_app_id: str = Field("", validation_alias=AliasChoices("MicrosoftAppId", "MICROSOFT_APP_ID"),
+                                  description="Azure Bot's app (client) id; empty: Teams answers 401 unless "
+                                  "TEAMS_ALLOW_UNAUTHENTICATED=true.")
+    microsoft_app_password: SecretStr | None = Field(None, validation_alias=AliasChoices(
+        "MicrosoftAppPassword", "MICROSOFT_APP_PASSWORD"), description="The app's client secret.")
+    microsoft_app_tenant_id: str = Field("", validation_alias=AliasChoices("MicrosoftAppTenantId",
+                                         "MICROSOFT_APP_TENANT_ID"), description="Tenant id (SingleTenant apps).")
+    microsoft_app_type: str = Field("MultiTenant", validation_alias=AliasChoices("MicrosoftAppType",
+                                    "MICROSOFT_APP_TYPE"), description="MultiTenant, SingleTenant or UserAssignedMSI.")
+    teams_allow_unauthenticated: bool = Field(False, description="Serve /api/messages without Bot Framework "
+                                              "authentication when no app id is set (Emulator, tests only).")
+    teams_admin_ids: str = Field("", description="AAD object ids allowed to run Teams admin commands, comma-separated.")
+
+    # LLM planner (on when OPENAI_API_KEY, OPENAI_BASE_URL or AZURE_OPENAI_ENDPOINT is set)
+    planner_model: str = Field("gpt-4o-mini", description="Model for routing, rewriting, reflection and checks.")
+    answer_model: str = Field("gpt-4o-mini", description="Model that writes the final answer.")
+    azure_openai_endpoint: str | None = Field(None, description="Azure OpenAI endpoint; with it the Azure client is "
+                                              "used (model names are deployment names).")
+    azure_openai_api_version: str = Field("2024-10-21", description="Azure OpenAI API version.")
+    turn_budget_ms: int = Field(20000, ge=1000, description="Wall-time budget of one LLM turn, in milliseconds.")
+    turn_budget_tokens: int = Field(12000, ge=500, description="Token budget (prompt + completion) of one LLM turn.")
+    turn_budget_calls: int = Field(8, ge=2, le=50, description="LLM calls allowed in one turn.")
+    llm_price_in: float = Field(0.0, ge=0, description="USD per 1,000 prompt tokens, for the cost in traces.")
+    llm_price_out: float = Field(0.0, ge=0, description="USD per 1,000 completion tokens, for the cost in traces.")
+
+    @property
+    def llm_enabled(self) -> bool:
+        """True when an LLM endpoint is configured."""
+        return bool(self.openai_api_key or self.openai_base_url or self.azure_openai_endpoint)
+
+    # Slack
+    slack_bot_token: SecretStr | None = Field(None, description="Bot token (xoxb-...) of the Slack app; "
+                                              "chatops serve needs it.")
+    slack_signing_secret: SecretStr | None = Field(None, description="Signing secret of the Slack app; verifies "
+                                                   "every request to /slack/events (HTTP mode).")
+    slack_app_token: SecretStr | None = Field(None, description="App-level token (xapp-...) with connections:write, "
+                                              "for chatops serve --socket-mode.")
+    slack_api_url: str = Field("https://slack.com/api/", description="Base URL of Slack's Web API (tests point it "
+                               "at a stand-in).")
+    admin_user_ids: str = Field("", description="Slack user ids allowed to run admin commands (/kb reindex), "
+                                "separated by commas.")
+
+    # Actions
+    calendar_backend: Literal["local", "google"] = Field("local", description="Where calendar.create books: "
+                                                         "'local' (state database + .ics files) or 'google'.")
+    default_timezone: str = Field("UTC", description="IANA time zone for requesters whose zone is unknown "
+                                  "(Slack users.info tz wins).")
+    calendar_default_duration_minutes: int = Field(30, ge=5, le=480, description="Length of a meeting whose "
+                                                   "request names none.")
+    action_ttl_minutes: int = Field(60, ge=1, le=7 * 24 * 60, description="How long a preview can be confirmed.")
+    calendar_ics_dir: Path | None = Field(None, description="Where the local calendar writes <event id>.ics; "
+                                          "default DATA_DIR/calendar.")
+    google_service_account_file: str | None = Field(None, description="Service account key (JSON) with domain-wide "
+                                                    "delegation; books as the requester's e-mail.")
+    google_oauth_token_file: str | None = Field(None, description="OAuth authorized-user token (JSON); books in "
+                                                "that user's calendar.")
+    google_calendar_id: str = Field("primary", description="Google calendar to write to.")
+    google_calendar_api_endpoint: str | None = Field(None, description="Base URL override of the Calendar API "
+                                                     "(e.g. http://127.0.0.1:8080/calendar/v3/ for a stand-in).")
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _default_tz(cls, v: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"DEFAULT_TIMEZONE must be an IANA time zone such as Europe/Berlin, not {v!r}") from None
+        return v
+
+    @property
+    def ics_dir(self) -> Path:
+        """Where the local calendar's .ics files go."""
+        return self.calendar_ics_dir or self.chatops_data_dir / "calendar"
 
     @field_validator("chatops_log_level")
     @classmethod

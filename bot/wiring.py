@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from agent.agent import Agent
 from agent.gate import GateConfig
-from agent.planner import RuleBasedPlanner
+from agent.planner import ActionConfig, RuleBasedPlanner
 from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
 from connectors.errors import EmbeddingError
 from connectors.index import KnowledgeIndex
@@ -58,12 +58,15 @@ class Runtime:
     agent: Agent
 
     def close(self) -> None:
-        """Release the index."""
+        """Release the index (and the calendar backend, when one was opened)."""
         self.index.close()
+        if "calendar.create" in self.tools:
+            self.tools.get("calendar.create").close()  # type: ignore[attr-defined]
 
 
 def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriever: str = "hybrid") -> Runtime:
-    """Index, the tool registry with ``knowledge.search``, and the agent with the rule-based planner."""
+    """Index, the tool registry with ``knowledge.search`` and ``calendar.create`` (a side-effect tool the
+    planner only proposes; see :mod:`bot.actions`), and the agent with the rule-based planner."""
     index = index or open_index(settings)
     search = KnowledgeSearch(index, SearchConfig(rrf_k=settings.rrf_k, dense_weight=settings.rrf_dense_weight,
                                                  bm25_weight=settings.rrf_bm25_weight))
@@ -71,6 +74,27 @@ def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriev
                       strong_single=settings.single_source_min_cosine)
     tools = ToolRegistry()
     tools.register(search)
-    planner = RuleBasedPlanner(tools, gate=gate, retriever=retriever)
+    from .actions import build_calendar_tool
+
+    tools.register(build_calendar_tool(settings))
+    actions = ActionConfig(default_timezone=settings.default_timezone,
+                           default_duration_minutes=settings.calendar_default_duration_minutes)
+    planner = RuleBasedPlanner(tools, gate=gate, retriever=retriever, actions=actions)
+    if settings.llm_enabled:
+        planner = build_llm_planner(settings, tools, planner)
     agent = Agent(planner, min_citations=settings.min_citations, max_question_chars=settings.max_question_chars)
     return Runtime(settings, index, search, tools, agent)
+
+
+def build_llm_planner(settings: Settings, tools: ToolRegistry, fallback):
+    """The tool-first LLM planner over ``tools``, falling back to ``fallback`` (the rule-based one)."""
+    from agent.llm.client import LLMClient, build_openai_client
+    from agent.llm.planner import LLMPlanner, LLMPlannerConfig
+
+    client = build_openai_client(settings.openai_api_key, settings.openai_base_url, settings.azure_openai_endpoint,
+                                 settings.azure_openai_api_version, timeout=settings.turn_budget_ms / 1000)
+    llm = LLMClient(client, price_in=settings.llm_price_in, price_out=settings.llm_price_out)
+    config = LLMPlannerConfig(planner_model=settings.planner_model, answer_model=settings.answer_model,
+                              budget_ms=settings.turn_budget_ms, budget_tokens=settings.turn_budget_tokens,
+                              budget_calls=settings.turn_budget_calls)
+    return LLMPlanner(tools, llm, fallback, config)

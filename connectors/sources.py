@@ -1,6 +1,13 @@
-"""Source spec strings for one-off runs: ``folder:PATH[?name=NAME&url_base=URL]``.
+"""Source spec strings for one-off runs and ``CHATOPS_SOURCES``.
 
-(Confluence and MediaWiki specs arrive with their connectors.)
+- ``folder:PATH[?name=NAME&url_base=URL]``
+- ``confluence:URL?space=KEY[&space=KEY2|,KEY2][&name=NAME&deployment=cloud|datacenter&timezone=TZ
+  &email_env=VAR&token_env=VAR]`` (credentials by environment variable name; defaults
+  ``CONFLUENCE_EMAIL``/``CONFLUENCE_API_TOKEN`` for Cloud, ``CONFLUENCE_TOKEN`` for Data Center)
+- ``mediawiki:API_URL[?name=NAME&namespaces=0,4&username_env=VAR&password_env=VAR]``
+
+A spec becomes the same validated config entry as a ``chatops.yml`` source
+(:func:`spec_to_config`), then a connector (:func:`parse_source_spec`).
 """
 
 from __future__ import annotations
@@ -10,25 +17,87 @@ from urllib.parse import parse_qs
 from .errors import SourceSpecError
 from .folder import FolderSource
 
-__all__ = ["parse_source_spec"]
+__all__ = ["parse_source_spec", "spec_to_config"]
+
+_EXAMPLES = ("folder:./examples/wiki, confluence:https://acme.atlassian.net/wiki?space=ENG or "
+             "mediawiki:https://wiki.acme.com/w/api.php")
+_OPTIONS = {
+    "folder": {"name", "url_base"},
+    "confluence": {"name", "space", "deployment", "timezone", "email_env", "token_env"},
+    "mediawiki": {"name", "namespaces", "username_env", "password_env"},
+}
 
 
-def parse_source_spec(spec: str) -> FolderSource:
+def spec_to_config(spec: str):
+    """Turn a spec string into a validated config entry (:data:`connectors.config.SourceConfig`).
+
+    Raises:
+        SourceSpecError: for an unknown type, a malformed spec or an invalid option, saying what is accepted.
+    """
+    from pydantic import TypeAdapter, ValidationError
+
+    from .config import SourceConfig, _format_errors
+
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        raise SourceSpecError(f"source spec {spec!r} is not TYPE:LOCATION; try {_EXAMPLES}")
+    location, _, query = rest.partition("?")
+    if not location.strip():
+        raise SourceSpecError(f"source spec {spec!r} names no location; try {_EXAMPLES}")
+    if kind not in _OPTIONS:
+        raise SourceSpecError(f"unknown source type {kind!r} in {spec!r}; supported: folder:PATH, "
+                              "confluence:URL?space=KEY, mediawiki:API_URL")
+    multi = parse_qs(query)
+    params = {k: v[-1] for k, v in multi.items()}
+    unknown = set(params) - _OPTIONS[kind]
+    if unknown:
+        allowed = ", ".join(f"{o}=" for o in sorted(_OPTIONS[kind]))
+        raise SourceSpecError(f"unknown option(s) {', '.join(sorted(unknown))} in {spec!r}; use {allowed}")
+    data: dict = {"type": kind, "name": params.get("name", kind)}
+    if kind == "folder":
+        data.update(path=location, url_base=params.get("url_base"))
+    elif kind == "confluence":
+        spaces = [k for v in multi.get("space", []) for k in v.split(",") if k.strip()]
+        if not spaces:
+            raise SourceSpecError(f"confluence spec {spec!r} names no space; add ?space=KEY (repeat or use commas)")
+        data.update(base_url=location, spaces=[s.strip() for s in spaces])
+        for opt in ("deployment", "timezone"):
+            if opt in params:
+                data[opt] = params[opt]
+        auth = {k: params[k] for k in ("email_env", "token_env") if k in params}
+        if auth:
+            data["auth"] = auth
+    else:
+        data["api_url"] = location
+        if "namespaces" in params:
+            try:
+                data["namespaces"] = [int(n) for n in params["namespaces"].split(",") if n.strip()]
+            except ValueError:
+                raise SourceSpecError(f"namespaces in {spec!r} must be numbers separated by commas, e.g. 0,4") from None
+        if "username_env" in params or "password_env" in params:
+            data["auth"] = {"username_env": params.get("username_env", ""), "password_env": params.get("password_env", "")}
+    try:
+        return TypeAdapter(SourceConfig).validate_python(data)
+    except ValidationError as exc:
+        raise SourceSpecError(f"source spec {spec!r} is invalid:\n{_format_errors(exc, {})}") from None
+
+
+def parse_source_spec(spec: str):
     """Build a source from a spec string.
+
+    Returns:
+        A :class:`FolderSource`, :class:`~connectors.confluence.ConfluenceSource` or
+        :class:`~connectors.mediawiki.MediaWikiSource`.
 
     Raises:
         SourceSpecError: for an unknown type or a malformed spec, saying what is accepted.
+        MissingCredentialError: when a Confluence/MediaWiki spec's credential variables are unset.
     """
-    kind, sep, rest = spec.partition(":")
-    if not sep or not rest:
-        raise SourceSpecError(f"source spec {spec!r} is not TYPE:LOCATION; try folder:./examples/wiki")
-    location, _, query = rest.partition("?")
-    if not location.strip():
-        raise SourceSpecError(f"source spec {spec!r} names no location; try folder:./examples/wiki")
-    params = {k: v[-1] for k, v in parse_qs(query).items()}
-    unknown = set(params) - {"name", "url_base"}
-    if unknown:
-        raise SourceSpecError(f"unknown option(s) {', '.join(sorted(unknown))} in {spec!r}; use name= and url_base=")
+    from .config import build_source
+
+    kind = spec.partition(":")[0]
     if kind == "folder":
-        return FolderSource(location, name=params.get("name", "folder"), url_base=params.get("url_base"))
-    raise SourceSpecError(f"unknown source type {kind!r} in {spec!r}; supported: folder:PATH")
+        # Kept exactly as before the connectors arrived (messages name name= and url_base=).
+        cfg = spec_to_config(spec)
+        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base)
+    return build_source(spec_to_config(spec))

@@ -14,12 +14,22 @@ WIKI = EXAMPLES / "wiki"
 EVAL_FILE = EXAMPLES / "eval.jsonl"
 WIKI_PAGES = 13
 
+def _settings_vars() -> set[str]:
+    """Every environment variable a setting is read from (field names and aliases, upper-cased)."""
+    from bot.settings import Settings
+
+    names = set()
+    for name, field in Settings.model_fields.items():
+        names.add(name.upper())
+        alias = field.validation_alias
+        for choice in getattr(alias, "choices", [alias] if isinstance(alias, str) else []):
+            if isinstance(choice, str):
+                names.add(choice.upper())
+    return names
+
+
 #: Settings read from the environment that must not leak from the developer's shell into CLI runs.
-_SETTINGS_VARS = {
-    "CHATOPS_DATA_DIR", "CHATOPS_LOG_LEVEL", "EMBEDDING_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-    "QDRANT_URL", "QDRANT_API_KEY", "MIN_CITATIONS", "RELEVANCE_FLOOR", "SINGLE_SOURCE_MIN_COSINE",
-    "RRF_K", "RRF_DENSE_WEIGHT", "RRF_BM25_WEIGHT", "MAX_QUESTION_CHARS",
-}
+_SETTINGS_VARS = _settings_vars()
 
 
 def chatops_command() -> list[str]:

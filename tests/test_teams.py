@@ -246,3 +246,61 @@ def test_unauthenticated_requests_get_401(tmp_path, wiki_index, app_id, allow) -
         finally:
             server.stop()
             store.close()
+
+
+def _wait(predicate, timeout: float, what: str):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_chatops_serve_hosts_teams_without_slack(tmp_path, embedding_cache_dir) -> None:
+    """The real ``chatops serve`` process, Teams only: ready, answers a personal chat, stops cleanly."""
+    import re
+    import signal
+    import subprocess
+
+    from helpers import chatops_command, cli_environment, seed_embedding_cache
+
+    data = seed_embedding_cache(tmp_path / "data", embedding_cache_dir / "embeddings.sqlite")
+    wiki = tmp_path / "wiki"
+    shutil.copytree(WIKI, wiki)
+    env = cli_environment(data, TEAMS_ALLOW_UNAUTHENTICATED="true", CHATOPS_SOURCES=f"folder:{wiki}?name=handbook")
+    log_path = tmp_path / "serve.log"
+    with ConnectorStandIn() as connector, open(log_path, "w") as log:
+        proc = subprocess.Popen([*chatops_command(), "serve", "--host", "127.0.0.1", "--port", "0"], cwd=tmp_path,
+                                env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            m = _wait(lambda: re.search(r"serving on http://127\.0\.0\.1:(\d+)", log_path.read_text()), 90, "the server")
+            url = f"http://127.0.0.1:{m.group(1)}"
+            _wait(lambda: "start-up sync of handbook" in log_path.read_text(), 90, "the start-up sync")
+            ready = httpx.get(url + "/readyz", timeout=10).json()
+            assert ready["checks"]["teams"]["ok"] and "slack" not in ready["checks"]
+            r = httpx.post(url + "/api/messages", timeout=60,
+                           json=message(connector.url, "how do I declare an incident?", activity_id="serve-1"))
+            assert r.status_code in (200, 201)
+            [reply] = connector.messages()
+            assert "/declare-incident" in reply.body["text"] and reply.activity_id == "serve-1"
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(30)
+    output = log_path.read_text()
+    assert code == 0, output[-3000:]
+    assert "Teams: /api/messages" in output and "TEAMS_ALLOW_UNAUTHENTICATED=true" in output
+
+
+def test_chatops_serve_without_any_platform_says_what_to_set(tmp_path) -> None:
+    import subprocess
+
+    from helpers import chatops_command, cli_environment
+
+    proc = subprocess.run([*chatops_command(), "serve", "--port", "0"], cwd=tmp_path,
+                          env=cli_environment(tmp_path / "data"), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "SLACK_BOT_TOKEN" in proc.stderr and "MicrosoftAppId" in proc.stderr and "Traceback" not in proc.stderr

@@ -49,7 +49,7 @@ from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArg
 
 from .. import messages
 from ..gate import EvidenceGate
-from ..models import Citation, PendingAction, Reply, Trace, Turn
+from ..models import Citation, PendingAction, Reply, Trace, Turn, idempotency_key
 from ..planner import Planner
 from ..terms import key_terms
 from ..text import display_text, sentence_spans
@@ -239,9 +239,10 @@ class LLMPlanner:
         if callable(propose):
             pending = propose(args, ctx, turn)
         else:
-            key = hashlib.sha256(f"{turn.platform}|{turn.user_id}|{turn.channel_id}|{turn.thread_id}|{turn.text}|"
-                                 f"{call['tool']}".encode()).hexdigest()[:32]
-            pending = PendingAction(call["tool"], _dump(args), key, f"{call['tool']} {_dump(args)}")
+            key = idempotency_key(turn.platform, turn.user_id, turn.channel_id, turn.thread_id,
+                                  getattr(turn, "message_id", "") or turn.text, call["tool"])
+            summary = getattr(args, "title", None) or call["tool"]
+            pending = PendingAction(call["tool"], _dump(args), key, str(summary))
         trace.step("pending_action", tool=call["tool"], key=pending.idempotency_key)
         return pending
 

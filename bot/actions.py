@@ -1,0 +1,447 @@
+"""Pending actions: store the proposal, then confirm (execute exactly once) or cancel it.
+
+The agent only *proposes* a side-effect tool (``Reply.pending_action``). Every adapter (Slack
+buttons, Teams cards, the console) hands the proposal to :class:`ActionService`:
+
+1. :meth:`ActionService.propose` stores it in the state store under its idempotency key with the
+   requester and an expiry (``ACTION_TTL_MINUTES``). The key is deterministic for a redelivered or
+   retried message, so the second proposal returns the first record (whatever its status) and
+   nothing new is created.
+2. :meth:`ActionService.confirm` checks that the clicking user is the requester and that the
+   preview has not expired, then moves the record ``pending -> executing`` with one conditional
+   UPDATE: of two clicks (or two replicas) only one wins, the other is told it is already being
+   done or done. The winner validates the arguments again (the start must still be in the
+   future), runs the tool with the key as the event id (the backends are idempotent on it too),
+   stores the result (``done``) and writes the audit log (who, what, when, event id). A failure
+   that is safe to retry (Google 429/5xx, no connection) puts the record back to ``pending`` so
+   Confirm can be pressed again; other failures end in ``failed``.
+3. :meth:`ActionService.cancel` (requester only) moves ``pending -> cancelled``.
+
+Every outcome is an :class:`ActionOutcome` with a user-facing message; rendering is in
+:mod:`bot.render_actions`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
+
+from agent.models import PendingAction, Turn
+from state import PendingRecord, StateStore
+from tools.base import ToolContext, ToolRegistry
+from tools.errors import ToolArgumentError, ToolError, ToolUnavailableError
+
+from .settings import Settings
+
+__all__ = ["ActionService", "ActionOutcome", "build_calendar_tool", "build_calendar_backend", "build_action_service",
+           "CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id", "slack_handlers", "slack_user_details"]
+
+log = logging.getLogger(__name__)
+
+#: Slack ``action_id`` prefixes of the preview's buttons (the key follows; it is also the button's ``value``).
+CONFIRM_PREFIX = "action_confirm:"
+CANCEL_PREFIX = "action_cancel:"
+
+
+def parse_action_id(action_id: str) -> tuple[str, str] | None:
+    """``("confirm" | "cancel", key)`` for ``action_confirm:<key>`` / ``action_cancel:<key>``, else None.
+
+    A Teams card's ``data["action"]`` (``action_confirm`` / ``action_cancel``) parses too when given
+    with a trailing colon and the key, e.g. ``f"{data['action']}:{data['key']}"``.
+    """
+    for op, prefix in (("confirm", CONFIRM_PREFIX), ("cancel", CANCEL_PREFIX)):
+        if action_id.startswith(prefix) and len(action_id) > len(prefix):
+            return op, action_id[len(prefix):]
+    return None
+
+
+Status = Literal["done", "already_done", "cancelled", "already_cancelled", "expired", "not_found", "forbidden",
+                 "in_progress", "failed", "retry"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActionOutcome:
+    """What a confirm or cancel did.
+
+    Attributes:
+        status: ``done`` (executed now), ``already_done`` (executed before; nothing new), ``cancelled``,
+            ``already_cancelled``, ``expired``, ``not_found``, ``forbidden`` (not the requester),
+            ``in_progress`` (another click is executing it), ``failed`` (final), ``retry`` (a
+            transient failure; the preview can be confirmed again).
+        message: one or two sentences for the user.
+        record: the pending action as stored after the operation (None when not found).
+        result: the tool's result for ``done``/``already_done`` (``event_id``, ``link``, ``backend``...).
+    """
+
+    status: Status
+    message: str
+    record: PendingRecord | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final(self) -> bool:
+        """True when the preview is settled: adapters replace the preview (buttons go away)."""
+        return self.status in {"done", "already_done", "cancelled", "already_cancelled", "expired", "failed",
+                               "not_found"}
+
+    @property
+    def private(self) -> bool:
+        """True when only the clicking user should see the message (someone else's preview)."""
+        return self.status == "forbidden"
+
+
+class ActionService:
+    """Stores, confirms and cancels pending actions (see the module docstring).
+
+    Args:
+        store: the state store.
+        tools: the registry holding the side-effect tools.
+        ttl: how long a preview can be confirmed.
+        clock: the current time (aware); ``datetime.now(UTC)`` by default.
+        resolve_email: platform user id -> e-mail, used when ``confirm`` is not given one (Slack:
+            ``users.info``); the Google backend acts as that address.
+        stale_after: an ``executing`` record older than this is taken as interrupted (a crash between
+            the tool call and the bookkeeping) and may be executed again; the backends' idempotency
+            on the key keeps that from booking twice.
+    """
+
+    def __init__(self, store: StateStore, tools: ToolRegistry, ttl: timedelta = timedelta(hours=1),
+                 clock: Callable[[], datetime] | None = None,
+                 resolve_email: Callable[[str], str | None] | None = None,
+                 stale_after: timedelta = timedelta(minutes=5)) -> None:
+        self.store = store
+        self.tools = tools
+        self.ttl = ttl
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.resolve_email = resolve_email
+        self.stale_after = stale_after
+
+    # -- propose -------------------------------------------------------------------------------
+    def propose(self, action: PendingAction, turn: Turn) -> PendingRecord:
+        """Store ``action`` for ``turn``'s user; the same idempotency key returns the stored record.
+
+        Raises:
+            KeyError: the tool is not registered.
+            ValueError: the tool has no side effects (those run directly, never through a preview).
+        """
+        tool = self.tools.get(action.tool)
+        if not tool.side_effect:
+            raise ValueError(f"{action.tool} has no side effects; it needs no confirmation")
+        rec = self.store.create_pending(action.idempotency_key, action.tool, action.args, requester=turn.user_id,
+                                        platform=turn.platform, channel_id=turn.channel_id, thread_id=turn.thread_id,
+                                        summary=action.summary, ttl=self.ttl)
+        if rec.requester != turn.user_id:
+            log.warning("pending action %s belongs to %s, proposed again by %s", rec.key, rec.requester, turn.user_id)
+        return rec
+
+    def get(self, key: str) -> PendingRecord | None:
+        """The stored action, or None."""
+        return self.store.get_pending(key)
+
+    def is_expired(self, rec: PendingRecord) -> bool:
+        """True when ``rec`` is still pending past its expiry (by this service's clock)."""
+        return rec.status in {"pending", "expired"} and (rec.status == "expired" or self.clock() >= rec.expires_at)
+
+    # -- confirm -------------------------------------------------------------------------------
+    def confirm(self, key: str, user_id: str, *, user_email: str | None = None) -> ActionOutcome:
+        """Execute the action ``key`` for ``user_id`` exactly once.
+
+        Args:
+            key: the idempotency key (the Slack button's ``value``).
+            user_id: who clicked; only the requester may confirm.
+            user_email: the clicker's e-mail (the Google backend books as them); ``resolve_email`` otherwise.
+
+        Returns:
+            the outcome; never raises for a tool failure (it is reported and audited).
+        """
+        rec = self.store.get_pending(key)
+        if rec is None:
+            return ActionOutcome("not_found", "I can't find this request any more. Nothing was booked; ask me again.")
+        if rec.requester != user_id:
+            self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="denied",
+                             detail={"key": key, "op": "confirm", "requester": rec.requester})
+            return ActionOutcome("forbidden", "Only the person who asked for this can confirm or cancel it.", rec)
+        settled = self._settled(rec)
+        if settled:
+            return settled
+        if rec.status == "executing":
+            if self.clock() - rec.updated_at < self.stale_after or not self.store.transition_pending(
+                    key, "executing", "pending"):
+                return ActionOutcome("in_progress", "It's being booked right now.", rec)
+            log.warning("pending action %s was interrupted while executing; running it again", key)
+            rec = self.store.get_pending(key) or rec
+        if self.is_expired(rec):
+            return self._expire(rec, user_id)
+        if not self.store.transition_pending(key, "pending", "executing"):
+            now = self.store.get_pending(key)
+            return self._settled(now) or ActionOutcome("in_progress", "It's being booked right now.", now)
+        return self._execute(rec, user_id, user_email)
+
+    def _execute(self, rec: PendingRecord, user_id: str, user_email: str | None) -> ActionOutcome:
+        key = rec.key
+        email = user_email or (self.resolve_email(user_id) if self.resolve_email else None)
+        detail: dict[str, Any] = {"key": key, "args": _brief(rec.args)}
+        try:
+            args = self.tools.validate(rec.tool, rec.args)
+            tool = self.tools.get(rec.tool)
+            ctx = ToolContext(user_id=user_id, timezone=str(rec.args.get("timezone") or "UTC"),
+                              extra={"idempotency_key": key, "requester_email": email})
+            result = tool.run(args, ctx)
+        except ToolArgumentError as exc:
+            msg = ("The start time has passed, so I didn't book it. Ask me again with a new time."
+                   if "not in the future" in str(exc) else f"I couldn't book it: the details are no longer valid ({exc}).")
+            return self._fail(rec, user_id, msg, str(exc), detail)
+        except ToolError as exc:
+            if getattr(exc, "retryable", False) or isinstance(exc, ToolUnavailableError):
+                self.store.transition_pending(key, "executing", "pending")
+                self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="retry",
+                                 detail={**detail, "error": str(exc)})
+                return ActionOutcome("retry", f"{exc} Nothing was booked yet; press Confirm to try again "
+                                     "(it can't be booked twice).", self.store.get_pending(key))
+            return self._fail(rec, user_id, f"I couldn't book it. {exc}", str(exc), detail)
+        except Exception as exc:  # a bug or an unexpected backend error: record it, never lose the click
+            log.exception("pending action %s failed", key)
+            return self._fail(rec, user_id, "I couldn't book it because of an internal error; nothing was booked. "
+                              "Please try again later.", f"{exc.__class__.__name__}: {exc}", detail)
+        out = result.as_dict() if hasattr(result, "as_dict") else dict(result or {})
+        self.store.transition_pending(key, "executing", "done", out)
+        self.store.audit(user_id, rec.platform, rec.tool, target=str(out.get("event_id") or key), outcome="ok",
+                         detail={**detail, **out})
+        done = self.store.get_pending(key)
+        what = rec.summary or rec.args.get("title", "the event")
+        # created=False: an earlier, interrupted attempt of this same action had already made the event.
+        link = f" {out['link']}" if out.get("link") else ""
+        return ActionOutcome("done", f"Booked: {what}.{link}".rstrip(), done, out)
+
+    def _fail(self, rec: PendingRecord, user_id: str, message: str, error: str, detail: dict) -> ActionOutcome:
+        self.store.transition_pending(rec.key, "executing", "failed", {"error": error, "message": message})
+        self.store.audit(user_id, rec.platform, rec.tool, target=rec.key, outcome="failed",
+                         detail={**detail, "error": error})
+        return ActionOutcome("failed", message, self.store.get_pending(rec.key))
+
+    def _expire(self, rec: PendingRecord, user_id: str) -> ActionOutcome:
+        if rec.status == "pending":
+            self.store.transition_pending(rec.key, "pending", "expired")
+        when = rec.expires_at.astimezone(timezone.utc).strftime("%d %b %H:%M UTC")
+        return ActionOutcome("expired", f"This preview expired at {when}, so nothing was booked. Ask me again for a "
+                             "fresh one.", self.store.get_pending(rec.key) or rec)
+
+    def _settled(self, rec: PendingRecord | None) -> ActionOutcome | None:
+        """The outcome for a record that is already done, cancelled, expired or failed (None otherwise)."""
+        if rec is None:
+            return ActionOutcome("not_found", "I can't find this request any more. Nothing was booked; ask me again.")
+        if rec.status == "done":
+            link = (rec.result or {}).get("link", "")
+            return ActionOutcome("already_done", "This is already booked; nothing new was created."
+                                 + (f" {link}" if link else ""), rec, dict(rec.result or {}))
+        if rec.status == "cancelled":
+            return ActionOutcome("already_cancelled", "This was cancelled; nothing was booked.", rec)
+        if rec.status == "expired":
+            when = rec.expires_at.astimezone(timezone.utc).strftime("%d %b %H:%M UTC")
+            return ActionOutcome("expired", f"This preview expired at {when}, so nothing was booked. Ask me again "
+                                 "for a fresh one.", rec)
+        if rec.status == "failed":
+            msg = (rec.result or {}).get("message") or "This request failed earlier; nothing was booked."
+            return ActionOutcome("failed", msg, rec)
+        return None
+
+    # -- buttons -------------------------------------------------------------------------------
+    def handle_button(self, action_id: str, value: str, user_id: str, *,
+                      user_email: str | None = None) -> ActionOutcome:
+        """What a Confirm / Cancel click does: parse ``action_id`` (``action_confirm:<key>`` or
+        ``action_cancel:<key>``), check it agrees with ``value`` (the key), then :meth:`confirm` or
+        :meth:`cancel` for ``user_id``.
+
+        Returns:
+            the outcome; ``not_found`` for an id that is not one of ours or disagrees with ``value``.
+        """
+        parsed = parse_action_id(action_id)
+        if parsed is None or (value and value != parsed[1]):
+            return ActionOutcome("not_found", "That button doesn't belong to a pending action; nothing was done.")
+        op, key = parsed
+        return self.confirm(key, user_id, user_email=user_email) if op == "confirm" else self.cancel(key, user_id)
+
+    # -- cancel --------------------------------------------------------------------------------
+    def cancel(self, key: str, user_id: str) -> ActionOutcome:
+        """Cancel the pending action ``key`` (requester only); a done action stays done."""
+        rec = self.store.get_pending(key)
+        if rec is None:
+            return ActionOutcome("not_found", "I can't find this request any more. Nothing was booked.")
+        if rec.requester != user_id:
+            self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="denied",
+                             detail={"key": key, "op": "cancel", "requester": rec.requester})
+            return ActionOutcome("forbidden", "Only the person who asked for this can confirm or cancel it.", rec)
+        if rec.status == "done":
+            link = (rec.result or {}).get("link", "")
+            return ActionOutcome("already_done", "It's already booked, so I can't cancel the preview; delete the "
+                                 "event in your calendar if you don't need it." + (f" {link}" if link else ""),
+                                 rec, dict(rec.result or {}))
+        if rec.status == "executing":
+            return ActionOutcome("in_progress", "It's being booked right now, so it can't be cancelled.", rec)
+        if rec.status in {"pending", "expired"} and self.store.transition_pending(key, rec.status, "cancelled"):
+            self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="cancelled",
+                             detail={"key": key, "args": _brief(rec.args)})
+            return ActionOutcome("cancelled", "Cancelled; nothing was booked.", self.store.get_pending(key))
+        now = self.store.get_pending(key)
+        settled = self._settled(now)
+        if settled and settled.status == "cancelled":
+            return settled
+        return settled or ActionOutcome("in_progress", "It's being booked right now, so it can't be cancelled.", now)
+
+
+def _brief(args: dict[str, Any]) -> dict[str, Any]:
+    """The audit log's view of the arguments (no long description)."""
+    keep = ("title", "start", "end", "duration_minutes", "attendees", "timezone", "location", "video_conference")
+    return {k: args.get(k) for k in keep if k in args}
+
+
+# -- Slack -----------------------------------------------------------------------------------------
+def slack_handlers(service: ActionService, *, default_timezone: str = "UTC"):
+    """The two hooks of ``SlackBot.use_pending_actions(propose, on_click)``.
+
+    - ``propose(action, turn) -> blocks`` (async): stores the proposal (:meth:`ActionService.propose`)
+      and returns :func:`bot.render_actions.slack_blocks_for_record` in the requester's zone: the
+      preview with Confirm / Cancel, or the settled view when a redelivered message finds the action
+      already done.
+    - ``on_click(ctx) -> ActionOutcome`` (async): ``ctx`` has ``action`` (``action_id``, ``value``),
+      ``user_id``, ``client`` (Slack Web API) and ``respond``. It looks the clicker up with
+      ``users.info`` (e-mail with scope ``users:read.email``, and ``tz``), runs
+      :meth:`ActionService.handle_button`, then replaces the preview with
+      :func:`bot.render_actions.slack_outcome_blocks` when the outcome is final (booked with the event
+      link, cancelled, expired, failed) or answers only the clicker (someone else's preview, a retry).
+    """
+    import asyncio
+
+    from .render_actions import outcome_text, slack_blocks_for_record, slack_outcome_blocks
+
+    async def propose(action: PendingAction, turn: Turn) -> list[dict[str, Any]]:
+        rec = await asyncio.to_thread(service.propose, action, turn)
+        return slack_blocks_for_record(rec, viewer_tz=turn.timezone or default_timezone)
+
+    async def on_click(ctx: Any) -> ActionOutcome:
+        email, tz = await slack_user_details(ctx.client, ctx.user_id)
+        outcome = await asyncio.to_thread(service.handle_button, str(ctx.action.get("action_id") or ""),
+                                          str(ctx.action.get("value") or ""), ctx.user_id, user_email=email)
+        if outcome.final:
+            await ctx.respond(replace_original=True, text=outcome_text(outcome),
+                              blocks=slack_outcome_blocks(outcome, viewer_tz=tz or default_timezone))
+        else:
+            await ctx.respond(replace_original=False, response_type="ephemeral", text=outcome.message)
+        return outcome
+
+    return propose, on_click
+
+
+async def slack_user_details(client: Any, user_id: str) -> tuple[str | None, str | None]:
+    """``(email, tz)`` of a Slack user from ``users.info`` (``(None, None)`` when the call fails; the
+    e-mail needs the ``users:read.email`` scope)."""
+    try:
+        resp = await client.users_info(user=user_id)
+        user = (resp.get("user") if hasattr(resp, "get") else resp["user"]) or {}
+        return (user.get("profile") or {}).get("email") or None, user.get("tz") or None
+    except Exception as exc:  # an unknown user, a missing scope, Slack down: act without the details
+        log.info("users.info for %s failed: %s", user_id, exc)
+        return None, None
+
+
+# -- wiring --------------------------------------------------------------------------------------
+def build_calendar_backend(settings: Settings):
+    """The configured calendar backend: :class:`~tools.calendar.local.LocalCalendar` in the state
+    database (``CALENDAR_BACKEND=local``) or :class:`~tools.calendar.google.GoogleCalendar`.
+
+    Raises:
+        ToolUnavailableError: Google without credentials settings, or unreadable key files.
+    """
+    if settings.calendar_backend == "google":
+        from tools.calendar.google import GoogleCalendar, credentials_factory
+
+        creds = credentials_factory(settings.google_service_account_file, settings.google_oauth_token_file)
+        return GoogleCalendar(creds, calendar_id=settings.google_calendar_id,
+                              api_endpoint=settings.google_calendar_api_endpoint)
+    from tools.calendar.local import LocalCalendar
+
+    return LocalCalendar(settings.state_url, settings.ics_dir)
+
+
+def build_calendar_tool(settings: Settings):
+    """``calendar.create`` with the configured backend, built on first use."""
+    from tools.calendar.tool import CalendarCreate
+
+    return CalendarCreate(lambda: build_calendar_backend(settings))
+
+
+def build_action_service(settings: Settings, tools: ToolRegistry, store: StateStore | None = None,
+                         resolve_email: Callable[[str], str | None] | None = None) -> ActionService:
+    """An :class:`ActionService` over the configured state store (``DATABASE_URL`` or SQLite in the data dir)."""
+    return ActionService(store or StateStore(settings.state_url), tools,
+                         ttl=timedelta(minutes=settings.action_ttl_minutes), resolve_email=resolve_email)
+
+
+# -- command line ------------------------------------------------------------------------------------
+def cli_user() -> str:
+    """The requester id of console turns: the operating-system user name."""
+    import getpass
+
+    try:
+        return getpass.getuser() or "cli"
+    except Exception:  # no user database entry (containers)
+        return "cli"
+
+
+def cli_propose(settings: Settings, tools: ToolRegistry, action: PendingAction, turn: Turn,
+                confirm_hint: str | None = None) -> str:
+    """Store a proposal made in the console and return how to confirm or cancel it (the reply text
+    already shows the preview), with the key and the expiry."""
+    from zoneinfo import ZoneInfo
+
+    store = StateStore(settings.state_url)
+    try:
+        rec = build_action_service(settings, tools, store).propose(action, turn)
+    finally:
+        store.close()
+    if rec.status != "pending":
+        return f"(This request was seen before and is {rec.status}; nothing new was proposed. Key: {rec.key})"
+    expires = rec.expires_at.astimezone(ZoneInfo(turn.timezone or settings.default_timezone)).strftime("%H:%M %Z")
+    hint = confirm_hint or f"To book it: chatops actions confirm {rec.key}   (or: chatops actions cancel {rec.key})"
+    return f"{hint}\nThe preview expires at {expires}."
+
+
+def cli_action(settings: Settings, op: str, key: str, user_id: str | None = None, *, as_json: bool = False) -> int:
+    """``chatops actions confirm|cancel|show KEY``: print the outcome; exit 0 when it is settled as
+    asked (done / cancelled / shown), 1 otherwise (expired, failed, refused, not found)."""
+    import json as _json
+
+    from .render_actions import terminal_outcome, terminal_preview
+
+    tools = ToolRegistry()
+    tool = build_calendar_tool(settings)
+    tools.register(tool)
+    store = StateStore(settings.state_url)
+    try:
+        service = build_action_service(settings, tools, store)
+        user = user_id or cli_user()
+        if op == "show":
+            rec = service.get(key)
+            if rec is None:
+                print(f"no pending action {key}")
+                return 1
+            if as_json:
+                print(_json.dumps({"key": rec.key, "tool": rec.tool, "status": rec.status, "args": rec.args,
+                                   "requester": rec.requester, "result": rec.result,
+                                   "expires_at": rec.expires_at.isoformat()}, ensure_ascii=False))
+            else:
+                print(terminal_preview(rec, settings.default_timezone) + f"\n  status     {rec.status}")
+            return 0
+        outcome = service.confirm(key, user) if op == "confirm" else service.cancel(key, user)
+        if as_json:
+            print(_json.dumps({"status": outcome.status, "message": outcome.message, "result": outcome.result},
+                              ensure_ascii=False))
+        else:
+            print(terminal_outcome(outcome))
+        return 0 if outcome.status in {"done", "already_done", "cancelled", "already_cancelled"} else 1
+    finally:
+        store.close()
+        tool.close()

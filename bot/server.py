@@ -1,0 +1,331 @@
+"""``chatops serve``: one aiohttp web server for every chat platform.
+
+The app always has ``GET /healthz`` (the process is up) and ``GET /readyz`` (the state store answers,
+the index is open, and every adapter is ready; 503 otherwise, with a JSON body saying which check
+failed). Platforms plug in as **web adapters** (:class:`WebAdapter`): each brings its routes (Slack:
+``POST /slack/events``; Teams will add ``POST /api/messages``), a readiness check, and start/stop hooks
+run with the server. Adding a platform means writing an adapter and passing it to :func:`create_app`;
+nothing here changes.
+
+:func:`serve` wires settings -> index, agent, state store, index jobs -> Slack bot -> adapters -> server,
+starts the sync scheduler (:mod:`bot.scheduler`), runs an incremental sync of every source in the
+background at start-up (unless ``--no-sync``), and runs until SIGINT/SIGTERM, then drains background
+work and closes everything. Index jobs (start-up sync, ``/kb reindex``) share one worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from .settings import Settings
+
+__all__ = ["WebAdapter", "ReadinessCheck", "create_app", "serve", "ServeError", "ServerThread", "ADAPTERS_KEY"]
+
+log = logging.getLogger(__name__)
+
+ReadinessCheck = Callable[[], Awaitable[tuple[bool, str]]]
+
+READINESS_TIMEOUT = 5.0
+
+
+class ServeError(ValueError):
+    """``chatops serve`` cannot start; the message says what to fix (the CLI exits with status 2)."""
+
+
+class WebAdapter(Protocol):
+    """A chat platform's presence in the web server.
+
+    Attributes:
+        name: a short name, used in ``/readyz`` (``slack``, ``teams``...).
+    """
+
+    name: str
+
+    def routes(self) -> Sequence[web.RouteDef]:
+        """The routes this adapter serves (may be empty, e.g. Socket Mode)."""
+        ...
+
+    async def start(self) -> None:
+        """Called once the server starts (connect, check credentials); should log, not raise."""
+        ...
+
+    async def stop(self) -> None:
+        """Called when the server stops (drain work, close connections)."""
+        ...
+
+    async def ready(self) -> tuple[bool, str]:
+        """``(ok, detail)`` for ``/readyz``."""
+        ...
+
+
+ADAPTERS_KEY = web.AppKey("chatops_adapters", list)
+CHECKS_KEY = web.AppKey("chatops_checks", dict)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler):
+    """Unexpected exceptions become a JSON 500 without a trace (the trace goes to the log)."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except Exception:  # noqa: BLE001
+        log.exception("unhandled error serving %s %s", request.method, request.path)
+        return web.json_response({"ok": False, "error": "internal error"}, status=500)
+
+
+async def _healthz(_request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def _run_check(check: ReadinessCheck) -> tuple[bool, str]:
+    try:
+        return await asyncio.wait_for(check(), READINESS_TIMEOUT)
+    except asyncio.TimeoutError:
+        return False, f"timed out after {READINESS_TIMEOUT:.0f} s"
+    except Exception as exc:  # noqa: BLE001
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    checks: dict[str, ReadinessCheck] = dict(request.app[CHECKS_KEY])
+    for adapter in request.app[ADAPTERS_KEY]:
+        checks[adapter.name] = adapter.ready
+    names = list(checks)
+    results = await asyncio.gather(*(_run_check(checks[n]) for n in names))
+    body = {n: {"ok": ok, "detail": detail} for n, (ok, detail) in zip(names, results)}
+    ready = all(ok for ok, _ in results)
+    return web.json_response({"status": "ready" if ready else "not ready", "checks": body},
+                             status=200 if ready else 503)
+
+
+def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, ReadinessCheck] | None = None,
+               client_max_size: int = 1024 ** 2) -> web.Application:
+    """The web application: ``/healthz``, ``/readyz`` and every adapter's routes and hooks.
+
+    Args:
+        adapters: the platforms to serve; their ``start`` runs at start-up, ``stop`` at clean-up (reverse order).
+        checks: extra readiness checks by name (e.g. ``state``, ``index``).
+        client_max_size: the largest request body accepted (bigger gets 413).
+
+    Raises:
+        ValueError: when two adapters claim the same route.
+    """
+    app = web.Application(middlewares=[_errors], client_max_size=client_max_size)
+    app[ADAPTERS_KEY] = list(adapters)
+    app[CHECKS_KEY] = dict(checks or {})
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/readyz", _readyz)
+    seen: dict[tuple[str, str], str] = {}
+    for adapter in adapters:
+        for route in adapter.routes():
+            key = (route.method, route.path)  # type: ignore[attr-defined]
+            if key in seen:
+                raise ValueError(f"{adapter.name} and {seen[key]} both serve {key[0]} {key[1]}")
+            seen[key] = adapter.name
+        app.router.add_routes(adapter.routes())
+
+    async def start(_app: web.Application) -> None:
+        for adapter in adapters:
+            await adapter.start()
+
+    async def stop(_app: web.Application) -> None:
+        for adapter in reversed(list(adapters)):
+            try:
+                await adapter.stop()
+            except Exception:  # noqa: BLE001 - stop the others anyway
+                log.exception("stopping the %s adapter failed", adapter.name)
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
+    return app
+
+
+class ServerThread:
+    """Runs a web app on a background thread with its own event loop (tests, benchmarks, embedding).
+
+    Args:
+        app: the application, or a function building it (called on the server's loop, so objects that
+            bind to a loop bind to the right one).
+        host, port: where to listen (port 0 picks a free one; see :attr:`port`).
+    """
+
+    def __init__(self, app: web.Application | Callable[[], web.Application], host: str = "127.0.0.1",
+                 port: int = 0) -> None:
+        self._app = app
+        self.host = host
+        self.port = port
+        self.app: web.Application | None = None
+        self.loop = asyncio.new_event_loop()
+        self._runner: web.AppRunner | None = None
+        self._thread = threading.Thread(target=self.loop.run_forever, name="chatops-server", daemon=True)
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT``."""
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 30) -> "ServerThread":
+        """Start the loop thread and the server; returns self once it listens.
+
+        Raises:
+            OSError: when the port cannot be bound.
+        """
+        self._thread.start()
+        self.call(self._start(), timeout)
+        return self
+
+    async def _start(self) -> None:
+        self.app = self._app() if callable(self._app) and not isinstance(self._app, web.Application) else self._app
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    def call(self, coro: Awaitable[Any], timeout: float | None = 30) -> Any:
+        """Run ``coro`` on the server's loop and return its result (raises what it raises)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)  # type: ignore[arg-type]
+
+    def stop(self, timeout: float = 30) -> None:
+        """Run the app's clean-up, stop the loop and join the thread."""
+        if self._runner is not None:
+            self.call(self._runner.cleanup(), timeout)
+            self._runner = None
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout)
+        self.loop.close()
+
+
+def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mode: bool = False,
+          initial_sync: bool = True) -> int:
+    """Run ``chatops serve`` until SIGINT/SIGTERM (see the module docstring); returns the exit status.
+
+    Raises:
+        ServeError: when no platform is configured, for incomplete Slack settings, or an unreachable state store.
+        connectors.errors.ConnectorError: for a bad sources file or spec, or a locked or corrupt index.
+    """
+    from connectors.errors import ConnectorError
+    from state import StateStore, StateStoreError
+
+    from .actions import build_action_service, slack_handlers
+    from .jobs import IndexJobs
+    from .slack import SlackBot, SlackConfig, SlackConfigError
+    from .slack.http import SlackHttpAdapter
+    from .slack.logsafe import install_redaction
+    from .slack.socket_mode import SlackSocketModeAdapter
+    from .wiring import build_agent
+
+    slack_wanted = socket_mode or bool(settings.slack_bot_token or settings.slack_signing_secret)
+    teams_wanted = bool(settings.microsoft_app_id or settings.teams_allow_unauthenticated)
+    if not (slack_wanted or teams_wanted):
+        raise ServeError("no chat platform is configured: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET for Slack "
+                         "and/or MicrosoftAppId and MicrosoftAppPassword for Teams (see the README)")
+    config = None
+    if slack_wanted:
+        try:
+            config = SlackConfig.from_settings(settings, socket_mode=socket_mode)
+        except SlackConfigError as exc:
+            raise ServeError(str(exc)) from exc
+        install_redaction(config.secrets)
+    try:
+        store = StateStore(settings.state_url)
+    except StateStoreError as exc:
+        raise ServeError(str(exc)) from exc
+    try:
+        runtime = build_agent(settings)
+    except ConnectorError:
+        store.close()
+        raise
+    try:
+        jobs = IndexJobs.from_settings(runtime, store, settings)
+    except Exception:
+        runtime.close()
+        store.close()
+        raise
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatops-jobs")
+    action_service = build_action_service(settings, runtime.tools, store)
+    # The platforms served, each one adapter: Slack (POST /slack/events, or Socket Mode), Teams (POST /api/messages).
+    adapters: list[WebAdapter] = []
+    if config is not None:
+        bot = SlackBot(config, runtime, store, jobs, job_executor=executor)
+        # Side-effect actions (calendar): previews stored in the state store, Confirm / Cancel executed once.
+        bot.use_pending_actions(*slack_handlers(action_service, default_timezone=settings.default_timezone))
+        adapters.append(SlackSocketModeAdapter(bot) if socket_mode else SlackHttpAdapter(bot))
+    if teams_wanted:
+        from .teams.adapter import build_teams_adapter
+
+        adapters.append(build_teams_adapter(settings, runtime.agent, store, actions=action_service, jobs=jobs))
+
+    async def state_ready() -> tuple[bool, str]:
+        ok = await asyncio.to_thread(store.ping)
+        return ok, "database answers" if ok else "database unreachable (check DATABASE_URL)"
+
+    async def index_ready() -> tuple[bool, str]:
+        stats = await asyncio.to_thread(runtime.index.stats)
+        return True, f"{stats['pages']} pages, {stats['chunks']} chunks"
+
+    app = create_app(adapters, checks={"state": state_ready, "index": index_ready})
+    try:
+        mode = ", ".join(filter(None, ["Slack: socket mode" if socket_mode else ("Slack: /slack/events" if config else ""),
+                                       "Teams: /api/messages" if teams_wanted else ""]))
+        asyncio.run(_run(app, host, port, executor, jobs, initial_sync, mode))
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        jobs.close()
+        runtime.close()
+        store.close()
+    return 0
+
+
+async def _run(app: web.Application, host: str, port: int, executor: Executor, jobs: Any, initial_sync: bool,
+               mode: str) -> None:
+    from .scheduler import start_scheduler
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
+            pass
+    runner = web.AppRunner(app)
+    await runner.setup()
+    scheduler = None
+    try:
+        await web.TCPSite(runner, host, port).start()
+        bound = runner.addresses[0][1] if runner.addresses else port
+        print(f"chatops: serving on http://{host}:{bound} ({mode}; /healthz, /readyz); Ctrl-C stops",
+              file=sys.stderr, flush=True)
+        scheduler = start_scheduler(jobs)  # the scheduled syncs (CHATOPS_SYNC_INTERVAL, the sources file)
+        if initial_sync and jobs.names():
+            fut = loop.run_in_executor(executor, jobs.run)
+            fut.add_done_callback(_log_sync)
+        await stop.wait()
+        print("chatops: stopping", file=sys.stderr, flush=True)
+    finally:
+        if scheduler is not None:
+            scheduler.shutdown(wait=False)
+        await runner.cleanup()
+
+
+def _log_sync(fut) -> None:
+    try:
+        for r in fut.result():
+            if r.status == "ok":
+                s = r.summary
+                print(f"chatops: start-up sync of {r.source}: {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
+                      f"{s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged", file=sys.stderr, flush=True)
+            else:
+                log.error("start-up sync of %s: %s %s", r.source, r.status, r.error)
+    except Exception:  # noqa: BLE001
+        log.exception("start-up sync failed")

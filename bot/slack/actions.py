@@ -1,0 +1,179 @@
+"""Block actions (button clicks), routed by ``action_id`` prefix.
+
+Every click is acknowledged at once; the handler registered for the longest matching prefix runs
+afterwards with an :class:`ActionContext`. Built in:
+
+- ``feedback:`` (``feedback:helpful`` / ``feedback:not_helpful``, value: the turn's trace id): stored in
+  the state store, thanked ephemerally;
+- ``share:`` (``share:channel``, value: trace id and question): the ephemeral ``/kb`` answer is posted
+  in the channel (through the ``response_url``, so the bot need not be a member) and the ephemeral
+  copy is deleted;
+- ``action_confirm:`` / ``action_cancel:`` (``action_confirm:<key>``, value: the pending action's
+  idempotency key): a placeholder that says actions are not enabled, until the action service is
+  plugged in with :meth:`bot.slack.bot.SlackBot.use_pending_actions` (which also makes replies with
+  ``Reply.pending_action`` store the proposal and show its preview).
+
+Adding a button: render it with ``action_id="myprefix:name"`` and register an async handler
+``async def handler(ctx: ActionContext) -> None`` under ``"myprefix:"``. Nothing else changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent.models import Turn
+from state import StateStore
+
+from . import render
+from .conversation import AgentRunner, RecentReplies, error_reference
+from .kb import respond_checked
+from .mrkdwn import escape, truncate
+
+__all__ = ["ActionContext", "ActionHandler", "ActionRegistry", "register_builtin_actions"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class ActionContext:
+    """One click, as handlers see it.
+
+    Attributes:
+        action: the clicked element (``action_id``, ``value``, ``block_id``...).
+        body: the whole ``block_actions`` payload.
+        user_id, channel_id: who clicked, where (``channel_id`` may be empty, e.g. in App Home).
+        message_ts, thread_ts: the message holding the button and its thread (empty for ephemeral messages).
+        respond: posts to the payload's ``response_url`` (Bolt's ``respond``).
+        client: the Web API client.
+        services: what the built-in handlers need (``store``, ``runner``, ``replies``); others may add theirs.
+    """
+
+    action: dict[str, Any]
+    body: dict[str, Any]
+    user_id: str
+    channel_id: str
+    message_ts: str
+    thread_ts: str
+    respond: Callable[..., Awaitable[Any]]
+    client: AsyncWebClient
+    services: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def action_id(self) -> str:
+        """The clicked element's ``action_id``."""
+        return str(self.action.get("action_id", ""))
+
+    @property
+    def value(self) -> str:
+        """The clicked button's value (empty when it has none)."""
+        return str(self.action.get("value", "") or "")
+
+
+ActionHandler = Callable[[ActionContext], Awaitable[None]]
+
+
+class ActionRegistry:
+    """Maps ``action_id`` prefixes to handlers; the longest registered prefix wins."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, ActionHandler] = {}
+
+    def register(self, prefix: str, handler: ActionHandler) -> None:
+        """Route clicks whose ``action_id`` starts with ``prefix`` to ``handler`` (replacing any earlier one).
+
+        Raises:
+            ValueError: for an empty prefix.
+        """
+        if not prefix:
+            raise ValueError("an action prefix must not be empty")
+        self._handlers[prefix] = handler
+
+    def prefixes(self) -> list[str]:
+        """The registered prefixes, sorted."""
+        return sorted(self._handlers)
+
+    def resolve(self, action_id: str) -> ActionHandler | None:
+        """The handler for ``action_id``, or None."""
+        best = max((p for p in self._handlers if action_id.startswith(p)), key=len, default=None)
+        return self._handlers[best] if best is not None else None
+
+    async def dispatch(self, ctx: ActionContext) -> None:
+        """Run the handler for ``ctx.action_id``; an unknown button or a failing handler is told to the user.
+
+        Never raises.
+        """
+        handler = self.resolve(ctx.action_id)
+        try:
+            if handler is None:
+                log.warning("no handler for button %r", ctx.action_id)
+                await respond_checked(ctx.respond, response_type="ephemeral", replace_original=False,
+                                      **render.notice("That button doesn't do anything any more; ask me again.",
+                                                      ":information_source:"))
+                return
+            await handler(ctx)
+        except Exception:  # noqa: BLE001 - the bot is never silent
+            ref = error_reference()
+            log.exception("button %s failed (reference %s)", ctx.action_id, ref)
+            try:
+                await respond_checked(ctx.respond, response_type="ephemeral", replace_original=False,
+                                      **render.error_message("Sorry, that didn't work.", ref))
+            except Exception as exc:  # noqa: BLE001
+                log.error("could not tell %s that button %s failed: %s", ctx.user_id, ctx.action_id, exc)
+
+
+async def feedback_handler(ctx: ActionContext) -> None:
+    """``feedback:helpful`` / ``feedback:not_helpful``: store the vote under the trace id, thank the user."""
+    store: StateStore = ctx.services["store"]
+    vote = ctx.action_id.split(":", 1)[1]
+    trace_id = ctx.value.strip()
+    if vote not in {"helpful", "not_helpful"} or not trace_id or len(trace_id) > 64:
+        raise ValueError(f"malformed feedback button {ctx.action_id!r} / {trace_id[:80]!r}")
+    await asyncio.to_thread(store.add_feedback, trace_id, "slack", ctx.user_id, vote)
+    log.info("feedback %s on trace %s from %s", vote, trace_id, ctx.user_id)
+    await respond_checked(ctx.respond, response_type="ephemeral", replace_original=False,
+                          **render.feedback_thanks(vote))
+
+
+async def share_handler(ctx: ActionContext) -> None:
+    """``share:channel``: post the ephemeral answer in the channel for everyone, then delete the ephemeral copy.
+
+    The answer is the one the user saw (remembered by trace id); if it was forgotten (a restart), the
+    question is asked again.
+    """
+    replies: RecentReplies = ctx.services["replies"]
+    runner: AgentRunner = ctx.services["runner"]
+    trace_id, question = render.parse_share_value(ctx.value)
+    found = replies.get(trace_id) if trace_id else None
+    if found is not None:
+        question, reply = found
+    elif question:
+        reply = await runner.answer(Turn(text=question, platform="slack", user_id=ctx.user_id,
+                                         channel_id=ctx.channel_id))
+        replies.put(question, reply)
+    else:
+        raise ValueError("the share button carries no question")
+    intro = f"<@{ctx.user_id}> asked: “{escape(truncate(question, 300))}”"
+    for msg in render.answer_messages(reply, intro=intro):
+        await respond_checked(ctx.respond, response_type="in_channel", replace_original=False, **msg)
+    await respond_checked(ctx.respond, delete_original=True)
+
+
+async def pending_not_enabled(ctx: ActionContext) -> None:
+    """Confirm / Cancel until the action service is plugged in: say nothing was done."""
+    await respond_checked(ctx.respond, response_type="ephemeral", replace_original=False,
+                          **render.notice("Actions aren't enabled on this bot yet, so I did nothing.",
+                                          ":information_source:"))
+
+
+def register_builtin_actions(registry: ActionRegistry) -> None:
+    """Register ``feedback:``, ``share:`` and the Confirm / Cancel placeholders."""
+    registry.register("feedback:", feedback_handler)
+    registry.register("share:", share_handler)
+    registry.register(render.PENDING_CONFIRM, pending_not_enabled)
+    registry.register(render.PENDING_CANCEL, pending_not_enabled)

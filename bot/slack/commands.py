@@ -1,0 +1,73 @@
+"""The ``/kb`` grammar (pure).
+
+``/kb`` or ``/kb help``; ``/kb status``; ``/kb sources``; ``/kb reindex [SOURCE] [--full]`` (admins);
+anything else is a question. ``help``, ``status`` and ``sources`` are commands only when alone, so
+``/kb status of the release process`` is a question.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["KbCommand", "parse_kb", "HELP_LINES"]
+
+Kind = Literal["question", "help", "status", "sources", "reindex", "invalid"]
+
+HELP_LINES = (
+    "*Ask the knowledge base*",
+    "• `/kb QUESTION`: a cited answer only you see, with a button to share it in the channel",
+    "• Mention me in a channel, or message me directly: I answer in the thread, and follow-ups in that "
+    "thread need no mention",
+    "*Look after it*",
+    "• `/kb status`: pages, chunks, last and next sync, and the last error, per source",
+    "• `/kb sources`: the configured sources",
+    "• `/kb reindex [SOURCE] [--full]`: re-index now, one source or all (admins only; `--full` rebuilds)",
+    "• `/kb help`: this help",
+)
+
+_REINDEX_USAGE = "usage: `/kb reindex [SOURCE] [--full]`"
+
+
+@dataclass(frozen=True, slots=True)
+class KbCommand:
+    """A parsed ``/kb`` invocation.
+
+    Attributes:
+        kind: ``question``, ``help``, ``status``, ``sources``, ``reindex`` or ``invalid``.
+        question: the question (``kind == "question"``).
+        source: the source to re-index, or None for all (``kind == "reindex"``).
+        full: ``--full`` was given (``kind == "reindex"``).
+        error: what is wrong and the usage (``kind == "invalid"``).
+    """
+
+    kind: Kind
+    question: str = ""
+    source: str | None = None
+    full: bool = False
+    error: str = ""
+
+
+def parse_kb(text: str | None) -> KbCommand:
+    """Parse the text after ``/kb`` (see the module docstring). Never raises."""
+    text = (text or "").strip()
+    words = text.split()
+    if not words:
+        return KbCommand("help")
+    head = words[0].lower()
+    if len(words) == 1 and head in {"help", "status", "sources", "-h", "--help"}:
+        return KbCommand("help" if head in {"-h", "--help"} else head)  # type: ignore[arg-type]
+    if head in {"reindex", "re-index"}:
+        full = False
+        source = None
+        for w in words[1:]:
+            if w in {"--full", "—full", "-full"}:
+                full = True
+            elif w.startswith("-"):
+                return KbCommand("invalid", error=f"unknown option `{w}`; {_REINDEX_USAGE}")
+            elif source is None:
+                source = w
+            else:
+                return KbCommand("invalid", error=f"name one source at most; {_REINDEX_USAGE}")
+        return KbCommand("reindex", source=source, full=full)
+    return KbCommand("question", question=text)

@@ -1,0 +1,303 @@
+"""Conversations: a mention, a DM or a thread reply -> :class:`Turn` -> agent -> reply in the thread.
+
+Which messages are answered:
+
+- ``app_mention`` in a channel: always, in the thread (the thread's ``thread_ts``, or the mention's ``ts``).
+- ``message`` in a DM (``channel_type: im``): always, in the thread, like a mention.
+- ``message`` in a channel or private channel: only a reply in a thread where this bot already posted,
+  and only when it does not mention the bot (the ``app_mention`` of the same message answers it).
+- message subtypes other than people's (joins, edits, deletions, bot posts) are never answered.
+
+While the agent works the user sees progress: the assistant status "Searching the knowledge base…"
+in an assistant thread (Slack's AI-app surface), otherwise an :eyes: reaction on the question that is
+removed once the answer is posted. Every failure tells the user something (see :class:`Poster`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent.agent import Agent
+from agent.models import PendingAction, Reply, Turn
+
+from . import render
+from .client import CHANNEL_ERRORS, FORMAT_ERRORS, api_error_code, describe_api_error
+from .inbound import mentions, to_plain
+from .mrkdwn import truncate
+from .threads import HUMAN_SUBTYPES, ThreadHistory, ThreadInfo, UserDirectory
+
+__all__ = ["AgentRunner", "Conversations", "Poster", "RecentReplies", "PendingProposer", "STATUS_TEXT",
+           "PROGRESS_REACTION", "MESSAGE_CHANNEL_TYPES"]
+
+log = logging.getLogger(__name__)
+
+STATUS_TEXT = "Searching the knowledge base…"
+PROGRESS_REACTION = "eyes"
+
+#: Stores a proposed side-effect action and returns its Slack blocks (Confirm / Cancel); see
+#: :meth:`bot.slack.bot.SlackBot.use_pending_actions`.
+PendingProposer = Callable[[PendingAction, Turn], Awaitable[list[dict[str, Any]]]]
+
+#: ``message`` events handled per ``channel_type``, with the Events API subscription each needs.
+MESSAGE_CHANNEL_TYPES = {"im": "message.im", "channel": "message.channels", "group": "message.groups"}
+
+
+class AgentRunner:
+    """Runs the synchronous agent in worker threads (``asyncio.to_thread``), at most ``concurrency`` at once,
+    so the event loop never blocks and worker threads stay free for the state store."""
+
+    def __init__(self, agent: Agent, concurrency: int = 2) -> None:
+        self.agent = agent
+        self._slots = asyncio.Semaphore(max(1, concurrency))
+
+    async def answer(self, turn: Turn) -> Reply:
+        """The agent's reply to ``turn``. Raises only what the agent raises (it does not for bad input)."""
+        async with self._slots:
+            return await asyncio.to_thread(self.agent.answer, turn)
+
+
+class RecentReplies:
+    """The latest replies by trace id, so "Share in channel" can post the very answer the user saw."""
+
+    def __init__(self, size: int = 1000) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[str, Reply]] = OrderedDict()
+
+    def put(self, question: str, reply: Reply) -> None:
+        """Remember ``reply`` (to ``question``) under its trace id."""
+        self._items[reply.trace.trace_id] = (question, reply)
+        self._items.move_to_end(reply.trace.trace_id)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def get(self, trace_id: str) -> tuple[str, Reply] | None:
+        """``(question, reply)`` for ``trace_id``, or None when forgotten."""
+        return self._items.get(trace_id)
+
+
+def error_reference() -> str:
+    """A short id to quote in an error message and find in the logs."""
+    return uuid.uuid4().hex[:8]
+
+
+@dataclass(slots=True)
+class Poster:
+    """Posts in threads and makes sure the user hears about failures.
+
+    - a message Slack refuses for its format (``invalid_blocks``, ``msg_too_long``...) is sent again as
+      plain text;
+    - when the bot cannot write to the conversation (``not_in_channel``, ``channel_not_found``...) the error
+      is logged and the user gets a direct message saying why and what to do;
+    - any other failure is logged and a short error message is attempted in the thread, then by DM.
+    """
+
+    client: AsyncWebClient
+
+    async def post(self, channel: str, thread_ts: str | None, message: dict[str, Any]) -> dict[str, Any]:
+        """``chat.postMessage`` of one rendered message (links not unfurled). Raises :class:`SlackApiError`."""
+        kwargs: dict[str, Any] = {"channel": channel, "text": message["text"], "unfurl_links": False,
+                                  "unfurl_media": False}
+        if message.get("blocks"):
+            kwargs["blocks"] = message["blocks"]
+        if thread_ts:
+            kwargs["thread_ts"] = thread_ts
+        return (await self.client.chat_postMessage(**kwargs)).data  # type: ignore[return-value]
+
+    async def deliver(self, channel: str, thread_ts: str | None, messages: list[dict[str, Any]], user_id: str) -> bool:
+        """Post ``messages`` in order in the thread; on failure apply the fallbacks above. True when all were posted."""
+        for msg in messages:
+            try:
+                await self.post(channel, thread_ts, msg)
+                continue
+            except SlackApiError as exc:
+                code = api_error_code(exc)
+            except Exception as exc:  # noqa: BLE001 - network failure after the retries
+                code = type(exc).__name__
+                log.warning("posting in %s failed: %s", channel, exc)
+            if code in FORMAT_ERRORS:
+                log.warning("Slack refused a message's format in %s (%s); sending it as plain text", channel, code)
+                try:
+                    await self.post(channel, thread_ts, {"text": truncate(msg["text"], 3900)})
+                    continue
+                except SlackApiError as exc:
+                    code = api_error_code(exc)
+            if code in CHANNEL_ERRORS:
+                log.warning("cannot post in channel %s: %s (%s)", channel, code, describe_api_error(code))
+                await self.tell_directly(user_id, channel, code)
+                return False
+            log.error("posting in %s failed: %s", channel, code)
+            await self.report(channel, thread_ts, user_id, f"I found an answer but couldn't post it ({code}).")
+            return False
+        return True
+
+    async def tell_directly(self, user_id: str, channel: str, code: str) -> bool:
+        """DM ``user_id`` that the bot could not reply in ``channel`` and why. Never raises."""
+        if not user_id or user_id == channel:
+            return False
+        text = f":warning: I couldn't reply in <#{channel}>: {describe_api_error(code)}"
+        try:
+            await self.client.chat_postMessage(channel=user_id, text=text)
+            return True
+        except Exception as exc:  # noqa: BLE001
+            log.error("could not DM %s about %s in %s either: %s", user_id, code, channel, api_error_code(exc))
+            return False
+
+    async def report(self, channel: str, thread_ts: str | None, user_id: str, text: str) -> None:
+        """Tell the user about a failure: in the thread, else by DM. Never raises."""
+        ref = error_reference()
+        log.error("told user %s in %s: %s (reference %s)", user_id, channel, text, ref)
+        msg = render.error_message(text + " Please try again; if it keeps happening, tell the bot's admins.", ref)
+        try:
+            await self.post(channel, thread_ts, msg)
+            return
+        except Exception as exc:  # noqa: BLE001
+            code = api_error_code(exc)
+        await self.tell_directly(user_id, channel, code)
+
+
+class Conversations:
+    """Answers mentions, DMs and thread follow-ups (see the module docstring).
+
+    Args:
+        client: the Web API client.
+        runner: runs the agent.
+        threads: thread history and participation.
+        users: user profiles (locale, time zone).
+        admin_ids: user ids with admin rights (``Turn.is_admin``).
+
+    Attributes:
+        propose: stores a reply's pending action and renders it (None: the default preview, nothing stored).
+    """
+
+    def __init__(self, client: AsyncWebClient, runner: AgentRunner, threads: ThreadHistory, users: UserDirectory,
+                 admin_ids: frozenset[str] = frozenset()) -> None:
+        self.client = client
+        self.runner = runner
+        self.threads = threads
+        self.users = users
+        self.admin_ids = admin_ids
+        self.poster = Poster(client)
+        self.propose: PendingProposer | None = None
+
+    # -- entry points (called after the ack) -----------------------------------------------------
+    async def on_mention(self, event: dict[str, Any], bot_user_id: str, bot_id: str = "") -> None:
+        """``app_mention``: answer in the thread."""
+        if event.get("subtype") not in HUMAN_SUBTYPES:
+            return
+        await self.answer(event, bot_user_id, bot_id, assistant=False)
+
+    async def on_message(self, event: dict[str, Any], bot_user_id: str, bot_id: str = "") -> str:
+        """``message`` (any channel type): answer or ignore per the module docstring.
+
+        Returns:
+            What was done (``answered`` or ``ignored: REASON``), for logs and tests.
+        """
+        if event.get("subtype") not in HUMAN_SUBTYPES:
+            return f"ignored: subtype {event.get('subtype')}"
+        kind = event.get("channel_type")
+        if kind not in MESSAGE_CHANNEL_TYPES:
+            return f"ignored: channel type {kind}"
+        if kind == "im":
+            await self.answer(event, bot_user_id, bot_id, assistant=False)
+            return "answered"
+        if mentions(event.get("text", ""), bot_user_id):
+            return "ignored: mention (answered as app_mention)"
+        thread_ts, ts = event.get("thread_ts"), event.get("ts")
+        if not thread_ts or thread_ts == ts:
+            return "ignored: not in a thread"
+        # One read per thread at a time: two quick replies in the same thread wait for the first
+        # read instead of both calling conversations.replies.
+        async with self.threads.lock(event["channel"], thread_ts):
+            if self.threads.known_absent(event["channel"], thread_ts):
+                return "ignored: a thread the bot is not part of (remembered)"
+            info = await self.threads.read(event["channel"], thread_ts, ts, bot_user_id, bot_id)
+        if not info.bot_participated:
+            return "ignored: a thread the bot is not part of"
+        await self.answer(event, bot_user_id, bot_id, assistant=False, info=info)
+        return "answered"
+
+    async def on_assistant_message(self, event: dict[str, Any], bot_user_id: str, bot_id: str = "") -> None:
+        """A message in an assistant thread (the AI-app surface): answer with the assistant status as progress."""
+        if event.get("subtype") not in HUMAN_SUBTYPES:
+            return
+        await self.answer(event, bot_user_id, bot_id, assistant=True)
+
+    async def on_assistant_thread_started(self, event: dict[str, Any]) -> None:
+        """``assistant_thread_started``: offer suggested prompts and greet. Never raises."""
+        thread = event.get("assistant_thread") or {}
+        channel, thread_ts = thread.get("channel_id"), thread.get("thread_ts")
+        if not channel or not thread_ts:
+            return
+        try:
+            await self.client.assistant_threads_setSuggestedPrompts(
+                channel_id=channel, thread_ts=thread_ts, title="Try asking", prompts=render.SUGGESTED_PROMPTS)
+        except Exception as exc:  # noqa: BLE001 - prompts are a nicety
+            log.warning("assistant.threads.setSuggestedPrompts failed in %s: %s", channel, api_error_code(exc))
+        await self.poster.deliver(channel, thread_ts, [render.greeting()], thread.get("user_id", ""))
+
+    # -- the answer ------------------------------------------------------------------------------
+    async def answer(self, event: dict[str, Any], bot_user_id: str, bot_id: str = "", *, assistant: bool,
+                     info: ThreadInfo | None = None) -> Reply | None:
+        """Answer ``event`` in its thread with progress shown; returns the reply (None when it failed)."""
+        channel, ts, user = event.get("channel", ""), event.get("ts", ""), event.get("user", "")
+        thread_ts = event.get("thread_ts") or ts
+        if not channel or not ts:
+            log.warning("ignored a message event without channel or ts")
+            return None
+        progress = await self._progress_start(channel, ts, thread_ts, assistant)
+        reply = None
+        try:
+            if info is None and event.get("thread_ts") and event.get("thread_ts") != ts:
+                info = await self.threads.read(channel, thread_ts, ts, bot_user_id, bot_id)
+            profile = await self.users.profile(user)
+            turn = Turn(text=to_plain(event.get("text", ""), bot_user_id), history=info.history if info else (),
+                        platform="slack", user_id=user, channel_id=channel, thread_id=thread_ts,
+                        is_admin=user in self.admin_ids, locale=profile.locale, timezone=profile.timezone)
+            reply = await self.runner.answer(turn)
+            log.info("answered in %s thread %s: route=%s refused=%s trace=%s", channel, thread_ts, reply.route,
+                     reply.refused, reply.trace.trace_id)
+            pending = None
+            if reply.pending_action is not None and self.propose is not None:
+                pending = await self.propose(reply.pending_action, turn)
+            if await self.poster.deliver(channel, thread_ts, render.answer_messages(reply, pending_blocks=pending), user):
+                self.threads.mark_answered(channel, thread_ts)
+        except Exception:  # noqa: BLE001 - the bot is never silent
+            log.exception("answering in %s thread %s failed", channel, thread_ts)
+            await self.poster.report(channel, thread_ts, user, "Sorry, something went wrong while I was answering.")
+            reply = None
+        finally:
+            await self._progress_stop(progress)
+        return reply
+
+    async def _progress_start(self, channel: str, ts: str, thread_ts: str, assistant: bool) -> tuple[str, str, str]:
+        if assistant:
+            try:
+                await self.client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts,
+                                                              status=STATUS_TEXT)
+                return ("status", channel, thread_ts)
+            except Exception as exc:  # noqa: BLE001 - not an assistant thread: fall back to a reaction
+                log.info("assistant status unavailable in %s (%s); using a reaction", channel, api_error_code(exc))
+        try:
+            await self.client.reactions_add(channel=channel, timestamp=ts, name=PROGRESS_REACTION)
+            return ("reaction", channel, ts)
+        except Exception as exc:  # noqa: BLE001 - progress is a nicety
+            log.info("could not add the progress reaction in %s: %s", channel, api_error_code(exc))
+            return ("none", channel, ts)
+
+    async def _progress_stop(self, progress: tuple[str, str, str]) -> None:
+        kind, channel, ts = progress
+        try:
+            if kind == "reaction":
+                await self.client.reactions_remove(channel=channel, timestamp=ts, name=PROGRESS_REACTION)
+            # the assistant status clears itself when the app posts in the thread
+        except Exception as exc:  # noqa: BLE001
+            log.info("could not remove the progress reaction in %s: %s", channel, api_error_code(exc))

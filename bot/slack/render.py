@@ -1,0 +1,307 @@
+"""Block Kit renderers: pure functions from replies and job reports to Slack messages.
+
+Every function returns message dicts ``{"text": str, "blocks": list}`` ready for ``chat.postMessage``,
+``chat.postEphemeral`` or a ``response_url``; none calls Slack. Slack's limits are respected: section
+text at most 3,000 characters, 50 blocks a message, 10 elements a context block, 75-character button
+labels, 2,000-character button values; a longer answer becomes several messages (the sources and the
+buttons go with the last one).
+
+Button ``action_id``\\ s are ``PREFIX:NAME``; :mod:`bot.slack.actions` routes clicks by prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from agent.models import Citation, PendingAction, Reply
+
+from .commands import HELP_LINES
+from .mrkdwn import escape, split_text, to_mrkdwn, truncate
+
+__all__ = [
+    "answer_messages", "sources_context", "feedback_actions", "pending_action_blocks", "share_value",
+    "parse_share_value", "error_message", "notice", "help_message", "sources_message", "status_message",
+    "reindex_started", "reindex_summary", "feedback_thanks", "greeting", "SUGGESTED_PROMPTS",
+    "FEEDBACK_HELPFUL", "FEEDBACK_NOT_HELPFUL", "SHARE", "PENDING_CONFIRM", "PENDING_CANCEL",
+    "MAX_SECTION", "MAX_BLOCKS", "MAX_TEXT",
+]
+
+MAX_SECTION = 3000
+MAX_BLOCKS = 50
+MAX_CONTEXT_ELEMENTS = 10
+MAX_TEXT = 3000  # the notification / fallback text (Slack allows more, but truncates display)
+MAX_BUTTON_VALUE = 2000
+
+FEEDBACK_HELPFUL = "feedback:helpful"
+FEEDBACK_NOT_HELPFUL = "feedback:not_helpful"
+SHARE = "share:channel"
+#: Prefixes of a pending action's buttons (``action_confirm:<key>``; the key is also the value), the scheme of
+#: :mod:`bot.actions`.
+PENDING_CONFIRM = "action_confirm:"
+PENDING_CANCEL = "action_cancel:"
+
+#: Prompts offered when a user opens the assistant pane (``assistant.threads.setSuggestedPrompts``).
+SUGGESTED_PROMPTS = [
+    {"title": "Declare an incident", "message": "How do I declare an incident?"},
+    {"title": "Expenses", "message": "What's the deadline for submitting expenses?"},
+    {"title": "Time off", "message": "How do I ask for time off?"},
+]
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _context(texts: Iterable[str]) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": t} for t in texts]}
+
+
+def _button(label: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
+    b: dict[str, Any] = {"type": "button", "text": {"type": "plain_text", "text": truncate(label, 75), "emoji": True},
+                         "action_id": action_id, "value": value[:MAX_BUTTON_VALUE]}
+    if style:
+        b["style"] = style
+    return b
+
+
+def _link(url: str, label: str) -> str:
+    label = escape(label).replace("|", "∣")
+    if not url:
+        return label
+    safe = url.replace("|", "%7C").replace(">", "%3E").replace("<", "%3C").replace(" ", "%20")
+    return f"<{safe}|{label}>"
+
+
+def _sources(citations: Sequence[Citation]) -> list[Citation]:
+    """One citation per marker number, in number order."""
+    seen: dict[int, Citation] = {}
+    for c in citations:
+        seen.setdefault(c.n, c)
+    return [seen[n] for n in sorted(seen)]
+
+
+def sources_context(citations: Sequence[Citation]) -> list[dict[str, Any]]:
+    """Context blocks listing the numbered sources: ``[n] <link|title> › section`` (10 a block)."""
+    lines = []
+    for c in _sources(citations):
+        title = truncate(c.title or c.doc_id or "source", 150)
+        line = f"*[{c.n}]* {_link(c.url, title)}"
+        if c.section and c.section.strip() and c.section.strip() != (c.title or "").strip():
+            line += f" › {escape(truncate(c.section.strip(), 150))}"
+        lines.append(line)
+    return [_context(lines[i:i + MAX_CONTEXT_ELEMENTS]) for i in range(0, len(lines), MAX_CONTEXT_ELEMENTS)]
+
+
+def share_value(trace_id: str, question: str) -> str:
+    """The "Share in channel" button value: the turn's trace id and the question, at most 2,000 characters."""
+    q = question
+    while True:
+        value = json.dumps({"t": trace_id, "q": q}, ensure_ascii=False)
+        if len(value) <= MAX_BUTTON_VALUE:
+            return value
+        q = q[: max(0, len(q) - (len(value) - MAX_BUTTON_VALUE) - 8)]
+
+
+def parse_share_value(value: str) -> tuple[str, str]:
+    """``(trace_id, question)`` from :func:`share_value`; ``("", "")`` for anything else."""
+    try:
+        data = json.loads(value)
+        return str(data.get("t", "")), str(data.get("q", ""))
+    except (ValueError, AttributeError, TypeError):
+        return "", ""
+
+
+def feedback_actions(trace_id: str, share: str | None = None) -> dict[str, Any]:
+    """The actions block: helpful / not helpful (value: the trace id), and "Share in channel" when given."""
+    elements = [_button("👍 Helpful", FEEDBACK_HELPFUL, trace_id),
+                _button("👎 Not helpful", FEEDBACK_NOT_HELPFUL, trace_id)]
+    if share is not None:
+        elements.append(_button("Share in channel", SHARE, share, style="primary"))
+    return {"type": "actions", "block_id": f"feedback:{trace_id}"[:255], "elements": elements}
+
+
+def pending_action_blocks(action: PendingAction) -> list[dict[str, Any]]:
+    """A pending side-effect action: its summary and Confirm / Cancel (``action_confirm:<key>`` /
+    ``action_cancel:<key>``, value: the idempotency key). The default preview; the action service may
+    render its own (see :meth:`bot.slack.bot.SlackBot.use_pending_actions`)."""
+    key = action.idempotency_key
+    return [
+        _section(f":hourglass: {to_mrkdwn(action.summary) or escape(action.tool)}"),
+        {"type": "actions", "block_id": f"pending:{key}"[:255],
+         "elements": [_button("Confirm", (PENDING_CONFIRM + key)[:255], key, style="primary"),
+                      _button("Cancel", (PENDING_CANCEL + key)[:255], key, style="danger")]},
+    ]
+
+
+def _fallback(text: str) -> str:
+    return truncate(text.strip() or "(no text)", MAX_TEXT)
+
+
+def answer_messages(reply: Reply, *, share: str | None = None, intro: str | None = None,
+                    feedback: bool = True, pending_blocks: list[dict[str, Any]] | None = None
+                    ) -> list[dict[str, Any]]:
+    """The agent's reply as one or more messages.
+
+    Args:
+        reply: the agent's reply (answer or refusal).
+        share: the value of a "Share in channel" button (ephemeral ``/kb`` answers), or None.
+        intro: mrkdwn shown first in a context block (e.g. who asked what, when shared).
+        feedback: whether to add the helpful / not helpful buttons.
+        pending_blocks: the preview of ``reply.pending_action`` as the action service rendered it (its
+            own Confirm / Cancel); it then stands for the whole answer (``reply.text`` is only the
+            notification text), without sources, feedback or share buttons. Without it a pending action
+            gets :func:`pending_action_blocks` under the text.
+
+    Returns:
+        Messages in posting order; the last one carries the sources and the buttons.
+    """
+    if pending_blocks:
+        head = [_context([truncate(intro, MAX_SECTION)])] if intro else []
+        return [{"text": _fallback(reply.text), "blocks": (head + list(pending_blocks))[:MAX_BLOCKS]}]
+    body = to_mrkdwn(reply.text) or "_(empty answer)_"
+    if reply.refused:
+        body = f":mag: {body}"
+    sections = [_section(t) for t in split_text(body, MAX_SECTION)]
+    head = [_context([truncate(intro, MAX_SECTION)])] if intro else []
+    tail: list[dict[str, Any]] = []
+    if not reply.refused and reply.citations:
+        tail.extend(sources_context(reply.citations))
+    if reply.pending_action is not None:
+        tail.extend(pending_action_blocks(reply.pending_action))
+    if feedback or share is not None:
+        tail.append(feedback_actions(reply.trace.trace_id, share) if feedback else
+                    {"type": "actions", "elements": [_button("Share in channel", SHARE, share or "", "primary")]})
+    blocks = head + sections + tail
+    if len(blocks) <= MAX_BLOCKS:
+        return [{"text": _fallback(reply.text), "blocks": blocks}]
+    # Too many blocks: answer sections spread over several messages, the tail on the last.
+    messages: list[dict[str, Any]] = []
+    current: list[dict[str, Any]] = list(head)
+    for s in sections:
+        if len(current) == MAX_BLOCKS:
+            messages.append({"text": _fallback(current[-1].get("text", {}).get("text", "")), "blocks": current})
+            current = []
+        current.append(s)
+    if len(current) + len(tail) > MAX_BLOCKS:
+        messages.append({"text": _fallback(current[-1].get("text", {}).get("text", "")), "blocks": current})
+        current = []
+    current.extend(tail)
+    messages.append({"text": _fallback(reply.text if not messages else "Sources for the answer above"),
+                     "blocks": current})
+    return messages
+
+
+def notice(text: str, emoji: str = "") -> dict[str, Any]:
+    """A one-section message (``text`` is mrkdwn)."""
+    full = f"{emoji} {text}".strip()
+    return {"text": _fallback(full), "blocks": [_section(truncate(full, MAX_SECTION))]}
+
+
+def error_message(text: str, reference: str = "") -> dict[str, Any]:
+    """A failure the user must hear about: what went wrong and, when known, a reference for the admins."""
+    ref = f" (reference `{escape(reference)}`)" if reference else ""
+    return notice(f"{text}{ref}", ":warning:")
+
+
+def feedback_thanks(value: str) -> dict[str, Any]:
+    """The ephemeral acknowledgement of a feedback click."""
+    if value == "helpful":
+        return notice("Thanks! Glad it helped; your feedback is recorded.", ":white_check_mark:")
+    return notice("Thanks for telling me; your feedback is recorded and helps improve the answers.", ":memo:")
+
+
+def greeting() -> dict[str, Any]:
+    """The first message in a new assistant thread."""
+    return notice("Hi! Ask me anything about the company's policies, processes and tools; "
+                  "I answer from the knowledge base, with links to my sources.", ":wave:")
+
+
+def help_message() -> dict[str, Any]:
+    """``/kb help``."""
+    text = "\n".join(HELP_LINES)
+    return {"text": "How to use /kb", "blocks": [_section(text)]}
+
+
+def sources_message(names: Sequence[str], status: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """``/kb sources``: the configured sources with their page counts."""
+    if not names:
+        return notice("No sources are configured. An admin sets `CHATOPS_SOURCES` (for example "
+                      "`folder:./wiki?name=handbook`) and runs `/kb reindex`.", ":open_file_folder:")
+    pages = {row.get("source"): row.get("pages", 0) for row in status}
+    lines = [f"• *{escape(n)}*: {pages.get(n, 0)} pages" for n in names]
+    return {"text": "Knowledge base sources", "blocks": [_section("*Knowledge base sources*\n" + "\n".join(lines))]}
+
+
+def _when(value: Any) -> str:
+    """An ISO timestamp as a Slack date token (shown in the reader's time zone), else ``never``."""
+    if not value:
+        return "never"
+    try:
+        dt = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    except ValueError:
+        return escape(str(value))
+    fallback = dt.strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(dt.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def status_message(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``/kb status``: per source, pages, chunks, last sync (with its outcome), next sync and last error."""
+    if not rows:
+        return notice("The knowledge base is empty and no sources are configured (`CHATOPS_SOURCES`).",
+                      ":open_file_folder:")
+    blocks: list[dict[str, Any]] = [_section("*Knowledge base status*")]
+    for row in rows[: MAX_BLOCKS - 1]:
+        last = _when(row.get("last_run"))
+        if row.get("last_status"):
+            last += f" ({escape(str(row['last_status']))})"
+        schedule = escape(str(row["schedule"])) if row.get("schedule") else ""
+        if row.get("next_run"):
+            nxt = _when(row["next_run"]) + (f" ({schedule})" if schedule else "")
+        else:
+            nxt = schedule or "not scheduled"
+        err = truncate(escape(str(row.get("last_error") or "none")), 1900)
+        fields = [f"*Source*\n{escape(str(row.get('source', '?')))}",
+                  f"*Pages / chunks*\n{row.get('pages', 0)} / {row.get('chunks', 0)}",
+                  f"*Last sync*\n{last}", f"*Next sync*\n{nxt}", f"*Last error*\n{err}"]
+        blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]})
+    lines = [f"{r.get('source')}: {r.get('pages', 0)} pages, {r.get('chunks', 0)} chunks" for r in rows]
+    return {"text": _fallback("Knowledge base status: " + "; ".join(lines)), "blocks": blocks}
+
+
+def reindex_started(source: str | None, full: bool) -> dict[str, Any]:
+    """The immediate acknowledgement of ``/kb reindex``."""
+    what = f"*{escape(source)}*" if source else "all sources"
+    mode = "a full re-index" if full else "an incremental re-index"
+    return notice(f"Started {mode} of {what}. I'll post a summary here when it's done.", ":arrows_counterclockwise:")
+
+
+def reindex_summary(results: Sequence[Any], seconds: float) -> dict[str, Any]:
+    """The summary posted when ``/kb reindex`` finishes (``results``: :class:`bot.jobs.JobResult`)."""
+    lines = []
+    ok = True
+    for r in results:
+        name = escape(str(r.source))
+        if r.status == "ok":
+            s = r.summary or {}
+            line = (f":white_check_mark: *{name}*: {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
+                    f"{s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged, {s.get('skipped', 0)} skipped "
+                    f"({float(s.get('seconds', 0.0)):.1f} s)")
+            errors = s.get("errors")
+            if isinstance(errors, list) and errors:
+                line += f"\n      problems: {escape(truncate('; '.join(map(str, errors[:3])), 500))}"
+            elif isinstance(errors, int) and errors:
+                line += f"\n      problems: {errors} page(s) could not be read"
+        elif r.status == "busy":
+            ok = False
+            line = f":hourglass: *{name}*: a run of this source is already in progress; try again when it ends"
+        else:
+            ok = False
+            line = f":x: *{name}*: {escape(truncate(r.error or r.status, 500))}"
+        lines.append(line)
+    head = "Re-index finished" if ok else "Re-index finished with problems"
+    text = f"*{head}* in {seconds:.1f} s\n" + ("\n".join(lines) or "nothing to do")
+    return {"text": _fallback(f"{head}: " + "; ".join(f"{r.source} {r.status}" for r in results)),
+            "blocks": [_section(t) for t in split_text(text, MAX_SECTION)][:MAX_BLOCKS]}

@@ -1,0 +1,208 @@
+"""What the adapter reads from Slack about a conversation: thread history and user profiles.
+
+- :class:`ThreadHistory` reads a thread with ``conversations.replies`` (at most ``pages`` pages of
+  ``limit`` messages), returns the earlier human messages as the agent's history, and tells whether
+  the bot already answered in that thread (remembered locally for threads it answered itself; a thread
+  found without the bot is remembered for ``absent_ttl`` seconds, so a busy thread the bot is not part
+  of costs one Web API call per ``absent_ttl``, not one per message).
+- :class:`UserDirectory` reads ``users.info`` (locale and time zone) and caches it for an hour.
+
+A Web API failure here never stops an answer: it is logged and the caller gets less context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .client import api_error_code
+from .inbound import to_plain
+
+__all__ = ["ThreadHistory", "ThreadInfo", "UserDirectory", "UserProfile", "HUMAN_SUBTYPES"]
+
+log = logging.getLogger(__name__)
+
+#: Message subtypes written by people (others are joins, edits, bot posts...).
+HUMAN_SUBTYPES = frozenset({None, "thread_broadcast", "file_share", "me_message"})
+
+MAX_HISTORY = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadInfo:
+    """A thread as the agent needs it.
+
+    Attributes:
+        history: earlier messages by people, oldest first, as plain text (at most 10).
+        bot_participated: whether this bot posted in the thread.
+        ok: False when Slack could not be read (``history`` is then empty).
+    """
+
+    history: tuple[str, ...] = ()
+    bot_participated: bool = False
+    ok: bool = True
+
+
+class ThreadHistory:
+    """Thread history and participation (see the module docstring).
+
+    Args:
+        client: the Web API client.
+        limit: messages a ``conversations.replies`` page (Slack allows up to 1,000; 100 is typical).
+        pages: at most this many pages are read for one thread.
+        remember: how many answered threads are remembered locally.
+        absent_ttl: seconds a thread read without the bot in it is taken as still without it.
+    """
+
+    def __init__(self, client: AsyncWebClient, limit: int = 100, pages: int = 3, remember: int = 10_000,
+                 absent_ttl: float = 120.0) -> None:
+        self.client = client
+        self.limit = limit
+        self.pages = pages
+        self.remember = remember
+        self.absent_ttl = absent_ttl
+        self._answered: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._absent: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    @contextlib.asynccontextmanager
+    async def lock(self, channel: str, thread_ts: str):
+        """Serialise work on one thread (e.g. deciding whether the bot belongs in it) within this process."""
+        key = (channel, thread_ts)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and not getattr(lock, "_waiters", None):
+                self._locks.pop(key, None)
+
+    def mark_answered(self, channel: str, thread_ts: str) -> None:
+        """Remember that the bot posted in this thread."""
+        key = (channel, thread_ts)
+        self._absent.pop(key, None)
+        self._answered[key] = time.time()
+        self._answered.move_to_end(key)
+        while len(self._answered) > self.remember:
+            self._answered.popitem(last=False)
+
+    def _mark_absent(self, channel: str, thread_ts: str) -> None:
+        key = (channel, thread_ts)
+        self._absent[key] = time.monotonic() + self.absent_ttl
+        self._absent.move_to_end(key)
+        while len(self._absent) > self.remember:
+            self._absent.popitem(last=False)
+
+    def known_absent(self, channel: str, thread_ts: str) -> bool:
+        """True when the thread was read lately and the bot was not in it (see ``absent_ttl``)."""
+        until = self._absent.get((channel, thread_ts))
+        if until is None:
+            return False
+        if until < time.monotonic():
+            self._absent.pop((channel, thread_ts), None)
+            return False
+        return True
+
+    def known_answered(self, channel: str, thread_ts: str) -> bool:
+        """True when this process posted in the thread (False means "unknown", not "no")."""
+        return (channel, thread_ts) in self._answered
+
+    async def read(self, channel: str, thread_ts: str, before_ts: str, bot_user_id: str = "",
+                   bot_id: str = "") -> ThreadInfo:
+        """Read the thread ``thread_ts`` of ``channel`` up to (not including) the message ``before_ts``.
+
+        Never raises: a Web API error gives ``ThreadInfo(ok=False)`` with what is known locally.
+        """
+        messages: list[dict] = []
+        cursor = None
+        try:
+            for _ in range(self.pages):
+                kwargs = {"channel": channel, "ts": thread_ts, "limit": self.limit}
+                if cursor:
+                    kwargs["cursor"] = cursor
+                resp = await self.client.conversations_replies(**kwargs)
+                messages.extend(m for m in resp.get("messages", []) or [] if isinstance(m, dict))
+                cursor = (resp.get("response_metadata") or {}).get("next_cursor")
+                if not cursor or not resp.get("has_more", bool(cursor)):
+                    break
+        except SlackApiError as exc:
+            log.warning("conversations.replies failed for thread %s in %s: %s", thread_ts, channel, api_error_code(exc))
+            return ThreadInfo((), self.known_answered(channel, thread_ts), ok=False)
+        except Exception as exc:  # noqa: BLE001 - a network failure must not stop the answer
+            log.warning("conversations.replies failed for thread %s in %s: %s", thread_ts, channel, exc)
+            return ThreadInfo((), self.known_answered(channel, thread_ts), ok=False)
+        participated = self.known_answered(channel, thread_ts)
+        history: list[str] = []
+        for m in messages:
+            if (bot_user_id and m.get("user") == bot_user_id) or (bot_id and m.get("bot_id") == bot_id):
+                participated = True
+                continue
+            if m.get("bot_id") or m.get("subtype") not in HUMAN_SUBTYPES:
+                continue
+            if _ts(m.get("ts")) >= _ts(before_ts):
+                continue
+            text = to_plain(m.get("text", ""), bot_user_id)
+            if text:
+                history.append(text)
+        if participated:
+            self.mark_answered(channel, thread_ts)
+        else:
+            self._mark_absent(channel, thread_ts)
+        return ThreadInfo(tuple(history[-MAX_HISTORY:]), participated)
+
+
+def _ts(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class UserProfile:
+    """A user's locale (``en-US``) and IANA time zone (``Europe/Paris``)."""
+
+    locale: str = "en"
+    timezone: str = "UTC"
+
+
+class UserDirectory:
+    """``users.info`` with an in-memory cache (``ttl`` seconds, at most ``size`` users)."""
+
+    def __init__(self, client: AsyncWebClient, ttl: float = 3600.0, size: int = 5000) -> None:
+        self.client = client
+        self.ttl = ttl
+        self.size = size
+        self._cache: OrderedDict[str, tuple[float, UserProfile]] = OrderedDict()
+
+    async def profile(self, user_id: str) -> UserProfile:
+        """The user's locale and time zone; defaults (``en``, ``UTC``) when Slack cannot say. Never raises."""
+        if not user_id:
+            return UserProfile()
+        hit = self._cache.get(user_id)
+        now = time.monotonic()
+        if hit and now - hit[0] < self.ttl:
+            return hit[1]
+        try:
+            resp = await self.client.users_info(user=user_id, include_locale=True)
+            user = resp.get("user") or {}
+            prof = UserProfile(locale=str(user.get("locale") or "en"), timezone=str(user.get("tz") or "UTC"))
+        except SlackApiError as exc:
+            log.warning("users.info failed for %s: %s", user_id, api_error_code(exc))
+            prof = UserProfile()
+        except Exception as exc:  # noqa: BLE001 - a profile is a nicety
+            log.warning("users.info failed for %s: %s", user_id, exc)
+            prof = UserProfile()
+        self._cache[user_id] = (now, prof)
+        self._cache.move_to_end(user_id)
+        while len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return prof

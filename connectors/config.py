@@ -1,0 +1,504 @@
+"""The sources file (``CHATOPS_CONFIG``, default ``chatops.yml``), validated with pydantic.
+
+Shape (see the README's "Sources and sync" section for a full example)::
+
+    scheduler:                      # optional
+      misfire_grace_seconds: 600    # a run that could not start on time may still start this late
+      timezone: UTC                 # for cron schedules
+    sources:
+      - name: eng                   # letters, digits, . _ -; unique; stored with every chunk
+        type: confluence            # confluence | mediawiki | folder
+        base_url: https://acme.atlassian.net/wiki
+        deployment: cloud           # cloud (REST v2, email + API token) | datacenter (REST v1, PAT)
+        spaces: [ENG, OPS]
+        auth: {email_env: CONFLUENCE_EMAIL, token_env: CONFLUENCE_API_TOKEN}
+        schedule: {interval: 30m}   # or {cron: "*/30 * * * *"}; none: only `chatops sync` runs it
+
+Secrets are never written in the file: ``auth`` names environment variables (``*_env`` keys),
+which are read when a source is built (:func:`build_source`). A file that does not validate
+raises :class:`ConfigFileError` listing every problem with its place (``sources[1] (eng).auth``)
+and what to write instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from .errors import ConnectorError, SourceSpecError
+
+__all__ = [
+    "ChatopsConfig", "SourceConfig", "ConfluenceConfig", "MediaWikiConfig", "FolderConfig", "Schedule",
+    "SchedulerConfig", "ConfluenceAuth", "MediaWikiAuth", "ConfigFileError", "MissingCredentialError",
+    "load_config", "parse_config", "require_env", "build_source", "parse_interval", "DEFAULT_CONFIG_FILE",
+]
+
+DEFAULT_CONFIG_FILE = "chatops.yml"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INTERVAL = re.compile(r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s)?\s*$", re.I)
+_SECRET_KEYS = {"token", "api_token", "password", "pat", "secret", "email", "username", "user", "apikey", "api_key"}
+
+
+class ConfigFileError(SourceSpecError):
+    """The sources file is missing, not YAML, or does not validate; the message lists every problem."""
+
+
+class MissingCredentialError(ConnectorError):
+    """A source names a credential environment variable that is not set."""
+
+
+def parse_interval(text: str) -> timedelta:
+    """Parse ``"30m"``, ``"1h30m"``, ``"90s"``, ``"1d"`` (or a bare number of minutes) into a timedelta.
+
+    Raises:
+        ValueError: for anything else, or an interval under 10 seconds.
+    """
+    text = str(text).strip()
+    if text.isdigit():
+        td = timedelta(minutes=int(text))
+    else:
+        m = _INTERVAL.match(text)
+        if not m or not any(m.groups()):
+            raise ValueError(f"interval {text!r} is not like 30m, 1h, 1h30m, 90s or 1d")
+        d, h, mi, s = (int(g or 0) for g in m.groups())
+        td = timedelta(days=d, hours=h, minutes=mi, seconds=s)
+    if td < timedelta(seconds=10):
+        raise ValueError(f"interval {text!r} is shorter than 10 seconds")
+    return td
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Schedule(_Strict):
+    """When a source syncs: exactly one of ``interval`` (``"30m"``) or ``cron`` (5-field crontab).
+
+    ``jitter_seconds`` delays each run by up to that many seconds (spreads sources out).
+    """
+
+    interval: str | None = None
+    cron: str | None = None
+    jitter_seconds: int = Field(0, ge=0, le=3600)
+
+    @model_validator(mode="after")
+    def _one(self) -> Schedule:
+        if (self.interval is None) == (self.cron is None):
+            raise ValueError("give exactly one of interval (e.g. 30m) or cron (e.g. '*/30 * * * *')")
+        if self.interval is not None:
+            parse_interval(self.interval)
+        if self.cron is not None:
+            from apscheduler.triggers.cron import CronTrigger
+
+            try:
+                CronTrigger.from_crontab(self.cron)
+            except ValueError as exc:
+                raise ValueError(f"cron {self.cron!r} is not a 5-field crontab (minute hour day month weekday): {exc}")
+        return self
+
+    def trigger(self, timezone: str = "UTC"):
+        """The APScheduler 3.x trigger (``IntervalTrigger`` or ``CronTrigger``) in ``timezone``."""
+        from apscheduler.triggers.cron import CronTrigger
+        from apscheduler.triggers.interval import IntervalTrigger
+
+        tz = ZoneInfo(timezone)
+        jitter = self.jitter_seconds or None
+        if self.interval is not None:
+            return IntervalTrigger(seconds=int(parse_interval(self.interval).total_seconds()), timezone=tz, jitter=jitter)
+        trig = CronTrigger.from_crontab(self.cron, timezone=tz)  # type: ignore[arg-type]
+        trig.jitter = jitter
+        return trig
+
+    def describe(self) -> str:
+        """``"every 30m"`` or ``"cron */30 * * * *"``."""
+        return f"every {self.interval}" if self.interval is not None else f"cron {self.cron}"
+
+
+def _env_name(v: str | None, field: str) -> str | None:
+    if v is None:
+        return v
+    if not _ENV.match(v):
+        raise ValueError(f"{field} must be the NAME of an environment variable (like CONFLUENCE_API_TOKEN), "
+                         "not the secret itself")
+    return v
+
+
+class _Auth(_Strict):
+    @model_validator(mode="before")
+    @classmethod
+    def _no_inline_secrets(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            inline = sorted(k for k in data if str(k).lower() in _SECRET_KEYS)
+            if inline:
+                raise ValueError(
+                    f"credentials are never written in the config file (found {', '.join(inline)}): put each "
+                    "secret in an environment variable and name it with the matching *_env key, e.g. "
+                    "token_env: CONFLUENCE_API_TOKEN")
+        return data
+
+
+class ConfluenceAuth(_Auth):
+    """Which environment variables hold Confluence credentials.
+
+    Cloud: ``email_env`` (the Atlassian account e-mail) and ``token_env`` (an API token), sent as
+    HTTP basic auth. Data Center: ``token_env`` (a personal access token), sent as
+    ``Authorization: Bearer``. Defaults: ``CONFLUENCE_EMAIL`` / ``CONFLUENCE_API_TOKEN`` (cloud),
+    ``CONFLUENCE_TOKEN`` (datacenter).
+    """
+
+    email_env: str | None = None
+    token_env: str | None = None
+
+    @field_validator("email_env", "token_env")
+    @classmethod
+    def _check(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return _env_name(v, info.field_name or "")
+
+
+class MediaWikiAuth(_Auth):
+    """Which environment variables hold a MediaWiki bot password (``Special:BotPasswords``).
+
+    ``username_env`` holds ``User@botname``; ``password_env`` the generated password.
+    """
+
+    username_env: str
+    password_env: str
+
+    @field_validator("username_env", "password_env")
+    @classmethod
+    def _check(cls, v: str, info: ValidationInfo) -> str:
+        return _env_name(v, info.field_name or "") or v
+
+
+class _SourceBase(_Strict):
+    name: str
+    schedule: Schedule | None = None
+    timeout_seconds: float = Field(30.0, gt=0, le=600, description="per-request read timeout")
+    retries: int = Field(5, ge=0, le=20, description="retries of one request on 429/5xx/timeouts")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"source name {v!r} must be letters, digits, '.', '_' or '-' (no spaces) "
+                             "(it is stored with every indexed chunk)")
+        return v
+
+
+def _http_url(v: str, field: str) -> str:
+    v = v.strip()
+    if not re.match(r"^https?://[^/\s]+", v):
+        raise ValueError(f"{field} must be an http(s) URL, got {v!r}")
+    return v.rstrip("/")
+
+
+class ConfluenceConfig(_SourceBase):
+    """A Confluence source.
+
+    Attributes:
+        base_url: the site (Cloud: ``https://acme.atlassian.net/wiki`` or without ``/wiki``; Data
+            Center: the base URL with its context path, e.g. ``https://confluence.acme.com/confluence``).
+        deployment: ``cloud`` (REST v2) or ``datacenter`` (REST v1 + CQL); default: ``cloud`` for
+            ``*.atlassian.net``, else ``datacenter``.
+        spaces: space keys to index (at least one).
+        timezone: the site's time zone (IANA name) in which Data Center reads CQL dates; unknown
+            means the incremental window is widened by 12 hours (the largest offset west of UTC).
+        overlap_minutes: how far before the last watermark each incremental listing starts again.
+        restrictions: read each changed page's read restrictions into ``Document.acl``.
+        page_size: listing page size (v2 caps it at 250, v1 at 200 without bodies).
+    """
+
+    type: Literal["confluence"]
+    base_url: str
+    deployment: Literal["cloud", "datacenter"] | None = None
+    spaces: list[str] = Field(min_length=1)
+    auth: ConfluenceAuth = ConfluenceAuth()
+    timezone: str | None = None
+    overlap_minutes: int = Field(10, ge=0, le=24 * 60)
+    restrictions: bool = True
+    page_size: int = Field(100, ge=1, le=250)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return _http_url(v, "base_url")
+
+    @field_validator("spaces")
+    @classmethod
+    def _spaces(cls, v: list[str]) -> list[str]:
+        bad = [k for k in v if not re.match(r"^~?[A-Za-z0-9_]+$", k)]
+        if bad:
+            raise ValueError(f"space keys look like ENG or ~jdoe, got {bad}")
+        return list(dict.fromkeys(v))
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str | None) -> str | None:
+        return _check_tz(v)
+
+    @property
+    def resolved_deployment(self) -> str:
+        """``cloud`` or ``datacenter`` (explicit, else guessed from the host)."""
+        if self.deployment:
+            return self.deployment
+        host = re.sub(r"^https?://", "", self.base_url).split("/", 1)[0].split(":", 1)[0]
+        return "cloud" if host.endswith(".atlassian.net") else "datacenter"
+
+
+class MediaWikiConfig(_SourceBase):
+    """A MediaWiki source.
+
+    Attributes:
+        api_url: the Action API endpoint (``https://wiki.acme.com/w/api.php``).
+        namespaces: namespace numbers to index (default ``[0]``, the main namespace).
+        auth: a bot password for private wikis (omit for public wikis).
+        overlap_seconds: how far before the last watermark each recent-changes listing starts again
+            (timestamps are whole seconds).
+        full_sync_after_days: a watermark older than this triggers a full listing instead
+            (recent changes expire after ``$wgRCMaxAge``, 90 days by default).
+    """
+
+    type: Literal["mediawiki"]
+    api_url: str
+    namespaces: list[int] = Field(default_factory=lambda: [0])
+    auth: MediaWikiAuth | None = None
+    overlap_seconds: int = Field(120, ge=0, le=86400)
+    full_sync_after_days: int = Field(30, ge=1, le=365)
+
+    @field_validator("api_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        v = _http_url(v, "api_url")
+        if not v.endswith(".php"):
+            raise ValueError(f"api_url must point at the Action API (ending in api.php), got {v!r}")
+        return v
+
+    @field_validator("namespaces")
+    @classmethod
+    def _ns(cls, v: list[int]) -> list[int]:
+        if not v or any(n < 0 for n in v):
+            raise ValueError("namespaces are non-negative namespace numbers, e.g. [0] or [0, 4]")
+        return sorted(set(v))
+
+
+class FolderConfig(_SourceBase):
+    """A folder of Markdown/HTML files (see :class:`connectors.folder.FolderSource`)."""
+
+    type: Literal["folder"]
+    path: str
+    url_base: str | None = None
+
+
+SourceConfig = Annotated[Union[ConfluenceConfig, MediaWikiConfig, FolderConfig], Field(discriminator="type")]
+
+
+def _check_tz(v: str | None) -> str | None:
+    if v is None:
+        return v
+    try:
+        ZoneInfo(v)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {v!r}; use an IANA name such as Europe/Berlin or UTC")
+    return v
+
+
+class SchedulerConfig(_Strict):
+    """Scheduler-wide options.
+
+    Attributes:
+        misfire_grace_seconds: a run that could not start at its time (the process was busy or
+            down) still starts when it is at most this late; later ones are skipped (and coalesced).
+        timezone: the time zone cron schedules are read in.
+    """
+
+    misfire_grace_seconds: int = Field(600, ge=1, le=7 * 86400)
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        return _check_tz(v) or "UTC"
+
+
+class ChatopsConfig(_Strict):
+    """The whole file: ``sources`` (unique names) and optional ``scheduler`` options."""
+
+    sources: list[SourceConfig] = Field(default_factory=list)
+    scheduler: SchedulerConfig = SchedulerConfig()
+
+    @model_validator(mode="after")
+    def _unique(self) -> ChatopsConfig:
+        names = [s.name for s in self.sources]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"several sources are named {', '.join(dupes)}; source names must be unique")
+        return self
+
+    def source(self, name: str) -> SourceConfig:
+        """The source called ``name``.
+
+        Raises:
+            KeyError: when there is none.
+        """
+        for s in self.sources:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def missing_credentials(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """One message per credential variable a source names that is unset (empty when all are set)."""
+        env = os.environ if environ is None else environ
+        out = []
+        for s in self.sources:
+            for field, var in _credential_vars(s):
+                if not env.get(var):
+                    out.append(f"source {s.name!r} needs the environment variable {var} ({field}); set it "
+                               f"or change auth.{field.split('.')[-1]} in the sources file")
+        return out
+
+
+def _credential_vars(s: SourceConfig) -> list[tuple[str, str]]:
+    if isinstance(s, ConfluenceConfig):
+        if s.resolved_deployment == "cloud":
+            return [("auth.email_env", s.auth.email_env or "CONFLUENCE_EMAIL"),
+                    ("auth.token_env", s.auth.token_env or "CONFLUENCE_API_TOKEN")]
+        return [("auth.token_env", s.auth.token_env or "CONFLUENCE_TOKEN")]
+    if isinstance(s, MediaWikiConfig) and s.auth is not None:
+        return [("auth.username_env", s.auth.username_env), ("auth.password_env", s.auth.password_env)]
+    return []
+
+
+def require_env(var: str, source: str, field: str, environ: Mapping[str, str] | None = None) -> str:
+    """The value of environment variable ``var``.
+
+    Raises:
+        MissingCredentialError: when it is unset or empty, naming the source and the config key.
+    """
+    env = os.environ if environ is None else environ
+    value = env.get(var, "")
+    if not value:
+        raise MissingCredentialError(
+            f"source {source!r} needs the environment variable {var} ({field}) but it is not set; "
+            f"export {var}=... before starting chatops, or point {field} at another variable")
+    return value
+
+
+def _format_errors(exc: ValidationError, data: Any) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = list(err["loc"])
+        where = []
+        i = 0
+        while i < len(loc):
+            part = loc[i]
+            if part == "sources" and i + 1 < len(loc) and isinstance(loc[i + 1], int):
+                idx = loc[i + 1]
+                name = ""
+                try:
+                    name = data["sources"][idx].get("name", "")
+                except (KeyError, IndexError, TypeError, AttributeError):
+                    pass
+                where.append(f"sources[{idx}]" + (f" ({name})" if name else ""))
+                i += 2
+                if i < len(loc) and loc[i] in {"confluence", "mediawiki", "folder"}:
+                    i += 1  # the discriminator's branch name adds nothing
+                continue
+            where.append(str(part))
+            i += 1
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see the README's Sources and sync section)"
+        elif err["type"] == "union_tag_invalid":
+            msg = "type must be confluence, mediawiki or folder"
+        elif err["type"] == "union_tag_not_found":
+            msg = "every source needs a type: confluence, mediawiki or folder"
+        lines.append(f"  - {'.'.join(where) or '(top level)'}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_config(data: Any, origin: str = "the sources file") -> ChatopsConfig:
+    """Validate already-loaded YAML data.
+
+    Raises:
+        ConfigFileError: listing every problem with its location.
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigFileError(f"{origin} must be a mapping with a 'sources' list, got {type(data).__name__}")
+    try:
+        return ChatopsConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigFileError(f"{origin} is invalid:\n{_format_errors(exc, data)}") from None
+
+
+def load_config(path: str | os.PathLike[str]) -> ChatopsConfig:
+    """Read and validate the sources file at ``path``.
+
+    Raises:
+        ConfigFileError: when the file is missing or unreadable, is not YAML, or does not validate.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigFileError(f"sources file {p} not found; create it (see the README's Sources and sync "
+                              "section) or point CHATOPS_CONFIG at it") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigFileError(f"cannot read sources file {p}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigFileError(f"sources file {p} is not valid YAML: {exc}") from None
+    return parse_config(data, origin=f"sources file {p}")
+
+
+def build_source(cfg: SourceConfig, *, environ: Mapping[str, str] | None = None, client=None, policy=None):
+    """Build the connector a config entry describes.
+
+    Args:
+        cfg: a validated entry.
+        environ: where credentials are read (default ``os.environ``).
+        client: an ``httpx.Client`` to share (tests); by default each connector owns one.
+        policy: a :class:`connectors.http.RetryPolicy` overriding the one from ``retries``.
+
+    Returns:
+        A :class:`~connectors.folder.FolderSource`, :class:`~connectors.confluence.ConfluenceSource`
+        or :class:`~connectors.mediawiki.MediaWikiSource`.
+
+    Raises:
+        MissingCredentialError: when a credential variable the entry names is unset.
+    """
+    from .http import RetryPolicy
+
+    pol = policy or RetryPolicy(attempts=cfg.retries + 1)
+    if isinstance(cfg, FolderConfig):
+        from .folder import FolderSource
+
+        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base)
+    if isinstance(cfg, ConfluenceConfig):
+        from .confluence import ConfluenceSource
+
+        vars_ = dict(_credential_vars(cfg))
+        token = require_env(vars_["auth.token_env"], cfg.name, "auth.token_env", environ)
+        email = require_env(vars_["auth.email_env"], cfg.name, "auth.email_env", environ) \
+            if "auth.email_env" in vars_ else None
+        return ConfluenceSource(cfg, token=token, email=email, client=client, policy=pol)
+    if isinstance(cfg, MediaWikiConfig):
+        from .mediawiki import MediaWikiSource
+
+        user = password = None
+        if cfg.auth is not None:
+            user = require_env(cfg.auth.username_env, cfg.name, "auth.username_env", environ)
+            password = require_env(cfg.auth.password_env, cfg.name, "auth.password_env", environ)
+        return MediaWikiSource(cfg, username=user, password=password, client=client, policy=pol)
+    raise ConfigFileError(f"unsupported source type in {cfg!r}")  # pragma: no cover - union is closed

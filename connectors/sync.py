@@ -1,0 +1,337 @@
+"""The sync engine: one run of one source, from fetch to a saved cursor, and nothing lost on failure.
+
+A run (:meth:`SyncEngine.run`):
+
+1. takes the state store's lock ``sync:<source>`` (one run per source at a time, across threads,
+   processes and machines sharing the database; renewed while the run goes on, expiring after
+   ``lock_ttl`` if its holder died), else returns ``busy``;
+2. records the run's start (``StateStore.start_run``);
+3. asks the connector for what changed since the saved cursor (``source.sync(cursor, known, full)``:
+   :class:`~connectors.models.Document` items to (re)index, :class:`~connectors.models.Tombstone`
+   items for pages gone upstream, :class:`~connectors.folder.SkippedPage` items for pages that could
+   not be read, and one :class:`CursorUpdate` last), and feeds them to the
+   :class:`~connectors.indexer.Indexer` as a source that is *not* a complete listing, so nothing is
+   pruned but what the connector tombstoned (it tombstones only after a completed listing);
+4. only after the Indexer returned, i.e. every page's chunks committed to both stores under the
+   manifest's journal, saves the new cursor (``StateStore.set_cursor``);
+5. records the summary (``added``, ``updated``, ``deleted``, ``unchanged``, ``skipped``, ``errors``,
+   ``seconds``, ``calls``, ...) with ``finish_run``, and releases the lock.
+
+If anything raises on the way (server down, 401, a listing that kept failing, a crash), the cursor
+stays where it was: pages already written are complete (the journal undoes a half-written page
+when the index is next opened), pages not reached keep their previous indexed copy, and the next
+run lists the same window again. Re-listing is cheap: an unchanged page hash is neither re-chunked
+nor re-embedded. Keys are page ids, so a re-run cannot duplicate a page.
+
+Sources without ``sync`` (a folder) are indexed by :meth:`Indexer.run` with their complete
+listing, under the same lock and run records.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .chunker import Chunker, ChunkerConfig
+from .folder import SkippedPage
+from .index import KnowledgeIndex
+from .indexer import Indexer, IndexReport
+from .models import Chunk, Document, Tombstone
+
+__all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "AnchoredChunker", "sources_status"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CursorUpdate:
+    """The last item a connector's ``sync`` yields: the cursor to save once the indexes committed.
+
+    Attributes:
+        cursor: JSON-ready state for the next run (watermark, de-duplication set, pages to retry).
+        listed: how many live pages the completed listing held (for the summary).
+    """
+
+    cursor: dict[str, Any]
+    listed: int = 0
+
+
+class AnchoredChunker(Chunker):
+    """A :class:`Chunker` whose chunk URLs use the source's own heading anchors.
+
+    The base chunker links sections with GitHub-style slugs; wikis make other anchors (MediaWiki
+    ``Hotels_&_meals``, Confluence ``Page-Heading``). ``anchor(doc, heading)`` returns the fragment
+    for the innermost heading of a chunk's section path (``None`` or ``""``: link the page itself).
+    Chunk ids do not depend on URLs, so they are the same as the base chunker's.
+    """
+
+    def __init__(self, anchor: Callable[[Document, str], str | None], config: ChunkerConfig | None = None) -> None:
+        super().__init__(config)
+        self.anchor = anchor
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        """Chunk ``doc`` (see :meth:`Chunker.chunk`) and re-point section URLs at the source's anchors."""
+        chunks = super().chunk(doc)
+        if not doc.url:
+            return chunks
+        out = []
+        for c in chunks:
+            frag = self.anchor(doc, c.section_path[-1]) if c.section_path else None
+            out.append(replace(c, url=f"{doc.url}#{frag}" if frag else doc.url))
+        return out
+
+
+@dataclass(slots=True)
+class SyncResult:
+    """The outcome of one run.
+
+    Attributes:
+        source: the source name.
+        status: ``ok``, ``failed`` or ``busy`` (another run holds the lock).
+        summary: counts (see :class:`SyncEngine`); partial counts for a failed run.
+        error: what went wrong (``""`` when ok); for ``ok`` runs, page-level problems are in
+            ``summary["errors"]``.
+        run_id: the state store's run id (``None`` when busy).
+    """
+
+    source: str
+    status: str
+    summary: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    run_id: int | None = None
+
+
+class _Stream:
+    """Adapts a connector's ``sync`` iterator to the Indexer's Source protocol (no pruning)."""
+
+    complete_listing = False
+
+    def __init__(self, name: str, items: Iterator[Any], on_item: Callable[[], None]) -> None:
+        self.name = name
+        self._items = items
+        self._on_item = on_item
+        self.update: CursorUpdate | None = None
+        self.counts = {"documents": 0, "tombstones": 0, "skipped": 0}
+
+    def scan(self) -> Iterator[Document | Tombstone | SkippedPage]:
+        for item in self._items:
+            self._on_item()
+            if isinstance(item, CursorUpdate):
+                self.update = item
+                continue
+            if isinstance(item, Document):
+                self.counts["documents"] += 1
+            elif isinstance(item, Tombstone):
+                self.counts["tombstones"] += 1
+            elif isinstance(item, SkippedPage):
+                self.counts["skipped"] += 1
+            yield item
+
+
+class SyncEngine:
+    """Runs syncs of sources into one index, with the state store's cursors, runs and locks.
+
+    Args:
+        index: the knowledge index to write.
+        store: the state store (a :class:`state.StateStore`).
+        lock_ttl: how long a run's lock lasts without renewal (renewed every batch and every 25 items).
+        write_lock: a lock serialising index writes within this process (shared by every engine that
+            writes ``index``); default: none.
+        chunker_config: chunk sizes (default :class:`ChunkerConfig`).
+    """
+
+    def __init__(self, index: KnowledgeIndex, store, *, lock_ttl: timedelta = timedelta(minutes=30),
+                 write_lock: threading.Lock | None = None, chunker_config: ChunkerConfig | None = None) -> None:
+        self.index = index
+        self.store = store
+        self.lock_ttl = lock_ttl
+        self.write_lock = write_lock
+        self.chunker_config = chunker_config
+
+    def run(self, source, full: bool = False) -> SyncResult:
+        """Sync ``source`` once (incrementally, or every page when ``full``).
+
+        ``full`` on a connector re-lists and re-fetches every page and prunes, without first emptying
+        the index (a failed full run loses nothing); on a folder it is :meth:`Indexer.run`'s ``full``.
+
+        Returns:
+            The result; never raises for the source's failure (it is in ``status``/``error``, and
+            recorded in the state store with the partial counts).
+        """
+        name = source.name
+        lock = f"sync:{name}"
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        if not self.store.acquire_lock(lock, owner, ttl=self.lock_ttl) and not self._take_over_dead(lock, owner):
+            return SyncResult(name, "busy", {}, f"a sync of {name!r} is already running (lock {lock} is held)")
+        run_id = self.store.start_run(name)
+        t0 = time.perf_counter()
+        progress: dict[str, Any] = {"report": None}
+        calls0 = getattr(source, "calls", 0)
+        retries0 = getattr(getattr(source, "http", None), "retries", 0)
+        renew = _Renewer(self.store, lock, owner, self.lock_ttl)
+
+        def on_progress(rep: IndexReport) -> None:
+            progress["report"] = rep
+            renew(force=True)
+
+        mode = "full" if full else "incremental"
+        stream: _Stream | None = None
+        try:
+            with self.write_lock or nullcontext():
+                if hasattr(source, "sync"):
+                    cursor = self.store.get_cursor(name)
+                    if cursor is None:
+                        mode = "full"
+                    known = set(self.index.manifest.pages_of(name))
+                    stream = _Stream(name, source.sync(cursor, known, full=full), renew)
+                    chunker = AnchoredChunker(source.section_anchor, self.chunker_config) \
+                        if hasattr(source, "section_anchor") else Chunker(self.chunker_config)
+                    rep = Indexer(self.index, chunker).run(stream, full=False, progress=on_progress)
+                    if stream.update is None:
+                        raise RuntimeError(f"source {name!r} ended its sync without a cursor; nothing was saved")
+                    # Every page is committed to both stores: only now may the cursor move.
+                    self.store.set_cursor(name, stream.update.cursor)
+                else:
+                    mode = "full" if full else "listing"
+                    rep = Indexer(self.index, Chunker(self.chunker_config)).run(source, full=full, progress=on_progress)
+                    self.store.set_cursor(name, {"synced_at": datetime.now(timezone.utc).isoformat()})
+            summary = self._summary(name, rep, mode, source, calls0, retries0, time.perf_counter() - t0, stream)
+            self.store.finish_run(run_id, "ok", summary, error="; ".join(rep.errors[:5]))
+            log.info("sync of %s: %s", name, {k: summary[k] for k in ("added", "updated", "deleted", "unchanged")})
+            return SyncResult(name, "ok", summary, "", run_id)
+        except Exception as exc:  # noqa: BLE001 - a failed run is recorded and reported, the caller goes on
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("sync of %s failed (cursor not advanced): %s", name, error)
+            rep = progress["report"] or IndexReport(source=name)
+            summary = self._summary(name, rep, mode, source, calls0, retries0, time.perf_counter() - t0, stream)
+            summary["errors"] = [*summary["errors"], error]
+            try:
+                self.store.finish_run(run_id, "failed", summary, error=error)
+            except Exception:  # noqa: BLE001 - the store itself may be what failed
+                log.exception("cannot record the failed run of %s", name)
+            return SyncResult(name, "failed", summary, error, run_id)
+        finally:
+            try:
+                self.store.release_lock(lock, owner)
+            except Exception:  # noqa: BLE001 - the lock expires by itself
+                log.exception("cannot release lock %s", lock)
+
+    def _take_over_dead(self, lock: str, owner: str) -> bool:
+        """Take ``lock`` over when its holder is a process of this host that no longer exists.
+
+        Owners are ``host:pid:nonce``; a holder that was killed (SIGKILL, OOM) would otherwise block
+        the source until the lock expires. Returns True when the lock is now ours.
+        """
+        import sqlalchemy as sa
+
+        table = getattr(self.store, "locks", None)
+        if table is None:
+            return False
+        with self.store.engine.connect() as conn:
+            holder = conn.execute(sa.select(table.c.owner).where(table.c.name == lock)).scalar()
+        if not holder:
+            return self.store.acquire_lock(lock, owner, ttl=self.lock_ttl)
+        host, _, rest = str(holder).partition(":")
+        pid_text = rest.split(":", 1)[0]
+        if host != socket.gethostname() or not pid_text.isdigit() or _alive(int(pid_text)):
+            return False
+        log.warning("lock %s was held by process %s, which is gone; taking it over", lock, holder)
+        self.store.release_lock(lock, holder)
+        return self.store.acquire_lock(lock, owner, ttl=self.lock_ttl)
+
+    def _summary(self, name: str, rep: IndexReport, mode: str, source, calls0: int, retries0: int,
+                 seconds: float, stream: _Stream | None) -> dict[str, Any]:
+        pages = self.index.manifest.pages_of(name)
+        return {
+            "mode": mode,
+            "added": rep.added,
+            "updated": rep.updated,
+            "deleted": rep.deleted,
+            "unchanged": max(0, len(pages) - rep.added - rep.updated),
+            "skipped": rep.skipped,
+            "errors": list(rep.errors[:20]),
+            "seconds": round(seconds, 3),
+            "calls": getattr(source, "calls", 0) - calls0,
+            "retries": getattr(getattr(source, "http", None), "retries", 0) - retries0,
+            "fetched": stream.counts["documents"] if stream else rep.added + rep.updated + rep.unchanged,
+            "listed": stream.update.listed if stream and stream.update else None,
+            "pages": len(pages),
+            "chunks_written": rep.chunks_written,
+            "chunks_deleted": rep.chunks_deleted,
+            "embedded": rep.embedded,
+        }
+
+
+def _alive(pid: int) -> bool:
+    """True when a process with ``pid`` exists on this host."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Renewer:
+    """Renews the run's lock at most every 25 calls (or when forced)."""
+
+    def __init__(self, store, lock: str, owner: str, ttl: timedelta) -> None:
+        self.store, self.lock, self.owner, self.ttl = store, lock, owner, ttl
+        self.n = 0
+
+    def __call__(self, force: bool = False) -> None:
+        self.n += 1
+        if force or self.n % 25 == 0:
+            if not self.store.acquire_lock(self.lock, self.owner, ttl=self.ttl):
+                raise RuntimeError(f"lost the lock {self.lock} (it expired and another run took it); stopping")
+
+
+def sources_status(manifest, store, names: Iterable[str], next_runs: Mapping[str, datetime | None] | None = None,
+                   schedules: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Per source: pages and chunks indexed, the last run, its summary, and the next scheduled run.
+
+    Args:
+        manifest: the index manifest (:class:`connectors.manifest.Manifest`); read-only, so this
+            works while another process holds the index.
+        store: the state store.
+        names: the sources to report (sources only present in the index are added).
+        next_runs: next fire time per source, from a running scheduler.
+        schedules: a human description of each source's schedule (``"every 30m"``).
+
+    Returns:
+        One dict per source: ``source``, ``pages``, ``chunks``, ``last_run`` (ISO time or ``None``),
+        ``last_status``, ``last_summary``, ``last_error``, ``next_run`` (ISO time or ``None``),
+        ``schedule`` (or ``None``), ``cursor`` (the saved cursor's watermark, if any).
+    """
+    pages = manifest.all_pages()
+    wanted = list(dict.fromkeys([*names, *sorted({p.source for p in pages})]))
+    out = []
+    for name in wanted:
+        mine = [p for p in pages if p.source == name]
+        runs = store.last_runs(name, limit=1)
+        last = runs[0] if runs else None
+        nxt = (next_runs or {}).get(name)
+        cursor = store.get_cursor(name) or {}
+        out.append({
+            "source": name, "pages": len(mine), "chunks": sum(len(p.chunk_ids) for p in mine),
+            "last_run": (last.finished_at or last.started_at).isoformat() if last else None,
+            "last_status": last.status if last else None,
+            "last_summary": last.summary if last else {},
+            "last_error": last.error if last else "",
+            "next_run": nxt.isoformat() if nxt else None,
+            "schedule": (schedules or {}).get(name),
+            "watermark": cursor.get("watermark") or cursor.get("synced_at"),
+        })
+    return out

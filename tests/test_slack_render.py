@@ -1,0 +1,237 @@
+"""The Slack adapter's pure parts: Slack text to plain text, Markdown to mrkdwn, splitting to Slack's limits,
+the Block Kit renderers, the ``/kb`` grammar, settings validation, log redaction and the button registry.
+
+No network and no index: these run in milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pytest
+
+from agent.models import Citation, PendingAction, Reply
+from bot.settings import Settings
+from bot.slack.actions import ActionRegistry
+from bot.slack.commands import parse_kb
+from bot.slack.config import SlackConfig, SlackConfigError, parse_admin_ids
+from bot.slack.inbound import mentions, to_plain
+from bot.slack.logsafe import RedactingFilter, redact
+from bot.slack.middleware import is_from_bot
+from bot.slack.mrkdwn import split_text, to_mrkdwn
+from bot.slack import render
+from slack_standin import _block_problem
+
+
+def cite(n: int, title: str = "Release process", section: str = "Branch cut",
+         url: str = "https://wiki.example.com/release#branch-cut") -> Citation:
+    return Citation(n=n, chunk_id=f"c{n}", doc_id="engineering/release.md", title=title, url=url, section=section,
+                    quote="q")
+
+
+# -- inbound text --------------------------------------------------------------------------------------------
+def test_to_plain_strips_the_bot_mention_and_unwraps_markup() -> None:
+    text = ("<@UBOT> what does <@U123|ana> say about <#C42|releases> &amp; <https://x.example/a?b=1|the doc>, "
+            "see <https://y.example> or <mailto:a@b.c|a@b.c> &lt;3 <!here>")
+    assert to_plain(text, "UBOT") == ("what does @ana say about #releases & the doc (https://x.example/a?b=1), "
+                                      "see https://y.example or a@b.c <3 @here")
+    assert to_plain("<@UBOT>", "UBOT") == ""
+    assert to_plain(None, "UBOT") == ""  # type: ignore[arg-type]
+    assert mentions("hi <@UBOT|chatops>", "UBOT") and not mentions("hi <@UOTHER>", "UBOT")
+
+
+def test_bot_events_are_recognised() -> None:
+    assert is_from_bot({"bot_id": "B1", "text": "x"}, "UBOT", "BBOT")
+    assert is_from_bot({"subtype": "bot_message"}, "UBOT", "BBOT")
+    assert is_from_bot({"user": "UBOT"}, "UBOT", "BBOT")
+    assert is_from_bot({"subtype": "message_changed", "message": {"bot_id": "B9"}}, "UBOT", "BBOT")
+    assert not is_from_bot({"user": "UALICE", "text": "hi"}, "UBOT", "BBOT")
+
+
+# -- mrkdwn --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("md, expected", [
+    ("**bold** and *italic* and ~~gone~~", "*bold* and _italic_ and ~gone~"),
+    ("see [the guide](https://x.example/g?a=1&b=2) [1]", "see <https://x.example/g?a=1&b=2|the guide> [1]"),
+    ("# Title\n## Sub", "*Title*\n*Sub*"),
+    ("- one\n* two\n  + three", "• one\n• two\n  • three"),
+    ("a < b && c > d", "a &lt; b &amp;&amp; c &gt; d"),
+    ("run `a **not bold** <x>` now", "run `a **not bold** &lt;x&gt;` now"),
+    ("```python\nif a < b:\n    print('**x**')\n```", "```if a &lt; b:\n    print('**x**')```"),
+    ("> quoted **line**", "> quoted *line*"),
+    ("![diagram](https://x.example/d.png)", "<https://x.example/d.png|diagram>"),
+    ("", ""),
+])
+def test_markdown_becomes_mrkdwn(md: str, expected: str) -> None:
+    assert to_mrkdwn(md) == expected
+
+
+def test_split_text_respects_the_limit_and_boundaries() -> None:
+    para = "This sentence is about releases and their branch cuts. " * 30
+    text = "\n\n".join([para.strip()] * 5)
+    pieces = split_text(text, 3000)
+    assert len(pieces) > 1 and all(len(p) <= 3000 for p in pieces)
+    assert all(p.endswith(".") for p in pieces), [p[-20:] for p in pieces]
+    # nothing lost but whitespace
+    assert "".join(pieces).replace(" ", "").replace("\n", "") == text.replace(" ", "").replace("\n", "")
+
+
+def test_split_text_keeps_links_entities_and_code_fences_whole() -> None:
+    link = "<https://example.com/" + "a" * 40 + "|link>"
+    text = ("word " * 5 + link + " &amp; ") * 30
+    for piece in split_text(text, 200):
+        assert len(piece) <= 200
+        assert piece.count("<") == piece.count(">"), piece
+        assert "&am" not in piece.replace("&amp;", "")
+    code = "```" + "\n".join(f"line {i}" for i in range(200)) + "```"
+    pieces = split_text(code, 300)
+    assert len(pieces) > 1 and all(p.startswith("```") and p.endswith("```") for p in pieces)
+    with pytest.raises(ValueError):
+        split_text("x", 5)
+
+
+# -- renderers -----------------------------------------------------------------------------------------------
+def test_answer_renders_text_numbered_sources_and_feedback() -> None:
+    reply = Reply("The branch is cut on **Thursday** [1]. Releases ship on Tuesday [2].",
+                  citations=[cite(1), cite(1), cite(2, section="Release schedule", url="https://w.example/r|x>y")])
+    [msg] = render.answer_messages(reply)
+    assert not _block_problem(msg["blocks"])
+    section, context, actions = msg["blocks"]
+    assert section["text"]["text"] == "The branch is cut on *Thursday* [1]. Releases ship on Tuesday [2]."
+    lines = [e["text"] for e in context["elements"]]
+    assert lines == ["*[1]* <https://wiki.example.com/release#branch-cut|Release process> › Branch cut",
+                     "*[2]* <https://w.example/r%7Cx%3Ey|Release process> › Release schedule"]
+    assert [b["action_id"] for b in actions["elements"]] == [render.FEEDBACK_HELPFUL, render.FEEDBACK_NOT_HELPFUL]
+    assert {b["value"] for b in actions["elements"]} == {reply.trace.trace_id}
+    assert msg["text"].startswith("The branch is cut")
+
+
+def test_refusal_has_no_sources_and_says_what_was_searched() -> None:
+    reply = Reply("I couldn't find this in the knowledge base, so I won't guess. I searched for “wifi”.",
+                  refused=True, searched=["wifi"])
+    [msg] = render.answer_messages(reply)
+    types = [b["type"] for b in msg["blocks"]]
+    assert types == ["section", "actions"]
+    assert "couldn't find" in msg["blocks"][0]["text"]["text"] and "wifi" in msg["blocks"][0]["text"]["text"]
+
+
+def test_a_huge_answer_is_split_over_messages_within_limits() -> None:
+    text = " ".join(f"Sentence number {i} about the release process and its many rules [1]." for i in range(3000))
+    reply = Reply(text, citations=[cite(n) for n in range(1, 13)])
+    messages = render.answer_messages(reply, share=render.share_value(reply.trace.trace_id, "q"))
+    assert len(messages) >= 2
+    for m in messages:
+        assert not _block_problem(m["blocks"]), _block_problem(m["blocks"])
+        assert len(m["text"]) <= render.MAX_TEXT
+    last = messages[-1]["blocks"]
+    assert [b["type"] for b in last[-3:]] == ["context", "context", "actions"]  # 12 sources: 10 + 2
+    assert last[-1]["elements"][-1]["action_id"] == render.SHARE
+    shown = "".join(b["text"]["text"] for m in messages for b in m["blocks"] if b["type"] == "section")
+    assert "Sentence number 2999" in shown
+
+
+def test_share_value_round_trips_and_fits_a_button() -> None:
+    value = render.share_value("a" * 32, "q" * 5000 + "\u201c")
+    assert len(value) <= 2000
+    trace, question = render.parse_share_value(value)
+    assert trace == "a" * 32 and question.startswith("qqq")
+    assert render.parse_share_value("not json") == ("", "")
+
+
+def test_pending_action_renders_confirm_and_cancel() -> None:
+    reply = Reply("I can book it.", pending_action=PendingAction("calendar.create", {}, "idem-1", "Book **Room 4**"))
+    [msg] = render.answer_messages(reply)
+    ids = [e["action_id"] for b in msg["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert ids[:2] == [render.PENDING_CONFIRM + "idem-1", render.PENDING_CANCEL + "idem-1"]
+    custom = [{"type": "section", "text": {"type": "mrkdwn", "text": "stored preview"}}]
+    [msg] = render.answer_messages(reply, pending_blocks=custom, share="x")
+    assert msg["blocks"] == custom and msg["text"] == "I can book it."  # the service's preview is the answer
+    assert not _block_problem(msg["blocks"])
+
+
+def test_status_and_reindex_summary_render() -> None:
+    from bot.jobs import JobResult
+
+    status = render.status_message([{"source": "handbook", "pages": 13, "chunks": 107,
+                                     "last_run": "2025-01-02T03:04:05+00:00", "last_status": "ok",
+                                     "last_error": "", "next_run": None}])
+    fields = [f["text"] for f in status["blocks"][1]["fields"]]
+    assert "13 / 107" in fields[1] and "<!date^1735787045^" in fields[2] and "not scheduled" in fields[3]
+    summary = render.reindex_summary([JobResult("handbook", "ok", {"added": 1, "unchanged": 13, "seconds": 0.4}),
+                                      JobResult("wiki", "failed", {}, "SourceUnavailableError: gone")], 1.25)
+    text = summary["blocks"][0]["text"]["text"]
+    assert "with problems" in text and "1 added" in text and "13 unchanged" in text and "gone" in text
+    assert not _block_problem(summary["blocks"]) and not _block_problem(status["blocks"])
+
+
+# -- /kb grammar ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, kind, extra", [
+    ("", "help", {}),
+    ("help", "help", {}),
+    ("STATUS", "status", {}),
+    ("sources", "sources", {}),
+    ("status of the release process", "question", {"question": "status of the release process"}),
+    ("reindex", "reindex", {"source": None, "full": False}),
+    ("reindex handbook --full", "reindex", {"source": "handbook", "full": True}),
+    ("reindex —full", "reindex", {"source": None, "full": True}),
+    ("reindex a b", "invalid", {}),
+    ("reindex --fast", "invalid", {}),
+    ("how do I declare an incident?", "question", {"question": "how do I declare an incident?"}),
+])
+def test_kb_grammar(text: str, kind: str, extra: dict) -> None:
+    cmd = parse_kb(text)
+    assert cmd.kind == kind
+    for k, v in extra.items():
+        assert getattr(cmd, k) == v
+    if kind == "invalid":
+        assert "usage" in cmd.error
+
+
+# -- settings ----------------------------------------------------------------------------------------------------
+def test_slack_config_validates_and_hides_secrets() -> None:
+    s = Settings(slack_bot_token="xoxb-1-t0kenValue", slack_signing_secret="s1gningValue", admin_user_ids="U1AB, W2CD")
+    cfg = SlackConfig.from_settings(s)
+    assert cfg.admin_ids == {"U1AB", "W2CD"} and cfg.api_url == "https://slack.com/api/"
+    for shown in (repr(cfg), repr(s), str(s)):
+        assert "t0kenValue" not in shown and "s1gningValue" not in shown
+    with pytest.raises(SlackConfigError, match="SLACK_SIGNING_SECRET"):
+        SlackConfig.from_settings(Settings(slack_bot_token="xoxb-1", slack_signing_secret=""))
+    with pytest.raises(SlackConfigError, match="SLACK_APP_TOKEN"):
+        SlackConfig.from_settings(Settings(slack_bot_token="xoxb-1"), socket_mode=True)
+    with pytest.raises(SlackConfigError, match="SLACK_BOT_TOKEN"):
+        SlackConfig.from_settings(Settings(slack_bot_token=None, slack_signing_secret="x"))
+    with pytest.raises(SlackConfigError, match="xoxb-"):
+        SlackConfig.from_settings(Settings(slack_bot_token="xoxp-user", slack_signing_secret="x"))
+    with pytest.raises(SlackConfigError, match="ADMIN_USER_IDS"):
+        parse_admin_ids("U1AB, alice")
+
+
+def test_redaction_masks_tokens_and_secrets() -> None:
+    line = "calling with xoxb-123-456-abcDEF and xapp-1-A1-2-zz and body token=legacy123&x=1 secret=mysecret99"
+    out = redact(line, ["mysecret99"])
+    assert "xoxb-" not in out and "xapp-" not in out and "legacy123" not in out and "mysecret99" not in out
+    record = logging.LogRecord("t", logging.INFO, __file__, 1, "token %s", ("xoxb-9-9-secretish",), None)
+    RedactingFilter(["nothing"]).filter(record)
+    assert "secretish" not in record.getMessage()
+
+
+def test_action_registry_routes_by_longest_prefix() -> None:
+    reg = ActionRegistry()
+    seen: list[str] = []
+
+    async def a(ctx):
+        seen.append("a")
+
+    async def b(ctx):
+        seen.append("b")
+
+    reg.register("pending:", a)
+    reg.register("pending:calendar:", b)
+    assert reg.resolve("pending:calendar:confirm") is b and reg.resolve("pending:confirm") is a
+    assert reg.resolve("other:x") is None
+    asyncio.run(reg.resolve("pending:x")(None))  # type: ignore[arg-type, misc]
+    assert seen == ["a"]
+    with pytest.raises(ValueError):
+        reg.register("", a)
+    assert json.dumps(reg.prefixes()) == '["pending:", "pending:calendar:"]'

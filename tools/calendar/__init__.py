@@ -1,0 +1,15 @@
+"""``calendar.create``: arguments, extraction from a message, the tool and its backends.
+
+- :mod:`.args`: :class:`CalendarCreateArgs` (validated) and :class:`CreatedEvent`.
+- :mod:`.extract`: :func:`extract_event`, the rule-based reading of a meeting request.
+- :mod:`.tool`: the :class:`CalendarCreate` side-effect tool.
+- :mod:`.local`: :class:`LocalCalendar`, events in the state database with an ``.ics`` each.
+- :mod:`.google`: :class:`GoogleCalendar` via google-api-python-client.
+"""
+
+from .args import CalendarCreateArgs, CreatedEvent
+from .extract import EventDraft, extract_event, parse_duration, slack_mentions
+from .tool import CalendarBackend, CalendarCreate
+
+__all__ = ["CalendarCreateArgs", "CreatedEvent", "EventDraft", "extract_event", "parse_duration", "slack_mentions",
+           "CalendarCreate", "CalendarBackend"]
