@@ -100,6 +100,9 @@ class OnnxMiniLMEmbedder:
         opts.intra_op_num_threads = threads or os.cpu_count() or 1
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # No spin-waiting after a run: spinning threads hold both cores for milliseconds after every
+        # query embedding and slow down the search that follows (measured: dense search 15 -> 48 ms).
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session = ort.InferenceSession(str(model_path), sess_options=opts,
                                                  providers=["CPUExecutionProvider"])

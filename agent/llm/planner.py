@@ -72,7 +72,7 @@ class LLMPlannerConfig:
 
     planner_model: str = "gpt-4o-mini"
     answer_model: str = "gpt-4o-mini"
-    k: int = 30
+    k: int = 16
     passages: int = 6
     max_retries: int = 2
     claim_check: bool = True
@@ -317,9 +317,10 @@ class LLMPlanner:
         t = time.perf_counter()
         lists: list[list[Evidence]] = []
         for i, q in enumerate(queries):
+            # The model's expansion keywords replace offline pseudo-relevance feedback (prf=False).
             args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, expansion=rw.get("expansion", [])[:6],
                                        dense_query=(rw.get("hypothetical_answer") or None) if i == 0 else None,
-                                       cosine_to=question[:4000])
+                                       cosine_to=question[:4000], prf=False)
             res = self.tools.call("knowledge.search", args, ctx)
             lists.append(res.evidence)
             trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
