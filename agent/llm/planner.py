@@ -317,10 +317,11 @@ class LLMPlanner:
         t = time.perf_counter()
         lists: list[list[Evidence]] = []
         for i, q in enumerate(queries):
-            # The model's expansion keywords replace offline pseudo-relevance feedback (prf=False).
-            args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, expansion=rw.get("expansion", [])[:6],
+            # The model's expansion keywords replace offline pseudo-relevance feedback when it gave some.
+            expansion = rw.get("expansion", [])[:6]
+            args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, expansion=expansion,
                                        dense_query=(rw.get("hypothetical_answer") or None) if i == 0 else None,
-                                       cosine_to=question[:4000], prf=False)
+                                       cosine_to=question[:4000], prf=not expansion)
             res = self.tools.call("knowledge.search", args, ctx)
             lists.append(res.evidence)
             trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
