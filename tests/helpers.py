@@ -70,3 +70,16 @@ def seed_embedding_cache(data_dir: Path, cache_file: Path) -> Path:
         src.close()
         dst.close()
     return data_dir
+
+
+def wait_for(predicate, timeout: float, what: str):
+    """Poll ``predicate`` every 0.1 s until it returns something truthy (returned); fail after ``timeout`` s."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")

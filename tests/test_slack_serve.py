@@ -17,7 +17,6 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -29,7 +28,7 @@ from bot.wiring import build_agent
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache
+from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, wait_for
 from slack_standin import (APP_TOKEN, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackHarness, SlackSender, SlackStandin,
                            manifest_scopes)
 
@@ -44,14 +43,7 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+_wait = wait_for
 
 
 @pytest.fixture

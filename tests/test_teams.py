@@ -28,7 +28,7 @@ from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
 from bot.wiring import build_agent
 from connectors.folder import FolderSource
-from helpers import WIKI
+from helpers import WIKI, wait_for as _wait
 from state import StateStore
 from teams_standin import ConnectorStandIn
 
@@ -246,18 +246,6 @@ def test_unauthenticated_requests_get_401(tmp_path, wiki_index, app_id, allow) -
         finally:
             server.stop()
             store.close()
-
-
-def _wait(predicate, timeout: float, what: str):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_chatops_serve_hosts_teams_without_slack(tmp_path, embedding_cache_dir) -> None:
