@@ -169,7 +169,7 @@ class LLMPlanner:
             text = decision["content"] or (pending.summary if pending else messages.CHITCHAT)
             if pending:
                 text = f"I can set that up. {pending.summary}. Confirm to create it."
-            reply = Reply(self._comply(text, trace, budget, []), route=route, pending_action=pending)
+            reply = Reply(self._comply(text, trace), route=route, pending_action=pending)
             return reply, []
         trace.route = "followup" if turn.history else "knowledge"
         reply, evidence = self._knowledge(turn, decision["search"], trace, budget, ctx)
@@ -453,7 +453,8 @@ class LLMPlanner:
         data = res.data if isinstance(res.data, dict) else {}
         return [] if data.get("ok", True) else [str(r) for r in data.get("reasons", [])][:5] or ["flagged by the reviewer"]
 
-    def _comply(self, text: str, trace: Trace, budget: TurnBudget, evidence: list[Evidence]) -> str:
+    def _comply(self, text: str, trace: Trace) -> str:
+        """A direct answer (no sources to rewrite from): redact what the compliance scan finds."""
         findings = scan(text)
         if findings:
             trace.step("compliance", ok=False, reasons=[f.reason() for f in findings], action="redacted")

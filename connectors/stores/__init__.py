@@ -1,6 +1,7 @@
 """The two chunk stores: Whoosh (BM25F, sparse) and Qdrant (dense vectors).
 
-Both store every chunk whole (text and metadata), so each can answer a search on its own.
+Qdrant keeps every chunk whole as its point payload; searches hydrate chunks from it. Whoosh
+keeps the chunk's fields too (stored, for inspection) but its search returns chunk ids and scores.
 """
 
 from .qdrant_store import QdrantStore

@@ -30,7 +30,7 @@ from whoosh.query import Or, Term
 
 from ..errors import IndexCorruptError, IndexLockedError
 from ..models import Chunk
-from .records import StoredChunk, chunk_from_record, chunk_to_record
+from .records import chunk_to_record
 
 __all__ = ["WhooshStore"]
 
@@ -192,16 +192,6 @@ class WhooshStore:
                 terms = rare
         return terms[: self.max_terms]
 
-    def search(self, query: str, limit: int = 50, boosts: dict[str, float] | None = None) -> list[StoredChunk]:
-        """Like :meth:`search_ids` but with whole chunks from the stored fields."""
-        searcher = self._get_searcher()
-        out = []
-        for cid, score in self.search_ids(query, limit, boosts):
-            f = searcher.document(chunk_id=cid)
-            if f:
-                out.append(StoredChunk(self._to_chunk(f), score))
-        return out
-
     def doc_frequency(self, term: str) -> int:
         """Number of chunks containing the analysed ``term``."""
         return self._get_searcher().doc_frequency("content", term)
@@ -219,12 +209,3 @@ class WhooshStore:
     def close(self) -> None:
         """Close the open searcher."""
         self._invalidate()
-
-    @staticmethod
-    def _to_chunk(f: dict) -> Chunk:
-        return chunk_from_record({
-            "chunk_id": f["chunk_id"], "source": f["source"], "doc_id": f["doc_id"], "title": f.get("title_raw", ""),
-            "section_path": f.get("section_path", ""), "url": f.get("url", ""), "text": f.get("text", ""),
-            "ordinal": f.get("ordinal", 0), "updated_at": f.get("updated_at", ""), "acl": f.get("acl", ""),
-        })
-
