@@ -157,13 +157,9 @@ class ActionService:
         Returns:
             the outcome; never raises for a tool failure (it is reported and audited).
         """
-        rec = self.store.get_pending(key)
-        if rec is None:
-            return ActionOutcome("not_found", "I can't find this request any more. Nothing was booked; ask me again.")
-        if rec.requester != user_id:
-            self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="denied",
-                             detail={"key": key, "op": "confirm", "requester": rec.requester})
-            return ActionOutcome("forbidden", "Only the person who asked for this can confirm or cancel it.", rec)
+        rec = self._own_record(key, user_id, "confirm")
+        if isinstance(rec, ActionOutcome):
+            return rec
         settled = self._settled(rec)
         if settled:
             return settled
@@ -264,16 +260,25 @@ class ActionService:
         op, key = parsed
         return self.confirm(key, user_id, user_email=user_email) if op == "confirm" else self.cancel(key, user_id)
 
+    def _own_record(self, key: str, user_id: str, op: str) -> PendingRecord | ActionOutcome:
+        """The record ``key`` when ``user_id`` requested it; otherwise the not-found or forbidden outcome
+        (a stranger's click is audited as denied)."""
+        rec = self.store.get_pending(key)
+        if rec is None:
+            tail = "; ask me again." if op == "confirm" else "."
+            return ActionOutcome("not_found", f"I can't find this request any more. Nothing was booked{tail}")
+        if rec.requester != user_id:
+            self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="denied",
+                             detail={"key": key, "op": op, "requester": rec.requester})
+            return ActionOutcome("forbidden", "Only the person who asked for this can confirm or cancel it.", rec)
+        return rec
+
     # -- cancel --------------------------------------------------------------------------------
     def cancel(self, key: str, user_id: str) -> ActionOutcome:
         """Cancel the pending action ``key`` (requester only); a done action stays done."""
-        rec = self.store.get_pending(key)
-        if rec is None:
-            return ActionOutcome("not_found", "I can't find this request any more. Nothing was booked.")
-        if rec.requester != user_id:
-            self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="denied",
-                             detail={"key": key, "op": "cancel", "requester": rec.requester})
-            return ActionOutcome("forbidden", "Only the person who asked for this can confirm or cancel it.", rec)
+        rec = self._own_record(key, user_id, "cancel")
+        if isinstance(rec, ActionOutcome):
+            return rec
         if rec.status == "done":
             link = (rec.result or {}).get("link", "")
             return ActionOutcome("already_done", "It's already booked, so I can't cancel the preview; delete the "
