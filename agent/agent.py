@@ -47,7 +47,8 @@ class Agent:
         if len(text) > self.max_question_chars:
             text = text[: self.max_question_chars]
             trace.notes.append(messages.truncated_note(self.max_question_chars))
-        history = tuple(h[: self.max_question_chars] for h in turn.history if h and h.strip())[-10:]
+        history = tuple(replace(h, text=h.text[: self.max_question_chars])
+                        for h in turn.history if h.text and h.text.strip())[-10:]
         turn = replace(turn, text=text, history=history)
         reply, evidence = self.planner.plan(turn, trace)
         reply.trace = trace

@@ -10,9 +10,34 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["Turn", "Reply", "Citation", "PendingAction", "Trace", "Route", "idempotency_key"]
+__all__ = ["Turn", "HistoryMessage", "Reply", "Citation", "PendingAction", "Trace", "Route", "idempotency_key"]
 
 Route = Literal["knowledge", "followup", "action", "chitchat", "general", "empty"]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryMessage:
+    """One earlier message of the thread or conversation, with who wrote it.
+
+    A shared thread mixes people: only the requester's own messages may complete their request
+    (title, attendees, time of a meeting), while anyone's message is fair context for a follow-up
+    question. Producers say which is which; when they cannot tell, ``from_requester`` is False
+    (fail closed: the message is context, never the requester's words).
+
+    Attributes:
+        text: the message as plain text (platform mark-up removed).
+        author_id: the platform's id of its author (Slack ``user``, Teams AAD object id); "" when unknown.
+        from_requester: True when the author is the user of the turn being answered.
+    """
+
+    text: str
+    author_id: str = ""
+    from_requester: bool = False
+
+    @classmethod
+    def own(cls, text: str, author_id: str = "") -> "HistoryMessage":
+        """A message of the requester themself (the CLI, the console, eval files)."""
+        return cls(text, author_id, True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +46,9 @@ class Turn:
 
     Attributes:
         text: the message with platform mark-up removed (mentions stripped).
-        history: earlier user messages of the same thread or conversation, oldest first.
+        history: earlier messages by people in the same thread or conversation, oldest first, each with
+            its author (:class:`HistoryMessage`); a plain string is refused (``TypeError``), so no
+            producer can forget to say who wrote what. :attr:`own_history` is the requester's part.
         platform: ``"slack"``, ``"teams"``, ``"cli"``...
         user_id, channel_id, thread_id: platform ids (``thread_id`` is Slack's ``thread_ts``).
         is_admin: whether the user may run admin commands.
@@ -36,7 +63,7 @@ class Turn:
     """
 
     text: str
-    history: tuple[str, ...] = ()
+    history: tuple[HistoryMessage, ...] = ()
     platform: str = "cli"
     user_id: str = ""
     channel_id: str = ""
@@ -47,6 +74,19 @@ class Turn:
     message_id: str = ""
     sent_at: datetime | None = None
     mention_emails: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        bad = [h for h in self.history if not isinstance(h, HistoryMessage)]
+        if bad:
+            raise TypeError(f"Turn.history takes HistoryMessage entries (who wrote each message), got "
+                            f"{type(bad[0]).__name__}; wrap the requester's own text with HistoryMessage.own(text)")
+        if not isinstance(self.history, tuple):
+            object.__setattr__(self, "history", tuple(self.history))
+
+    @property
+    def own_history(self) -> tuple[str, ...]:
+        """The texts of the requester's own earlier messages, oldest first (what may complete a request)."""
+        return tuple(h.text for h in self.history if h.from_requester)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,9 @@ idempotency key, or into one clarifying question. The planner never runs a side-
 A question plus a request in one message gets both: the question part goes through the
 knowledge route, and the meeting's description carries the cited answer and its source links.
 A short reply that completes an incomplete request earlier in the thread ("at 3pm") is joined
-with it.
+with it, and only with the requester's own latest earlier message (:attr:`Turn.own_history`):
+in a shared thread, someone else's "book a meeting with attacker@evil.com" never becomes part of
+the requester's meeting. Follow-up questions may lean on anyone's message in the thread.
 """
 
 from __future__ import annotations
@@ -122,7 +124,8 @@ class RuleBasedPlanner:
     def plan(self, turn: Turn, trace: Trace) -> tuple[Reply, list[Evidence]]:
         """Route, retrieve, judge, answer or refuse."""
         t = time.perf_counter()
-        decision = self.router.route(turn.text, turn.history)
+        thread = tuple(h.text for h in turn.history)  # anyone's words: context for a follow-up question
+        decision = self.router.route(turn.text, thread)
         request = turn.text
         if decision.route in {"followup", "knowledge"}:
             earlier = self._incomplete_request(turn)
@@ -140,7 +143,7 @@ class RuleBasedPlanner:
             return self._action(turn, trace, request)
         question = turn.text
         if decision.route == "followup":
-            question = standalone_question(turn.text, turn.history)
+            question = standalone_question(turn.text, thread)
             trace.step("rewrite_followup", standalone=question)
         ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone)
         return self._knowledge(question, turn, trace, decision.route, ctx)
@@ -152,11 +155,16 @@ class RuleBasedPlanner:
         return turn.timezone if valid_timezone(turn.timezone) else self.actions.default_timezone
 
     def _incomplete_request(self, turn: Turn) -> str | None:
-        """The thread's previous message when it was a meeting request that lacked something and this
-        short message supplies it ("at 3pm", "bob@example.com"); None otherwise."""
-        if self.actions.tool not in self.tools or not turn.history or not is_action_answer(turn.text):
+        """The requester's own previous message when it was a meeting request that lacked something and
+        this short message supplies it ("at 3pm", "bob@example.com"); None otherwise.
+
+        Only the requester's words count: other people's messages in a shared thread never supply the
+        title, attendees or time of someone else's request, and are skipped, not completed.
+        """
+        own = turn.own_history
+        if self.actions.tool not in self.tools or not own or not is_action_answer(turn.text):
             return None
-        earlier = turn.history[-1]
+        earlier = own[-1]
         if not is_action_request(earlier) or is_action_request(turn.text):
             return None
         from tools.calendar.extract import extract_event

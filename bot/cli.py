@@ -14,7 +14,7 @@ import uuid
 
 from pydantic import ValidationError
 
-from agent.models import Turn
+from agent.models import HistoryMessage, Turn
 from connectors.errors import ConnectorError
 from connectors.indexer import Indexer
 from connectors.sources import parse_source_spec
@@ -72,7 +72,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     try:
         if rt.index.stats()["pages"] == 0:
             print("chatops: the index is empty; run `chatops index folder:PATH` first", file=sys.stderr)
-        turn = Turn(text=args.question, history=tuple(args.history or ()), platform="cli", user_id=cli_user())
+        user = cli_user()
+        # --history is the user's own earlier questions: they may complete a request.
+        turn = Turn(text=args.question, history=tuple(HistoryMessage.own(h, user) for h in args.history or ()),
+                    platform="cli", user_id=user)
         reply = rt.agent.answer(turn)
         pending = cli_propose(settings, rt.tools, reply.pending_action, turn) if reply.pending_action else ""
     finally:
@@ -115,7 +118,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 cli_action(settings, op, pending_key)
                 pending_key = ""
                 continue
-            turn = Turn(text=text, history=tuple(history), platform="console", user_id=cli_user(),
+            turn = Turn(text=text, history=tuple(HistoryMessage.own(h, cli_user()) for h in history),
+                        platform="console", user_id=cli_user(),
                         message_id=f"console-{uuid.uuid4().hex}")
             reply = rt.agent.answer(turn)
             print("bot> " + render_reply(reply).replace("\n", "\n     "))

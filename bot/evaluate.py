@@ -1,7 +1,8 @@
 """``chatops eval``: ask every question of an eval file and score retrieval, answers and latency.
 
 The file format is one JSON object per line (``id``, ``question``, ``kind``, ``gold_docs``,
-``answer_contains``, optional ``history``, ``expected_tool``, ``expected_args``).
+``answer_contains``, optional ``history`` (the asker's own earlier messages), ``expected_tool``,
+``expected_args``).
 
 Retrieval metrics use the first search of each turn (the standalone question for follow-ups),
 reduced to distinct documents in rank order, over the answerable kinds:
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.agent import Agent
-from agent.models import Reply, Turn
+from agent.models import HistoryMessage, Reply, Turn
 from connectors.models import Chunk
 
 __all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE", "action_scores", "title_matches"]
@@ -72,7 +73,7 @@ def load_questions(path: str | Path) -> list[EvalQuestion]:
             out.append(EvalQuestion(
                 id=str(d["id"]), question=str(d["question"]), kind=str(d["kind"]),
                 gold_docs=tuple(d.get("gold_docs") or ()), answer_contains=tuple(d.get("answer_contains") or ()),
-                history=tuple(d.get("history") or ()), expected_tool=d.get("expected_tool"),
+                history=tuple(str(h) for h in d.get("history") or ()), expected_tool=d.get("expected_tool"),
                 expected_args=d.get("expected_args")))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}:{n}: not a valid eval question ({exc}); see the eval README for the format") from exc
@@ -141,7 +142,8 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
     rows = []
     for q in questions:
         t = time.perf_counter()
-        reply = agent.answer(Turn(text=q.question, history=q.history, platform="eval"))
+        history = tuple(HistoryMessage.own(h) for h in q.history)  # the asker's own earlier messages
+        reply = agent.answer(Turn(text=q.question, history=history, platform="eval"))
         ms = (time.perf_counter() - t) * 1000
         row = {"id": q.id, "kind": q.kind, "route": reply.route, "refused": reply.refused,
                "latency_ms": ms, "citations": len(reply.citations), "text": reply.text,

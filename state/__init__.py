@@ -9,9 +9,9 @@ here through :class:`state.store.StateStore`:
 - pending actions (side-effect tool calls waiting for confirmation, executed once),
 - the audit log,
 - sync cursors, per-source run summaries and cross-process locks,
-- conversation history for platforms that do not keep threads (Teams).
+- conversation history for platforms that do not keep threads (Teams), each message with its author.
 """
 
-from .store import AuditEntry, PendingRecord, StateStore, StateStoreError, SyncRun
+from .store import AuditEntry, PendingRecord, StateStore, StateStoreError, StoredMessage, SyncRun
 
-__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun"]
+__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage"]

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
-__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "sqlite_url"]
+__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "sqlite_url"]
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,37 @@ class SyncRun:
     status: str
     summary: dict[str, Any]
     error: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """One message of a stored conversation history.
+
+    Attributes:
+        text: the message.
+        author: the platform's id of who wrote it; "" for rows written before authors were stored
+            (callers must then treat the message as someone else's: fail closed).
+    """
+
+    text: str
+    author: str = ""
+
+
+def _history_entries(raw: str | None) -> list[StoredMessage]:
+    """Decode the ``conversations.history`` column: a JSON list whose items are either a string (the
+    old format, author unknown) or ``{"text": ..., "author": ...}``; anything else is skipped."""
+    try:
+        items = json.loads(raw) if raw else []
+    except ValueError:
+        log.warning("a stored conversation history is not JSON; starting it afresh")
+        return []
+    out: list[StoredMessage] = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, str):
+            out.append(StoredMessage(item))
+        elif isinstance(item, dict) and isinstance(item.get("text"), str):
+            out.append(StoredMessage(item["text"], str(item.get("author") or "")))
+    return out
 
 
 class StateStore:
@@ -368,20 +399,30 @@ class StateStore:
 
     # -- conversations -------------------------------------------------------------------------
     def get_history(self, key: str) -> list[str]:
-        """Stored conversation history (user messages, oldest first)."""
+        """Stored conversation history: the messages' texts, oldest first (see :meth:`get_history_entries`)."""
+        return [m.text for m in self.get_history_entries(key)]
+
+    def get_history_entries(self, key: str) -> list[StoredMessage]:
+        """Stored conversation history with each message's author, oldest first.
+
+        The ``history`` column holds a JSON list; items written before authors were stored are plain
+        strings and come back with ``author == ""`` (no schema change, so no migration is needed).
+        """
         t = self.conversations
         with self.engine.connect() as conn:
             v = conn.execute(sa.select(t.c.history).where(t.c.key == key)).scalar()
-        return json.loads(v) if v else []
+        return _history_entries(v)
 
-    def append_history(self, key: str, message: str, keep: int = 10) -> list[str]:
-        """Append a user message to a conversation, keeping the last ``keep``; returns the history."""
-        hist = [*self.get_history(key), message][-keep:]
+    def append_history(self, key: str, message: str, keep: int = 10, author: str = "") -> list[str]:
+        """Append a message written by ``author`` (a platform user id; "" when unknown) to a
+        conversation, keeping the last ``keep``; returns the history's texts."""
+        hist = [*self.get_history_entries(key), StoredMessage(message, author)][-keep:]
         t = self.conversations
+        raw = json.dumps([{"text": m.text, "author": m.author} for m in hist])
         with self.engine.begin() as conn:
             conn.execute(t.delete().where(t.c.key == key))
-            conn.execute(t.insert().values(key=key, history=json.dumps(hist), updated_at=_now()))
-        return hist
+            conn.execute(t.insert().values(key=key, history=raw, updated_at=_now()))
+        return [m.text for m in hist]
 
     # -- health --------------------------------------------------------------------------------
     def ping(self) -> bool:

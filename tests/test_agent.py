@@ -14,7 +14,7 @@ import re
 import pytest
 
 from agent.citations import validate_citations
-from agent.models import Citation, Reply, Turn
+from agent.models import Citation, HistoryMessage, Reply, Turn
 from bot.settings import Settings
 from bot.wiring import Runtime, build_agent
 from connectors.index import KnowledgeIndex
@@ -29,8 +29,10 @@ def runtime(wiki_index: KnowledgeIndex, tmp_path_factory: pytest.TempPathFactory
     return build_agent(Settings(chatops_data_dir=tmp_path_factory.mktemp("agent-data")), index=wiki_index)
 
 
-def ask(runtime: Runtime, text: str, history: tuple[str, ...] = ()) -> Reply:
-    return runtime.agent.answer(Turn(text=text, history=history, platform="test"))
+def ask(runtime: Runtime, text: str, history: tuple[str | HistoryMessage, ...] = ()) -> Reply:
+    """Answer ``text``; plain strings in ``history`` are the asker's own earlier messages."""
+    thread = tuple(h if isinstance(h, HistoryMessage) else HistoryMessage.own(h) for h in history)
+    return runtime.agent.answer(Turn(text=text, history=thread, platform="test"))
 
 
 # -- routes without retrieval -----------------------------------------------------------------------
@@ -117,9 +119,13 @@ def test_answer_has_verbatim_citations(runtime: Runtime, wiki_index: KnowledgeIn
         assert by_n.setdefault(c.n, c.chunk_id) == c.chunk_id
 
 
-def test_followup_is_rewritten_with_the_thread_history(runtime: Runtime) -> None:
-    history = ("when do minor releases go out?",)
-    reply = ask(runtime, "and when's the branch cut for those?", history)
+@pytest.mark.parametrize("earlier", [
+    HistoryMessage.own("when do minor releases go out?"),
+    # a colleague's question in a shared thread is legitimate context for a follow-up question
+    HistoryMessage("when do minor releases go out?", "U0COLLEAGUE", from_requester=False),
+], ids=["own", "colleague"])
+def test_followup_is_rewritten_with_the_thread_history(runtime: Runtime, earlier: HistoryMessage) -> None:
+    reply = ask(runtime, "and when's the branch cut for those?", (earlier,))
     assert reply.route == "followup"
     rewrites = [s for s in reply.trace.steps if s["step"] == "rewrite_followup"]
     assert len(rewrites) == 1

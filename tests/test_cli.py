@@ -2,8 +2,9 @@
 
 Covers ``chatops index`` (prints added/updated/deleted/unchanged counts, exit 0; incremental on a
 second run), ``chatops ask --json`` (exactly one JSON object with the documented keys and
-citations), ``chatops chat`` (thread memory over stdin, ``/new``), usage and configuration errors
-(exit 2 with a message on stderr), and ``chatops eval --json`` over examples/eval.jsonl (metric
+citations), ``chatops chat`` (thread memory over stdin, ``/new``), ``ask --history`` as the user's own
+earlier messages (they complete a meeting request), usage and configuration errors (exit 2 with a
+message on stderr), and ``chatops eval --json`` over examples/eval.jsonl (metric
 keys, citation validity, recall@10).
 
 Data dirs start with a copy of the session's embedding cache, so the example wiki is not
@@ -99,6 +100,17 @@ def test_chat_keeps_thread_history_and_refuses_without_sources(indexed_cli) -> N
     assert "Sources:" in minor and "release-process" in minor
     # The follow-up was answered from the release process page thanks to the thread history.
     assert "Sources:" in branch_cut and "release-process" in branch_cut
+
+
+def test_ask_history_is_the_users_own_and_completes_their_request(indexed_cli) -> None:
+    data, _ = indexed_cli
+    proc = run_chatops(["ask", "--json", "--history", "book a meeting called Sprint planning with bob@example.com",
+                        "tomorrow at 3pm"], data, cwd=data.parent)
+    assert proc.returncode == 0, proc.stderr
+    reply = _one_json_object(proc.stdout)
+    assert reply["route"] == "action" and reply["pending_action"] is not None
+    assert reply["pending_action"]["args"]["title"] == "Sprint planning"
+    assert reply["pending_action"]["args"]["attendees"] == ["bob@example.com"]
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -36,7 +36,7 @@ from helpers import WIKI, WIKI_PAGES
 from slack_standin import (APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, TEAM_ID, Call, SlackHarness,
                            sign)
 
-ALICE, BOB, ADMIN = "UALICE01", "UBOB0002", "UADMIN01"
+ALICE, BOB, ADMIN, MALLORY = "UALICE01", "UBOB0002", "UADMIN01", "UMALLORY"
 TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 _ids = itertools.count(1)
 
@@ -467,6 +467,43 @@ def test_a_calendar_request_is_previewed_and_booked_once_by_its_requester(harnes
         assert service.get(key).status == "done"
         booked = [e for e in store.audit_entries(limit=20) if e.actor == ALICE and key in json.dumps(e.detail)]
         assert len([e for e in booked if e.outcome in {"ok", "done"}]) == 1, booked
+    finally:
+        register_builtin_actions(h.bot.actions)
+        h.bot.conversations.propose = h.bot.kb.propose = None
+
+
+def test_another_persons_thread_message_never_completes_the_requesters_meeting(harness: SlackHarness,
+                                                                               store: StateStore,
+                                                                               tmp_path: Path) -> None:
+    """Alice asks for a meeting without a time; Mallory posts her own request in the thread; Alice gives the
+    time: the preview posted to Slack is Alice's meeting with her time, nothing of Mallory's."""
+    from bot.actions import build_action_service, slack_handlers
+    from bot.slack.actions import register_builtin_actions
+
+    h = harness
+    h.standin.add_user(MALLORY)
+    service = build_action_service(Settings(chatops_data_dir=tmp_path), h.bot.runtime.tools, store)
+    h.bot.use_pending_actions(*slack_handlers(service))
+    try:
+        ch = new_channel(h)
+        msg, _ = mention(h, ch, "book a meeting called Sprint planning with bob@example.com")
+        [asked] = wait_posts(h, ch, msg["ts"])
+        assert "day and a time" in asked.params["text"]
+        assert not [a for a in buttons(asked.params["blocks"]) if a.startswith(render.PENDING_CONFIRM)]
+        message(h, ch, "book a meeting called Budget review with attacker@evil.com", "channel", user=MALLORY,
+                thread_ts=msg["ts"])
+        wait_posts(h, ch, msg["ts"], 2)  # the bot answers Mallory too (her own request, it asks her for a time)
+        message(h, ch, "tomorrow at 3pm", "channel", user=ALICE, thread_ts=msg["ts"])
+        preview = wait_posts(h, ch, msg["ts"], 3)[2]
+        shown = json.dumps([preview.params["text"], preview.params["blocks"]])
+        assert "Sprint planning" in shown and "bob@example.com" in shown
+        assert "attacker@evil.com" not in shown and "Budget review" not in shown
+        confirm = next(b for aid, b in buttons(preview.params["blocks"]).items()
+                       if aid.startswith(render.PENDING_CONFIRM))
+        record = service.get(confirm["value"])
+        assert record.requester == ALICE and record.status == "pending"
+        assert record.args["title"] == "Sprint planning" and record.args["attendees"] == ["bob@example.com"]
+        assert "T15:00:00" in record.args["start"]
     finally:
         register_builtin_actions(h.bot.actions)
         h.bot.conversations.propose = h.bot.kb.propose = None

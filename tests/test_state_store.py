@@ -6,7 +6,7 @@ the development and CI machines' server). PostgreSQL tests skip when the server 
 unless ``CHATOPS_TEST_REQUIRE_PG=1`` (set by ``.ci/run``), which makes them fail instead.
 Covers event de-duplication (also under concurrent claims), feedback, pending actions moving
 through their statuses exactly once, expiry, the audit log, sync cursors, runs and locks,
-conversation history, and the error for an unreachable database.
+conversation history (with authors, and rows stored before authors were), and the error for an unreachable database.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 import sqlalchemy as sa
@@ -171,6 +171,21 @@ def test_conversation_history_is_bounded(store: StateStore) -> None:
     hist = store.get_history("teams:conv1")
     assert hist[0] == "message 2" and hist[-1] == "message 11" and len(hist) == 10
     assert store.get_history("teams:other") == []
+
+
+def test_history_keeps_each_messages_author_and_reads_old_rows(store: StateStore) -> None:
+    store.append_history("teams:conv2", "book a sync with bob@example.com", author="aad-alice")
+    store.append_history("teams:conv2", "what about lunch?", author="aad-bob")
+    assert [(m.text, m.author) for m in store.get_history_entries("teams:conv2")] == [
+        ("book a sync with bob@example.com", "aad-alice"), ("what about lunch?", "aad-bob")]
+    assert store.get_history("teams:conv2") == ["book a sync with bob@example.com", "what about lunch?"]
+    # A row written before authors were stored: a JSON list of strings, read with no author.
+    with store.engine.begin() as conn:
+        conn.execute(store.conversations.insert().values(key="teams:old", history='["an old message"]',
+                                                         updated_at=datetime.now(timezone.utc)))
+    assert [(m.text, m.author) for m in store.get_history_entries("teams:old")] == [("an old message", "")]
+    assert store.append_history("teams:old", "a new one", author="aad-alice") == ["an old message", "a new one"]
+    assert [m.author for m in store.get_history_entries("teams:old")] == ["", "aad-alice"]
 
 
 def test_ping(store: StateStore) -> None:

@@ -5,13 +5,16 @@ mention entity, a personal chat, a card submit, an ``adaptiveCard/action`` invok
 ``conversationUpdate``), with ``serviceUrl`` pointing at a stand-in Bot Connector on 127.0.0.1 that
 records the replies. The agent, index, state store and action service are the real ones. Covers:
 the answer card with sources and citation entities in the same reply chain, the typing indicator,
-follow-ups from the stored history, feedback, confirm-once and someone else's click, admin
-commands and their refusal, a redelivered activity answered once, a 429 retried, 401 without a
-token when an app id is set, 401 when unregistered, and 400 for garbage.
+follow-ups from the stored history (kept with each message's author: another person's message in a
+channel, or an old row without an author, never completes the requester's meeting), feedback,
+confirm-once and someone else's click, admin commands and their refusal, a redelivered activity
+answered once, a 429 retried, 401 without a token when an app id is set, 401 when unregistered,
+and 400 for garbage.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -35,6 +38,7 @@ from teams_standin import ConnectorStandIn
 BOT = {"id": "28:bot-app-id", "name": "chatops"}
 ADMIN = "aad-admin-1"
 USER = "aad-user-1"
+MALLORY = "aad-mallory-1"
 
 
 def message(service_url: str, text: str, *, activity_id: str, conversation: dict | None = None,
@@ -113,6 +117,40 @@ def test_personal_chat_follow_up_uses_the_stored_history(teams) -> None:
                                                                     "and when's the branch cut for those?"]
     replies = teams.connector.messages()
     assert len(replies) == 2 and "cut" in replies[1].body["text"].lower()
+
+
+def test_another_persons_message_in_a_channel_never_completes_the_requesters_meeting(teams) -> None:
+    """The channel's stored history keeps each message's author: Mallory's request in between does not
+    become part of the user's meeting when the user gives the time."""
+    url = teams.connector.url
+    post(teams, message(url, "<at>chatops</at> book a meeting called Sprint planning with bob@example.com",
+                        activity_id="t1", conversation=CHANNEL, mention=True))
+    post(teams, message(url, "<at>chatops</at> book a meeting called Budget review with attacker@evil.com",
+                        activity_id="t2", conversation=CHANNEL, mention=True, user=MALLORY))
+    post(teams, message(url, "<at>chatops</at> tomorrow at 3pm", activity_id="t3", conversation=CHANNEL,
+                        mention=True))
+    asked_alice, asked_mallory, preview = teams.connector.messages()
+    assert "day and a time" in asked_alice.body["text"] and "day and a time" in asked_mallory.body["text"]
+    shown = json.dumps(preview.body)
+    assert "Sprint planning" in shown and "bob@example.com" in shown
+    assert "attacker@evil.com" not in shown and "Budget review" not in shown
+    stored = teams.store.get_history_entries(f"teams:{CHANNEL['id']}")
+    assert [m.author for m in stored] == [USER, MALLORY, USER]
+
+
+def test_history_stored_without_authors_never_completes_a_request(teams) -> None:
+    """Rows written before authors were stored (plain strings) count as someone else's: fail closed."""
+    key = f"teams:a:personal-{USER}"
+    with teams.store.engine.begin() as conn:
+        conn.execute(teams.store.conversations.insert().values(
+            key=key, history=json.dumps(["book a meeting called Budget review with attacker@evil.com"]),
+            updated_at=datetime.now(timezone.utc)))
+    post(teams, message(teams.connector.url, "tomorrow at 3pm", activity_id="legacy-1"))
+    [reply] = teams.connector.messages()
+    # no meeting card: at most a knowledge search leaning on the old message (it is context, not a request)
+    assert len(reply.body["attachments"]) == 1 and "action_confirm" not in json.dumps(reply.body)
+    assert [(m.text, m.author) for m in teams.store.get_history_entries(key)] == [
+        ("book a meeting called Budget review with attacker@evil.com", ""), ("tomorrow at 3pm", USER)]
 
 
 def test_a_redelivered_activity_is_answered_once(teams) -> None:

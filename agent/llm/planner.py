@@ -23,10 +23,16 @@ One turn:
 
 Side-effect tools are never executed: a ``calendar_create`` call becomes a pending action, and
 only a call from the routing step counts (that step sees the user's own message and history,
-never retrieved text). Budgets (:class:`agent.llm.budget.TurnBudget`) bound calls, tokens and
-time; near the limit the loop skips reflection, the claim check and the compliance model call,
-and the trace says so. Any LLM failure (timeouts, 429s beyond the budget, malformed output)
-falls back to the rule-based planner's answer for the same turn.
+never retrieved text). In a shared thread, other people's messages reach the model only as one
+quoted context block (:func:`agent.llm.prompts.format_others`), never as the user's turns; and
+when the routing step proposes a side-effect call while such a block was shown, the step is run
+again on the requester's own messages alone and only that call's actions count, so nobody else's
+words can supply an action's title, attendees or time.
+
+Budgets (:class:`agent.llm.budget.TurnBudget`) bound calls, tokens and time; near the limit the
+loop skips reflection, the claim check and the compliance model call, and the trace says so. Any
+LLM failure (timeouts, 429s beyond the budget, malformed output) falls back to the rule-based
+planner's answer for the same turn.
 """
 
 from __future__ import annotations
@@ -110,6 +116,11 @@ def _norm(text: str) -> str:
     return hashlib.sha256(re.sub(r"\W+", " ", text.lower()).strip().encode()).hexdigest()
 
 
+def _others(turn: Turn, last: int = 6) -> tuple[str, ...]:
+    """Other participants' messages among the thread's last ``last`` messages, oldest first."""
+    return tuple(h.text for h in turn.history[-last:] if not h.from_requester)
+
+
 def _tool_fn_name(name: str) -> str:
     return name.replace(".", "_")
 
@@ -160,6 +171,13 @@ class LLMPlanner:
     def _plan(self, turn: Turn, trace: Trace, budget: TurnBudget) -> tuple[Reply, list[Evidence]]:
         ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone)
         decision = self._route(turn, trace, budget)
+        if decision["actions"] and _others(turn):
+            # Actions come only from a routing call that saw the requester's words alone.
+            trace.step("route_again_without_others",
+                       reason="an action was proposed in a thread with other participants")
+            alone = self._route(turn, trace, budget, with_others=False)
+            decision = {**decision, "actions": alone["actions"], "content": alone["content"],
+                        "search": decision["search"] if decision["search"] is not None else alone["search"]}
         pending = None
         for call in decision["actions"]:
             pending = self._propose(call, turn, ctx, trace, budget)
@@ -182,14 +200,19 @@ class LLMPlanner:
         return [{"type": "function", "function": {"name": _tool_fn_name(s["name"]), "description": s["description"],
                                                   "parameters": s["parameters"]}} for s in self.tools.schemas()]
 
-    def _route(self, turn: Turn, trace: Trace, budget: TurnBudget) -> dict:
+    def _route(self, turn: Turn, trace: Trace, budget: TurnBudget, with_others: bool = True) -> dict:
+        """One routing call: the system prompt, other participants' messages as one quoted block (when
+        ``with_others``), the requester's own earlier messages as user turns, then the message."""
         key = _norm(turn.text) if not turn.history else None
         cached = self._routes.get(key) if key else None
         if cached is not None:
             trace.step("route", source="cache", **{k: v for k, v in cached.items() if k != "actions"})
             return cached
         msgs = [{"role": "system", "content": prompts.ROUTER_SYSTEM}]
-        for h in turn.history[-6:]:
+        others = _others(turn) if with_others else ()
+        if others:
+            msgs.append({"role": "user", "content": prompts.format_others(others)})
+        for h in turn.own_history[-6:]:
             msgs.append({"role": "user", "content": h})
         msgs.append({"role": "user", "content": turn.text})
         res = self.llm.chat(self.config.planner_model, msgs, budget, tools=self._tool_specs())
@@ -292,14 +315,17 @@ class LLMPlanner:
         return reply, evidence
 
     def _rewrite(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget) -> dict:
-        base = {"standalone": query if not turn.history else f"{turn.history[-1]} {turn.text}",
+        # A follow-up question may lean on anyone's message in the thread (context, not instructions).
+        base = {"standalone": query if not turn.history else f"{turn.history[-1].text} {turn.text}",
                 "sub_queries": [], "expansion": [], "hypothetical_answer": ""}
         if not budget.allows("query rewriting", reserve=1):
             return base
-        history = "\n".join(f"- {h}" for h in turn.history[-6:]) or "(none)"
+        history = "\n".join(f"- {h}" for h in turn.own_history[-6:]) or "(none)"
+        others = _others(turn)
+        context = f"{prompts.format_others(others)}\n\n" if others else ""
         res = self.llm.chat(self.config.planner_model, [
             {"role": "system", "content": prompts.REWRITE_SYSTEM},
-            {"role": "user", "content": f"Conversation history (earlier user messages):\n{history}\n\n"
+            {"role": "user", "content": f"{context}Conversation history (earlier user messages):\n{history}\n\n"
                                         f"Latest message: {turn.text}\nSearch query proposed: {query}"}],
             budget, schema=prompts.REWRITE_SCHEMA, schema_name="rewrite")
         data = res.data if isinstance(res.data, dict) else {}

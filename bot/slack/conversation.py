@@ -219,7 +219,8 @@ class Conversations:
         async with self.threads.lock(event["channel"], thread_ts):
             if self.threads.known_absent(event["channel"], thread_ts):
                 return "ignored: a thread the bot is not part of (remembered)"
-            info = await self.threads.read(event["channel"], thread_ts, ts, bot_user_id, bot_id)
+            info = await self.threads.read(event["channel"], thread_ts, ts, bot_user_id, bot_id,
+                                           requester=event.get("user", ""))
         if not info.bot_participated:
             return "ignored: a thread the bot is not part of"
         await self.answer(event, bot_user_id, bot_id, assistant=False, info=info)
@@ -257,7 +258,7 @@ class Conversations:
         reply = None
         try:
             if info is None and event.get("thread_ts") and event.get("thread_ts") != ts:
-                info = await self.threads.read(channel, thread_ts, ts, bot_user_id, bot_id)
+                info = await self.threads.read(channel, thread_ts, ts, bot_user_id, bot_id, requester=user)
             profile = await self.users.profile(user)
             turn = Turn(text=to_plain(event.get("text", ""), bot_user_id), history=info.history if info else (),
                         platform="slack", user_id=user, channel_id=channel, thread_id=thread_ts,

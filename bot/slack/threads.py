@@ -1,7 +1,9 @@
 """What the adapter reads from Slack about a conversation: thread history and user profiles.
 
 - :class:`ThreadHistory` reads a thread with ``conversations.replies`` (at most ``pages`` pages of
-  ``limit`` messages), returns the earlier human messages as the agent's history, and tells whether
+  ``limit`` messages), returns the earlier human messages as the agent's history (each with its
+  author's ``user`` id and whether that is the requester, :class:`agent.models.HistoryMessage`),
+  and tells whether
   the bot already answered in that thread (remembered locally for threads it answered itself; a thread
   found without the bot is remembered for ``absent_ttl`` seconds, so a busy thread the bot is not part
   of costs one Web API call per ``absent_ttl``, not one per message).
@@ -23,6 +25,8 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent.models import HistoryMessage
+
 from .client import api_error_code
 from .inbound import to_plain
 
@@ -41,12 +45,13 @@ class ThreadInfo:
     """A thread as the agent needs it.
 
     Attributes:
-        history: earlier messages by people, oldest first, as plain text (at most 10).
+        history: earlier messages by people, oldest first, as plain text with their author (at most 10);
+            ``from_requester`` is True only for messages whose ``user`` is the requester.
         bot_participated: whether this bot posted in the thread.
         ok: False when Slack could not be read (``history`` is then empty).
     """
 
-    history: tuple[str, ...] = ()
+    history: tuple[HistoryMessage, ...] = ()
     bot_participated: bool = False
     ok: bool = True
 
@@ -116,9 +121,11 @@ class ThreadHistory:
         return (channel, thread_ts) in self._answered
 
     async def read(self, channel: str, thread_ts: str, before_ts: str, bot_user_id: str = "",
-                   bot_id: str = "") -> ThreadInfo:
+                   bot_id: str = "", requester: str = "") -> ThreadInfo:
         """Read the thread ``thread_ts`` of ``channel`` up to (not including) the message ``before_ts``.
 
+        ``requester`` is the Slack user id of the person being answered: a message counts as theirs
+        only when its ``user`` is exactly that id (an empty ``requester`` owns nothing).
         Never raises: a Web API error gives ``ThreadInfo(ok=False)`` with what is known locally.
         """
         messages: list[dict] = []
@@ -140,7 +147,7 @@ class ThreadHistory:
             log.warning("conversations.replies failed for thread %s in %s: %s", thread_ts, channel, exc)
             return ThreadInfo((), self.known_answered(channel, thread_ts), ok=False)
         participated = self.known_answered(channel, thread_ts)
-        history: list[str] = []
+        history: list[HistoryMessage] = []
         for m in messages:
             if (bot_user_id and m.get("user") == bot_user_id) or (bot_id and m.get("bot_id") == bot_id):
                 participated = True
@@ -151,7 +158,8 @@ class ThreadHistory:
                 continue
             text = to_plain(m.get("text", ""), bot_user_id)
             if text:
-                history.append(text)
+                author = str(m.get("user") or "")
+                history.append(HistoryMessage(text, author, bool(requester) and author == requester))
         if participated:
             self.mark_answered(channel, thread_ts)
         else:

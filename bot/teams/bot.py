@@ -3,7 +3,9 @@
 - ``message`` in a channel (the bot @mentioned: the ``<at>`` text is stripped), a group chat or a
   personal chat becomes a :class:`~agent.models.Turn`; the reply goes to the same reply chain
   (``replyToId``). A typing indicator is sent first. History for follow-ups is the conversation's
-  last user messages, kept in the state store so a restart loses nothing.
+  last user messages, kept in the state store with each message's author so a restart loses
+  nothing; only the requester's own messages may complete their request (a group chat or channel
+  mixes people; rows stored without an author count as someone else's).
 - A card's ``Action.Submit`` arrives as a ``message`` with a ``value`` and no text; Universal
   Actions arrive as an ``invoke`` named ``adaptiveCard/action``. Both carry either feedback
   (``{"chatops": "feedback", ...}``, stored with the turn's trace id) or a pending action's
@@ -29,7 +31,7 @@ from botbuilder.core import ActivityHandler, InvokeResponse, TurnContext
 from botbuilder.schema import Activity, ActivityTypes, AdaptiveCardInvokeResponse, Attachment, ChannelAccount, Entity
 
 from agent.agent import Agent
-from agent.models import Reply, Turn
+from agent.models import HistoryMessage, Reply, Turn
 from state import StateStore
 
 from . import cards
@@ -172,8 +174,11 @@ class TeamsBot(ActivityHandler):
         activity = turn_context.activity
         await send_with_retry(lambda: turn_context.send_activity(Activity(type=ActivityTypes.typing)), "typing indicator")
         key = f"teams:{activity.conversation.id}"
-        history = tuple(await asyncio.to_thread(self.store.get_history, key))
-        turn = Turn(text=text, history=history, platform="teams", user_id=self._user(activity),
+        user = self._user(activity)
+        stored = await asyncio.to_thread(self.store.get_history_entries, key)
+        # A message counts as the requester's only when stored with their id (old rows have no author).
+        history = tuple(HistoryMessage(m.text, m.author, bool(user) and m.author == user) for m in stored)
+        turn = Turn(text=text, history=history, platform="teams", user_id=user,
                     channel_id=activity.conversation.id, thread_id=activity.conversation.id,
                     locale=activity.locale or "en", timezone=_tz(activity) or self.default_timezone)
         try:
@@ -184,7 +189,7 @@ class TeamsBot(ActivityHandler):
                 "Sorry, something went wrong while answering. Please try again in a minute."), "error reply")
             return
         if text:
-            await asyncio.to_thread(self.store.append_history, key, text, self.history_turns)
+            await asyncio.to_thread(self.store.append_history, key, text, self.history_turns, user)
         await self._send_reply(turn_context, reply, turn)
 
     async def _send_reply(self, turn_context: TurnContext, reply: Reply, turn: Turn) -> None:
