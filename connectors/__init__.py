@@ -3,7 +3,8 @@
 Nothing in this package knows about chat platforms or the agent. The public pieces:
 
 - :mod:`connectors.models`: ``Document``, ``Tombstone`` and ``Chunk``, the contracts between layers.
-- :mod:`connectors.folder`: the ``folder:PATH`` source (Markdown and HTML files).
+- :mod:`connectors.folder`: the ``folder:PATH`` source (Markdown and HTML files), reading through
+  :mod:`connectors.safe_files` (regular files inside the root only: no links, no FIFOs).
 - :mod:`connectors.confluence`, :mod:`connectors.mediawiki`: Confluence Cloud/Data Center and MediaWiki
   sources (with :mod:`connectors.storage_format` and the shared :mod:`connectors.http` client).
 - :mod:`connectors.config`: the YAML sources file; :mod:`connectors.sync`: the incremental sync engine.

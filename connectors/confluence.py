@@ -38,8 +38,10 @@ Incremental sync (:meth:`ConfluenceSource.sync`):
 3. The new watermark is the server's time when the listing started (its ``Date`` header).
 
 A first run or ``full`` lists every page with its body instead of step 1. A page whose fetch
-failed after the retries is reported as a :class:`SkippedPage` (its indexed copy is kept) and
-carried in the cursor's ``retry`` list for the next run.
+failed after the retries, or whose body raised anything while converted (markup the converter
+cannot read), is reported as a :class:`SkippedPage` (its indexed copy is kept) and carried in the
+cursor's ``retry`` list for the next run, as is a page the indexer could not chunk (the engine's
+``retry_docs``, see :mod:`connectors.sync`).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from .folder import SkippedPage
 from .http import HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json
 from .models import Document, Tombstone
 from .storage_format import storage_to_markdown
-from .sync import CursorUpdate
+from .sync import RETRY_DOCS, CursorUpdate
 
 __all__ = ["ConfluenceSource", "cql_time", "parse_confluence_time", "confluence_anchor"]
 
@@ -221,6 +223,7 @@ class ConfluenceSource:
         watermark = parse_confluence_time(cur.get("watermark"))
         seen_prev: dict[str, int] = {str(k): int(v) for k, v in (cur.get("seen") or {}).items()}
         retry = [str(x) for x in cur.get("retry") or []]
+        retry += [d.split("/", 1)[1] for d in cur.get(RETRY_DOCS) or [] if str(d).startswith("page/")]
         state = _RunState(seen_prev)
         if full or watermark is None:
             yield from self._full_listing(state)
@@ -417,10 +420,10 @@ class ConfluenceSource:
                 source=self.name, doc_id=f"page/{pid}", title=str(page.get("title") or ""),
                 url=self.web_base + webui, text=storage_to_markdown(storage),
                 updated_at=self._modified(page), space=space_key, acl=self._v2_restrictions(pid))
-        except (SourceUnavailableError, ValueError, TypeError, AttributeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a page that cannot be converted is skipped, the run goes on
             if isinstance(exc, HttpStatusError) and exc.status == 401:
                 raise
-            return SkippedPage(self.name, f"page/{pid}", f"{type(exc).__name__}: {exc}")
+            return self._skipped(pid, exc)
 
     # -- v1 (Data Center) --------------------------------------------------------------------------
     def _cql_spaces(self) -> str:
@@ -475,10 +478,16 @@ class ConfluenceSource:
                 url=self.web_base + webui, text=storage_to_markdown(storage),
                 updated_at=self._modified(page), space=str((page.get("space") or {}).get("key") or ""),
                 acl=_acl(read))
-        except (ValueError, TypeError, AttributeError) as exc:
-            return SkippedPage(self.name, f"page/{pid}", f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a page that cannot be converted is skipped, the run goes on
+            return self._skipped(pid, exc)
 
     # -- shared ------------------------------------------------------------------------------------
+    def _skipped(self, pid: str, exc: Exception) -> SkippedPage:
+        """The :class:`SkippedPage` for a page whose body could not be converted (logged)."""
+        reason = f"{type(exc).__name__}: {exc}"
+        log.warning("source %s: skipping page %s: %s", self.name, pid, reason)
+        return SkippedPage(self.name, f"page/{pid}", reason)
+
     @staticmethod
     def _version(page: Mapping[str, Any]) -> int | None:
         v = (page.get("version") or {}).get("number")

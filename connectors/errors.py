@@ -6,6 +6,7 @@ The tree, so callers can catch at the right level::
     ├── SourceSpecError             a source spec string or config entry is malformed
     ├── SourceUnavailableError      a source cannot be read at all (missing folder, server down)
     ├── EmbeddingError              the embedding model cannot be loaded or called
+    ├── ChunkLimitError             a page would make more chunks than the per-page cap (it is skipped)
     └── IndexError_                 an index on disk is unusable
         ├── IndexCorruptError       an index exists but cannot be opened; rebuild it
         └── IndexLockedError        another process holds the index (local Qdrant is single-process)
@@ -20,6 +21,7 @@ __all__ = [
     "SourceSpecError",
     "SourceUnavailableError",
     "EmbeddingError",
+    "ChunkLimitError",
     "IndexError_",
     "IndexCorruptError",
     "IndexLockedError",
@@ -40,6 +42,10 @@ class SourceUnavailableError(ConnectorError):
 
 class EmbeddingError(ConnectorError):
     """The embedding model cannot be loaded or the embeddings API failed."""
+
+
+class ChunkLimitError(ConnectorError, ValueError):
+    """A page would make more chunks than ``ChunkerConfig.max_chunks_per_page``; the indexer skips it."""
 
 
 class IndexError_(ConnectorError):

@@ -1,9 +1,13 @@
 """The ``folder:PATH`` source: a directory of exported Markdown and HTML pages.
 
 Markdown files may start with YAML front matter; its ``title`` wins over the first heading.
-HTML files are converted with :func:`connectors.text.html_to_markdown`. A file that cannot be
-read or decoded is reported as a :class:`SkippedPage` with the reason (and logged), and the scan
-goes on; the indexer keeps what it had indexed for that page.
+HTML files are converted with :func:`connectors.text.html_to_markdown`. A page that cannot be
+read, decoded or converted (whatever the error) is reported as a :class:`SkippedPage` with the
+reason (and logged), and the scan goes on; the indexer keeps what it had indexed for that page.
+
+Only regular files inside the root are read (:func:`connectors.safe_files.read_regular_file`):
+symbolic links (to files or folders, inside the root or not), FIFOs, sockets and devices are
+skipped with a reason, never followed or opened in a way that could block.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 import frontmatter
-import yaml
 
 from .errors import SourceUnavailableError
 from .models import Document
+from .safe_files import RefusedFileError, read_regular_file
 from .text import clean_markdown, first_heading, html_to_markdown
 
 __all__ = ["FolderSource", "SkippedPage", "MARKDOWN_SUFFIXES", "HTML_SUFFIXES"]
@@ -78,42 +82,69 @@ class FolderSource:
         return self.url_base + quote(stem)
 
     def paths(self) -> list[Path]:
-        """Every candidate file under the root, sorted, hidden files and folders excluded."""
+        """Every candidate page under the root, sorted, hidden files and folders excluded.
+
+        Candidates are names with a page suffix, whatever they are (links and special files
+        included, so :meth:`scan` can report them); linked folders are not descended into.
+        """
+        return self._walk()[0]
+
+    def _walk(self) -> tuple[list[Path], list[Path]]:
+        """``(candidate files, linked folders)`` under the root, both sorted."""
         if not self.root.is_dir():
             raise SourceUnavailableError(
                 f"folder source {self.root} is not a readable directory: check the path in the source spec"
             )
         found: list[Path] = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        linked: list[Path] = []
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            keep = []
+            for d in sorted(dirnames):
+                if d.startswith("."):
+                    continue
+                if os.path.islink(os.path.join(dirpath, d)):
+                    linked.append(Path(dirpath) / d)  # os.walk lists it but must not (and does not) enter it
+                else:
+                    keep.append(d)
+            dirnames[:] = keep
             for fn in filenames:
                 if fn.startswith("."):
                     continue
                 p = Path(dirpath) / fn
                 if p.suffix.lower() in MARKDOWN_SUFFIXES | HTML_SUFFIXES:
                     found.append(p)
-        return sorted(found)
+        return sorted(found), sorted(linked)
 
     def scan(self) -> Iterator[Document | SkippedPage]:
         """Yield a :class:`Document` per readable page and a :class:`SkippedPage` per failure.
 
+        A page that raises anything while read or converted (an undecodable file, a link, a FIFO,
+        markup too deep to convert) is skipped with ``"<ErrorType>: <message>"`` as its reason; a
+        linked folder is reported as one :class:`SkippedPage` (``doc_id`` ending in ``/``).
+
         Raises:
             SourceUnavailableError: when the root folder is missing or unreadable.
         """
-        for path in self.paths():
+        files, linked = self._walk()
+        for folder in linked:
+            doc_id = folder.relative_to(self.root).as_posix() + "/"
+            reason = "is a linked folder; links are not followed (only files inside the folder are indexed)"
+            log.warning("skipping %s in %s: %s", doc_id, self.root, reason)
+            yield SkippedPage(self.name, doc_id, reason)
+        for path in files:
             doc_id = path.relative_to(self.root).as_posix()
             try:
-                yield self._read(path, doc_id)
-            except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as exc:
-                reason = f"{type(exc).__name__}: {exc}"
+                doc = self._read(path, doc_id)
+            except Exception as exc:  # noqa: BLE001 - one bad page never stops the scan
+                reason = str(exc) if isinstance(exc, RefusedFileError) else f"{type(exc).__name__}: {exc}"
                 log.warning("skipping %s in %s: %s", doc_id, self.root, reason)
                 yield SkippedPage(self.name, doc_id, reason)
+            else:
+                yield doc
 
     def _read(self, path: Path, doc_id: str) -> Document:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ValueError(f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit; split the page")
-        raw = path.read_bytes().decode("utf-8")
+        data, mtime_s = read_regular_file(self.root, path, MAX_FILE_BYTES)
+        raw = data.decode("utf-8")
         meta: dict = {}
         if path.suffix.lower() in HTML_SUFFIXES:
             title, body = html_to_markdown(raw)
@@ -124,7 +155,7 @@ class FolderSource:
             title = str(meta.get("title") or "").strip()
         if not title:
             title = first_heading(body) or _title_from_path(doc_id)
-        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
+        mtime = datetime.fromtimestamp(mtime_s, tz=timezone.utc)
         space = doc_id.split("/", 1)[0] if "/" in doc_id else ""
         return Document(
             source=self.name, doc_id=doc_id, title=title, url=self.url_for(doc_id), text=body,

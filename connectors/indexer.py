@@ -4,7 +4,10 @@ Per run: scan the source; a page whose content hash matches the manifest is *unc
 re-chunked nor re-embedded); new and changed pages are chunked, embedded (through the embedding
 cache) and written to both stores in batches under the manifest's journal; a page the source no
 longer lists is deleted from both (only when the source listed itself completely and the scan
-finished); a page the source could not read this time is left as it was and reported.
+finished); a page the source could not read this time is left as it was and reported, and so is
+a page whose chunking raised anything (more chunks than the per-page cap, a bug): it is skipped
+with its reason, listed in :attr:`IndexReport.failed_pages` (the sync engine fetches it again on
+the next run) and the rest of the run is written.
 """
 
 from __future__ import annotations
@@ -40,7 +43,11 @@ class Source(Protocol):
 
 @dataclass(slots=True)
 class IndexReport:
-    """Counts of one run. ``seconds`` is wall time."""
+    """Counts of one run. ``seconds`` is wall time.
+
+    ``errors`` holds ``"<doc_id>: <reason>"`` per skipped page; ``failed_pages`` the doc ids of the
+    pages the indexer itself could not chunk (not those the source could not read).
+    """
 
     source: str
     added: int = 0
@@ -54,6 +61,7 @@ class IndexReport:
     embeddings_cached: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
+    failed_pages: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         """JSON-ready dict."""
@@ -95,7 +103,7 @@ class Indexer:
             self.index.manifest.forget(keys)
             known = {}
         seen: set[str] = set()
-        batch: list[tuple[Document, PageEntry | None]] = []
+        batch: list[tuple[Document, PageEntry | None, list[Chunk]]] = []
         for item in source.scan():
             if isinstance(item, SkippedPage):
                 seen.add(item.doc_id)
@@ -112,7 +120,16 @@ class Indexer:
             if prev is not None and prev.hash == item.hash:
                 rep.unchanged += 1
                 continue
-            batch.append((item, prev))
+            try:
+                chunks = self.chunker.chunk(item)
+            except Exception as exc:  # noqa: BLE001 - one page never stops the run; its indexed copy is kept
+                reason = f"{type(exc).__name__}: {exc}"
+                log.warning("skipping %s of %s: %s", item.doc_id, source.name, reason)
+                rep.skipped += 1
+                rep.errors.append(f"{item.doc_id}: {reason}")
+                rep.failed_pages.append(item.doc_id)
+                continue
+            batch.append((item, prev, chunks))
             if len(batch) >= self.batch_pages:
                 self._write(batch, rep)
                 batch = []
@@ -131,11 +148,10 @@ class Indexer:
             progress(rep)
         return rep
 
-    def _write(self, batch: list[tuple[Document, PageEntry | None]], rep: IndexReport) -> None:
+    def _write(self, batch: list[tuple[Document, PageEntry | None, list[Chunk]]], rep: IndexReport) -> None:
         chunks: list[Chunk] = []
         entries: list[PageEntry] = []
-        for doc, _ in batch:
-            cs = self.chunker.chunk(doc)
+        for doc, _, cs in batch:
             chunks.extend(cs)
             entries.append(PageEntry(f"{doc.source}:{doc.doc_id}", doc.source, doc.doc_id, doc.hash,
                                      tuple(c.chunk_id for c in cs)))
@@ -151,7 +167,7 @@ class Indexer:
         self.index.qdrant.replace_documents(keys, chunks, vectors)
         man.commit(entries, [])
         rep.chunks_written += len(chunks)
-        for _, prev in batch:
+        for _, prev, _ in batch:
             if prev is not None:
                 rep.updated += 1
                 rep.chunks_deleted += len(prev.chunk_ids)

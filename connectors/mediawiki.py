@@ -44,7 +44,7 @@ from .folder import SkippedPage
 from .http import HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json, parse_retry_after
 from .models import Document, Tombstone
 from .storage_format import fenced_block, render_markdown
-from .sync import CursorUpdate
+from .sync import RETRY_DOCS, CursorUpdate
 from .text import strip_inline
 
 __all__ = ["MediaWikiSource", "MediaWikiApiError", "mediawiki_html_to_markdown", "parse_mw_time"]
@@ -367,6 +367,9 @@ class MediaWikiSource:
                     todo.setdefault(int(page), None)
         for pid in cur.get("retry") or []:
             todo.setdefault(int(pid), None)
+        for doc_id in cur.get(RETRY_DOCS) or []:  # pages the indexer could not chunk last run
+            if str(doc_id).startswith("page/") and doc_id.split("/", 1)[1].isdigit():
+                todo.setdefault(int(doc_id.split("/", 1)[1]), None)
         yield from self._check_and_fetch(list(todo), st)
         for n in self.cfg.namespaces:
             for pageid, _title in self._list_namespace(n, st):
@@ -435,8 +438,12 @@ class MediaWikiSource:
             return Document(source=self.name, doc_id=doc_id, title=title, url=self.page_url(title),
                             text=mediawiki_html_to_markdown(parse.get("text", "")),
                             updated_at=None, space=self.namespace_name(ns) if ns is not None else "")
-        except (KeyError, TypeError, ValueError) as exc:
-            return SkippedPage(self.name, doc_id, f"unexpected parse response: {type(exc).__name__}: {exc}")
+        except SourceAuthError:
+            raise  # the site info behind page_url needs the login: not a page's problem
+        except Exception as exc:  # noqa: BLE001 - a page that cannot be converted is skipped, the run goes on
+            reason = f"cannot convert the parse response: {type(exc).__name__}: {exc}"
+            log.warning("source %s: skipping page %s: %s", self.name, pageid, reason)
+            return SkippedPage(self.name, doc_id, reason)
 
 
 def _change_key(entry: Mapping[str, Any]) -> str:

@@ -28,7 +28,7 @@ import re
 from bs4 import BeautifulSoup, NavigableString, Tag
 from markdownify import markdownify
 
-from .text import clean_markdown
+from .text import clean_markdown, flatten_deep_html
 
 __all__ = ["storage_to_markdown", "render_markdown", "fenced_block", "DROPPED_MACROS", "QUOTE_MACROS"]
 
@@ -70,8 +70,10 @@ def render_markdown(soup: BeautifulSoup | Tag, blocks: list[str]) -> str:
 
     Returns:
         Markdown with ATX headings, ``-`` bullets, no escaping of ``_`` and ``*`` (identifiers stay
-        searchable and quotable), cleaned by :func:`connectors.text.clean_markdown`.
+        searchable and quotable), cleaned by :func:`connectors.text.clean_markdown`. Markup nested
+        deeper than :data:`connectors.text.MAX_HTML_DEPTH` is flattened first (in place).
     """
+    flatten_deep_html(soup)
     md = markdownify(str(soup), heading_style="ATX", bullets="-", escape_underscores=False,
                      escape_asterisks=False, strip=["span"])
     md = clean_markdown(md)

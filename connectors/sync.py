@@ -13,7 +13,9 @@ A run (:meth:`SyncEngine.run`):
    :class:`~connectors.indexer.Indexer` as a source that is *not* a complete listing, so nothing is
    pruned but what the connector tombstoned (it tombstones only after a completed listing);
 4. only after the Indexer returned, i.e. every page's chunks committed to both stores under the
-   manifest's journal, saves the new cursor (``StateStore.set_cursor``);
+   manifest's journal, saves the new cursor (``StateStore.set_cursor``), with the doc ids of pages
+   the indexer skipped because their chunking raised under :data:`RETRY_DOCS`, so the connector
+   fetches them again next run (a skipped page is retried, never lost behind the watermark);
 5. records the summary (``added``, ``updated``, ``deleted``, ``unchanged``, ``skipped``, ``errors``,
    ``seconds``, ``calls``, ...) with ``finish_run``, and releases the lock.
 
@@ -47,9 +49,13 @@ from .index import KnowledgeIndex
 from .indexer import Indexer, IndexReport
 from .models import Chunk, Document, Tombstone
 
-__all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "AnchoredChunker", "sources_status"]
+__all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "AnchoredChunker", "sources_status", "RETRY_DOCS"]
 
 log = logging.getLogger(__name__)
+
+#: The cursor key the engine adds: doc ids of pages the indexer could not convert or chunk last run.
+#: A connector's ``sync`` fetches these pages again (like its own ``retry`` list).
+RETRY_DOCS = "retry_docs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +204,12 @@ class SyncEngine:
                     rep = Indexer(self.index, chunker).run(stream, full=False, progress=on_progress)
                     if stream.update is None:
                         raise RuntimeError(f"source {name!r} ended its sync without a cursor; nothing was saved")
-                    # Every page is committed to both stores: only now may the cursor move.
-                    self.store.set_cursor(name, stream.update.cursor)
+                    # Every page is committed to both stores: only now may the cursor move. Pages the
+                    # indexer could not chunk ride along, for the connector to fetch again next run.
+                    cursor = {k: v for k, v in stream.update.cursor.items() if k != RETRY_DOCS}
+                    if rep.failed_pages:
+                        cursor[RETRY_DOCS] = sorted(set(rep.failed_pages))
+                    self.store.set_cursor(name, cursor)
                 else:
                     mode = "full" if full else "listing"
                     rep = Indexer(self.index, Chunker(self.chunker_config)).run(source, full=full, progress=on_progress)

@@ -4,6 +4,10 @@ The chunker reads Markdown whose ``#`` lines are the headings. Connectors call
 :func:`clean_markdown` on Markdown sources and :func:`html_to_markdown` on HTML, so every
 document reaches the chunker in the same shape: headings as ATX lines, links reduced to their
 text, images as ``[image: alt]``, no inline HTML, no template shortcodes.
+
+HTML nested deeper than :data:`MAX_HTML_DEPTH` elements (``markdownify`` recurses per element, so
+about 400 nested ``<div>`` raise ``RecursionError``) is flattened first by
+:func:`flatten_deep_html`, so such a page is still indexed.
 """
 
 from __future__ import annotations
@@ -11,10 +15,22 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 from markdownify import markdownify
 
-__all__ = ["clean_markdown", "html_to_markdown", "slugify", "first_heading", "FenceTracker"]
+__all__ = ["clean_markdown", "html_to_markdown", "flatten_deep_html", "slugify", "first_heading", "FenceTracker",
+           "MAX_HTML_DEPTH"]
+
+#: Elements nested deeper than this are flattened before ``markdownify`` (which recurses per element).
+MAX_HTML_DEPTH = 100
+#: Elements that end a paragraph when the deep part of a page is flattened.
+_BLOCK_TAGS = frozenset({
+    "address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "dialog", "div", "dl", "dt",
+    "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li",
+    "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+})
+_KEPT_BLOCKS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre"})
+_NOT_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
@@ -103,11 +119,88 @@ def clean_markdown(md: str) -> str:
     return _BLANKS.sub("\n\n", text).strip()
 
 
+def flatten_deep_html(root: Tag, max_depth: int = MAX_HTML_DEPTH) -> int:
+    """Flatten the elements of ``root`` nested more than ``max_depth`` levels deep, in place.
+
+    The content of each element at depth ``max_depth`` (``root``'s children are at depth 1) is
+    replaced by flat paragraphs, in document order: its text, cut into ``<p>`` at every block
+    element (``div``, ``p``, ``li``, ``td``, ...); headings stay ``<h1>``-``<h6>`` and ``<pre>`` keeps
+    its text verbatim, so the chunker still cuts at the headings. Inline markup (emphasis, spans)
+    below that depth is lost, its text is kept. Iterative and linear in the size of the tree, so
+    any depth is safe; pages nested less deeply are not changed.
+
+    Args:
+        root: a parsed tree (a ``BeautifulSoup`` object or a ``Tag``).
+        max_depth: the deepest element level left as it is.
+
+    Returns:
+        How many elements had their content flattened (0 for a normal page).
+    """
+    deep: list[Tag] = []
+    stack: list[tuple[Tag, int]] = [(root, 0)]
+    while stack:
+        tag, depth = stack.pop()
+        children = [c for c in tag.contents if isinstance(c, Tag)]
+        if depth >= max_depth and children:
+            deep.append(tag)
+        elif depth < max_depth:
+            stack.extend((c, depth + 1) for c in children)
+    if not deep:
+        return 0
+    top: Tag = root
+    while top.parent is not None:
+        top = top.parent
+    for tag in deep:
+        _flatten(tag, top)
+    return len(deep)
+
+
+def _flatten(tag: Tag, top: Tag) -> None:
+    """Replace ``tag``'s content with flat paragraphs (see :func:`flatten_deep_html`)."""
+    blocks: list[tuple[str, str]] = []
+    texts: list[str] = []
+    kinds: list[str] = []
+
+    def close() -> None:
+        text = "".join(texts)
+        if text.strip():
+            blocks.append((kinds[-1] if kinds else "p", text))
+        texts.clear()
+
+    stack: list[tuple[object, bool]] = [(c, False) for c in reversed(tag.contents)]
+    while stack:
+        node, leaving = stack.pop()
+        if isinstance(node, Tag):
+            name = (node.name or "").lower()
+            if leaving:
+                if name in _BLOCK_TAGS:
+                    close()
+                if name in _KEPT_BLOCKS and kinds:
+                    kinds.pop()
+                continue
+            if name in _BLOCK_TAGS:
+                close()
+            if name in _KEPT_BLOCKS:
+                kinds.append(name)
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(node.contents))
+        elif isinstance(node, NavigableString) and not isinstance(node, _NOT_TEXT):
+            texts.append(str(node))
+    close()
+    for i in range(len(tag.contents) - 1, -1, -1):  # from the end: each removal is O(1)
+        tag.contents[i].extract(_self_index=i)
+    for name, text in blocks:
+        new = top.new_tag(name) if isinstance(top, BeautifulSoup) else Tag(name=name)
+        new.string = text
+        tag.append(new)
+
+
 def html_to_markdown(html: str) -> tuple[str, str]:
     """Convert an HTML page to Markdown with ATX headings, and find its title.
 
     Uses BeautifulSoup (``html.parser``) to drop ``script``/``style``/``nav`` and read ``<title>``,
-    then ``markdownify`` for the body.
+    flattens markup nested deeper than :data:`MAX_HTML_DEPTH` (:func:`flatten_deep_html`), then
+    ``markdownify`` for the body.
 
     Args:
         html: the page's HTML.
@@ -125,6 +218,7 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     for a in soup.find_all("a"):
         a.replace_with(a.get_text())
     body = soup.body or soup
+    flatten_deep_html(body)
     md = markdownify(str(body), heading_style="ATX", bullets="-", strip=["span"])
     return title, clean_markdown(md)
 

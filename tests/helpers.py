@@ -83,3 +83,33 @@ def wait_for(predicate, timeout: float, what: str):
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+#: What the planted folder keeps outside itself (never to be quoted) and puts in the environment.
+PLANTED_SECRET = "marzipan-octopus-7731"
+PLANTED_ENV = "tangerine-walrus-5523"
+
+
+def plant_folder(root: Path) -> Path:
+    """A wiki of two real pages, plus links out of it to a secret, to ``/proc/self/environ``, a linked folder, a FIFO.
+
+    Returns:
+        The wiki folder (``root/wiki``); the secret lives in ``root/outside``.
+    """
+    wiki, outside = root / "wiki", root / "outside"
+    (wiki / "it").mkdir(parents=True)
+    outside.mkdir()
+    (wiki / "it" / "laptops.md").write_text(
+        "# Laptops\n\nEvery employee gets a company laptop, refreshed every three years by IT. Ask the IT desk in "
+        "the portal for a replacement charger.\n", encoding="utf-8")
+    (wiki / "vault-room.md").write_text(
+        "# The vault room\n\nThe vault room is in the basement of the Lisbon office. Only facilities staff may "
+        "open the red binder kept there.\n", encoding="utf-8")
+    (outside / "binder.md").write_text(
+        f"# The red binder\n\nThe launch word written in the red binder of the vault room is {PLANTED_SECRET}. "
+        f"Say the launch word {PLANTED_SECRET} to open the vault room.\n", encoding="utf-8")
+    os.symlink(outside / "binder.md", wiki / "red-binder.md")
+    os.symlink("/proc/self/environ", wiki / "it" / "environment.md")
+    os.symlink(outside, wiki / "archive")
+    os.mkfifo(wiki / "pipe.md")
+    return wiki

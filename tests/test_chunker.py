@@ -3,7 +3,9 @@
 Covers chunk sizes (never over ``max_chars``; long sections packed into 400-800 character
 chunks; an unsplittable run of text hard-cut), section paths that follow the headings, ``#``
 lines inside fenced code that are not headings, section anchors in chunk URLs, chunk ids that stay
-the same when other parts of the page change, and the validation of ``ChunkerConfig``.
+the same when other parts of the page change, and the validation of ``ChunkerConfig``; and bounded
+work per page: long runs of tiny sibling sections packed up to ``max_chars`` (short runs chunked as
+before), the per-page chunk cap, and a 1 MB page with 50,000 headings (no quadratic step).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import re
 
 import pytest
 
-from connectors.chunker import Chunker, ChunkerConfig
+from connectors.chunker import MAX_CHUNKS_PER_PAGE, SIBLING_RUN, Chunker, ChunkerConfig
+from connectors.errors import ChunkLimitError
 from connectors.folder import FolderSource
 from connectors.models import Chunk, Document
 
@@ -77,6 +80,66 @@ def test_tiny_sibling_sections_share_a_chunk_under_their_parent() -> None:
     assert term_chunks[0].section_path == ("Terms",)
     assert "### T1" in term_chunks[0].text and "Term 5 means" in term_chunks[0].text
     assert all("After sentence" not in c.text for c in term_chunks)
+
+
+def test_a_long_run_of_tiny_top_level_sections_is_packed_with_the_first_sections_anchor() -> None:
+    entries = "".join(f"## Q{i}\n\nAnswer {i} is short.\n\n" for i in range(SIBLING_RUN + 8))
+    chunks = Chunker().chunk(_doc(PREAMBLE + entries + "## After\n\n" + _sentences("After", 8)))
+    packed = [c for c in chunks if "Answer" in c.text]
+    # about 40 sections of ~30 characters fit in two chunks, not forty
+    assert len(packed) == 2, [(c.section_path, len(c.text)) for c in packed]
+    assert packed[0].section_path == ("Q0",) and packed[0].url.endswith("#q0")
+    assert packed[0].text.startswith("Answer 0 is short.\n\n## Q1\n\nAnswer 1 is short.")
+    second = packed[1].section_path[0]
+    assert packed[1].text.startswith(f"Answer {second[1:]} is short.")  # its own first heading is in the path
+    assert all(len(c.text) <= CFG.max_chars for c in packed)
+    joined = "\n".join(c.text for c in packed)
+    assert all(f"Answer {i} is short." in joined for i in range(SIBLING_RUN + 8))
+    assert all("After sentence" not in c.text for c in packed)
+
+
+def test_a_short_run_of_tiny_top_level_sections_is_chunked_as_before() -> None:
+    """Normal pages keep their chunk boundaries: only runs of SIBLING_RUN or more are packed."""
+    entries = "".join(f"## Q{i}\n\nAnswer {i} is short.\n\n" for i in range(SIBLING_RUN - 1))
+    chunks = Chunker().chunk(_doc(PREAMBLE + entries))
+    assert [c.section_path for c in chunks[1:]] == [(f"Q{i}",) for i in range(SIBLING_RUN - 1)]
+    assert [c.text for c in chunks[1:]] == [f"Answer {i} is short." for i in range(SIBLING_RUN - 1)]
+
+
+def test_a_page_over_the_chunk_cap_raises_a_clear_error_instead_of_being_truncated() -> None:
+    text = "".join(f"# A{i}\n\nx\n\n## B{i}\n\ny\n\n" for i in range(20))  # 20 chunks, no run of siblings
+    assert len(Chunker().chunk(_doc(text))) == 20
+    with pytest.raises(ChunkLimitError, match="20 chunks, over the limit of 10 per page"):
+        Chunker(ChunkerConfig(max_chunks_per_page=10)).chunk(_doc(text))
+    assert ChunkerConfig().max_chunks_per_page == MAX_CHUNKS_PER_PAGE
+    with pytest.raises(ValueError):
+        ChunkerConfig(max_chunks_per_page=0)
+
+
+@pytest.mark.timeout(60)
+def test_a_1mb_page_with_50000_headings_chunks_within_the_cap() -> None:
+    text = "# Big page\n\n" + "".join(f"## Heading {i}\n\nword {i}\n" for i in range(50_000))
+    assert len(text) > 1_000_000
+    chunks = Chunker().chunk(_doc(text))
+    assert 0 < len(chunks) <= MAX_CHUNKS_PER_PAGE
+    assert all(len(c.text) <= CFG.max_chars for c in chunks)
+    assert chunks[0].section_path == ("Heading 0",)
+    assert "word 49999" in chunks[-1].text
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("text", [
+    "word " * 200_000,                                                      # one 1 MB line, cut at spaces
+    "y" * 1_000_000,                                                        # no space at all
+    "".join(f"# A{i}\n\nx\n\n## B{i}\n\ny\n\n" for i in range(40_000)),  # 80,000 sections, no run
+], ids=["one-line", "no-space", "alternating-levels"])
+def test_pathological_1mb_pages_chunk_or_are_refused_without_hanging(text: str) -> None:
+    try:
+        chunks = Chunker().chunk(_doc(text))
+    except ChunkLimitError as exc:
+        assert "split it into smaller pages" in str(exc)
+    else:
+        assert len(chunks) <= MAX_CHUNKS_PER_PAGE and all(len(c.text) <= CFG.max_chars for c in chunks)
 
 
 def test_long_section_is_packed_into_chunks_of_400_to_800_chars() -> None:

@@ -4,8 +4,9 @@ Covers ``chatops index`` (prints added/updated/deleted/unchanged counts, exit 0;
 second run), ``chatops ask --json`` (exactly one JSON object with the documented keys and
 citations), ``chatops chat`` (thread memory over stdin, ``/new``), ``ask --history`` as the user's own
 earlier messages (they complete a meeting request), usage and configuration errors (exit 2 with a
-message on stderr), and ``chatops eval --json`` over examples/eval.jsonl (metric
-keys, citation validity, recall@10).
+message on stderr), ``chatops eval --json`` over examples/eval.jsonl (metric keys, citation validity,
+recall@10), and a folder planted with links out of it (to a secret, to ``/proc/self/environ``, a linked
+folder) and a FIFO: indexed promptly, nothing planted is ever quoted.
 
 Data dirs start with a copy of the session's embedding cache, so the example wiki is not
 re-embedded by every subprocess.
@@ -20,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EVAL_FILE, ROOT, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache
+from helpers import (EVAL_FILE, PLANTED_ENV, PLANTED_SECRET, ROOT, WIKI_PAGES, chatops_command, cli_environment,
+                     plant_folder, run_chatops, seed_embedding_cache)
 
 COUNTS = re.compile(r"(\d+) added, (\d+) updated, (\d+) deleted, (\d+) unchanged")
 
@@ -156,3 +158,27 @@ def test_eval_json_reports_metrics(tmp_path: Path, embedding_cache_dir: Path, wi
     assert result["retrieval"]["recall@10"] >= 0.8
     for metric in ("recall@5", "mrr@10", "ndcg@10"):
         assert 0.0 <= result["retrieval"][metric] <= 1.0
+
+
+# -- a folder planted with links and special files ---------------------------------------------------------------
+
+def test_index_of_a_planted_folder_finishes_and_never_quotes_what_the_links_point_at(tmp_path: Path) -> None:
+    wiki = plant_folder(tmp_path)
+    data = tmp_path / "data"
+    # A FIFO read as a page would block forever: the timeout turns that into a failure.
+    proc = run_chatops(["index", f"folder:{wiki}"], data, cwd=tmp_path, timeout=90, CHATOPS_PLANTED_VALUE=PLANTED_ENV)
+    assert proc.returncode == 0, proc.stderr
+    m = COUNTS.search(proc.stdout)
+    assert m and tuple(map(int, m.groups())) == (2, 0, 0, 0), proc.stdout
+    assert "4 skipped" in proc.stdout and "index holds 2 pages" in proc.stdout
+    for planted, why in [("red-binder.md", "symbolic link"), ("it/environment.md", "symbolic link"),
+                         ("pipe.md", "FIFO"), ("archive/", "linked folder")]:
+        assert re.search(rf"skipped {re.escape(planted)}: .*{why}", proc.stdout), (planted, proc.stdout)
+
+    for question in ("what is the launch word written in the red binder of the vault room?",
+                     "CHATOPS_PLANTED_VALUE"):
+        ask = run_chatops(["ask", "--json", question], data, cwd=tmp_path, CHATOPS_PLANTED_VALUE=PLANTED_ENV)
+        assert ask.returncode == 0, ask.stderr
+        reply = _one_json_object(ask.stdout)
+        assert PLANTED_SECRET not in ask.stdout and PLANTED_ENV not in ask.stdout, reply["text"]
+        assert {c["doc_id"] for c in reply["citations"]} <= {"it/laptops.md", "vault-room.md"}

@@ -8,7 +8,10 @@ pages and prune trashed (``status: trashed``), purged (404) and moved-away pages
 ``Retry-After`` mid-listing (honoured; an absurd value clamped); a 500 mid-sync (the run fails,
 no cursor moves, no page is lost, the next run completes); a page that keeps failing (skipped, kept,
 retried next run); a 401 (a message naming what to check); Data Center CQL paging under a context
-path, the site time zone of CQL dates, and 404 for trashed pages; and a trashed page never cited again.
+path, the site time zone of CQL dates, and 404 for trashed pages; a trashed page never cited again;
+and pages that break conversion or chunking: a body nested 500 ``<div>`` deep (flattened and indexed),
+a converter or chunker raising on one page (that page skipped with its reason and retried next run,
+the rest committed, the cursor moved).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from connectors.confluence import ConfluenceSource
 from connectors.config import build_source, parse_config
 from connectors.http import RetryPolicy
 from connectors.index import KnowledgeIndex
-from connectors.sync import SyncEngine
+from connectors.sync import RETRY_DOCS, SyncEngine
+from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 from state import StateStore
 from state.store import sqlite_url
 
@@ -369,3 +373,108 @@ def test_a_space_added_to_the_config_is_indexed_by_the_next_incremental_run(stan
     assert {f"page/{ids['ops']}", f"page/{old}"} <= set(index.manifest.pages_of("eng"))
     back = engine.run(cloud(standin))  # and removed again when the space leaves the config
     assert back.summary["deleted"] == 2 and f"page/{old}" not in index.manifest.pages_of("eng")
+
+
+# -- pages that break conversion or chunking -------------------------------------------------------------
+
+NESTED = ("<p>Intro of the nested page.</p>" + "<div>" * 500 + "<h2>Kumquat storage</h2><p>Kumquats are stored in "
+          "the cold room on shelf nine, next to the quince crates.</p>" + "</div>" * 500)
+
+
+def searched(index: KnowledgeIndex, query: str) -> set[str]:
+    return {e.chunk.doc_id for e in KnowledgeSearch(index).run(KnowledgeSearchArgs(query=query, k=5)).evidence}
+
+
+def test_a_page_nested_500_divs_deep_is_flattened_and_the_run_commits(standin, index_factory, store) -> None:
+    seed(standin)
+    index = index_factory()
+    engine = SyncEngine(index, store)
+    source = cloud(standin)
+    assert engine.run(source).status == "ok"
+    before = store.get_cursor("eng")["watermark"]
+    time.sleep(1.1)  # the next watermark is the server's Date header, in whole seconds
+    nested = standin.add_page("ENG", "Pantry", NESTED)
+    normal = standin.add_page("ENG", "Bike Storage", "<p>Bikes are parked in the basement garage, level minus two.</p>")
+    res = engine.run(source)
+    assert res.status == "ok", res.error
+    assert (res.summary["added"], res.summary["skipped"], res.summary["errors"]) == (2, 0, []), res.summary
+    assert store.get_cursor("eng")["watermark"] > before
+    deep = [c for c in chunks_of(index) if c.doc_id == f"page/{nested}"]
+    text = "\n\n".join(c.text for c in deep)
+    assert "Intro of the nested page.\n\n## Kumquat storage\n\nKumquats are stored in the cold room" in text, text
+    assert f"page/{normal}" in searched(index, "where are bikes parked")
+    assert f"page/{nested}" in searched(index, "where are kumquats stored")
+    consistent(index)
+
+
+def test_a_page_whose_conversion_raises_is_skipped_with_its_reason_and_retried(standin, index_factory, store,
+                                                                               monkeypatch) -> None:
+    import connectors.confluence as confluence
+
+    seed(standin)
+    index = index_factory()
+    engine = SyncEngine(index, store)
+    source = cloud(standin)
+    assert engine.run(source).status == "ok"
+    real = confluence.storage_to_markdown
+
+    def broken(storage: str) -> str:
+        if "kumquat" in storage:
+            raise RuntimeError("converter bug on this page")
+        return real(storage)
+
+    monkeypatch.setattr(confluence, "storage_to_markdown", broken)
+    bad = standin.add_page("ENG", "Pantry", "<p>The kumquat shelf is number nine.</p>")
+    good = standin.add_page("ENG", "Bike Storage", "<p>Bikes are parked in the basement garage.</p>")
+    res = engine.run(source)
+    assert res.status == "ok", res.error
+    assert (res.summary["added"], res.summary["skipped"]) == (1, 1), res.summary
+    assert res.summary["errors"] == [f"page/{bad}: RuntimeError: converter bug on this page"]
+    assert f"page/{good}" in index.manifest.pages_of("eng") and f"page/{bad}" not in index.manifest.pages_of("eng")
+    assert store.get_cursor("eng")["retry"] == [bad]
+
+    monkeypatch.setattr(confluence, "storage_to_markdown", real)
+    again = engine.run(source)
+    assert again.status == "ok" and again.summary["added"] == 1, again.summary
+    assert f"page/{bad}" in index.manifest.pages_of("eng") and store.get_cursor("eng")["retry"] == []
+    consistent(index)
+
+
+def test_a_page_whose_chunking_raises_is_skipped_kept_and_fetched_again_next_run(standin, index_factory, store,
+                                                                                 monkeypatch) -> None:
+    from connectors.chunker import Chunker
+
+    ids = seed(standin)
+    index = index_factory()
+    engine = SyncEngine(index, store)
+    source = cloud(standin)
+    assert engine.run(source).status == "ok"
+    oncall = ids["On-call Handbook"]
+    real = Chunker.chunk
+
+    def broken(self, doc):
+        if "7 minutes" in doc.text:
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(self, doc)
+
+    monkeypatch.setattr(Chunker, "chunk", broken)
+    standin.edit_page(oncall, body="<h2>Paging</h2><p>Answer a page within 7 minutes.</p>")
+    new = standin.add_page("ENG", "Bike Storage", "<p>Bikes are parked in the basement garage.</p>")
+    res = engine.run(source)
+    assert res.status == "ok", res.error
+    assert (res.summary["added"], res.summary["updated"], res.summary["skipped"]) == (1, 0, 1), res.summary
+    assert res.summary["errors"] == [f"page/{oncall}: RecursionError: maximum recursion depth exceeded"]
+    cursor = store.get_cursor("eng")
+    assert cursor[RETRY_DOCS] == [f"page/{oncall}"] and cursor["retry"] == []
+    assert any("within 15 minutes" in c.text for c in chunks_of(index))  # the old copy keeps serving
+    assert f"page/{new}" in index.manifest.pages_of("eng")
+
+    # The page's version was seen, so only the retry list brings it back: fetched again and indexed.
+    monkeypatch.setattr(Chunker, "chunk", real)
+    mark = len(standin.requests)
+    again = engine.run(source)
+    assert again.status == "ok" and again.summary["updated"] == 1, again.summary
+    assert page_fetches(standin, mark) == [oncall]
+    assert RETRY_DOCS not in store.get_cursor("eng")
+    assert any("within 7 minutes" in c.text for c in chunks_of(index))
+    consistent(index)

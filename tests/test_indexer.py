@@ -2,7 +2,8 @@
 
 Real Whoosh and local-mode Qdrant indexes in ``tmp_path``, the real ONNX embedder behind the
 session's embedding cache. Covers the counts of first runs, no-change re-runs, edits, additions
-and deletions (chunks leave both stores); empty and undecodable pages; a missing source folder;
+and deletions (chunks leave both stores); empty and undecodable pages; a page over the per-page
+chunk cap (skipped with its reason, the rest written); a missing source folder;
 and interrupted runs: a source failing mid-scan, a crash between the two store writes
 (journal recovery on the next open), and a real ``chatops index`` process killed with SIGKILL.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.chunker import Chunker
+from connectors.chunker import MAX_CHUNKS_PER_PAGE, Chunker
 from connectors.errors import SourceUnavailableError
 from connectors.folder import FolderSource
 from connectors.index import KnowledgeIndex
@@ -173,6 +174,23 @@ def test_undecodable_page_is_skipped_and_its_chunks_are_kept(indexed) -> None:
     assert len(rep.errors) == 1 and rep.errors[0].startswith(doc_id) and "UnicodeDecodeError" in rep.errors[0]
     assert set(_page_chunk_ids(index, doc_id)) == ids
     assert ids <= index.whoosh.chunk_ids() and ids <= index.qdrant.chunk_ids()
+    _assert_consistent(index)
+
+
+def test_a_page_over_the_chunk_cap_is_skipped_with_its_reason_and_the_rest_is_written(indexed) -> None:
+    index, wiki, _ = indexed
+    # 2,500 areas, each one chunk with its room, no run of siblings to pack: over MAX_CHUNKS_PER_PAGE
+    (wiki / "huge.md").write_text("".join(f"# Area {i}\n\nx\n\n## Room {i}\n\ny\n\n" for i in range(2500)),
+                                  encoding="utf-8")
+    (wiki / "desks.md").write_text("# Desks\n\nHot desks are booked in the office app.\n", encoding="utf-8")
+
+    rep = _run(index, wiki)
+
+    assert (rep.added, rep.skipped, rep.unchanged) == (1, 1, WIKI_PAGES)
+    assert rep.errors == ["huge.md: ChunkLimitError: the page would make 2500 chunks, over the limit of "
+                          f"{MAX_CHUNKS_PER_PAGE} per page; split it into smaller pages"], rep.errors
+    assert rep.failed_pages == ["huge.md"]
+    assert "huge.md" not in index.manifest.pages_of("folder") and "desks.md" in index.manifest.pages_of("folder")
     _assert_consistent(index)
 
 

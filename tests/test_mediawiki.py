@@ -193,6 +193,14 @@ def test_html_conversion_keeps_headings_code_and_drops_chrome() -> None:
     assert md == "## Setup\n\nRun the tool.\n\n```python\nprint(1)\n```\n\n[image: Network diagram]"
 
 
+def test_html_nested_thousands_deep_is_flattened_not_a_recursion_error() -> None:
+    html = ('<div class="mw-parser-output"><p>Intro.</p>' + "<div>" * 3000 +
+            '<h2><span class="mw-headline" id="Setup">Setup</span></h2><p>Run the tool.<sup class="reference">[1]'
+            '</sup></p><div class="mw-highlight mw-highlight-lang-bash"><pre>ls -l\n</pre></div>' + "</div>" * 3000 +
+            "</div>")
+    assert mediawiki_html_to_markdown(html) == "Intro.\n\n## Setup\n\nRun the tool.\n\n```bash\nls -l\n```"
+
+
 # -- incremental sync: edit, delete, move, create, import -----------------------------------------------
 
 def _ask(index: KnowledgeIndex, tmp_path: Path, question: str):

@@ -6,7 +6,8 @@ format, enforces the scopes granted by ``manifest.yml``, keeps threads, and reco
 reach the bot exactly as Slack sends them: signed JSON events, form-encoded slash commands, ``payload=``
 interactions. The assertions are on what reaches the stand-in: the thread, the blocks, the source links,
 ephemeral versus public, the refusals, one answer per event, the stored feedback, the audit log, the
-status codes.
+status codes; and, over an index of a folder planted with a link to a secret outside it, that a mention
+asking for the secret gets no reply quoting it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import WIKI, WIKI_PAGES
+from helpers import PLANTED_SECRET, WIKI, WIKI_PAGES, plant_folder
 from slack_standin import (APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, TEAM_ID, Call, SlackHarness,
                            sign)
 
@@ -709,3 +710,31 @@ def test_admin_reindex_acks_at_once_runs_the_job_and_posts_a_summary(reindex_har
     [st] = h.standin.wait_for(lambda s: responses(h, "st2") or None)
     fields = [f["text"] for b in st.params["blocks"] if b.get("fields") for f in b["fields"]]
     assert fields[1].startswith("*Pages / chunks*\n14 / ") and "(ok)" in fields[2] and "<!date^" in fields[2]
+
+
+# -- a folder planted with a link out of it (its own index) ------------------------------------------------------
+@pytest.mark.timeout(120)  # the planted folder holds a FIFO too: reading it would hang the index job
+def test_a_mention_asking_for_a_secret_linked_into_the_wiki_gets_no_reply_quoting_it(
+        tmp_path: Path, embedder, store: StateStore) -> None:
+    from connectors.index import KnowledgeIndex
+
+    wiki = plant_folder(tmp_path)
+    index = KnowledgeIndex(tmp_path / "index", embedder)
+    settings = Settings(chatops_data_dir=tmp_path / "data", chatops_sources=f"folder:{wiki}?name=planted")
+    runtime = build_agent(settings, index=index)
+    jobs = IndexJobs(runtime, store, parse_sources(settings.chatops_sources))
+    [run] = jobs.run()
+    assert run.status == "ok" and (run.summary["added"], run.summary["skipped"]) == (2, 4), run.summary
+    h = SlackHarness(runtime, store, jobs)
+    try:
+        h.standin.add_user(ALICE)
+        ch = new_channel(h)
+        msg, _ = mention(h, ch, "what is the launch word written in the red binder of the vault room?")
+        [post] = wait_posts(h, ch, msg["ts"])
+        h.idle()
+        every_post = [json.dumps(c.params) for c in h.standin.calls_to("chat.postMessage", channel=ch)]
+        assert every_post and not any(PLANTED_SECRET in p for p in every_post), every_post
+        assert "red-binder.md" not in json.dumps(post.params)
+    finally:
+        h.close()
+        index.close()

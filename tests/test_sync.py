@@ -6,8 +6,9 @@ processes (a lock taken by another process makes the run ``busy``; a lock left b
 on this host is taken over); the APScheduler jobs (one per scheduled source, ``max_instances=1``,
 ``coalesce``, misfire grace) and a scheduled run inside a running event loop; ``chatops sync`` and
 ``chatops status`` as subprocesses against the stand-in Confluence, with their configuration errors;
-and a ``chatops sync`` killed with SIGKILL mid-run: nothing is lost or duplicated and the next run
-completes.
+a ``chatops sync`` killed with SIGKILL mid-run: nothing is lost or duplicated and the next run
+completes; and a folder whose HTML page is nested 600 ``<div>`` deep, then whose converter raises on
+one page: the run commits the other pages, the cursor moves, the broken page is skipped with its reason.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from bot.scheduler import build_scheduler, next_run_times, start_scheduler
 from bot.settings import Settings
 from bot.wiring import build_agent
 from connectors.manifest import Manifest
+from connectors.folder import FolderSource
 from connectors.sync import SyncEngine
+from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 from state import StateStore
 from state.store import sqlite_url
 
@@ -74,6 +77,49 @@ def test_jobs_from_a_sources_file_sync_a_folder_and_report_status(tmp_path, wiki
     assert row["last_status"] == "ok" and row["last_summary"]["deleted"] == 1 and row["schedule"] == "every 15m"
     assert row["next_run"] is None  # no scheduler attached
     assert [r.status for r in jobs.run("nope")] == ["unknown"]
+
+
+def test_a_folder_page_nested_too_deep_or_failing_to_convert_never_stops_the_sync(tmp_path, index_factory, store,
+                                                                                   monkeypatch) -> None:
+    import connectors.folder as folder
+
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "bikes.md").write_text("# Bike storage\n\nBikes are parked in the basement garage, level minus two.\n",
+                                   encoding="utf-8")
+    (wiki / "pantry.html").write_text(
+        "<html><head><title>Pantry</title></head><body>" + "<div>" * 600 + "<h2>Kumquat storage</h2><p>Kumquats are "
+        "stored in the cold room on shelf nine.</p>" + "</div>" * 600 + "</body></html>", encoding="utf-8")
+    index = index_factory()
+    engine = SyncEngine(index, store)
+    source = FolderSource(wiki, name="handbook")
+    res = engine.run(source)
+    assert res.status == "ok", res.error
+    assert (res.summary["added"], res.summary["skipped"], res.summary["errors"]) == (2, 0, []), res.summary
+    first = store.get_cursor("handbook")["synced_at"]
+    pantry = [index.qdrant.get(c) for c in index.manifest.pages_of("handbook")["pantry.html"].chunk_ids]
+    assert any(c.section_path == ("Kumquat storage",) and "shelf nine" in c.text for c in pantry), pantry
+    hits = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="where are bikes parked", k=3)).evidence
+    assert hits[0].chunk.doc_id == "bikes.md"
+
+    real = folder.html_to_markdown
+
+    def broken(html: str):
+        if "shelf ten" in html:
+            raise RuntimeError("converter bug on this page")
+        return real(html)
+
+    monkeypatch.setattr(folder, "html_to_markdown", broken)
+    (wiki / "pantry.html").write_text((wiki / "pantry.html").read_text(encoding="utf-8").replace("nine", "ten"),
+                                      encoding="utf-8")
+    (wiki / "desks.md").write_text("# Desks\n\nHot desks are booked in the office app.\n", encoding="utf-8")
+    time.sleep(0.01)
+    again = engine.run(source)
+    assert again.status == "ok", again.error
+    assert (again.summary["added"], again.summary["skipped"]) == (1, 1), again.summary
+    assert again.summary["errors"] == ["pantry.html: RuntimeError: converter bug on this page"]
+    assert store.get_cursor("handbook")["synced_at"] > first
+    assert set(index.manifest.pages_of("handbook")) == {"bikes.md", "pantry.html", "desks.md"}  # old copy kept
 
 
 def test_a_missing_credential_fails_only_that_source(tmp_path, wiki_copy, index_factory, store, monkeypatch) -> None:

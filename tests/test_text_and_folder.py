@@ -2,8 +2,10 @@
 
 Covers :mod:`connectors.folder` (titles from front matter, first heading, ``<title>`` or the
 path; HTML to Markdown; doc ids; URLs with and without ``url_base``; unreadable files reported as
-``SkippedPage`` while the scan goes on; a missing root), :mod:`connectors.sources` (spec parsing
-and its errors) and :mod:`connectors.text` (Markdown clean-up, slugs, first heading).
+``SkippedPage`` while the scan goes on; links, FIFOs and linked folders skipped, never followed or
+opened blocking (:mod:`connectors.safe_files`); a missing root), :mod:`connectors.sources` (spec
+parsing and its errors) and :mod:`connectors.text` (Markdown clean-up, slugs, first heading, HTML
+nested thousands of levels deep flattened instead of a ``RecursionError``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import pytest
 from connectors.errors import SourceSpecError, SourceUnavailableError
 from connectors.folder import FolderSource, SkippedPage
 from connectors.models import Document
+from connectors.safe_files import RefusedFileError, read_regular_file
 from connectors.sources import parse_source_spec
-from connectors.text import clean_markdown, first_heading, slugify
+from connectors.text import MAX_HTML_DEPTH, clean_markdown, first_heading, html_to_markdown, slugify
 
 from helpers import WIKI, WIKI_PAGES
 
@@ -126,8 +129,65 @@ def test_undecodable_file_and_broken_symlink_are_skipped_and_scan_continues(tmp_
     bad, link = by_id["bad.md"], by_id["x.md"]
     assert isinstance(bad, SkippedPage) and isinstance(link, SkippedPage)
     assert "UnicodeDecodeError" in bad.reason
-    assert "FileNotFoundError" in link.reason or "No such file" in link.reason
+    assert "symbolic link" in link.reason  # links are never followed, dangling or not
     assert bad.source == link.source == "folder"
+
+
+@pytest.mark.timeout(30)  # a FIFO opened for reading would block forever
+def test_links_fifos_and_linked_folders_are_skipped_never_read(tmp_path: Path) -> None:
+    root, outside = tmp_path / "wiki", tmp_path / "outside"
+    (root / "it").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Vault\n\nThe launch word is marzipan-octopus.\n", encoding="utf-8")
+    (root / "ok.md").write_text("# Ok\n\nFine.\n", encoding="utf-8")
+    os.symlink(outside / "secret.md", root / "leak.md")
+    os.symlink("/proc/self/environ", root / "it" / "environment.md")
+    os.symlink("ok.md", root / "alias.md")  # even a link to a page inside the folder
+    os.mkfifo(root / "pipe.md")
+    os.symlink(outside, root / "linked")
+
+    items = {i.doc_id: i for i in FolderSource(root).scan()}
+
+    assert set(items) == {"ok.md", "leak.md", "it/environment.md", "alias.md", "pipe.md", "linked/"}
+    assert [d for d, i in items.items() if isinstance(i, Document)] == ["ok.md"]
+    for doc_id in ("leak.md", "it/environment.md", "alias.md"):
+        assert "symbolic link" in items[doc_id].reason and "not followed" in items[doc_id].reason
+    assert "FIFO" in items["pipe.md"].reason and "not a regular file" in items["pipe.md"].reason
+    assert "linked folder" in items["linked/"].reason
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_or_link_swapped_in_after_the_check_is_still_refused(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``lstat`` check can race with the file system: the open itself follows no link and never blocks."""
+    (tmp_path / "ok.md").write_text("# Ok\n", encoding="utf-8")
+    os.symlink("ok.md", tmp_path / "alias.md")
+    os.mkfifo(tmp_path / "pipe.md")
+    regular = os.stat(tmp_path / "ok.md")
+    real_lstat = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda p, *a, **k: regular if Path(p).name in {"alias.md", "pipe.md"}
+                        else real_lstat(p, *a, **k))
+    with pytest.raises(RefusedFileError, match="FIFO"):
+        read_regular_file(tmp_path, tmp_path / "pipe.md", 1000)
+    with pytest.raises(RefusedFileError, match="link"):
+        read_regular_file(tmp_path, tmp_path / "alias.md", 1000)
+
+
+def test_a_linked_folder_on_the_path_is_not_followed_even_inside_the_root(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "page.md").write_text("# Page\n", encoding="utf-8")
+    os.symlink("real", tmp_path / "linked")
+    assert read_regular_file(tmp_path, tmp_path / "real" / "page.md", 1000)[0] == b"# Page\n"
+    with pytest.raises(RefusedFileError, match="link"):
+        read_regular_file(tmp_path, tmp_path / "linked" / "page.md", 1000)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+def test_a_file_reporting_size_0_is_still_read_only_up_to_the_limit() -> None:
+    proc = Path("/proc/self").resolve()
+    assert os.stat(proc / "environ").st_size == 0  # so a size check before reading proves nothing
+    with pytest.raises(RefusedFileError, match="over the 8-byte limit"):
+        read_regular_file(proc, proc / "environ", 8)
 
 
 def test_missing_root_raises_source_unavailable(tmp_path: Path) -> None:
@@ -202,6 +262,22 @@ def test_clean_markdown_keeps_comments_and_shortcodes_in_fenced_code() -> None:
     assert "Important prose that must survive." in out
     assert "<!-- start of note" in out
     assert "{{< figure src=a.png >}}" in out
+
+
+@pytest.mark.timeout(60)
+def test_html_nested_thousands_deep_is_flattened_keeping_headings_and_text() -> None:
+    deep = ("<h2>Deep heading</h2><p>Deep <b>bold</b> words.</p><ul><li>one</li><li>two</li></ul>"
+            "<pre>code  x\n  y</pre>")
+    for depth in (400, 20_000):
+        html = (f"<html><head><title>T</title></head><body><h1>Top</h1><p>hello</p>{'<div>' * depth}{deep}"
+                f"{'</div>' * depth}<h2>After</h2><p>tail</p></body></html>")
+        title, md = html_to_markdown(html)
+        assert title == "T"
+        assert md == ("# Top\n\nhello\n\n## Deep heading\n\nDeep bold words.\n\none\n\ntwo\n\n"
+                      "```\ncode  x\n  y\n```\n\n## After\n\ntail"), md
+    # below the limit nothing changes: emphasis and list markup are kept
+    shallow = "<body>" + "<div>" * (MAX_HTML_DEPTH - 5) + deep + "</div>" * (MAX_HTML_DEPTH - 5) + "</body>"
+    assert "Deep **bold** words." in html_to_markdown(shallow)[1] and "- one" in html_to_markdown(shallow)[1]
 
 
 def test_slugify_matches_github_anchors() -> None:
