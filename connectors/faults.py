@@ -17,7 +17,6 @@ and builds messages that name the file and say what to do. SQLite error codes ar
 from __future__ import annotations
 
 import errno
-import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,7 +30,6 @@ __all__ = [
     "quarantine", "REBUILD_INDEX", "REBUILD_STORE",
 ]
 
-log = logging.getLogger(__name__)
 
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 ACCESS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})

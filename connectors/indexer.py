@@ -93,7 +93,7 @@ class Indexer:
             SourceUnavailableError: when the source cannot be listed at all (nothing is deleted).
         """
         t0 = time.perf_counter()
-        rep = IndexReport(source=source.name, repair=repair if repair is not None else reconcile(self.index))
+        rep = IndexReport(source=source.name, repair=repair if repair is not None else reconcile(self.index, source.name))
         known = self.index.manifest.pages_of(source.name)
         if full and known:
             keys = [p.doc_key for p in known.values()]

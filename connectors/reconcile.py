@@ -11,7 +11,8 @@ read. Otherwise the chunk id sets are compared and
 - a chunk one store lacks is copied from the other: BM25 gets the record Qdrant keeps as payload,
   Qdrant gets the record Whoosh stores plus its vector (from the embedding cache, else computed);
 - a chunk both stores lack makes its page be forgotten (its remaining chunks deleted from both),
-  so the run's scan indexes the page again from the source;
+  so the run's scan indexes the page again from the source; only pages of the source being run
+  are forgotten (another source's wait for its own run, which can fetch them again);
 - a chunk the manifest does not know is deleted from the store holding it.
 """
 
@@ -71,11 +72,13 @@ class RepairReport:
                 "rebuilt": list(self.rebuilt)}
 
 
-def reconcile(index: KnowledgeIndex, batch: int = 256) -> RepairReport:
+def reconcile(index: KnowledgeIndex, source: str | None = None, batch: int = 256) -> RepairReport:
     """Repair both stores of ``index`` against its manifest (see the module docstring).
 
     Args:
         index: the open index (its ``rebuilt`` list is moved into the report).
+        source: the source about to be indexed: only its pages lost from both stores are forgotten
+            (``None``: any source's).
         batch: chunks copied per store write.
 
     Returns:
@@ -87,7 +90,7 @@ def reconcile(index: KnowledgeIndex, batch: int = 256) -> RepairReport:
     rep = RepairReport(rebuilt=list(index.rebuilt))
     index.rebuilt.clear()
     pages = index.manifest.all_pages()
-    owner = {cid: p.doc_key for p in pages for cid in p.chunk_ids}
+    owner = {cid: p for p in pages for cid in p.chunk_ids}
     if index.whoosh.doc_count == len(owner) == index.qdrant.count:
         return rep
     wanted = set(owner)
@@ -100,15 +103,16 @@ def reconcile(index: KnowledgeIndex, batch: int = 256) -> RepairReport:
         index.qdrant.delete_chunks(stray_dense)
         rep.dense_removed = len(stray_dense)
     lost = wanted - in_bm25 - in_dense
-    if lost:
-        keys = sorted({owner[c] for c in lost})
+    wanted -= lost  # (a lost chunk of another source stays lost until that source's run)
+    keys = sorted({owner[c].doc_key for c in lost if source is None or owner[c].source == source})
+    if keys:
         index.manifest.begin(keys)
         index.whoosh.replace_documents(keys, [])
         index.qdrant.replace_documents(keys, [], None)  # type: ignore[arg-type]
         index.manifest.forget(keys)
         rep.pages_forgotten = keys
-        dropped = {c for c, k in owner.items() if k in set(keys)}
-        wanted -= dropped
+        forgotten = set(keys)
+        wanted -= {c for c, p in owner.items() if p.doc_key in forgotten}
     to_bm25 = sorted(wanted - in_bm25)
     for start in range(0, len(to_bm25), batch):
         part = index.qdrant.fetch(to_bm25[start:start + batch])

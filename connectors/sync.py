@@ -190,10 +190,10 @@ class SyncEngine:
             with self.write_lock or nullcontext():
                 # Stores first made to match the manifest; pages lost from both are forgotten, and a
                 # connector with a cursor then lists everything so that it fetches them again.
-                repair = reconcile(self.index)
+                repair = reconcile(self.index, name)
                 if hasattr(source, "sync"):
                     cursor = self.store.get_cursor(name)
-                    if any(k.startswith(f"{name}:") for k in repair.pages_forgotten):
+                    if repair.pages_forgotten:
                         cursor = None
                     if cursor is None:
                         mode = "full"

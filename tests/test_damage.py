@@ -272,3 +272,29 @@ def test_serve_answers_unavailable_over_a_damaged_index(data: Path, tmp_path: Pa
     assert code == 0, output[-3000:]
     assert output.count("the knowledge index is unavailable") == 1, output[-3000:]
     assert "Traceback" not in output, output[-3000:]
+
+
+# -- reconciliation in-process: which pages a run may forget -------------------------------------------
+
+def test_pages_lost_from_both_stores_are_forgotten_only_by_their_own_source(index_factory, tmp_path: Path) -> None:
+    from connectors.folder import FolderSource
+    from connectors.indexer import Indexer
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(WIKI / "it", a)
+    shutil.copytree(WIKI / "finance", b)
+    index = index_factory()
+    Indexer(index).run(FolderSource(a, name="a"))
+    Indexer(index).run(FolderSource(b, name="b"))
+    index.close()
+    shutil.rmtree(tmp_path / "index" / "whoosh")
+    shutil.rmtree(tmp_path / "index" / "qdrant")
+    index = index_factory()
+    rep = Indexer(index).run(FolderSource(a, name="a"))
+    assert rep.repair.pages_forgotten and all(k.startswith("a:") for k in rep.repair.pages_forgotten)
+    assert rep.added == len(rep.repair.pages_forgotten) and rep.unchanged == 0
+    assert index.manifest.pages_of("b")  # b's pages wait for b's own run
+    rep = Indexer(index).run(FolderSource(b, name="b"))
+    assert rep.repair.pages_forgotten and all(k.startswith("b:") for k in rep.repair.pages_forgotten)
+    assert rep.added == len(rep.repair.pages_forgotten)
+    assert index.consistency().ok
