@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from agent.models import HistoryMessage, Turn
 from connectors.errors import ConnectorError
+from connectors.faults import is_disk_full, is_sqlite_damage, storage_error
 from connectors.indexer import Indexer
 from connectors.sources import parse_source_spec
 
@@ -46,7 +47,7 @@ def _settings() -> Settings:
 def _index_sources(settings: Settings, specs: list[str], full: bool, index=None, quiet: bool = False) -> int:
     sources = [parse_source_spec(s) for s in specs]
     own = index is None
-    index = index or open_index(settings)
+    index = index or open_index(settings, repair=True)  # an indexing run rebuilds a damaged store
     try:
         indexer = Indexer(index)
         for src in sources:
@@ -141,7 +142,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     settings = _settings()
     questions = load_questions(args.questions)
-    index = open_index(settings)
+    index = open_index(settings, repair=bool(args.source))
     try:
         for spec in args.source or []:
             _index_sources(settings, [spec], full=False, index=index, quiet=args.json)
@@ -231,6 +232,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _storage_failure(exc: BaseException) -> str | None:
+    """The message for a full disk or a damaged SQLite file that no store mapped itself, else ``None``.
+
+    (The manifest and the stores name their own files; this catches the rest, e.g. the state store.)
+    """
+    import os
+
+    data_dir = os.environ.get("CHATOPS_DATA_DIR", ".chatops")
+    if not (is_disk_full(exc) or is_sqlite_damage(exc)):
+        return None
+    err = storage_error(exc, "a file in the data dir", data_dir,
+                        "move the damaged file away and run the command again (the index can be rebuilt with "
+                        "`chatops sync --full`; state.sqlite holds cursors, pending actions and the audit log: "
+                        "restore it from a backup if you have one)", damage=lambda e: False)
+    return str(err) if err is not None else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``chatops`` console script."""
     args = build_parser().parse_args(argv)
@@ -241,6 +259,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (ValueError, FileNotFoundError) as exc:
         print(f"chatops: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        message = _storage_failure(exc)
+        if message is None:
+            raise
+        log.debug("storage failure", exc_info=True)
+        print(f"chatops: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("chatops: interrupted", file=sys.stderr)

@@ -28,11 +28,13 @@ def render_reply(reply: Reply) -> str:
 
 
 def render_report(rep: IndexReport, pages: int, chunks: int) -> str:
-    """One line per index run: page counts, chunks, seconds."""
+    """One line per index run: page counts, chunks, seconds; then what reconciliation repaired and skipped pages."""
     line = (f"{rep.source}: {rep.added} added, {rep.updated} updated, {rep.deleted} deleted, "
             f"{rep.unchanged} unchanged, {rep.skipped} skipped; {rep.chunks_written} chunks written "
             f"({rep.embedded} embedded, {rep.embeddings_cached} from cache), {rep.chunks_deleted} removed; "
             f"index holds {pages} pages / {chunks} chunks; {rep.seconds:.1f} s")
+    if rep.repair.changed:
+        line += f"\n  {rep.repair.describe()}"
     if rep.errors:
         line += "\n" + "\n".join(f"  skipped {e}" for e in rep.errors[:20])
         if len(rep.errors) > 20:

@@ -248,6 +248,8 @@ def format_result(r: JobResult) -> str:
         line = (f"{r.source}: {r.status}, {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
                 f"{s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged, {s.get('skipped', 0)} skipped, "
                 f"{len(errors)} errors in {s.get('seconds', 0.0):.2f} s ({s.get('calls', 0)} calls)")
+        if s.get("repaired"):
+            line += f"\n  {s['repaired']}"
         if r.status == "failed":
             line += f"\n  error: {r.error}\n  the cursor was not advanced; the next run starts from the same point"
         elif errors:
@@ -268,7 +270,7 @@ def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) ->
     import json
     import sys
 
-    from .wiring import build_agent
+    from .wiring import build_agent, open_index
 
     cfg = load_sources_config(settings)
     if not cfg.sources:
@@ -280,7 +282,13 @@ def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) ->
               file=sys.stderr)
         return 2
     store = StateStore(settings.state_url)
-    rt = build_agent(settings)
+    index = open_index(settings, repair=True)  # an indexing run rebuilds a damaged store
+    try:
+        rt = build_agent(settings, index=index)
+    except BaseException:
+        index.close()
+        store.close()
+        raise
     jobs = IndexJobs(rt, store, cfg)
     try:
         results = jobs.run(source, full=full)

@@ -218,6 +218,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     from state import StateStore, StateStoreError
 
     from .actions import build_action_service, slack_handlers
+    from .index_guard import IndexGuardedAgent, index_readiness
     from .jobs import IndexJobs
     from .slack import SlackBot, SlackConfig, SlackConfigError
     from .slack.http import SlackHttpAdapter
@@ -246,6 +247,8 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     except ConnectorError:
         store.close()
         raise
+    # A store that fails while serving (damaged, disk full) gets users a short reply, not an error.
+    runtime.agent = IndexGuardedAgent(runtime.agent)  # type: ignore[assignment]
     try:
         jobs = IndexJobs.from_settings(runtime, store, settings)
     except Exception:
@@ -271,8 +274,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         return ok, "database answers" if ok else "database unreachable (check DATABASE_URL)"
 
     async def index_ready() -> tuple[bool, str]:
-        stats = await asyncio.to_thread(runtime.index.stats)
-        return True, f"{stats['pages']} pages, {stats['chunks']} chunks"
+        return await asyncio.to_thread(index_readiness, runtime.index)
 
     app = create_app(adapters, checks={"state": state_ready, "index": index_ready})
     try:

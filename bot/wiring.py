@@ -41,10 +41,14 @@ def build_embedder(settings: Settings) -> CachedEmbedder:
     return CachedEmbedder(inner, EmbeddingCache(settings.embedding_cache_path))
 
 
-def open_index(settings: Settings, embedder: CachedEmbedder | None = None) -> KnowledgeIndex:
-    """Open (or create) the knowledge index under the data dir."""
+def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repair: bool = False) -> KnowledgeIndex:
+    """Open (or create) the knowledge index under the data dir.
+
+    ``repair=True`` (indexing runs) moves a damaged store aside instead of raising; the run's
+    reconciliation rebuilds it (see :class:`connectors.index.KnowledgeIndex`).
+    """
     return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings),
-                          qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key)
+                          qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key, repair=repair)
 
 
 @dataclass(slots=True)

@@ -14,4 +14,7 @@ Nothing in this package knows about chat platforms or the agent. The public piec
 - :mod:`connectors.stores`: the Whoosh (BM25F) and Qdrant (dense) chunk stores.
 - :mod:`connectors.index`, :mod:`connectors.manifest`: the two stores plus their manifest and journal.
 - :mod:`connectors.indexer`: incremental, crash-consistent indexing into both stores.
+- :mod:`connectors.reconcile`: the stores made to match the manifest at the start of every run.
+- :mod:`connectors.errors`: the exception tree; :mod:`connectors.faults`: disk-full and damaged-file
+  failures turned into those errors.
 """

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from .errors import EmbeddingError
+from .faults import is_sqlite_damage, quarantine
 from .models import content_hash
 
 __all__ = ["Embedder", "OnnxMiniLMEmbedder", "OpenAIEmbedder", "EmbeddingCache", "CachedEmbedder", "LOCAL_MODEL_ID",
@@ -209,13 +211,18 @@ class OpenAIEmbedder:
 class EmbeddingCache:
     """A persistent map (model id, SHA-256 of text) to vector, in SQLite through SQLAlchemy.
 
+    The cache only saves work, so it never stops a run: a file that is not a database or fails
+    ``PRAGMA quick_check`` on open is moved aside (``embeddings.sqlite.corrupt-<timestamp>``, with
+    a warning) and an empty cache started; a read that fails later returns no hits (the vectors
+    are computed) and a write that fails is skipped, each with a warning.
+
     Args:
         path: the SQLite file (created with its folder).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._engine = sa.create_engine(f"sqlite:///{Path(path)}")
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._meta = sa.MetaData()
         self._table = sa.Table(
             "embeddings", self._meta,
@@ -223,32 +230,74 @@ class EmbeddingCache:
             sa.Column("text_hash", sa.String(64), primary_key=True),
             sa.Column("vector", sa.LargeBinary, nullable=False),
         )
-        self._meta.create_all(self._engine)
+        try:
+            self._engine = self._open()
+        except sa.exc.DatabaseError as exc:
+            if not is_sqlite_damage(exc):
+                raise
+            moved = quarantine(self.path)
+            for suffix in ("-journal", "-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    side.unlink()
+            log.warning("the embedding cache %s was damaged (%s); moved it to %s and started an empty one "
+                        "(vectors are computed again as needed)", self.path, exc.orig, moved.name)
+            self._engine = self._open()
+        self._warned = False
+
+    def _open(self) -> sa.Engine:
+        engine = sa.create_engine(f"sqlite:///{self.path}")
+        try:
+            with engine.connect() as conn:
+                check = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check")]
+            if check != ["ok"]:
+                raise sa.exc.DatabaseError("PRAGMA quick_check", None, sqlite3.DatabaseError(
+                    f"quick_check: {'; '.join(map(str, check[:3]))}"))
+            self._meta.create_all(engine)
+        except Exception:
+            engine.dispose()
+            raise
+        return engine
+
+    def _warn(self, action: str, exc: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("the embedding cache %s failed to %s (%s: %s); going on without it where needed",
+                        self.path, action, type(exc).__name__, getattr(exc, "orig", None) or exc)
 
     def get_many(self, model_id: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """Return the cached vectors among ``hashes`` (missing ones are absent from the dict)."""
+        """Return the cached vectors among ``hashes`` (missing ones are absent from the dict).
+
+        A failing read returns what was read so far (the rest is computed by the caller).
+        """
         found: dict[str, np.ndarray] = {}
         t = self._table
-        with self._engine.connect() as conn:
-            for start in range(0, len(hashes), 500):
-                part = list(hashes[start:start + 500])
-                rows = conn.execute(sa.select(t.c.text_hash, t.c.vector).where(
-                    t.c.model_id == model_id, t.c.text_hash.in_(part)))
-                for h, blob in rows:
-                    found[h] = np.frombuffer(blob, dtype=np.float32)
+        try:
+            with self._engine.connect() as conn:
+                for start in range(0, len(hashes), 500):
+                    part = list(hashes[start:start + 500])
+                    rows = conn.execute(sa.select(t.c.text_hash, t.c.vector).where(
+                        t.c.model_id == model_id, t.c.text_hash.in_(part)))
+                    for h, blob in rows:
+                        found[h] = np.frombuffer(blob, dtype=np.float32)
+        except sa.exc.SQLAlchemyError as exc:
+            self._warn("read", exc)
         return found
 
     def put_many(self, model_id: str, items: dict[str, np.ndarray]) -> None:
-        """Store vectors by text hash (existing entries are replaced)."""
+        """Store vectors by text hash (existing entries are replaced); a failing write is skipped."""
         if not items:
             return
         t = self._table
-        with self._engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.model_id == model_id, t.c.text_hash.in_(list(items))))
-            conn.execute(t.insert(), [
-                {"model_id": model_id, "text_hash": h, "vector": v.astype(np.float32).tobytes()}
-                for h, v in items.items()
-            ])
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(t.delete().where(t.c.model_id == model_id, t.c.text_hash.in_(list(items))))
+                conn.execute(t.insert(), [
+                    {"model_id": model_id, "text_hash": h, "vector": v.astype(np.float32).tobytes()}
+                    for h, v in items.items()
+                ])
+        except sa.exc.SQLAlchemyError as exc:
+            self._warn("write", exc)
 
     def close(self) -> None:
         """Release the database connections."""

@@ -8,8 +8,9 @@ The tree, so callers can catch at the right level::
     ├── EmbeddingError              the embedding model cannot be loaded or called
     ├── ChunkLimitError             a page would make more chunks than the per-page cap (it is skipped)
     └── IndexError_                 an index on disk is unusable
-        ├── IndexCorruptError       an index exists but cannot be opened; rebuild it
-        └── IndexLockedError        another process holds the index (local Qdrant is single-process)
+        ├── IndexCorruptError       an index file is damaged (cannot be opened or read); rebuild it
+        ├── IndexLockedError        another process holds the index (local Qdrant is single-process)
+        └── DiskFullError           a write failed for lack of space (ENOSPC, EFBIG, SQLite "disk is full")
 
 Every message says what to do next.
 """
@@ -25,6 +26,7 @@ __all__ = [
     "IndexError_",
     "IndexCorruptError",
     "IndexLockedError",
+    "DiskFullError",
 ]
 
 
@@ -53,8 +55,19 @@ class IndexError_(ConnectorError):
 
 
 class IndexCorruptError(IndexError_):
-    """An index exists but cannot be opened or read; rebuild it with ``chatops index --full``."""
+    """An index file is damaged: it exists but cannot be opened or read.
+
+    The message names the damaged file or folder and says how to rebuild it.
+    """
 
 
 class IndexLockedError(IndexError_):
     """Another process holds the index open (local-mode Qdrant allows one process)."""
+
+
+class DiskFullError(IndexError_):
+    """A write failed because the disk (or the process's file-size limit) is full.
+
+    What was committed before stays consistent: the manifest's journal undoes a half-written page
+    on the next run.
+    """

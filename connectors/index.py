@@ -8,6 +8,11 @@ Layout under the index folder::
 
 Opening a :class:`KnowledgeIndex` runs journal recovery (see :mod:`connectors.manifest`), so the
 two stores agree from the moment it is open, even after a run that was killed half-way.
+
+The manifest is the record of what the index holds; the two stores are derived from it. Opened
+with ``repair=True`` (indexing runs), a store whose files are damaged is moved aside
+(``whoosh.corrupt-<timestamp>``) and started empty; :func:`connectors.reconcile.reconcile` then
+fills it from the other store. Readers (``ask``, ``serve``) get :class:`IndexCorruptError`.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .embeddings import Embedder
+from .errors import IndexCorruptError
+from .faults import quarantine, reason
 from .manifest import Manifest
 from .stores import QdrantStore, WhooshStore
 
@@ -52,20 +59,32 @@ class KnowledgeIndex:
         embedder: the dense model; its ``model_id`` is recorded, and a different model on a later
             open wipes the vectors (they are incomparable) so the next run re-embeds.
         qdrant_url: a Qdrant server to use instead of local mode; ``qdrant_api_key`` goes with it.
+        repair: move a damaged local store aside and start it empty instead of raising (for
+            indexing runs, whose reconciliation refills it); :attr:`rebuilt` lists what was moved.
 
     Raises:
-        IndexCorruptError, IndexLockedError: from the stores.
+        IndexCorruptError, IndexLockedError, DiskFullError: from the manifest and the stores.
     """
 
     def __init__(self, path: str | os.PathLike[str], embedder: Embedder, qdrant_url: str | None = None,
-                 qdrant_api_key: str | None = None, collection: str = "chunks") -> None:
+                 qdrant_api_key: str | None = None, collection: str = "chunks", repair: bool = False) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder
+        #: Damaged stores moved aside on open (``"bm25 (moved to whoosh.corrupt-...)"``), for the run's report.
+        self.rebuilt: list[str] = []
         self.manifest = Manifest(self.path / "manifest.sqlite")
-        self.whoosh = WhooshStore(self.path / "whoosh")
-        self.qdrant = QdrantStore(embedder.dim, path=None if qdrant_url else self.path / "qdrant",
-                                  url=qdrant_url, api_key=qdrant_api_key, collection=collection)
+        try:
+            self.whoosh = self._open_store("bm25", self.path / "whoosh", lambda: WhooshStore(self.path / "whoosh"),
+                                           repair)
+            self.qdrant = self._open_store(
+                "dense", self.path / "qdrant",
+                lambda: QdrantStore(embedder.dim, path=None if qdrant_url else self.path / "qdrant",
+                                    url=qdrant_url, api_key=qdrant_api_key, collection=collection),
+                repair and not qdrant_url)
+        except BaseException:
+            self.manifest.close()
+            raise
         recorded = (self.manifest.get("embedding_model"), self.manifest.get("schema_version"))
         if self.manifest.all_pages() and recorded != (embedder.model_id, SCHEMA_VERSION):
             log.warning("index %s was built with model %s, schema %s; now %s, %s: clearing it, "
@@ -75,6 +94,22 @@ class KnowledgeIndex:
         self.manifest.set("embedding_model", embedder.model_id)
         self.manifest.set("schema_version", SCHEMA_VERSION)
         self.recover()
+
+    def _open_store(self, name: str, folder: Path, open_store, repair: bool):
+        try:
+            return open_store()
+        except IndexCorruptError as exc:
+            if not repair or not folder.exists():
+                raise
+            moved = quarantine(folder)
+            log.warning("the %s store in %s is damaged (%s); moved it to %s, the run rebuilds it from the other store",
+                        name, folder, reason(exc.__cause__ or exc), moved)
+            self.rebuilt.append(f"{name} (the damaged copy is in {moved})")
+            return open_store()
+
+    def damage(self) -> IndexCorruptError | None:
+        """The first damage either store ran into since it was opened, else ``None`` (for readiness)."""
+        return self.whoosh.damage or self.qdrant.damage
 
     def recover(self) -> list[str]:
         """Undo half-written pages from an interrupted run; returns their doc keys."""

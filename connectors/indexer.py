@@ -1,6 +1,6 @@
 """Incremental indexing of one source into a :class:`~connectors.index.KnowledgeIndex`.
 
-Per run: scan the source; a page whose content hash matches the manifest is *unchanged* (neither
+Per run: reconcile both stores with the manifest (:mod:`connectors.reconcile`); scan the source; a page whose content hash matches the manifest is *unchanged* (neither
 re-chunked nor re-embedded); new and changed pages are chunked, embedded (through the embedding
 cache) and written to both stores in batches under the manifest's journal; a page the source no
 longer lists is deleted from both (only when the source listed itself completely and the scan
@@ -23,6 +23,7 @@ from .folder import SkippedPage
 from .index import KnowledgeIndex
 from .manifest import PageEntry
 from .models import Chunk, Document, Tombstone
+from .reconcile import RepairReport, reconcile
 
 __all__ = ["Indexer", "IndexReport", "Source"]
 
@@ -43,7 +44,7 @@ class Source(Protocol):
 
 @dataclass(slots=True)
 class IndexReport:
-    """Counts of one run. ``seconds`` is wall time.
+    """Counts of one run. ``seconds`` is wall time; ``repair`` what reconciliation fixed first.
 
     ``errors`` holds ``"<doc_id>: <reason>"`` per skipped page; ``failed_pages`` the doc ids of the
     pages the indexer itself could not chunk (not those the source could not read).
@@ -62,10 +63,13 @@ class IndexReport:
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
     failed_pages: list[str] = field(default_factory=list)
+    repair: RepairReport = field(default_factory=RepairReport)
 
     def as_dict(self) -> dict:
         """JSON-ready dict."""
-        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        out = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        out["repair"] = self.repair.as_dict()
+        return out
 
 
 class Indexer:
@@ -83,8 +87,12 @@ class Indexer:
         self.batch_pages = batch_pages
 
     def run(self, source: Source, full: bool = False,
-            progress: Callable[[IndexReport], None] | None = None) -> IndexReport:
+            progress: Callable[[IndexReport], None] | None = None,
+            repair: RepairReport | None = None) -> IndexReport:
         """Index ``source`` incrementally (or from scratch for its pages when ``full``).
+
+        Reconciles the stores with the manifest first, unless the caller already did and passes
+        its ``repair`` report.
 
         Returns:
             The run's counts.
@@ -93,7 +101,7 @@ class Indexer:
             SourceUnavailableError: when the source cannot be listed at all (nothing is deleted).
         """
         t0 = time.perf_counter()
-        rep = IndexReport(source=source.name)
+        rep = IndexReport(source=source.name, repair=repair if repair is not None else reconcile(self.index, source.name))
         known = self.index.manifest.pages_of(source.name)
         if full and known:
             keys = [p.doc_key for p in known.values()]
@@ -141,7 +149,7 @@ class Indexer:
             gone = [p for doc_id, p in known.items() if doc_id not in seen]
             if gone:
                 self._delete(source.name, gone, rep)
-        if rep.added or rep.updated or rep.deleted:
+        if rep.added or rep.updated or rep.deleted or rep.repair.bm25_added or rep.repair.bm25_removed:
             self.index.whoosh.optimize()
         rep.seconds = time.perf_counter() - t0
         if progress:

@@ -8,6 +8,10 @@ a page is written to the journal (committed) before either store changes, and re
 together with its manifest row once both stores committed. Any journal entry found when the
 index is next opened marks a page whose write may have stopped half-way; recovery deletes its
 chunks from both stores and forgets it, so the next scan indexes it again from the source.
+
+A damaged file (not a database, or failing ``PRAGMA quick_check`` on open) raises
+:class:`~connectors.errors.IndexCorruptError`, and a full disk :class:`~connectors.errors.DiskFullError`,
+from any method, each with a message that says what to do.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import sqlalchemy as sa
+
+from .errors import IndexCorruptError
+from .faults import REBUILD_INDEX, guard_engine
 
 __all__ = ["Manifest", "PageEntry"]
 
@@ -40,11 +47,23 @@ class Manifest:
 
     Args:
         path: the SQLite file.
+
+    Raises:
+        IndexCorruptError: when the file is damaged (here or from any later call).
+        DiskFullError: when a write finds no space (from any call).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.engine = sa.create_engine(f"sqlite:///{Path(path)}")
+        fix = REBUILD_INDEX.format(index_dir=Path(path).parent)
+        guard_engine(self.engine, "the index manifest", path, fix)
+        with self.engine.connect() as conn:
+            check = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check")]
+        if check != ["ok"]:
+            self.engine.dispose()
+            raise IndexCorruptError(f"the index manifest at {path} is damaged (sqlite quick_check: "
+                                    f"{'; '.join(map(str, check[:3]))}); {fix}")
         md = sa.MetaData()
         self.pages = sa.Table(
             "pages", md,

@@ -48,6 +48,7 @@ from .folder import SkippedPage
 from .index import KnowledgeIndex
 from .indexer import Indexer, IndexReport
 from .models import Chunk, Document, Tombstone
+from .reconcile import reconcile
 
 __all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "AnchoredChunker", "sources_status", "RETRY_DOCS"]
 
@@ -193,15 +194,20 @@ class SyncEngine:
         stream: _Stream | None = None
         try:
             with self.write_lock or nullcontext():
+                # Stores first made to match the manifest; pages lost from both are forgotten, and a
+                # connector with a cursor then lists everything so that it fetches them again.
+                repair = reconcile(self.index, name)
                 if hasattr(source, "sync"):
                     cursor = self.store.get_cursor(name)
+                    if repair.pages_forgotten:
+                        cursor = None
                     if cursor is None:
                         mode = "full"
                     known = set(self.index.manifest.pages_of(name))
                     stream = _Stream(name, source.sync(cursor, known, full=full), renew)
                     chunker = AnchoredChunker(source.section_anchor, self.chunker_config) \
                         if hasattr(source, "section_anchor") else Chunker(self.chunker_config)
-                    rep = Indexer(self.index, chunker).run(stream, full=False, progress=on_progress)
+                    rep = Indexer(self.index, chunker).run(stream, full=False, progress=on_progress, repair=repair)
                     if stream.update is None:
                         raise RuntimeError(f"source {name!r} ended its sync without a cursor; nothing was saved")
                     # Every page is committed to both stores: only now may the cursor move. Pages the
@@ -212,7 +218,8 @@ class SyncEngine:
                     self.store.set_cursor(name, cursor)
                 else:
                     mode = "full" if full else "listing"
-                    rep = Indexer(self.index, Chunker(self.chunker_config)).run(source, full=full, progress=on_progress)
+                    rep = Indexer(self.index, Chunker(self.chunker_config)).run(source, full=full, progress=on_progress,
+                                                                                repair=repair)
                     self.store.set_cursor(name, {"synced_at": datetime.now(timezone.utc).isoformat()})
             summary = self._summary(name, rep, mode, source, calls0, retries0, time.perf_counter() - t0, stream)
             self.store.finish_run(run_id, "ok", summary, error="; ".join(rep.errors[:5]))
@@ -278,6 +285,7 @@ class SyncEngine:
             "chunks_written": rep.chunks_written,
             "chunks_deleted": rep.chunks_deleted,
             "embedded": rep.embedded,
+            "repaired": rep.repair.describe(),
         }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
@@ -18,6 +19,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from ..errors import IndexCorruptError, IndexLockedError
+from ..faults import REBUILD_STORE, StoreGuard, storage_error
 from ..models import Chunk
 from .records import StoredChunk, chunk_from_record, chunk_to_record
 
@@ -42,7 +44,9 @@ class QdrantStore:
 
     Raises:
         IndexLockedError: when another process has the local folder open.
-        IndexCorruptError: when the local folder cannot be read.
+        IndexCorruptError: when the local folder cannot be read, or (local mode, from any write) its
+            SQLite file turns out damaged; :attr:`damage` keeps the first such error.
+        DiskFullError: when a local-mode write finds no space.
     """
 
     def __init__(self, dim: int, path: str | os.PathLike[str] | None = None, url: str | None = None,
@@ -52,6 +56,10 @@ class QdrantStore:
         # Local mode keeps points in plain Python structures: serialise access so a re-index in a
         # background thread cannot race a search. (A Qdrant server handles concurrency itself.)
         self._lock = threading.RLock() if not url else _NoLock()
+        # Local mode keeps every point in memory and writes through to one SQLite file per
+        # collection: damage shows as sqlite3 or OS errors (reads are served from memory).
+        self._guard = StoreGuard("the vector index", path or url or "", REBUILD_STORE,
+                                 damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)))
         try:
             if url:
                 self.client = QdrantClient(url=url, api_key=api_key, timeout=10)
@@ -66,12 +74,24 @@ class QdrantStore:
                     f"the vector index in {path} is open in another process (local Qdrant allows one); "
                     "stop the other chatops process or set QDRANT_URL to use a Qdrant server"
                 ) from exc
-            raise IndexCorruptError(f"cannot open the vector index in {path}: {exc}; "
-                                    "run `chatops index --full SOURCE` to rebuild it") from exc
+            raise self._open_error(exc, path) from exc
         except Exception as exc:
-            raise IndexCorruptError(f"cannot open the vector index ({type(exc).__name__}: {exc}); "
-                                    "run `chatops index --full SOURCE` to rebuild it, or check QDRANT_URL") from exc
-        self._ensure_collection()
+            if url:
+                raise IndexCorruptError(f"cannot open the vector index at {url} ({type(exc).__name__}: {exc}); "
+                                        "check QDRANT_URL and QDRANT_API_KEY") from exc
+            raise self._open_error(exc, path) from exc
+        with self._guard():
+            self._ensure_collection()
+
+    @staticmethod
+    def _open_error(exc: Exception, path) -> Exception:
+        """Local mode: anything failing while the folder loads means it is damaged (or the disk is full)."""
+        return storage_error(exc, "the vector index", path, REBUILD_STORE) or exc
+
+    @property
+    def damage(self):
+        """The first :class:`IndexCorruptError` a write ran into, else ``None``."""
+        return self._guard.damage
 
     def _ensure_collection(self) -> None:
         if self.client.collection_exists(self.collection):
@@ -97,8 +117,15 @@ class QdrantStore:
         ``vectors`` has shape ``(len(chunks), dim)``.
         """
         keys = list(doc_keys)
-        with self._lock:
+        with self._guard(), self._lock:
             self._replace(keys, chunks, vectors)
+
+    def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
+        """Delete the points of these chunk ids (unknown ids are ignored)."""
+        ids = [point_id(c) for c in chunk_ids]
+        if ids:
+            with self._guard(), self._lock:
+                self.client.delete(self.collection, points_selector=models.PointIdsList(points=ids), wait=True)
 
     def _replace(self, keys: list[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         if keys:
@@ -112,7 +139,7 @@ class QdrantStore:
 
     def clear(self) -> None:
         """Drop and recreate the collection."""
-        with self._lock:
+        with self._guard(), self._lock:
             self.client.delete_collection(self.collection)
             self._ensure_collection()
 

@@ -28,9 +28,10 @@ from whoosh import fields, index, scoring
 from whoosh.analysis import StemmingAnalyzer
 from whoosh.query import Or, Term
 
-from ..errors import IndexCorruptError, IndexLockedError
+from ..errors import IndexLockedError
+from ..faults import REBUILD_STORE, StoreGuard
 from ..models import Chunk
-from .records import chunk_to_record
+from .records import chunk_from_record, chunk_to_record
 
 __all__ = ["WhooshStore"]
 
@@ -74,7 +75,9 @@ class WhooshStore:
         prune_min_docs: ...in indexes of at least this many chunks (small ones are fast anyway).
 
     Raises:
-        IndexCorruptError: when the folder holds an index that cannot be opened.
+        IndexCorruptError: when the folder holds an index that cannot be opened, or (from any
+            method) a segment that cannot be read; :attr:`damage` keeps the first such error.
+        DiskFullError: when a write finds no space (from any method).
     """
 
     def __init__(self, path: str | os.PathLike[str], max_terms: int = 16, max_df_ratio: float = 0.06,
@@ -85,18 +88,20 @@ class WhooshStore:
         self.prune_min_docs = prune_min_docs
         self._analyzer = StemmingAnalyzer()
         self._lock = threading.Lock()
-        self.path.mkdir(parents=True, exist_ok=True)
-        try:
+        self._guard = StoreGuard("the BM25 index", self.path, REBUILD_STORE)
+        with self._guard():
+            self.path.mkdir(parents=True, exist_ok=True)
             if index.exists_in(str(self.path)):
                 self._ix = index.open_dir(str(self.path))
+                self._ix.reader().close()  # opens every segment: a damaged one fails here, not mid-query
             else:
                 self._ix = index.create_in(str(self.path), _schema())
-        except Exception as exc:
-            raise IndexCorruptError(
-                f"the BM25 index in {self.path} cannot be opened ({type(exc).__name__}: {exc}); "
-                "run `chatops index --full SOURCE` to rebuild it"
-            ) from exc
         self._searcher = None
+
+    @property
+    def damage(self):
+        """The first :class:`IndexCorruptError` a read or write ran into, else ``None``."""
+        return self._guard.damage
 
     # -- writing -----------------------------------------------------------------------------
     def replace_documents(self, doc_keys: Iterable[str], chunks: Sequence[Chunk]) -> None:
@@ -105,38 +110,60 @@ class WhooshStore:
         Raises:
             IndexLockedError: when another writer holds the index for more than 60 s.
         """
+        with self._guard():
+            writer = self._writer()
+            try:
+                for key in doc_keys:
+                    writer.delete_by_term("doc_key", key)
+                for c in chunks:
+                    rec = chunk_to_record(c)
+                    writer.add_document(
+                        chunk_id=rec["chunk_id"], doc_key=rec["doc_key"], source=rec["source"],
+                        doc_id=rec["doc_id"], url=rec["url"], section_path=rec["section_path"],
+                        ordinal=rec["ordinal"], updated_at=rec["updated_at"], acl=rec["acl"],
+                        text=rec["text"], title_raw=rec["title"],
+                        content=bm25f_content(c.title, " ".join(c.section_path), c.text),
+                    )
+            except BaseException:
+                writer.cancel()
+                raise
+            writer.commit()
+        self._invalidate()
+
+    def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
+        """Delete the chunks with these ids (unknown ids are ignored), in one commit."""
+        ids = list(chunk_ids)
+        if not ids:
+            return
+        with self._guard():
+            writer = self._writer()
+            try:
+                for cid in ids:
+                    writer.delete_by_term("chunk_id", cid)
+            except BaseException:
+                writer.cancel()
+                raise
+            writer.commit()
+        self._invalidate()
+
+    def _writer(self):
         from whoosh.writing import LockError
 
         try:
-            writer = self._ix.writer(timeout=60.0, limitmb=128)
+            return self._ix.writer(timeout=60.0, limitmb=128)
         except LockError as exc:
             raise IndexLockedError(f"the BM25 index in {self.path} is locked by another writer; retry later") from exc
-        try:
-            for key in doc_keys:
-                writer.delete_by_term("doc_key", key)
-            for c in chunks:
-                rec = chunk_to_record(c)
-                writer.add_document(
-                    chunk_id=rec["chunk_id"], doc_key=rec["doc_key"], source=rec["source"],
-                    doc_id=rec["doc_id"], url=rec["url"], section_path=rec["section_path"],
-                    ordinal=rec["ordinal"], updated_at=rec["updated_at"], acl=rec["acl"],
-                    text=rec["text"], title_raw=rec["title"],
-                    content=bm25f_content(c.title, " ".join(c.section_path), c.text),
-                )
-        except BaseException:
-            writer.cancel()
-            raise
-        writer.commit()
-        self._invalidate()
 
     def optimize(self) -> None:
         """Merge all segments into one (faster queries; call after a run that changed pages)."""
-        self._ix.optimize()
+        with self._guard():
+            self._ix.optimize()
         self._invalidate()
 
     def clear(self) -> None:
         """Remove every chunk."""
-        self._ix = index.create_in(str(self.path), _schema())
+        with self._guard():
+            self._ix = index.create_in(str(self.path), _schema())
         self._invalidate()
 
     # -- reading -----------------------------------------------------------------------------
@@ -147,11 +174,15 @@ class WhooshStore:
                 self._searcher = None
 
     def _get_searcher(self):
-        with self._lock:
+        with self._guard(), self._lock:
             if self._searcher is None:
                 self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=0.75, K1=1.2))
             elif not self._searcher.up_to_date():
-                self._searcher = self._searcher.refresh()
+                if self._searcher.reader().segments() is None:  # Whoosh cannot refresh a searcher of an empty index
+                    self._searcher.close()
+                    self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=0.75, K1=1.2))
+                else:
+                    self._searcher = self._searcher.refresh()
             return self._searcher
 
     def analyze(self, text: str) -> list[str]:
@@ -175,36 +206,62 @@ class WhooshStore:
             return []
         boosts = boosts or {}
         clauses = [Term("content", t, boost=boosts.get(t, 1.0)) for t in terms]
-        results = searcher.search(_PreloadedOr(clauses), limit=limit, optimize=False)
+        with self._guard():
+            results = searcher.search(_PreloadedOr(clauses), limit=limit, optimize=False)
+            return [(col[hit.docnum], float(hit.score)) for col in [self._id_column(searcher)] for hit in results]
+
+    @staticmethod
+    def _id_column(searcher):
         col = getattr(searcher, "_chatops_ids", None)
         if col is None:
             col = searcher._chatops_ids = searcher.reader().column_reader("chunk_id")
-        return [(col[hit.docnum], float(hit.score)) for hit in results]
+        return col
 
     def query_terms(self, query: str, searcher=None) -> list[str]:
         """The terms a query is run with: analysed, de-duplicated, frequent ones pruned, bounded."""
         searcher = searcher or self._get_searcher()
-        terms = [t for t in dict.fromkeys(self.analyze(query)) if searcher.doc_frequency("content", t) > 0]
-        n = searcher.doc_count()
-        if n >= self.prune_min_docs:
-            rare = [t for t in terms if searcher.doc_frequency("content", t) <= self.max_df_ratio * n]
-            if len(rare) >= 2:
-                terms = rare
+        with self._guard():
+            terms = [t for t in dict.fromkeys(self.analyze(query)) if searcher.doc_frequency("content", t) > 0]
+            n = searcher.doc_count()
+            if n >= self.prune_min_docs:
+                rare = [t for t in terms if searcher.doc_frequency("content", t) <= self.max_df_ratio * n]
+                if len(rare) >= 2:
+                    terms = rare
         return terms[: self.max_terms]
 
     def doc_frequency(self, term: str) -> int:
         """Number of chunks containing the analysed ``term``."""
-        return self._get_searcher().doc_frequency("content", term)
+        searcher = self._get_searcher()
+        with self._guard():
+            return searcher.doc_frequency("content", term)
 
     @property
     def doc_count(self) -> int:
         """Number of chunks in the index."""
-        return self._get_searcher().doc_count()
+        searcher = self._get_searcher()
+        with self._guard():
+            return searcher.doc_count()
 
     def chunk_ids(self) -> set[str]:
-        """Every chunk id in the index (for consistency checks)."""
-        s = self._get_searcher()
-        return {f["chunk_id"] for f in s.all_stored_fields()}
+        """Every chunk id in the index (read from the id column; for consistency checks)."""
+        searcher = self._get_searcher()
+        with self._guard():
+            if searcher.doc_count_all() == 0:  # an empty index has no columns
+                return set()
+            col = self._id_column(searcher)
+            return {col[n] for n in searcher.reader().all_doc_ids()}
+
+    def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
+        """The stored chunks among ``chunk_ids`` (unknown ids are absent), to rebuild another store."""
+        searcher = self._get_searcher()
+        out: dict[str, Chunk] = {}
+        with self._guard():
+            for cid in dict.fromkeys(chunk_ids):
+                docnum = searcher.document_number(chunk_id=cid)
+                if docnum is not None:
+                    rec = searcher.stored_fields(docnum)
+                    out[cid] = chunk_from_record({**rec, "title": rec.get("title_raw", "")})
+        return out
 
     def close(self) -> None:
         """Close the open searcher."""
