@@ -25,6 +25,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from .settings import Settings
 
@@ -71,6 +72,28 @@ ADAPTERS_KEY = web.AppKey("chatops_adapters", list)
 CHECKS_KEY = web.AppKey("chatops_checks", dict)
 
 
+class _ClientErrorsWithoutTrace(logging.Filter):
+    """aiohttp logs a malformed HTTP request (a header line over 8 KB, a bad method, broken framing) with a
+    full traceback at ERROR, though the fault is the client's and aiohttp already answered 400: such
+    records become one WARNING line saying what was wrong."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg = f"{record.msg} (answered {exc.code}: %s)"
+            record.args = (*(record.args or ()), str(exc.message)[:200])
+        return True
+
+
+def _quiet_client_errors() -> None:
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _ClientErrorsWithoutTrace) for f in server_log.filters):
+        server_log.addFilter(_ClientErrorsWithoutTrace())
+
+
 @web.middleware
 async def _errors(request: web.Request, handler):
     """Unexpected exceptions become a JSON 500 without a trace (the trace goes to the log)."""
@@ -112,6 +135,9 @@ def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, Readine
                client_max_size: int = 1024 ** 2) -> web.Application:
     """The web application: ``/healthz``, ``/readyz`` and every adapter's routes and hooks.
 
+    Unexpected errors in a handler are a JSON 500 (the trace goes to the log); a request aiohttp cannot
+    parse (e.g. a header line over 8 KB) is aiohttp's 400, logged as one line without a trace.
+
     Args:
         adapters: the platforms to serve; their ``start`` runs at start-up, ``stop`` at clean-up (reverse order).
         checks: extra readiness checks by name (e.g. ``state``, ``index``).
@@ -120,6 +146,7 @@ def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, Readine
     Raises:
         ValueError: when two adapters claim the same route.
     """
+    _quiet_client_errors()
     app = web.Application(middlewares=[_errors], client_max_size=client_max_size)
     app[ADAPTERS_KEY] = list(adapters)
     app[CHECKS_KEY] = dict(checks or {})

@@ -1,24 +1,37 @@
 """The Teams web adapter: ``POST /api/messages`` through the Bot Framework ``CloudAdapter``.
 
 Authentication: with ``MicrosoftAppId`` set, every request must carry a valid Bot Framework JWT
-(``Authorization: Bearer ...``), checked by ``ConfigurationBotFrameworkAuthentication``; a missing,
-malformed or invalid token gets 401 and nothing is processed (the SDK raises on a malformed token
-and would answer 500: it is mapped to 401 here). Without an app id the endpoint answers 401,
-unless ``TEAMS_ALLOW_UNAUTHENTICATED=true`` is set explicitly for the Bot Framework Emulator or
-tests, which logs a warning at start-up. A body that is not a JSON activity gets 400.
+(``Authorization: Bearer ...``), checked by the SDK's ``ConfigurationBotFrameworkAuthentication``. In
+front of it (:mod:`bot.teams.auth`, :mod:`bot.teams.openid`):
+
+- a token that cannot pass (not a JWT, a foreign issuer, another bot's, expired) gets **401** before
+  the SDK sees it, so only plausible tokens can make it fetch signing keys;
+- the signing keys are fetched off the event loop with a timeout (one fetch at a time); when none
+  could be had in time the request gets **503**, and ``/healthz`` and Slack keep answering meanwhile;
+- at most ``max_pending_auth`` requests are authenticated at once; more get **503** at once.
+
+A missing, malformed or invalid token gets 401 and nothing is processed (the SDK raises on a
+malformed token and would answer 500: it is mapped to 401 here). Without an app id the endpoint
+answers 401, unless ``TEAMS_ALLOW_UNAUTHENTICATED=true`` is set explicitly for the Bot Framework
+Emulator or tests, which logs a warning at start-up. A body that is not a UTF-8 JSON activity
+(nested at most :data:`bot.jsonbody.MAX_DEPTH` levels) gets 400; one over the server's size limit 413.
+None of these leaves a traceback in the log.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aiohttp import web
-from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
+from botbuilder.integration.aiohttp import CloudAdapter
+from botframework.connector.auth import AuthenticationConstants
 
+from ..jsonbody import JsonBodyError, parse_json
+from .auth import AuthenticationBusy, GuardedAuthentication, TokenRejected, check_token
 from .bot import TeamsBot
+from .openid import KeysUnavailable, OpenIdKeys
 
 __all__ = ["TeamsWebAdapter", "TeamsAuthConfig", "build_teams_adapter"]
 
@@ -46,15 +59,34 @@ class TeamsWebAdapter:
         bot: the activity handler.
         auth: app registration (empty ``APP_ID`` means no Bot Framework authentication).
         allow_unauthenticated: required to serve without an app id.
+        allow_emulator_tokens: with an app id, also accept tokens the Bot Framework Emulator obtains
+            (off by default: Teams only sends ``https://api.botframework.com`` tokens).
+        openid_metadata_url: where the Bot Framework's signing keys are found (default: the SDK's
+            ``login.botframework.com`` metadata; tests point it at a stand-in).
+        keys_timeout: seconds a key fetch's requests, and a request waiting for them, may take.
+        max_pending_auth: requests authenticated at once; more get 503.
+
+    Installing the key fetcher is process-wide (the SDK's metadata cache is a class attribute): the
+    latest adapter built wins.
     """
 
     name = "teams"
 
-    def __init__(self, bot: TeamsBot, auth: TeamsAuthConfig, allow_unauthenticated: bool = False) -> None:
+    def __init__(self, bot: TeamsBot, auth: TeamsAuthConfig, allow_unauthenticated: bool = False, *,
+                 allow_emulator_tokens: bool = False, openid_metadata_url: str | None = None,
+                 keys_timeout: float = 5.0, max_pending_auth: int = 32) -> None:
         self.bot = bot
         self.auth = auth
         self.allow_unauthenticated = allow_unauthenticated
-        self.adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(auth))
+        self.allow_emulator_tokens = allow_emulator_tokens
+        self.keys = OpenIdKeys(openid_metadata_url or AuthenticationConstants.TO_BOT_FROM_CHANNEL_OPENID_METADATA_URL,
+                               timeout=keys_timeout)
+        self.keys.install(AuthenticationConstants.TO_BOT_FROM_CHANNEL_OPENID_METADATA_URL)
+        self.emulator_keys = OpenIdKeys(AuthenticationConstants.TO_BOT_FROM_EMULATOR_OPENID_METADATA_URL,
+                                        timeout=keys_timeout)
+        self.emulator_keys.install(AuthenticationConstants.TO_BOT_FROM_EMULATOR_OPENID_METADATA_URL)
+        self.authentication = GuardedAuthentication(auth, max_pending=max_pending_auth)
+        self.adapter = CloudAdapter(self.authentication)
         self.adapter.on_turn_error = self._on_turn_error
 
     def routes(self) -> Sequence[web.RouteDef]:
@@ -80,24 +112,34 @@ class TeamsWebAdapter:
         return (True, "unauthenticated (local use)") if self.allow_unauthenticated else (False, "MicrosoftAppId not set")
 
     async def handle(self, request: web.Request) -> web.Response:
-        """Validate, authenticate and process one activity."""
+        """Validate, authenticate and process one activity (see the module docstring for the answers)."""
         if not self.auth.APP_ID and not self.allow_unauthenticated:
             return _error(401, "this bot is not registered: set MicrosoftAppId and MicrosoftAppPassword, or "
                                "TEAMS_ALLOW_UNAUTHENTICATED=true for local testing")
-        if self.auth.APP_ID and not request.headers.get("Authorization", "").startswith("Bearer "):
-            return _error(401, "missing Bot Framework token")
+        if self.auth.APP_ID:
+            try:
+                check_token(request.headers.get("Authorization", ""), self.auth.APP_ID, self.allow_emulator_tokens)
+            except TokenRejected as exc:
+                log.info("Teams: rejected a request before authentication: %s", exc)
+                return _error(401, "missing or invalid Bot Framework token")
         if "application/json" not in request.headers.get("Content-Type", ""):
             return _error(415, "activities must be sent as application/json")
         try:
-            body = json.loads(await request.read() or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return _error(400, "the body is not valid JSON")
+            body = parse_json(await request.read() or b"null")
+        except JsonBodyError as exc:
+            log.info("Teams: rejected a malformed body: %s", exc)
+            return _error(400, f"the body is not a JSON activity: {exc}"[:200])
         if not isinstance(body, dict) or not isinstance(body.get("type"), str) or not body.get("type"):
             return _error(400, "the body is not a Bot Framework activity (no type)")
         if body["type"] in ("message", "invoke", "conversationUpdate") and not isinstance(body.get("conversation"), dict):
             return _error(400, "the activity has no conversation")
         try:
             response = await self.adapter.process(request, self.bot)
+        except (AuthenticationBusy, KeysUnavailable) as exc:
+            log.warning("Teams: could not authenticate a request now (%s); answered 503", exc)
+            return web.json_response({"error": {"code": "503", "message": "cannot verify Bot Framework tokens "
+                                                "right now; try again shortly"}},
+                                     status=503, headers={"Retry-After": "5"})
         except web.HTTPUnauthorized:
             return _error(401, "invalid Bot Framework token")
         except web.HTTPException as exc:
@@ -109,9 +151,10 @@ class TeamsWebAdapter:
             # on_turn_error); what does is authentication (a malformed or unverifiable token) or an
             # activity the SDK cannot read.
             if self.auth.APP_ID:
-                log.info("Teams: rejected a request whose token could not be verified (%s: %s)", type(exc).__name__, exc)
+                log.info("Teams: rejected a request whose token could not be verified (%s: %s)", type(exc).__name__,
+                         str(exc)[:200])
                 return _error(401, "invalid Bot Framework token")
-            log.info("Teams: rejected an unreadable activity (%s: %s)", type(exc).__name__, exc)
+            log.info("Teams: rejected an unreadable activity (%s: %s)", type(exc).__name__, str(exc)[:200])
             return _error(400, "the activity could not be read")
         return response or web.Response(status=201)
 
