@@ -108,7 +108,9 @@ def test_confirm_once_then_a_second_click_creates_nothing(env) -> None:
     assert calendar.get(key) is not None and calendar.get(key)["organizer_email"] == "req@example.com"
     assert service.get(key).status == "done"
     blocks = slack_outcome_blocks(out, viewer_tz="Europe/Berlin")
-    assert _buttons(blocks) == [] and "Booked" in json.dumps(blocks) and out.result["link"] in json.dumps(blocks)
+    assert _buttons(blocks) == [] and "Booked" in json.dumps(blocks)
+    # the local calendar's link is the server's file:// path of the .ics: never posted to chat
+    assert out.result["link"].startswith("file://") and "file://" not in json.dumps(blocks)
 
     again = service.handle_button(f"action_confirm:{key}", key, REQUESTER)
     assert again.status == "already_done" and again.final and again.result["link"] == out.result["link"]
