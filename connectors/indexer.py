@@ -5,6 +5,11 @@ re-chunked nor re-embedded); new and changed pages are chunked, embedded (throug
 cache) and written to both stores in batches under the manifest's journal; a page the source no
 longer lists is deleted from both (only when the source listed itself completely and the scan
 finished); a page the source could not read this time is left as it was and reported.
+
+Every written page's chunks are scanned (:func:`safety.flag_chunks`) and the manifest keeps, per
+page, how many hold a credential or personal data and how many an instruction addressed to an
+assistant (``chatops status`` shows the totals). An unchanged page indexed before the scan existed
+is chunked again (no embedding, no store write) just to count them.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from safety import flag_chunks
 
 from .chunker import Chunker
 from .folder import SkippedPage
@@ -111,6 +118,9 @@ class Indexer:
             prev = known.get(item.doc_id)
             if prev is not None and prev.hash == item.hash:
                 rep.unchanged += 1
+                if prev.sensitive_chunks is None or prev.injection_chunks is None:
+                    flags = flag_chunks(c.text for c in self.chunker.chunk(item))
+                    self.index.manifest.set_flags(prev.doc_key, flags.sensitive, flags.injection)
                 continue
             batch.append((item, prev))
             if len(batch) >= self.batch_pages:
@@ -137,8 +147,9 @@ class Indexer:
         for doc, _ in batch:
             cs = self.chunker.chunk(doc)
             chunks.extend(cs)
+            flags = flag_chunks(c.text for c in cs)
             entries.append(PageEntry(f"{doc.source}:{doc.doc_id}", doc.source, doc.doc_id, doc.hash,
-                                     tuple(c.chunk_id for c in cs)))
+                                     tuple(c.chunk_id for c in cs), flags.sensitive, flags.injection))
         emb = self.index.embedder
         before = (getattr(emb, "computed", 0), getattr(emb, "cached", 0))
         vectors = emb.embed([c.embedding_text() for c in chunks])
