@@ -5,8 +5,9 @@ Every reply, from every planner, passes :func:`screen_reply` in :meth:`agent.age
 
 - a citation whose quote holds a finding, or overlaps one in its chunk (an injected instruction
   runs past the sentence that announces it, so a quote is judged in its chunk's context), is dropped;
-- a cited sentence (one with ``[n]`` markers) holding a finding is dropped whole: a sentence that
-  was only a redacted secret answers nothing, and a fragment around a hole is worse than nothing;
+- a cited sentence (one with ``[n]`` markers) holding a finding, or showing a dropped quote, is
+  dropped whole: a sentence that was only a redacted secret answers nothing, and a fragment around
+  a hole is worse than nothing;
 - citations no sentence refers to any more are dropped, so every source shown still backs a sentence;
 - uncited text (a direct answer, a refusal echoing the question, an action preview) has findings
   replaced by ``[left out: <kind>]``, and so do the string arguments and summary of a pending action.
@@ -29,6 +30,7 @@ from tools.knowledge_search import Evidence
 
 from .citations import MARKER
 from .models import Citation, Reply
+from .text import display_text
 
 __all__ = ["ScreenResult", "screen_reply", "scrub_text", "chunk_findings", "span_flagged"]
 
@@ -108,15 +110,17 @@ def _quote_ok(c: Citation, chunks: dict[str, str], result: ScreenResult) -> bool
     text = chunks.get(c.chunk_id)
     if text is None:
         return True  # not among this turn's evidence: citation validation rejects it
-    found = chunk_findings(text)
     pos = text.find(c.quote)
     while pos >= 0:
-        hit = [f for f in found if f.overlaps(pos, pos + len(c.quote))]
-        if hit:
-            result.note(hit)
+        if span_flagged(text, pos, pos + len(c.quote)):
+            result.note(chunk_findings(text))
             return False
         pos = text.find(c.quote, pos + 1)
     return True
+
+
+def _plain(text: str) -> str:
+    return display_text(MARKER.sub(" ", text)).rstrip(".!? ")
 
 
 def scrub_text(text: str, result: ScreenResult | None = None) -> str:
@@ -150,13 +154,14 @@ def screen_reply(reply: Reply, evidence: list[Evidence]) -> ScreenResult:
         result.nothing_left = bool(result.categories)
     kept = [c for c in reply.citations if _quote_ok(c, chunks, result)]
     result.dropped_citations = len(reply.citations) - len(kept)
+    dropped_quotes = {_plain(c.quote) for c in reply.citations if c not in kept}
     parts = _SEGMENTS.split(reply.text)
     out: list[str] = []
     for i in range(0, len(parts), 2):
         seg, sep = parts[i], (parts[i + 1] if i + 1 < len(parts) else "")
         if MARKER.search(seg):
             found = scan(MARKER.sub(" ", seg))
-            if found:
+            if found or _plain(seg) in dropped_quotes:  # holds a finding, or shows a quote that was dropped
                 result.note(found)
                 result.dropped_sentences += 1
                 continue
