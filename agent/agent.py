@@ -1,10 +1,14 @@
 """The agent's entry point: ``Agent.answer(turn) -> Reply``.
 
 It normalises the message (an empty one gets a prompt, a huge one is cut to
-``max_question_chars`` with a note), asks the planner, then validates every citation
-(:func:`agent.citations.validate_citations`): sentences whose citation fails are dropped, and if
-what remains no longer has the citations the evidence gate required, the reply becomes a refusal.
-Nothing uncited and nothing unverifiable leaves the agent.
+``max_question_chars`` with a note), asks the planner, screens the reply for credentials,
+personal data and instructions planted for an assistant (:func:`agent.screen.screen_reply`:
+flagged cited sentences and quotes are dropped, uncited text is redacted), then validates every
+citation (:func:`agent.citations.validate_citations`): sentences whose citation fails are dropped,
+and if what remains no longer has the citations the evidence gate required, the reply becomes a
+refusal (saying so when the screen took the answering part). A last pass redacts anything the
+scanner finds in the final text. Nothing uncited, nothing unverifiable and nothing flagged leaves
+the agent, whichever planner wrote the reply.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from . import messages
 from .citations import MARKER, validate_citations
 from .models import Reply, Trace, Turn
 from .planner import Planner
+from .screen import ScreenResult, screen_reply, scrub_text
 
 __all__ = ["Agent"]
 
@@ -52,14 +57,22 @@ class Agent:
         turn = replace(turn, text=text, history=history)
         reply, evidence = self.planner.plan(turn, trace)
         reply.trace = trace
-        if reply.citations or MARKER.search(reply.text):
-            reply = self._guard(reply, evidence)
+        cited = bool(reply.citations or MARKER.search(reply.text))
+        t = time.perf_counter()
+        screen = screen_reply(reply, evidence)
+        trace.step("screen", **screen.as_dict())
+        trace.add_time("screen", (time.perf_counter() - t) * 1000)
+        if cited or (not reply.text.strip() and not reply.refused):
+            reply = self._guard(reply, evidence, screen)
+        if screen.categories and not reply.refused:
+            trace.notes.append(messages.withheld_note(screen.categories))
         if trace.notes and not reply.refused:
             reply.text = f"{reply.text}\n\n_{' '.join(trace.notes)}_"
+        reply.text = scrub_text(reply.text)
         trace.timings_ms["total"] = round((time.perf_counter() - t0) * 1000, 3)
         return reply
 
-    def _guard(self, reply: Reply, evidence) -> Reply:
+    def _guard(self, reply: Reply, evidence, screen: ScreenResult | None = None) -> Reply:
         t = time.perf_counter()
         check = validate_citations(reply.text, reply.citations, evidence)
         reply.trace.step("validate_citations", **check.as_dict())
@@ -76,8 +89,11 @@ class Agent:
         distinct = {c.chunk_id for c in reply.citations}
         if len(distinct) < need or not reply.text.strip():
             reason = f"only {len(distinct)} verifiable source(s), {need} needed"
+            text = messages.refusal(reply.searched, reason)
+            if screen is not None and screen.removed:
+                reason += "; the rest was left out as credentials, personal data or planted instructions"
+                text = messages.withheld_refusal(screen.categories)
             reply.trace.step("refuse", reason=reason)
-            reply = Reply(messages.refusal(reply.searched, reason), refused=True, route=reply.route,
-                          searched=reply.searched, trace=reply.trace)
+            reply = Reply(text, refused=True, route=reply.route, searched=reply.searched, trace=reply.trace)
         reply.trace.add_time("validate", (time.perf_counter() - t) * 1000)
         return reply

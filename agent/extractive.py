@@ -15,6 +15,9 @@ the manner of Maximal Marginal Relevance (Carbonell & Goldstein 1998) with a cov
 - *priors*: the chunk's cosine to the question and its rank;
 - *redundancy*: minus the term overlap (Jaccard) with the sentences already picked.
 
+Sentences overlapping a finding of :mod:`safety` (a credential, personal data, an instruction
+addressed to an assistant; judged in the whole chunk) are never candidates.
+
 Picking stops at ``max_sentences`` or ``max_chars``; when the gate asked for several citations,
 the picks span at least that many distinct chunks. Each picked sentence becomes a citation whose
 quote is the sentence's exact text in the chunk.
@@ -30,6 +33,7 @@ from tools.knowledge_search import Evidence
 
 from .models import Citation
 from .rewrite import defines
+from .screen import span_flagged
 from .terms import KeyTerms
 from .text import Span, display_text, sentence_spans
 
@@ -101,6 +105,8 @@ class ExtractiveAnswerer:
         for rank, ev in enumerate(evidence[: cfg.chunks]):
             cos = max(ev.cosine or 0.0, 0.0)
             for span in sentence_spans(ev.chunk.text):
+                if span_flagged(ev.chunk.text, span.start, span.end):
+                    continue  # a credential, personal data or a planted instruction is never quoted
                 heading = ev.chunk.text[:span.start].rsplit("\n", 1)[-1].lstrip().startswith("#")
                 if heading and not (define and defines(span.text, define)):
                     continue  # a heading line names a topic, it answers nothing (except "what's X?")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["refusal", "CHITCHAT", "EMPTY", "ACTION_UNAVAILABLE", "truncated_note", "COMPLIANCE_REFUSAL",
-           "action_preview", "action_invalid", "question_refused_note"]
+           "action_preview", "action_invalid", "question_refused_note", "withheld_note", "withheld_refusal"]
 
 CHITCHAT = ("Hi! I answer questions from the company knowledge base, always with links to my sources. "
             "Ask me something like \"how do I declare an incident?\" or \"what's the travel budget?\".")
@@ -50,3 +50,28 @@ def question_refused_note(searched: list[str]) -> str:
     queries = "; ".join(f"\u201c{q}\u201d" for q in searched[:2]) or "your question"
     return (f"I couldn't find the answer to your question in the knowledge base (I searched for {queries}), "
             "so I won't guess.")
+
+
+def _withheld_what(categories: set[str]) -> str:
+    parts = []
+    if categories & {"secret", "personal"}:
+        parts.append("looks like a credential or personal data")
+    if "injection" in categories:
+        parts.append("is addressed to a chatbot rather than to readers")
+    return " or ".join(parts) or "I must not share"
+
+
+def withheld_note(categories: set[str]) -> str:
+    """Note on an answer whose sources hold content the screen left out (never the content itself)."""
+    if categories <= {"injection"}:
+        return "I left out a part of the source that is addressed to a chatbot rather than to readers."
+    if "injection" in categories:
+        return ("I left out a part of the sources that looks like a credential or personal data, and a part "
+                "addressed to a chatbot rather than to readers.")
+    return "I left out a part that looks like a credential or personal data."
+
+
+def withheld_refusal(categories: set[str]) -> str:
+    """The refusal when what answers the question is only content the screen must leave out."""
+    return (f"I found pages about this, but the part that answers it {_withheld_what(categories)}, and I never "
+            "quote that. If you need it, open the page itself (if you have access) or ask the team that owns it.")

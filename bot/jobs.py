@@ -339,4 +339,18 @@ def cli_status(settings, as_json: bool = False) -> int:
               f"schedule: {row['schedule'] or 'on demand'}")
         if row["last_error"]:
             print(f"  last error: {row['last_error']}")
+        for line in flag_lines(row):
+            print(f"  {line}")
     return 0
+
+
+def flag_lines(row: dict) -> list[str]:
+    """The index-time scan's counts of a :func:`~connectors.sync.sources_status` row, one line each (none when clean)."""
+    lines = []
+    if row.get("pages_sensitive"):
+        lines.append(f"pages with secrets or personal data: {row['pages_sensitive']} (they are never quoted)")
+    if row.get("pages_injection"):
+        lines.append(f"pages with instructions addressed to the bot: {row['pages_injection']} (left out of answers)")
+    if row.get("pages_unscanned"):
+        lines.append(f"pages not yet scanned for secrets: {row['pages_unscanned']} (`chatops index` or `chatops sync --full` scans them)")
+    return lines

@@ -8,6 +8,11 @@ finished); a page the source could not read this time is left as it was and repo
 a page whose chunking raised anything (more chunks than the per-page cap, a bug): it is skipped
 with its reason, listed in :attr:`IndexReport.failed_pages` (the sync engine fetches it again on
 the next run) and the rest of the run is written.
+
+Every written page's chunks are scanned (:func:`safety.flag_chunks`) and the manifest keeps, per
+page, how many hold a credential or personal data and how many an instruction addressed to an
+assistant (``chatops status`` shows the totals). An unchanged page indexed before the scan existed
+is chunked again (no embedding, no store write) just to count them.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from safety import flag_chunks
 
 from .chunker import Chunker
 from .folder import SkippedPage
@@ -127,6 +134,13 @@ class Indexer:
             prev = known.get(item.doc_id)
             if prev is not None and prev.hash == item.hash:
                 rep.unchanged += 1
+                if prev.sensitive_chunks is None or prev.injection_chunks is None:
+                    try:
+                        flags = flag_chunks(c.text for c in self.chunker.chunk(item))
+                    except Exception as exc:  # noqa: BLE001 - counting only; the page stays "unscanned"
+                        log.warning("could not scan unchanged %s of %s: %s", item.doc_id, source.name, exc)
+                    else:
+                        self.index.manifest.set_flags(prev.doc_key, flags.sensitive, flags.injection)
                 continue
             try:
                 chunks = self.chunker.chunk(item)
@@ -161,8 +175,9 @@ class Indexer:
         entries: list[PageEntry] = []
         for doc, _, cs in batch:
             chunks.extend(cs)
+            flags = flag_chunks(c.text for c in cs)
             entries.append(PageEntry(f"{doc.source}:{doc.doc_id}", doc.source, doc.doc_id, doc.hash,
-                                     tuple(c.chunk_id for c in cs)))
+                                     tuple(c.chunk_id for c in cs), flags.sensitive, flags.injection))
         emb = self.index.embedder
         before = (getattr(emb, "computed", 0), getattr(emb, "cached", 0))
         vectors = emb.embed([c.embedding_text() for c in chunks])

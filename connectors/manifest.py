@@ -33,13 +33,21 @@ __all__ = ["Manifest", "PageEntry"]
 
 @dataclass(frozen=True, slots=True)
 class PageEntry:
-    """What the indexes hold for one page."""
+    """What the indexes hold for one page.
+
+    Attributes:
+        sensitive_chunks: chunks holding a credential or personal data (:func:`safety.flag_chunks`);
+            ``None`` for a page indexed before the scan existed.
+        injection_chunks: chunks holding an instruction addressed to an assistant; ``None`` likewise.
+    """
 
     doc_key: str
     source: str
     doc_id: str
     hash: str
     chunk_ids: tuple[str, ...]
+    sensitive_chunks: int | None = None
+    injection_chunks: int | None = None
 
 
 class Manifest:
@@ -73,6 +81,8 @@ class Manifest:
             sa.Column("hash", sa.String(64), nullable=False),
             sa.Column("chunk_ids", sa.Text, nullable=False),
             sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
+            sa.Column("sensitive_chunks", sa.Integer, nullable=True),
+            sa.Column("injection_chunks", sa.Integer, nullable=True),
         )
         self.journal = sa.Table(
             "journal", md,
@@ -85,6 +95,15 @@ class Manifest:
             sa.Column("value", sa.Text, nullable=False),
         )
         md.create_all(self.engine)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Manifests made before the flag counts existed get the columns (NULL: not scanned yet)."""
+        have = {c["name"] for c in sa.inspect(self.engine).get_columns("pages")}
+        with self.engine.begin() as conn:
+            for name in ("sensitive_chunks", "injection_chunks"):
+                if name not in have:
+                    conn.execute(sa.text(f"ALTER TABLE pages ADD COLUMN {name} INTEGER"))
 
     # -- pages -------------------------------------------------------------------------------
     def pages_of(self, source: str) -> dict[str, PageEntry]:
@@ -100,7 +119,8 @@ class Manifest:
 
     @staticmethod
     def _entry(r) -> PageEntry:
-        return PageEntry(r["doc_key"], r["source"], r["doc_id"], r["hash"], tuple(json.loads(r["chunk_ids"])))
+        return PageEntry(r["doc_key"], r["source"], r["doc_id"], r["hash"], tuple(json.loads(r["chunk_ids"])),
+                         r["sensitive_chunks"], r["injection_chunks"])
 
     # -- journal -----------------------------------------------------------------------------
     def begin(self, doc_keys: Iterable[str]) -> None:
@@ -126,9 +146,16 @@ class Manifest:
             if ups:
                 conn.execute(self.pages.insert(), [
                     {"doc_key": e.doc_key, "source": e.source, "doc_id": e.doc_id, "hash": e.hash,
-                     "chunk_ids": json.dumps(list(e.chunk_ids)), "indexed_at": now} for e in ups])
+                     "chunk_ids": json.dumps(list(e.chunk_ids)), "indexed_at": now,
+                     "sensitive_chunks": e.sensitive_chunks, "injection_chunks": e.injection_chunks} for e in ups])
             if keys:
                 self._bump_version(conn)
+
+    def set_flags(self, doc_key: str, sensitive_chunks: int, injection_chunks: int) -> None:
+        """Record a page's flag counts (for a page indexed before the scan existed; its chunks are unchanged)."""
+        with self.engine.begin() as conn:
+            conn.execute(self.pages.update().where(self.pages.c.doc_key == doc_key).values(
+                sensitive_chunks=sensitive_chunks, injection_chunks=injection_chunks))
 
     def pending(self) -> list[str]:
         """Doc keys journaled by a run that did not finish."""

@@ -331,7 +331,10 @@ def sources_status(manifest, store, names: Iterable[str], next_runs: Mapping[str
     Returns:
         One dict per source: ``source``, ``pages``, ``chunks``, ``last_run`` (ISO time or ``None``),
         ``last_status``, ``last_summary``, ``last_error``, ``next_run`` (ISO time or ``None``),
-        ``schedule`` (or ``None``), ``cursor`` (the saved cursor's watermark, if any).
+        ``schedule`` (or ``None``), ``cursor`` (the saved cursor's watermark, if any), and the
+        index-time scan's page counts: ``pages_sensitive`` (pages with a credential or personal
+        data), ``pages_injection`` (pages with instructions addressed to an assistant) and
+        ``pages_unscanned`` (indexed before the scan existed; the next full listing scans them).
     """
     pages = manifest.all_pages()
     wanted = list(dict.fromkeys([*names, *sorted({p.source for p in pages})]))
@@ -351,5 +354,8 @@ def sources_status(manifest, store, names: Iterable[str], next_runs: Mapping[str
             "next_run": nxt.isoformat() if nxt else None,
             "schedule": (schedules or {}).get(name),
             "watermark": cursor.get("watermark") or cursor.get("synced_at"),
+            "pages_sensitive": sum(1 for p in mine if p.sensitive_chunks),
+            "pages_injection": sum(1 for p in mine if p.injection_chunks),
+            "pages_unscanned": sum(1 for p in mine if p.sensitive_chunks is None or p.injection_chunks is None),
         })
     return out

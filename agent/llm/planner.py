@@ -18,8 +18,11 @@ One turn:
 5. **Generate** with ``[n]`` markers over numbered, delimited passages; quotes are the verbatim
    sentence of the cited passage closest to each claim; then a **claim check** (one batched
    judge call) drops sentences their passage does not support.
-6. **Compliance**: a deterministic scan for secrets and personal data plus a model check for
-   unsafe advice; a flagged draft is regenerated with the reasons at most twice, else a safe reply.
+6. **Compliance**: a deterministic scan (:mod:`safety`: secrets, personal data, planted
+   instructions) plus a model check for unsafe advice; a flagged draft is regenerated with the
+   reasons at most twice, else a safe reply. Passages reach the model with what :mod:`safety`
+   flags replaced by ``[left out: <kind>]``, and quotes never cover a flagged span. The agent's
+   exit screens the reply again, whichever path (this loop or the fallback) wrote it.
 
 Side-effect tools are never executed: a ``calendar_create`` call becomes a pending action, and
 only a call from the routing step counts (that step sees the user's own message and history,
@@ -62,7 +65,8 @@ from ..text import display_text, sentence_spans
 from . import prompts
 from .budget import BudgetExceeded, TurnBudget
 from .client import LLMClient, LLMError
-from .compliance import redact, scan
+from ..screen import chunk_findings, span_flagged
+from .compliance import reasons, redact, scan
 
 __all__ = ["LLMPlanner", "LLMPlannerConfig"]
 
@@ -367,7 +371,7 @@ class LLMPlanner:
     def _reflect(self, question: str, evidence: list[Evidence], trace: Trace, budget: TurnBudget) -> dict | None:
         if not budget.allows("reflection", tokens=2500, reserve=1):
             return None
-        passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, e.chunk.text)
+        passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, _masked(e.chunk.text))
                                             for i, e in enumerate(evidence[: self.config.passages])])
         res = self.llm.chat(self.config.planner_model, [
             {"role": "system", "content": prompts.REFLECT_SYSTEM},
@@ -384,7 +388,7 @@ class LLMPlanner:
                   searched: list[str]) -> Reply:
         n_passages = self.config.passages if budget.allows("full context", tokens=4000) else max(2, self.config.passages // 2)
         shown = evidence[:n_passages]
-        passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, e.chunk.text)
+        passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, _masked(e.chunk.text))
                                             for i, e in enumerate(shown)])
         extra = ""
         text = ""
@@ -396,11 +400,11 @@ class LLMPlanner:
             if text.upper().startswith("INSUFFICIENT") or not text:
                 return Reply(messages.refusal(searched, "the passages found do not answer it"), refused=True,
                              route=trace.route, searched=searched)
-            reasons = self._compliance_reasons(text, budget)
-            if not reasons:
+            problems = self._compliance_reasons(text, budget)
+            if not problems:
                 break
-            trace.step("compliance", round=fix_round, ok=False, reasons=reasons)
-            extra = ("\n\nYour previous draft was rejected: " + "; ".join(reasons) +
+            trace.step("compliance", round=fix_round, ok=False, reasons=problems)
+            extra = ("\n\nYour previous draft was rejected: " + "; ".join(problems) +
                      ". Write it again without that content.")
         else:
             return Reply(messages.COMPLIANCE_REFUSAL, route=trace.route, searched=searched, refused=True)
@@ -444,6 +448,8 @@ class LLMPlanner:
         want = set(self.search.analyze(claim))
         best, score = "", -1.0
         for span in sentence_spans(text, min_chars=15):
+            if span_flagged(text, span.start, span.end):
+                continue  # never quote a credential, personal data or a planted instruction
             have = set(self.search.analyze(span.text))
             s = len(want & have) / (len(want | have) or 1)
             if s > score:
@@ -454,7 +460,7 @@ class LLMPlanner:
         by_n = {c.n: c for c in citations}
         items = []
         for i, (s, marks) in enumerate(sentences, start=1):
-            srcs = "\n".join(f"[{n}] {display_text(next(e.chunk.text for e in shown if e.chunk.chunk_id == by_n[n].chunk_id))[:1200]}"
+            srcs = "\n".join(f"[{n}] {display_text(_masked(next(e.chunk.text for e in shown if e.chunk.chunk_id == by_n[n].chunk_id)))[:1200]}"
                              for n in sorted(marks))
             items.append(f"Claim {i}: {_MARKERS.sub('', s).strip()}\nCited passages:\n{srcs}")
         res = self.llm.chat(self.config.planner_model, [
@@ -470,9 +476,9 @@ class LLMPlanner:
 
     # -- compliance ------------------------------------------------------------------------------
     def _compliance_reasons(self, text: str, budget: TurnBudget) -> list[str]:
-        reasons = [f.reason() for f in scan(text)]
-        if reasons or not self.config.compliance_model_check or not budget.allows("compliance check", tokens=1200):
-            return reasons
+        found = reasons(scan(text))
+        if found or not self.config.compliance_model_check or not budget.allows("compliance check", tokens=1200):
+            return found
         res = self.llm.chat(self.config.planner_model, [
             {"role": "system", "content": prompts.COMPLIANCE_SYSTEM},
             {"role": "user", "content": text}], budget, schema=prompts.COMPLIANCE_SCHEMA, schema_name="compliance")
@@ -483,9 +489,15 @@ class LLMPlanner:
         """A direct answer (no sources to rewrite from): redact what the compliance scan finds."""
         findings = scan(text)
         if findings:
-            trace.step("compliance", ok=False, reasons=[f.reason() for f in findings], action="redacted")
+            trace.step("compliance", ok=False, reasons=reasons(findings), action="redacted")
             return redact(text, findings)
         return text
+
+
+def _masked(text: str) -> str:
+    """A passage as the model sees it: credentials, personal data and planted instructions left out."""
+    found = chunk_findings(text)
+    return redact(text, found) if found else text
 
 
 def _merge(a: list[Evidence], b: list[Evidence], k: int) -> list[Evidence]:

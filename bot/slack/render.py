@@ -250,7 +250,8 @@ def _when(value: Any) -> str:
 
 
 def status_message(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """``/kb status``: per source, pages, chunks, last sync (with its outcome), next sync and last error."""
+    """``/kb status``: per source, pages, chunks, last sync (with its outcome), next sync, last error, and
+    the pages the index-time scan flagged (only when there are some)."""
     if not rows:
         return notice("The knowledge base is empty and no sources are configured (`CHATOPS_SOURCES`).",
                       ":open_file_folder:")
@@ -268,6 +269,9 @@ def status_message(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         fields = [f"*Source*\n{escape(str(row.get('source', '?')))}",
                   f"*Pages / chunks*\n{row.get('pages', 0)} / {row.get('chunks', 0)}",
                   f"*Last sync*\n{last}", f"*Next sync*\n{nxt}", f"*Last error*\n{err}"]
+        if row.get("pages_sensitive") or row.get("pages_injection"):
+            fields.append(f"*Flagged pages*\n{row.get('pages_sensitive', 0)} with secrets or personal data (never "
+                          f"quoted), {row.get('pages_injection', 0)} with instructions to the bot (left out)")
         blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]})
     lines = [f"{r.get('source')}: {r.get('pages', 0)} pages, {r.get('chunks', 0)} chunks" for r in rows]
     return {"text": _fallback("Knowledge base status: " + "; ".join(lines)), "blocks": blocks}

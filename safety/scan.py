@@ -1,0 +1,86 @@
+"""One scan for secrets, personal data and injected instructions, and what to do with findings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+from .findings import Category, Finding
+from .injection import find_injections
+from .personal import find_personal
+from .secrets import find_secrets
+
+__all__ = ["scan", "redact", "mask", "ChunkFlags", "flag_chunks"]
+
+_ALL: tuple[Category, ...] = ("secret", "personal", "injection")
+_DETECTORS: dict[Category, Callable[[str], list[Finding]]] = {
+    "secret": find_secrets, "personal": find_personal, "injection": find_injections}
+
+
+def scan(text: str, categories: Collection[Category] = _ALL) -> list[Finding]:
+    """Every finding of ``categories`` in ``text``, sorted by start (longest first on ties).
+
+    Findings may overlap (the same token can match two detectors); :func:`redact` merges them.
+    """
+    if not text:
+        return []
+    found: set[Finding] = set()
+    for cat in categories:
+        found.update(_DETECTORS[cat](text))
+    return sorted(found, key=lambda f: (f.start, -f.end, f.kind == "a password", f.kind))
+
+
+def redact(text: str, findings: Iterable[Finding], placeholder: Callable[[Finding], str] | None = None) -> str:
+    """``text`` with every finding's range replaced (overlapping ranges merged into one).
+
+    Args:
+        placeholder: the replacement for a finding (the first of a merged group); by default
+            ``[left out: <kind>]``, never the value.
+    """
+    label = placeholder or (lambda f: f"[left out: {f.kind}]")
+    out: list[str] = []
+    pos = 0
+    group: Finding | None = None
+    end = 0
+    for f in sorted(findings, key=lambda f: (f.start, -f.end)):
+        if group is not None and f.start < end:
+            end = max(end, f.end)
+            continue
+        if group is not None:
+            out.append(label(group))
+            pos = end
+        out.append(text[pos:f.start])
+        group, end = f, f.end
+    if group is not None:
+        out.append(label(group))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def mask(text: str) -> str:
+    """``text`` with every finding of every category replaced by ``[left out: <kind>]``."""
+    return redact(text, scan(text))
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkFlags:
+    """Counts over one page's chunks.
+
+    Attributes:
+        sensitive: chunks holding a secret or personal data.
+        injection: chunks holding an instruction addressed to an assistant.
+    """
+
+    sensitive: int = 0
+    injection: int = 0
+
+
+def flag_chunks(texts: Iterable[str]) -> ChunkFlags:
+    """Count the chunks (``texts``) with secrets or personal data, and those with injected instructions."""
+    sensitive = injection = 0
+    for text in texts:
+        cats = {f.category for f in scan(text)}
+        sensitive += bool(cats & {"secret", "personal"})
+        injection += "injection" in cats
+    return ChunkFlags(sensitive, injection)
