@@ -15,7 +15,7 @@ the manner of Maximal Marginal Relevance (Carbonell & Goldstein 1998) with a cov
 - *priors*: the chunk's cosine to the question and its rank;
 - *redundancy*: minus the term overlap (Jaccard) with the sentences already picked.
 
-Sentences overlapping a finding of :mod:`safety` (a credential, personal data, an instruction
+Sentences overlapping a finding of :mod:`screening` (a credential, personal data, an instruction
 addressed to an assistant; judged in the whole chunk) are never candidates.
 
 Picking stops at ``max_sentences`` or ``max_chars``; when the gate asked for several citations,

@@ -1,7 +1,7 @@
 """The exit screen: what looks like a credential, personal data or a planted instruction never leaves.
 
 Every reply, from every planner, passes :func:`screen_reply` in :meth:`agent.agent.Agent.answer`
-(the agent's single exit), with the scanner of :mod:`safety`:
+(the agent's single exit), with the scanner of :mod:`screening`:
 
 - a citation whose quote holds a finding, or overlaps one in its chunk (an injected instruction
   runs past the sentence that announces it, so a quote is judged in its chunk's context), is dropped;
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from safety import Finding, redact, scan
+from screening import Finding, redact, scan
 from tools.knowledge_search import Evidence
 
 from .citations import MARKER

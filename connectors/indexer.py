@@ -9,7 +9,7 @@ a page whose chunking raised anything (more chunks than the per-page cap, a bug)
 with its reason, listed in :attr:`IndexReport.failed_pages` (the sync engine fetches it again on
 the next run) and the rest of the run is written.
 
-Every written page's chunks are scanned (:func:`safety.flag_chunks`) and the manifest keeps, per
+Every written page's chunks are scanned (:func:`screening.flag_chunks`) and the manifest keeps, per
 page, how many hold a credential or personal data and how many an instruction addressed to an
 assistant (``chatops status`` shows the totals). An unchanged page indexed before the scan existed
 is chunked again (no embedding, no store write) just to count them.
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from safety import flag_chunks
+from screening import flag_chunks
 
 from .chunker import Chunker
 from .folder import SkippedPage

@@ -36,7 +36,7 @@ class PageEntry:
     """What the indexes hold for one page.
 
     Attributes:
-        sensitive_chunks: chunks holding a credential or personal data (:func:`safety.flag_chunks`);
+        sensitive_chunks: chunks holding a credential or personal data (:func:`screening.flag_chunks`);
             ``None`` for a page indexed before the scan existed.
         injection_chunks: chunks holding an instruction addressed to an assistant; ``None`` likewise.
     """

@@ -18,9 +18,9 @@ One turn:
 5. **Generate** with ``[n]`` markers over numbered, delimited passages; quotes are the verbatim
    sentence of the cited passage closest to each claim; then a **claim check** (one batched
    judge call) drops sentences their passage does not support.
-6. **Compliance**: a deterministic scan (:mod:`safety`: secrets, personal data, planted
+6. **Compliance**: a deterministic scan (:mod:`screening`: secrets, personal data, planted
    instructions) plus a model check for unsafe advice; a flagged draft is regenerated with the
-   reasons at most twice, else a safe reply. Passages reach the model with what :mod:`safety`
+   reasons at most twice, else a safe reply. Passages reach the model with what :mod:`screening`
    flags replaced by ``[left out: <kind>]``, and quotes never cover a flagged span. The agent's
    exit screens the reply again, whichever path (this loop or the fallback) wrote it.
 

@@ -1,6 +1,6 @@
-"""The scanner of what must not leave the bot (``safety``): one test per detector shape, positive and
+"""The scanner of what must not leave the bot (``screening``): one test per detector shape, positive and
 negative, plus redaction, per-chunk counts, the LLM compliance step delegating to it, and the
-layering (``safety`` imports nothing of ours; ``connectors`` never imports the agent).
+layering (``screening`` imports nothing of ours; ``connectors`` never imports the agent).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from agent.llm import compliance
 from helpers import ROOT
 from leaky_pages import AWS_KEY_ID, AWS_SECRET, CARD, GITHUB_TOKEN, JWT, SLACK_TOKEN, SSN
-from safety import flag_chunks, mask, redact, scan
-from safety.personal import is_card_number
+from screening import flag_chunks, mask, redact, scan
+from screening.personal import is_card_number
 
 PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7\nq1w2e3r4t5y6\n-----END RSA PRIVATE KEY-----"
 
@@ -58,7 +58,6 @@ def test_each_secret_shape_is_found_whole(text: str, value: str, kind: str) -> N
     ("Card 5555-5555-5555-4444 is the Mastercard test number.", "5555-5555-5555-4444", "a payment card number"),
     ("Card 4539148803436467 on the expense report.", "4539148803436467", "a payment card number"),
     ("Her NI number is AB 12 34 56 C.", "AB 12 34 56 C", "a UK National Insurance number"),
-    ("Call Jane on +1 415 555 0100 after six.", "+1 415 555 0100", "a phone number"),
 ])
 def test_each_personal_data_shape_is_found(text: str, value: str, kind: str) -> None:
     found = [f for f in scan(text) if f.category == "personal"]
@@ -82,6 +81,7 @@ def test_each_personal_data_shape_is_found(text: str, value: str, kind: str) -> 
     "An app-generated one-time passcode - non-phishing resistant.",
     "auth_token = data.google_secret_manager_secret_version.slack_bot_token.secret_data",
     "Call the front desk on extension 555-0100.",
+    "The benefits hotline is +1 415 555 0100 (Mon-Fri), the IT help desk (650) 555-0199.",
     "The office is at 221B Baker Street, London NW1 6XE.",
 ])
 def test_ordinary_text_is_not_flagged(text: str) -> None:
@@ -155,16 +155,15 @@ def test_flag_chunks_counts_chunks_per_category() -> None:
 
 def test_the_llm_compliance_step_uses_the_same_scanner_and_finds_what_it_used_to_miss() -> None:
     draft = (f"The AWS secret access key is {AWS_SECRET} [1]. The password is hunter2-Prod! [1] "
-             f"Use postgresql://app:Pa55w0rd-9@db:5432/app [2]. Send {JWT} [2]. Call +1 415 555 0100 [2].")
+             f"Use postgresql://app:Pa55w0rd-9@db:5432/app [2]. Send {JWT} [2].")
     found = compliance.scan(draft)
     assert found == scan(draft)
     reasons = compliance.reasons(found)
-    for kind in ("an AWS secret access key", "a password", "a password in a connection string", "a JSON Web Token",
-                 "a phone number"):
+    for kind in ("an AWS secret access key", "a password", "a password in a connection string", "a JSON Web Token"):
         assert f"the draft contains {kind}" in reasons
     assert len(reasons) == len(set(reasons))
     redacted = compliance.redact(draft, found)
-    assert not any(v in redacted for v in (AWS_SECRET, "hunter2", "Pa55w0rd", JWT, "555 0100"))
+    assert not any(v in redacted for v in (AWS_SECRET, "hunter2", "Pa55w0rd", JWT))
 
 
 def _imports(path: Path) -> set[str]:
@@ -178,9 +177,9 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-def test_layering_safety_imports_nothing_of_ours_and_connectors_never_the_agent() -> None:
-    ours = {"bot", "agent", "tools", "connectors", "state", "safety"}
-    for path in (ROOT / "safety").glob("*.py"):
-        assert not (_imports(path) & (ours - {"safety"})), path
+def test_layering_screening_imports_nothing_of_ours_and_connectors_never_the_agent() -> None:
+    ours = {"bot", "agent", "tools", "connectors", "state", "screening"}
+    for path in (ROOT / "screening").glob("*.py"):
+        assert not (_imports(path) & (ours - {"screening"})), path
     for path in (ROOT / "connectors").rglob("*.py"):
         assert not (_imports(path) & {"agent", "bot", "tools"}), path

@@ -1,4 +1,4 @@
-"""Personal data in text: payment cards, national id numbers, phone numbers.
+"""Personal data in text: payment cards and national id numbers.
 
 - A payment card number is 13 to 19 digits (single spaces or dashes between groups allowed) that
   pass the Luhn check (``stdnum.luhn``) and start with a card network's prefix (Visa 4, Mastercard
@@ -10,11 +10,10 @@
   serial not 0000, not a published example number.
 - A UK National Insurance number is two prefix letters (HMRC's allowed letters; not BG, GB, KN,
   NK, NT, TN, ZZ), six digits and a suffix A-D, e.g. ``QQ 12 34 56 C`` in upper case.
-- A phone number is the shape the LLM compliance check has always flagged: an optional country
-  code, a three-digit area code, then 3 and 4 digits with separators (``+1 415 555 0100``).
 
-Work e-mail addresses and channel names are not personal data here: handbooks are full of them
-and they are how employees reach a team.
+Work e-mail addresses, channel names and phone numbers are not flagged: handbooks are full of them
+(the IT help desk, the benefits provider's hotline, the on-call number) and they are how employees
+reach a team or a provider; a phone number alone does not tell a private line from a service's.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ _CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|222[1-9]|22[3-9]\d|2[3-6]\d\d|27[01]\d|
 _SSN = re.compile(r"(?<![\w-])(\d{3})-(\d{2})-(\d{4})(?![\w-])")
 _SSN_PLAIN = re.compile(r"(?i)\b(?:SSN|social security(?: number| no\.?)?)\b\D{0,20}?(?<!\d)(?P<v>\d{9})(?!\d)")
 _NINO = re.compile(r"\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
-_PHONE = re.compile(r"(?<![\w$])\+?\d{1,3}[ .-]?\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4}\b")
 
 
 def is_card_number(candidate: str) -> bool:
@@ -55,5 +53,4 @@ def find_personal(text: str) -> list[Finding]:
         if ssn.is_valid(m.group("v")):
             found.append(Finding("a US social security number", "personal", m.start("v"), m.end("v")))
     found.extend(Finding("a UK National Insurance number", "personal", m.start(), m.end()) for m in _NINO.finditer(text))
-    found.extend(Finding("a phone number", "personal", m.start(), m.end()) for m in _PHONE.finditer(text))
     return found
