@@ -7,7 +7,7 @@ DEMO_QUESTIONS ?= examples/demo_questions.txt
 DEMO_DATA ?= .chatops-demo
 STAMP := $(VENV)/.installed
 
-.PHONY: install lock demo test bench eval clean
+.PHONY: install lock demo test lint bench eval clean
 
 install: $(STAMP)
 
@@ -40,8 +40,13 @@ demo: install
 	    echo; echo "== Q: $$q"; CHATOPS_DATA_DIR=$(DEMO_DATA) $(BIN)/chatops ask "$$q" || exit 1; done; \
 	fi
 
-test: install
+test: install lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The layering contracts and a small bug-finding rule set (both configured in pyproject.toml).
+lint: install
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/ruff check --no-cache .
 
 bench: install
 	$(BIN)/python bench/index_throughput.py

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
