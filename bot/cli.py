@@ -45,17 +45,23 @@ def _settings() -> Settings:
 
 
 def _index_sources(settings: Settings, specs: list[str], full: bool, index=None, quiet: bool = False) -> int:
+    from .jobs import RunLog
+
     sources = [parse_source_spec(s) for s in specs]
     own = index is None
     index = index or open_index(settings, repair=True)  # an indexing run rebuilds a damaged store
+    runs = RunLog.open(settings)  # each run is recorded like a sync, so `chatops status` shows it
     try:
         indexer = Indexer(index)
         for src in sources:
-            rep = indexer.run(src, full=full)
+            with runs.run(src.name) as record:
+                rep = indexer.run(src, full=full)
+                record(rep)
             stats = index.stats()
             if not quiet:
                 print(render_report(rep, stats["pages"], stats["chunks"]))
     finally:
+        runs.close()
         if own:
             index.close()
     return 0
@@ -71,8 +77,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     settings = _settings()
     rt = build_agent(settings, retriever=args.retriever)
     try:
-        if rt.index.stats()["pages"] == 0:
-            print("chatops: the index is empty; run `chatops index folder:PATH` first", file=sys.stderr)
+        empty = rt.index.stats()["pages"] == 0
         user = cli_user()
         # --history is the user's own earlier questions: they may complete a request.
         turn = Turn(text=args.question, history=tuple(HistoryMessage.own(h, user) for h in args.history or ()),
@@ -81,6 +86,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
         pending = cli_propose(settings, rt.tools, reply.pending_action, turn) if reply.pending_action else ""
     finally:
         rt.close()
+    if empty and not reply.pending_action and reply.route in {"knowledge", "followup"}:
+        # Nothing to answer from: say so and how to fix it (a meeting request still works without an index).
+        raise ConfigError(empty_index_message(settings))
     if args.json:
         print(json.dumps(reply.as_dict(), ensure_ascii=False))
     else:
@@ -90,10 +98,19 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def empty_index_message(settings: Settings) -> str:
+    """What to do about an empty index, naming the data dir in use (a relative ``CHATOPS_DATA_DIR``
+    run from another folder opens a new, empty one)."""
+    return (f"the index in {settings.chatops_data_dir} is empty: run `chatops index folder:PATH` (or `chatops sync` "
+            "for the sources in chatops.yml) first, or set CHATOPS_DATA_DIR to the data dir you indexed into")
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
     """``chatops chat``: a console conversation; earlier questions are the thread history."""
     settings = _settings()
     rt = build_agent(settings, retriever=args.retriever)
+    if rt.index.stats()["pages"] == 0:
+        print(f"chatops: {empty_index_message(settings)}; only meeting requests can be answered now", file=sys.stderr)
     history: list[str] = []
     pending_key = ""
     print("chatops console: ask a question; /new starts a new thread, /quit or Ctrl-D ends.")
@@ -180,6 +197,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     return cli_status(_settings(), as_json=args.json)
 
 
+def cmd_sources(args: argparse.Namespace) -> int:
+    """``chatops sources list [--json]`` and ``chatops sources remove NAME --yes``."""
+    from .jobs import cli_sources_list, cli_sources_remove
+
+    settings = _settings()
+    if args.op == "list":
+        return cli_sources_list(settings, as_json=args.json)
+    if not args.name:
+        raise ConfigError("name the source to remove: `chatops sources remove NAME --yes` (see `chatops sources list`)")
+    return cli_sources_remove(settings, args.name, yes=args.yes)
+
+
 def cmd_actions(args: argparse.Namespace) -> int:
     """``chatops actions confirm|cancel|show KEY [--json]``: settle a pending action from the shell."""
     return cli_action(_settings(), args.op, args.key, as_json=args.json)
@@ -224,6 +253,15 @@ def build_parser() -> argparse.ArgumentParser:
     pt = sub.add_parser("status", help="per source: pages, chunks, last sync run and schedule")
     pt.add_argument("--json", action="store_true", help="print one JSON array")
     pt.set_defaults(func=cmd_status)
+    pr = sub.add_parser("sources", help="list the indexed and configured sources, or remove one's pages",
+                        description="list: every source in the index or the configuration, with its pages and "
+                        "chunks. remove NAME --yes: delete that source's pages from both indexes and forget its "
+                        "cursor and runs (a source still configured is indexed again by its next sync).")
+    pr.add_argument("op", choices=["list", "remove"])
+    pr.add_argument("name", nargs="?", help="the source to remove")
+    pr.add_argument("--yes", action="store_true", help="confirm the removal (nothing is removed without it)")
+    pr.add_argument("--json", action="store_true", help="list: print one JSON array")
+    pr.set_defaults(func=cmd_sources)
     pk = sub.add_parser("actions", help="confirm, cancel or show a pending action (e.g. a meeting `ask` proposed)")
     pk.add_argument("op", choices=["confirm", "cancel", "show"])
     pk.add_argument("key", help="the pending action's key (printed with its preview)")

@@ -15,7 +15,7 @@ from agent.models import Reply, Turn
 from connectors.errors import IndexError_
 from connectors.index import KnowledgeIndex
 
-__all__ = ["IndexGuardedAgent", "INDEX_UNAVAILABLE", "index_readiness"]
+__all__ = ["IndexGuardedAgent", "INDEX_UNAVAILABLE", "index_readiness", "FirstSync"]
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +48,12 @@ class IndexGuardedAgent:
             return Reply(INDEX_UNAVAILABLE, refused=True, route="knowledge")
 
 
-def index_readiness(index: KnowledgeIndex) -> tuple[bool, str]:
-    """``(ok, detail)`` for ``/readyz``: pages and chunks, or the damage a store ran into.
+def index_readiness(index: KnowledgeIndex, first_sync: "FirstSync | None" = None) -> tuple[bool, str]:
+    """``(ok, detail)`` for ``/readyz``: pages and chunks, or why the index cannot answer yet.
 
-    Opens (or refreshes) the BM25 searcher, so a damaged segment shows here before a user asks.
+    Not ready while a store is damaged (the BM25 searcher is opened or refreshed, so a damaged segment
+    shows here before a user asks), or, with ``first_sync``, while the index started empty and a
+    configured source has not committed its first sync. Counts come from aggregate queries.
     """
     damage = index.damage()
     if damage is None:
@@ -62,4 +64,41 @@ def index_readiness(index: KnowledgeIndex) -> tuple[bool, str]:
     if damage is not None:
         return False, str(damage)
     stats = index.stats()
-    return True, f"{stats['pages']} pages, {stats['chunks']} chunks"
+    counts = f"{stats['pages']} pages, {stats['chunks']} chunks"
+    waiting = first_sync.waiting() if first_sync is not None else None
+    if waiting:
+        return False, f"{counts}; {waiting}"
+    return True, counts
+
+
+class FirstSync:
+    """Whether a server that started on an empty index has synced every configured source once.
+
+    Ready at once when the index held pages at start (an earlier run's); otherwise not ready until
+    each configured source has a successful run recorded in the state store, and never ready with no
+    source configured and nothing indexed (there would be nothing to answer from).
+
+    Args:
+        index: the served index (its page count at construction is the "earlier run" test).
+        store: the state store (``last_runs``).
+        names: a callable giving the configured source names.
+    """
+
+    def __init__(self, index: KnowledgeIndex, store, names) -> None:
+        self.had_pages = index.stats()["pages"] > 0
+        self.store = store
+        self.names = names
+        self._done: set[str] = set()
+
+    def waiting(self) -> str | None:
+        """``None`` when ready, else what readiness waits for (a sentence for ``/readyz``)."""
+        if self.had_pages:
+            return None
+        names = list(self.names())
+        if not names:
+            return "nothing is indexed and no source is configured: set CHATOPS_SOURCES or list sources in chatops.yml"
+        for name in names:
+            if name not in self._done and any(r.status == "ok" for r in self.store.last_runs(name, limit=5)):
+                self._done.add(name)
+        pending = [n for n in names if n not in self._done]
+        return f"waiting for the first sync of {', '.join(pending)}" if pending else None

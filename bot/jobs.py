@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,11 +26,12 @@ from connectors.config import (
 from connectors.errors import SourceSpecError
 from connectors.sources import parse_source_spec, spec_to_config
 from connectors.sync import SyncEngine, sources_status
-from state import StateStore
+from state import StateStore, StateStoreError
 
 from .wiring import Runtime
 
-__all__ = ["IndexJobs", "JobResult", "parse_sources", "load_sources_config", "split_specs"]
+__all__ = ["IndexJobs", "JobResult", "RunLog", "parse_sources", "load_sources_config", "split_specs",
+           "cli_sources_list", "cli_sources_remove"]
 
 log = logging.getLogger(__name__)
 
@@ -258,6 +261,129 @@ def format_result(r: JobResult) -> str:
     return f"{r.source}: {r.status}: {r.error}"
 
 
+class RunLog:
+    """Records ``chatops index`` runs in the state store's run table, like syncs, so ``chatops status``
+    shows them (mode ``index``).
+
+    Bookkeeping only: when the state store cannot be opened or written, the run goes on unrecorded
+    and a warning is logged.
+
+    Args:
+        store: the state store, or ``None`` (nothing is recorded).
+    """
+
+    def __init__(self, store: StateStore | None) -> None:
+        self.store = store
+
+    @classmethod
+    def open(cls, settings) -> RunLog:
+        """A log on the settings' state store (``DATABASE_URL`` or the data dir's SQLite)."""
+        try:
+            return cls(StateStore(settings.state_url))
+        except StateStoreError as exc:
+            log.warning("index runs are not recorded: %s", exc)
+            return cls(None)
+
+    @contextmanager
+    def run(self, source: str) -> Iterator[Callable[[Any], None]]:
+        """Context of one run of ``source``; call the yielded function with the run's
+        :class:`~connectors.indexer.IndexReport`. An exception records the run as failed and propagates."""
+        run_id = self._call(self.store.start_run, source) if self.store else None
+        done: list[Any] = []
+        try:
+            yield done.append
+        except BaseException as exc:
+            if run_id is not None:
+                self._call(self.store.finish_run, run_id, "failed", {"mode": "index"},  # type: ignore[union-attr]
+                           error=f"{type(exc).__name__}: {exc}")
+            raise
+        if run_id is not None and done:
+            rep = done[-1]
+            self._call(self.store.finish_run, run_id, "ok", {**rep.as_dict(), "mode": "index"},  # type: ignore[union-attr]
+                       error="; ".join(rep.errors[:5]))
+
+    @staticmethod
+    def _call(fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - bookkeeping never fails the index run it records
+            log.warning("could not record the index run: %s", exc)
+            return None
+
+    def close(self) -> None:
+        """Close the state store."""
+        if self.store is not None:
+            self.store.close()
+
+
+def cli_sources_list(settings, as_json: bool = False) -> int:
+    """``chatops sources list [--json]``: every source in the index or the configuration, one line each.
+
+    Reads only the manifest and the state store (works while ``chatops serve`` holds the index).
+    """
+    import json
+
+    from connectors.manifest import Manifest
+
+    configured = {s.name for s in load_sources_config(settings).sources}
+    store = StateStore(settings.state_url)
+    manifest = Manifest(settings.index_dir / "manifest.sqlite")
+    try:
+        rows = sources_status(manifest, store, sorted(configured))
+    finally:
+        manifest.close()
+        store.close()
+    out = [{"source": r["source"], "pages": r["pages"], "chunks": r["chunks"], "configured": r["source"] in configured,
+            "last_run": r["last_run"]} for r in rows]
+    if as_json:
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    if not out:
+        print(f"no sources in {settings.chatops_data_dir} and none configured")
+    for r in out:
+        where = "configured" if r["configured"] else "indexed only (not in chatops.yml or CHATOPS_SOURCES)"
+        print(f"{r['source']}: {r['pages']} pages, {r['chunks']} chunks; {where}")
+    return 0
+
+
+def cli_sources_remove(settings, name: str, yes: bool = False) -> int:
+    """``chatops sources remove NAME --yes``: delete NAME's pages from both indexes, forget its cursor and runs.
+
+    Returns:
+        0 when removed, 2 without ``--yes`` or for a name with no pages (nothing changes then).
+    """
+    import sys
+
+    from connectors.indexer import Indexer
+
+    from .wiring import open_index
+
+    index = open_index(settings)
+    try:
+        pages = index.manifest.pages_of(name)
+        if not pages:
+            known = sorted({p.source for p in index.manifest.all_pages()})
+            print(f"chatops: no pages of a source named {name!r} in {settings.chatops_data_dir}; indexed: "
+                  f"{', '.join(known) or 'none'}", file=sys.stderr)
+            return 2
+        if not yes:
+            print(f"chatops: this deletes the {len(pages)} pages of {name!r} from the index; run again with --yes "
+                  "to do it", file=sys.stderr)
+            return 2
+        rep = Indexer(index).remove_source(name)
+    finally:
+        index.close()
+    store = StateStore(settings.state_url)
+    try:
+        store.forget_source(name)
+    finally:
+        store.close()
+    print(f"{name}: removed {rep.deleted} pages ({rep.chunks_deleted} chunks)")
+    if name in {s.name for s in load_sources_config(settings).sources}:
+        print(f"note: {name!r} is still configured (chatops.yml or CHATOPS_SOURCES); its next sync indexes it again")
+    return 0
+
+
 def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) -> int:
     """``chatops sync [--source NAME] [--full] [--json]``: run the sync jobs once, print one line per source.
 
@@ -327,6 +453,7 @@ def cli_status(settings, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, default=str))
         return 0
+    print(f"data dir: {settings.chatops_data_dir}")
     if not rows:
         print("no sources configured and nothing indexed")
         return 0

@@ -245,7 +245,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     from state import StateStore, StateStoreError
 
     from .actions import build_action_service, slack_handlers
-    from .index_guard import IndexGuardedAgent, index_readiness
+    from .index_guard import FirstSync, IndexGuardedAgent, index_readiness
     from .jobs import IndexJobs
     from .slack import SlackBot, SlackConfig, SlackConfigError
     from .slack.http import SlackHttpAdapter
@@ -300,8 +300,10 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         ok = await asyncio.to_thread(store.ping)
         return ok, "database answers" if ok else "database unreachable (check DATABASE_URL)"
 
+    first_sync = FirstSync(runtime.index, store, jobs.names)
+
     async def index_ready() -> tuple[bool, str]:
-        return await asyncio.to_thread(index_readiness, runtime.index)
+        return await asyncio.to_thread(index_readiness, runtime.index, first_sync)
 
     app = create_app(adapters, checks={"state": state_ready, "index": index_ready})
     try:

@@ -136,6 +136,13 @@ class Settings(BaseSettings):
         """Where the local calendar's .ics files go."""
         return self.calendar_ics_dir or self.chatops_data_dir / "calendar"
 
+    @field_validator("chatops_data_dir", "chatops_cache_dir", "calendar_ics_dir")
+    @classmethod
+    def _absolute(cls, v: Path | None) -> Path | None:
+        """Folders are resolved once, when the settings are read: a relative ``CHATOPS_DATA_DIR`` means
+        the folder below the directory the command started in, and ``chatops status`` shows which."""
+        return None if v is None else v.expanduser().resolve()
+
     @field_validator("chatops_log_level")
     @classmethod
     def _level(cls, v: str) -> str:

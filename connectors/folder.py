@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -27,7 +28,7 @@ from .models import Document
 from .safe_files import RefusedFileError, read_regular_file
 from .text import clean_markdown, first_heading, html_to_markdown
 
-__all__ = ["FolderSource", "SkippedPage", "MARKDOWN_SUFFIXES", "HTML_SUFFIXES"]
+__all__ = ["FolderSource", "folder_source_name", "SkippedPage", "MARKDOWN_SUFFIXES", "HTML_SUFFIXES"]
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,8 @@ class FolderSource:
 
     Args:
         root: the folder to read.
-        name: the source name stored with every chunk (default ``"folder"``).
+        name: the source name stored with every chunk (default: the folder's own name, see
+            :func:`folder_source_name`).
         url_base: when set, page URLs are ``url_base`` + the path without its suffix
             (``a/index.md`` maps to ``a/``, ``a/b.md`` to ``a/b``), as static-site generators
             publish them; otherwise ``file://`` URLs of the files.
@@ -62,9 +64,9 @@ class FolderSource:
     #: the folder is listed completely on every scan, so pages not seen were deleted.
     complete_listing = True
 
-    def __init__(self, root: str | os.PathLike[str], name: str = "folder", url_base: str | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str], name: str | None = None, url_base: str | None = None) -> None:
         self.root = Path(root).expanduser().resolve()
-        self.name = name
+        self.name = name or folder_source_name(self.root)
         self.url_base = url_base.rstrip("/") + "/" if url_base else None
 
     def __repr__(self) -> str:
@@ -161,6 +163,17 @@ class FolderSource:
             source=self.name, doc_id=doc_id, title=title, url=self.url_for(doc_id), text=body,
             updated_at=mtime, space=space,
         )
+
+
+def folder_source_name(root: str | os.PathLike[str]) -> str:
+    """The default name of a folder source: the folder's own name, with characters a source name may
+    not hold turned into ``-`` (``./docs/my wiki`` is ``my-wiki``); ``folder`` when nothing is left.
+
+    Two folders are two sources, so indexing one never deletes the other's pages.
+    """
+    base = Path(root).expanduser().resolve().name
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", base).strip("-._")[:100]
+    return name if name and name[0].isalnum() else "folder"
 
 
 def _title_from_path(doc_id: str) -> str:

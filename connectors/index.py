@@ -140,9 +140,9 @@ class KnowledgeIndex:
         return self.manifest.version
 
     def stats(self) -> dict[str, int]:
-        """Pages and chunks held."""
-        pages = self.manifest.all_pages()
-        return {"pages": len(pages), "chunks": sum(len(p.chunk_ids) for p in pages)}
+        """Pages and chunks held (``{"pages": int, "chunks": int}``, from aggregate queries)."""
+        pages, chunks = self.manifest.counts()
+        return {"pages": pages, "chunks": chunks}
 
     def close(self) -> None:
         """Close both stores and the manifest (releases the local Qdrant lock)."""

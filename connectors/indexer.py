@@ -197,6 +197,21 @@ class Indexer:
             else:
                 rep.added += 1
 
+    def remove_source(self, name: str) -> IndexReport:
+        """Delete every page of source ``name`` from both stores and the manifest (``chatops sources remove``).
+
+        Returns:
+            The counts (``deleted`` pages, ``chunks_deleted``); zero for a name with no pages.
+        """
+        t0 = time.perf_counter()
+        rep = IndexReport(source=name)
+        pages = list(self.index.manifest.pages_of(name).values())
+        if pages:
+            self._delete(name, pages, rep)
+            self.index.whoosh.optimize()
+        rep.seconds = time.perf_counter() - t0
+        return rep
+
     def _delete(self, source: str, pages: list[PageEntry], rep: IndexReport) -> None:
         keys = [p.doc_key for p in pages]
         man = self.index.manifest

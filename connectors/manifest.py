@@ -112,6 +112,14 @@ class Manifest:
             rows = conn.execute(sa.select(self.pages).where(self.pages.c.source == source)).mappings()
             return {r["doc_id"]: self._entry(r) for r in rows}
 
+    def counts(self) -> tuple[int, int]:
+        """``(pages, chunks)`` held, from one aggregate query (no row reaches Python, so probes such as
+        ``/readyz`` cost the same whatever the corpus size)."""
+        q = sa.text("SELECT COUNT(*), COALESCE(SUM(json_array_length(chunk_ids)), 0) FROM pages")
+        with self.engine.connect() as conn:
+            pages, chunks = conn.execute(q).one()
+        return int(pages), int(chunks)
+
     def all_pages(self) -> list[PageEntry]:
         """Every page of every source."""
         with self.engine.connect() as conn:

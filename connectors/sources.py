@@ -1,6 +1,7 @@
 """Source spec strings for one-off runs and ``CHATOPS_SOURCES``.
 
-- ``folder:PATH[?name=NAME&url_base=URL]``
+- ``folder:PATH[?name=NAME&url_base=URL]`` (without ``name=``, the folder's own name: two folders are
+  two sources, and indexing one never deletes the other's pages)
 - ``confluence:URL?space=KEY[&space=KEY2|,KEY2][&name=NAME&deployment=cloud|datacenter&timezone=TZ
   &email_env=VAR&token_env=VAR]`` (credentials by environment variable name; defaults
   ``CONFLUENCE_EMAIL``/``CONFLUENCE_API_TOKEN`` for Cloud, ``CONFLUENCE_TOKEN`` for Data Center)
@@ -15,9 +16,9 @@ from __future__ import annotations
 from urllib.parse import parse_qs
 
 from .errors import SourceSpecError
-from .folder import FolderSource
+from .folder import FolderSource, folder_source_name
 
-__all__ = ["parse_source_spec", "spec_to_config"]
+__all__ = ["parse_source_spec", "spec_to_config", "default_source_name"]
 
 _EXAMPLES = ("folder:./examples/wiki, confluence:https://acme.atlassian.net/wiki?space=ENG or "
              "mediawiki:https://wiki.acme.com/w/api.php")
@@ -26,6 +27,16 @@ _OPTIONS = {
     "confluence": {"name", "space", "deployment", "timezone", "email_env", "token_env"},
     "mediawiki": {"name", "namespaces", "username_env", "password_env"},
 }
+
+
+def default_source_name(kind: str, location: str) -> str:
+    """The name of a spec without ``name=``: a folder's own name (``folder:./docs/handbook`` is
+    ``handbook``, characters a source name may not hold become ``-``), else the source type.
+
+    >>> default_source_name("folder", "../shared/corpus/meltano-handbook/"), default_source_name("mediawiki", "x")
+    ('meltano-handbook', 'mediawiki')
+    """
+    return folder_source_name(location) if kind == "folder" else kind
 
 
 def spec_to_config(spec: str):
@@ -53,7 +64,7 @@ def spec_to_config(spec: str):
     if unknown:
         allowed = ", ".join(f"{o}=" for o in sorted(_OPTIONS[kind]))
         raise SourceSpecError(f"unknown option(s) {', '.join(sorted(unknown))} in {spec!r}; use {allowed}")
-    data: dict = {"type": kind, "name": params.get("name", kind)}
+    data: dict = {"type": kind, "name": params.get("name") or default_source_name(kind, location)}
     if kind == "folder":
         data.update(path=location, url_base=params.get("url_base"))
     elif kind == "confluence":

@@ -341,6 +341,12 @@ class StateStore:
             v = conn.execute(sa.select(t.c.cursor).where(t.c.source == source)).scalar()
         return json.loads(v) if v else None
 
+    def forget_source(self, source: str) -> None:
+        """Drop ``source``'s cursor and run history (its pages were removed from the index on purpose)."""
+        with self.engine.begin() as conn:
+            conn.execute(self.cursors.delete().where(self.cursors.c.source == source))
+            conn.execute(self.runs.delete().where(self.runs.c.source == source))
+
     def set_cursor(self, source: str, cursor: dict[str, Any]) -> None:
         """Save the sync cursor of ``source`` (call only after the indexes committed)."""
         t = self.cursors

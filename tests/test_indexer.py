@@ -36,7 +36,7 @@ def _run(index: KnowledgeIndex, wiki: Path, **kw) -> IndexReport:
     return Indexer(index, **kw).run(FolderSource(wiki))
 
 
-def _page_chunk_ids(index: KnowledgeIndex, doc_id: str, source: str = "folder") -> tuple[str, ...]:
+def _page_chunk_ids(index: KnowledgeIndex, doc_id: str, source: str = "wiki") -> tuple[str, ...]:
     return index.manifest.pages_of(source)[doc_id].chunk_ids
 
 
@@ -138,7 +138,7 @@ def test_deleting_a_page_removes_its_chunks_from_both_stores(indexed) -> None:
 
     assert (rep.added, rep.updated, rep.deleted, rep.unchanged) == (0, 0, 1, WIKI_PAGES - 1)
     assert rep.chunks_deleted == len(ids)
-    assert doc_id not in index.manifest.pages_of("folder")
+    assert doc_id not in index.manifest.pages_of("wiki")
     assert ids.isdisjoint(index.whoosh.chunk_ids())
     assert ids.isdisjoint(index.qdrant.chunk_ids())
     _assert_consistent(index)
@@ -190,7 +190,7 @@ def test_a_page_over_the_chunk_cap_is_skipped_with_its_reason_and_the_rest_is_wr
     assert rep.errors == ["huge.md: ChunkLimitError: the page would make 2500 chunks, over the limit of "
                           f"{MAX_CHUNKS_PER_PAGE} per page; split it into smaller pages"], rep.errors
     assert rep.failed_pages == ["huge.md"]
-    assert "huge.md" not in index.manifest.pages_of("folder") and "desks.md" in index.manifest.pages_of("folder")
+    assert "huge.md" not in index.manifest.pages_of("wiki") and "desks.md" in index.manifest.pages_of("wiki")
     _assert_consistent(index)
 
 
@@ -223,24 +223,24 @@ class FailingSource:
 
 
 def _new_doc(wiki_root: Path, n: int) -> Document:
-    return Document(source="folder", doc_id=f"synced/page-{n}.md", title=f"Synced page {n}",
+    return Document(source="wiki", doc_id=f"synced/page-{n}.md", title=f"Synced page {n}",
                     url=(wiki_root / f"synced/page-{n}.md").as_uri(),
                     text=f"# Synced page {n}\n\nThis page arrived from the remote wiki, item {n} of the sync.")
 
 
 def test_source_failing_mid_scan_keeps_index_consistent_and_prunes_nothing(indexed) -> None:
     index, wiki, _ = indexed
-    before_pages = set(index.manifest.pages_of("folder"))
+    before_pages = set(index.manifest.pages_of("wiki"))
     before_ids = index.consistency().manifest
     docs = [_new_doc(wiki, n) for n in range(5)]
-    source = FailingSource("folder", docs)
+    source = FailingSource("wiki", docs)
 
     with pytest.raises(RuntimeError, match="HTTP 500 mid-sync"):
         Indexer(index, batch_pages=2).run(source)
 
     assert source.yielded == len(docs)
     _assert_consistent(index)
-    pages = set(index.manifest.pages_of("folder"))
+    pages = set(index.manifest.pages_of("wiki"))
     # complete_listing=True, but the scan never finished: none of the wiki pages was pruned.
     assert before_pages <= pages
     assert before_ids <= index.consistency().manifest
@@ -261,7 +261,7 @@ def test_crash_between_the_two_store_writes_is_recovered_on_open(indexed, index_
                     encoding="utf-8")
     doc = next(d for d in FolderSource(wiki).scan() if d.doc_id == "engineering/code-review.md")
     chunks = Chunker().chunk(doc)
-    key = f"folder:{doc.doc_id}"
+    key = f"wiki:{doc.doc_id}"
     assert chunks
 
     # What Indexer._write does, stopped after the Whoosh commit and before Qdrant.
@@ -367,6 +367,6 @@ def test_killed_indexing_process_leaves_a_consistent_index(tmp_path: Path, embed
         assert index.stats()["pages"] == total
         _assert_consistent(index)
         docs = {p.relative_to(big).as_posix() for p in big.rglob("*.md")}
-        assert set(index.manifest.pages_of("folder")) == docs
+        assert set(index.manifest.pages_of("big-wiki")) == docs
     finally:
         index.close()

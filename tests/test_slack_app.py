@@ -333,11 +333,11 @@ def test_kb_help_sources_and_status(harness: SlackHarness) -> None:
         assert "/kb reindex [SOURCE] [--full]" in section_text(resp.json()["blocks"])
     acked(h.sender.command("sources", BOB, ch, h.standin.response_url("src")))
     [src] = h.standin.wait_for(lambda s: responses(h, "src") or None)
-    assert f"*folder*: {WIKI_PAGES} pages" in section_text(src.params["blocks"])
+    assert f"*wiki*: {WIKI_PAGES} pages" in section_text(src.params["blocks"])
     acked(h.sender.command("status", BOB, ch, h.standin.response_url("st")))
     [st] = h.standin.wait_for(lambda s: responses(h, "st") or None)
     fields = [f["text"] for b in st.params["blocks"] if b.get("fields") for f in b["fields"]]
-    assert fields[0] == "*Source*\nfolder" and fields[1].startswith(f"*Pages / chunks*\n{WIKI_PAGES} / ")
+    assert fields[0] == "*Source*\nwiki" and fields[1].startswith(f"*Pages / chunks*\n{WIKI_PAGES} / ")
     assert fields[2] == "*Last sync*\nnever" and fields[3] == "*Next sync*\nnot scheduled"
     assert fields[4] == "*Last error*\nnone"
     assert st.params["response_type"] == "ephemeral"
@@ -354,12 +354,12 @@ def test_kb_reindex_is_refused_politely_to_non_admins_and_audited(harness: Slack
     [entry] = [e for e in store.audit_entries(action="kb.reindex") if e.actor == BOB]
     assert entry.outcome == "denied" and entry.platform == "slack" and entry.target == "*"
     assert entry.detail["full"] is True
-    assert store.last_runs("folder") == []  # nothing ran
+    assert store.last_runs("wiki") == []  # nothing ran
     assert responses(h, "deny") == []
     # an admin naming an unknown source is told which exist, and that is audited too
     resp = h.sender.command("reindex nosuch", ADMIN, ch, h.standin.response_url())
     acked(resp)
-    assert "no source named `nosuch`" in resp.json()["text"] and "`folder`" in resp.json()["text"]
+    assert "no source named `nosuch`" in resp.json()["text"] and "`wiki`" in resp.json()["text"]
     assert store.audit_entries(action="kb.reindex")[0].outcome == "invalid"
 
 

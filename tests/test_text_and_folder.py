@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from connectors.errors import SourceSpecError, SourceUnavailableError
-from connectors.folder import FolderSource, SkippedPage
+from connectors.folder import FolderSource, SkippedPage, folder_source_name
 from connectors.models import Document
 from connectors.safe_files import RefusedFileError, read_regular_file
 from connectors.sources import parse_source_spec
@@ -130,7 +130,7 @@ def test_undecodable_file_and_broken_symlink_are_skipped_and_scan_continues(tmp_
     assert isinstance(bad, SkippedPage) and isinstance(link, SkippedPage)
     assert "UnicodeDecodeError" in bad.reason
     assert "symbolic link" in link.reason  # links are never followed, dangling or not
-    assert bad.source == link.source == "folder"
+    assert bad.source == link.source == folder_source_name(tmp_path)  # named after its folder
 
 
 @pytest.mark.timeout(30)  # a FIFO opened for reading would block forever
@@ -290,3 +290,12 @@ def test_first_heading_skips_hash_lines_in_code_fences() -> None:
     md = "Intro text.\n\n```bash\n# install the tools\nmake install\n```\n\n## Real heading\n"
     assert first_heading(md) == "Real heading"
     assert first_heading("No heading here.") == ""
+
+
+@pytest.mark.parametrize("folder, name", [("handbook", "handbook"), ("my wiki (2024)", "my-wiki-2024"),
+                                          ("_private", "private"), ("...", "folder")])
+def test_a_folder_source_is_named_after_its_folder(tmp_path: Path, folder: str, name: str) -> None:
+    root = tmp_path / folder
+    root.mkdir()
+    assert FolderSource(root).name == name == folder_source_name(root)
+    assert FolderSource(root, name="kb").name == "kb"

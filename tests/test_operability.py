@@ -1,0 +1,155 @@
+"""What a new user and an operator meet first, through the real ``chatops`` subprocess and server.
+
+- An empty or fresh data dir: ``chatops ask`` exits 2 naming the data dir and the command to run,
+  never a traceback; a relative ``CHATOPS_DATA_DIR`` is resolved once and ``chatops status`` shows it.
+- Sources are named on purpose: a folder source without ``name=`` is named after its folder, so
+  indexing a second folder never deletes the first one's pages; ``chatops sources list|remove``;
+  ``chatops index`` runs are recorded and ``chatops status`` shows them.
+- Readiness is honest: ``/readyz`` is 503 until every configured source has synced once (unless the
+  index already held pages), and its counts come from aggregate queries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bot.index_guard import FirstSync, index_readiness
+from state import StateStore
+from state.store import sqlite_url
+
+from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
+
+
+@pytest.fixture
+def data(tmp_path: Path, wiki_index, embedding_cache_dir: Path) -> Path:
+    """A fresh data dir with a warm embedding cache (``wiki_index`` has filled the session cache)."""
+    return seed_embedding_cache(tmp_path / "data", embedding_cache_dir / "embeddings.sqlite")
+
+
+def _two_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """Two folders of pages: ``handbook`` (the example wiki) and ``runbooks`` (its engineering part)."""
+    handbook = tmp_path / "handbook"
+    shutil.copytree(WIKI, handbook)
+    runbooks = tmp_path / "runbooks"
+    shutil.copytree(WIKI / "engineering", runbooks)
+    return handbook, runbooks
+
+
+def test_ask_on_an_empty_index_exits_2_with_the_data_dir_and_what_to_run(tmp_path: Path) -> None:
+    proc = run_chatops(["ask", "what is the travel budget?"], Path("fresh-data"), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"the index in {tmp_path / 'fresh-data'} is empty" in proc.stderr
+    assert "chatops index folder:PATH" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == ""  # no refusal dressed up as an answer
+
+
+def test_a_meeting_request_still_works_on_an_empty_index(tmp_path: Path) -> None:
+    proc = run_chatops(["ask", "book a 30 min sync with bob@example.com tomorrow at 3pm"], tmp_path / "d", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "chatops actions confirm" in proc.stdout
+
+
+def test_a_relative_data_dir_is_resolved_once_and_shown_by_status(tmp_path: Path) -> None:
+    proc = run_chatops(["status"], Path("rel-data"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == f"data dir: {tmp_path / 'rel-data'}"
+
+
+def test_folders_are_named_after_themselves_and_never_delete_each_other(tmp_path: Path, data: Path) -> None:
+    handbook, runbooks = _two_folders(tmp_path)
+    first = run_chatops(["index", f"folder:{handbook}"], data, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f"handbook: {WIKI_PAGES} added")
+    second = run_chatops(["index", f"folder:{runbooks}"], data, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.startswith("runbooks: ") and ", 0 deleted" in second.stdout
+    listed = run_chatops(["sources", "list", "--json"], data, cwd=tmp_path)
+    rows = {r["source"]: r for r in json.loads(listed.stdout)}
+    assert rows["handbook"]["pages"] == WIKI_PAGES and rows["runbooks"]["pages"] > 0
+    assert not rows["handbook"]["configured"]
+    # runs of `chatops index` are recorded like syncs: status never says "never run" after an index
+    status = run_chatops(["status"], data, cwd=tmp_path)
+    lines = {ln.split(":", 1)[0]: ln for ln in status.stdout.splitlines()}
+    assert re.search(rf"handbook: {WIKI_PAGES} pages, \d+ chunks; last run \S+ ok: {WIKI_PAGES} added", lines["handbook"])
+    assert "never run" not in status.stdout
+
+
+def test_sources_remove_asks_for_yes_then_removes_only_that_source(tmp_path: Path, data: Path) -> None:
+    handbook, runbooks = _two_folders(tmp_path)
+    for folder in (handbook, runbooks):
+        assert run_chatops(["index", f"folder:{folder}"], data, cwd=tmp_path).returncode == 0
+    unsure = run_chatops(["sources", "remove", "runbooks"], data, cwd=tmp_path)
+    assert unsure.returncode == 2 and "--yes" in unsure.stderr
+    unknown = run_chatops(["sources", "remove", "nope", "--yes"], data, cwd=tmp_path)
+    assert unknown.returncode == 2 and "handbook, runbooks" in unknown.stderr
+    done = run_chatops(["sources", "remove", "runbooks", "--yes"], data, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert re.match(r"runbooks: removed \d+ pages \(\d+ chunks\)", done.stdout)
+    rows = {r["source"]: r for r in json.loads(run_chatops(["sources", "list", "--json"], data, cwd=tmp_path).stdout)}
+    assert set(rows) == {"handbook"} and rows["handbook"]["pages"] == WIKI_PAGES
+    # the removed source's pages are gone from retrieval too, the other's still answer
+    ask = run_chatops(["ask", "--json", "how do I declare an incident?"], data, cwd=tmp_path)
+    cited = {c["doc_id"] for c in json.loads(ask.stdout)["citations"]}
+    assert cited and all(not d.startswith("runbooks") for d in cited)
+    store = StateStore(sqlite_url(data / "state.sqlite"))
+    try:
+        assert store.last_runs("runbooks") == [] and store.get_cursor("runbooks") is None
+    finally:
+        store.close()
+
+
+def test_readiness_waits_for_the_first_sync_of_every_source(index_factory, tmp_path: Path) -> None:
+    index = index_factory(tmp_path / "empty-index")
+    store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
+    try:
+        names = ["handbook", "runbooks"]
+        first = FirstSync(index, store, lambda: names)
+        ok, detail = index_readiness(index, first)
+        assert not ok and detail == "0 pages, 0 chunks; waiting for the first sync of handbook, runbooks"
+        store.finish_run(store.start_run("handbook"), "ok", {})
+        store.finish_run(store.start_run("runbooks"), "failed", {}, error="boom")
+        assert index_readiness(index, first) == (False, "0 pages, 0 chunks; waiting for the first sync of runbooks")
+        store.finish_run(store.start_run("runbooks"), "ok", {})
+        assert index_readiness(index, first) == (True, "0 pages, 0 chunks")
+        ok, detail = index_readiness(index, FirstSync(index, store, lambda: []))
+        assert not ok and "no source is configured" in detail
+    finally:
+        store.close()
+
+
+def test_readiness_is_immediate_over_an_index_with_pages(wiki_index, tmp_path: Path) -> None:
+    store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
+    try:
+        ok, detail = index_readiness(wiki_index, FirstSync(wiki_index, store, lambda: ["never-synced"]))
+        chunks = sum(len(p.chunk_ids) for p in wiki_index.manifest.all_pages())
+        assert ok and detail == f"{WIKI_PAGES} pages, {chunks} chunks"
+        assert wiki_index.manifest.counts() == (WIKI_PAGES, chunks)
+    finally:
+        store.close()
+
+
+def test_serve_is_not_ready_before_its_first_sync(tmp_path: Path, data: Path) -> None:
+    handbook, _ = _two_folders(tmp_path)
+    env = cli_environment(data, TEAMS_ALLOW_UNAUTHENTICATED="true", CHATOPS_SOURCES=f"folder:{handbook}")
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([*chatops_command(), "serve", "--host", "127.0.0.1", "--port", "0", "--no-sync"],
+                                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        m = wait_for(lambda: re.search(r"serving on http://127\.0\.0\.1:(\d+)", log_path.read_text()), 90, "the server")
+        ready = httpx.get(f"http://127.0.0.1:{m.group(1)}/readyz", timeout=10)
+        assert ready.status_code == 503
+        assert ready.json()["checks"]["index"] == {
+            "ok": False, "detail": "0 pages, 0 chunks; waiting for the first sync of handbook"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    assert "Traceback" not in log_path.read_text()
