@@ -19,8 +19,9 @@ type           asked by                                                 stated b
                                                                         ``after``, ``every``, ``daily``...)
 ``person``     who / whom / which team / which person                    a capitalised name or role, an @handle or
                                                                         e-mail, or a role noun (``manager``...)
-``place``      where / which channel / what link / what url              a URL, a #channel, a path, an @handle or a
-                                                                        place noun (``channel``, ``page``...)
+``place``      where / which channel / what link / what url              a URL, a #channel, a path, an @handle, a
+                                                                        place noun (``channel``, ``page``...) or
+                                                                        "in/at" a capitalised name
 =============  ======================================================  ==========================================
 
 A question asks for at most one type (the first that matches, in the order of the table's
@@ -71,7 +72,7 @@ _STATES = {
                          r"\b(?:CEO|CTO|CFO|COO|VP|HR|IT|ops)\b|\b(?:manager|lead|head|owner|team|director|officer|"
                          r"admin\w*|engineer|person|people|member|champion|buddy|partner|department|committee|"
                          r"recruiter|coordinator|contact|responsible|on-call)s?\b"),
-    "place": re.compile(r"https?://|www\.|#[\w-]+|\[[^\]]+\]\(|(?:^|\s)/[\w-]+|`[^`]+`|@\w|\b(?:channel|page|site|"
+    "place": re.compile(r"(?-i:\b(?:in|at|near|from)\s+(?:the\s+)?[A-Z][a-z]+)|https?://|www\.|#[\w-]+|\[[^\]]+\]\(|(?:^|\s)/[\w-]+|`[^`]+`|@\w|\b(?:channel|page|site|"
                         r"folder|drive|repo|repository|doc|document|handbook|wiki|link|url|portal|tool|app|office|"
                         r"room|board|tracker|sheet|form|inbox|email|notion|confluence|github|gitlab|slack|zoom|"
                         r"google)s?\b", re.I),

@@ -292,6 +292,10 @@ def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) ->
     jobs = IndexJobs(rt, store, cfg)
     try:
         results = jobs.run(source, full=full)
+        if any(r.status == "ok" for r in results):
+            from agent.calibration import calibrate_index
+
+            calibrate_index(rt.index)  # refit the gate when the index changed substantially
     finally:
         jobs.close()
         rt.close()
@@ -327,6 +331,9 @@ def cli_status(settings, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, default=str))
         return 0
+    from agent.calibration import describe, load_calibration
+
+    calibration = describe(load_calibration(settings.index_dir))
     if not rows:
         print("no sources configured and nothing indexed")
         return 0
@@ -341,6 +348,7 @@ def cli_status(settings, as_json: bool = False) -> int:
             print(f"  last error: {row['last_error']}")
         for line in flag_lines(row):
             print(f"  {line}")
+    print(calibration)
     return 0
 
 
