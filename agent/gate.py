@@ -1,30 +1,39 @@
-"""The evidence gate: answer only when enough distinct, relevant chunks support it.
+"""The evidence gate: answer only when the evidence answers the question, not when it is on topic.
 
-Policy (``GateConfig``), measured on the handbook dev set (see the README's evaluation section):
+The gate reads each retrieved chunk the way the extractive answer would quote it: its title and
+section headings (the context every sentence of it inherits) plus its ``quoted_sentences`` sentences
+(:func:`agent.text.sentence_spans`) that hold the most IDF weight of the question's key terms. Key
+terms come sorted into common, absent and specific ones (:mod:`agent.terms`).
 
-- A chunk *supports* the question when its dense cosine similarity to the question is at least
-  ``relevance_floor`` and it contains at least one key term of the question; or, without any key
-  term (a paraphrase: "gym" for a page on the "wellness" stipend), when its cosine is at least
-  ``semantic_floor``; or when it contains every key term of the question and its cosine is at
-  least ``lexical_floor`` (an exact identifier such as "PTEP" or ``/genie whoisoncall`` that a
-  small dense model does not know well).
-- The gate passes when at least ``min_citations`` distinct chunks support the question.
-- **Single strong source exception**: with one supporting chunk, the gate still passes when that
-  chunk contains at least ``strong_coverage`` of the question's IDF-weighted key terms and either
-  its cosine is at least ``strong_single`` or both retrievers independently rank it among their
-  top ``agreement_rank`` (dense and BM25 agreeing is strong evidence on its own); or when it
-  stands out: cosine at least ``semantic_floor`` and at least ``standout_margin`` above the
-  median cosine of everything retrieved (one passage far closer than the rest is a focused
-  answer, typical of a paraphrased question about a one-page policy). Handbooks often state a fact on exactly one page; refusing
-  those would be a false refusal, while a chunk that is both close in meaning and mentions what
-  was asked is rarely wrong. Such answers carry one citation and the trace marks the exception.
-- Otherwise the gate fails; the reason names the key terms no supporting chunk contains (used for
-  the retry query and shown in the refusal).
+Policy (``GateConfig``):
 
-Why cosine and not a BM25 score: BM25 scores are not comparable across queries, and on the dev
-set the top cosine separated unanswerable from answerable questions better than any BM25 or
-coverage statistic, though not perfectly (see the baselines); key-term coverage is kept in the
-verdict for the retry and the trace.
+- A chunk *supports* the question when its dense cosine to the question is at least
+  ``relevance_floor`` and its quoted sentences or headings hold at least one *informative* key term
+  (a term in a fifth or more of the chunks, such as the organisation's name, never counts); or,
+  without any (a paraphrase: "gym" for a page on the "wellness" stipend), when its cosine is at least
+  ``semantic_floor``; or when they hold every informative key term and its cosine is at least
+  ``lexical_floor`` (an exact identifier such as "PTEP" that a small dense model does not know well).
+- **The question's most specific term must be quoted.** The rarest key term the corpus contains is
+  what the question is about; when no supporting sentence (or its headings) holds it, the corpus
+  talks about that term elsewhere and the evidence is a near miss ("the 401k match" answered from a
+  page on the 401k plan). Only a *paraphrase with a strong signal* passes without it: the best
+  supporting chunk is the dense retriever's first, at least ``semantic_floor`` and at least
+  ``standout_margin`` above the median cosine of everything retrieved. Terms the corpus does not
+  contain at all (typos, chat words, a paraphrase's own words) are left to the dense similarity.
+- **The answer type must be quoted** (:mod:`agent.answertype`): a question asking how many, how
+  much, how long, when, who or where needs a supporting sentence that states a number, an amount, a
+  period, a time, a person or a place. No route skips this.
+- The gate passes when at least ``min_citations`` distinct chunks support the question, or with one
+  supporting chunk (**single-source exception**) when that chunk holds at least
+  ``strong_coverage`` of the question's specific terms and either its cosine is at least
+  ``strong_single`` or both retrievers rank it among their top ``agreement_rank``; or when it stands
+  out (cosine at least ``semantic_floor`` and ``standout_margin`` over the median). The two
+  requirements above hold on every route.
+- Cosine floors are absolute by default; :mod:`agent.calibration` refits them per corpus from
+  self-made probes (stored with the index) because MiniLM's cosines shift with the corpus and the
+  wording, and the rank signals (agreement of the two retrievers, margin over the median) do not.
+- Otherwise the gate fails; the reason names what was missing (used for the retry query and shown in
+  the refusal).
 """
 
 from __future__ import annotations
@@ -34,14 +43,20 @@ from dataclasses import dataclass, field
 
 from tools.knowledge_search import Evidence
 
-from .terms import KeyTerms, chunk_terms
+from .answertype import states_type
+from .terms import KeyTerms
+from .text import sentence_spans
 
-__all__ = ["EvidenceGate", "GateConfig", "GateVerdict"]
+__all__ = ["EvidenceGate", "GateConfig", "GateVerdict", "Reading"]
 
 
 @dataclass(frozen=True, slots=True)
 class GateConfig:
-    """Thresholds of the gate (cosines in [-1, 1], coverages in [0, 1])."""
+    """Thresholds of the gate (cosines in [-1, 1], coverages in [0, 1]).
+
+    ``calibrated`` names where the cosine floors came from (``"default"`` or the calibration file's
+    date); :func:`agent.calibration.gate_config` fills them from the index's calibration.
+    """
 
     min_citations: int = 2
     relevance_floor: float = 0.43
@@ -52,10 +67,31 @@ class GateConfig:
     agreement_rank: int = 2
     standout_margin: float = 0.15
     considered: int = 8
+    quoted_sentences: int = 3
+    require_specific: bool = True
+    paraphrase_margin: float = 0.045
+    margin_rank: int = 5
+    require_type: bool = True
+    calibrated: str = "default"
 
     def __post_init__(self) -> None:
         if self.min_citations < 1:
             raise ValueError("MIN_CITATIONS must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A chunk as the gate reads it.
+
+    Attributes:
+        terms: analysed terms of its headings and its quoted sentences.
+        typed: whether a quoted sentence states the question's answer type (True when none is asked).
+        quoted: the quoted sentences' texts, best first.
+    """
+
+    terms: frozenset[str]
+    typed: bool
+    quoted: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -65,10 +101,12 @@ class GateVerdict:
     Attributes:
         sufficient: whether to answer.
         support: the supporting evidence, best first.
-        coverage: key-term coverage of the supporting chunks.
+        coverage: key-term coverage of the supporting chunks' quoted sentences and headings.
         single_source: True when the single strong source exception applied.
         missing: key terms the evidence lacks, heaviest first.
         reason: a short human-readable reason.
+        top_cosine: the best cosine among the chunks considered.
+        features: the signals the decision read (for the trace and :mod:`agent.calibration`).
     """
 
     sufficient: bool
@@ -78,16 +116,23 @@ class GateVerdict:
     missing: list[str] = field(default_factory=list)
     reason: str = ""
     top_cosine: float = 0.0
+    features: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         """Trace-friendly dict."""
         return {"sufficient": self.sufficient, "support": [e.chunk.chunk_id for e in self.support],
                 "coverage": round(self.coverage, 3), "single_source": self.single_source,
-                "missing": self.missing, "reason": self.reason, "top_cosine": round(self.top_cosine, 4)}
+                "missing": self.missing, "reason": self.reason, "top_cosine": round(self.top_cosine, 4),
+                "features": self.features}
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else 0.0
 
 
 class EvidenceGate:
-    """Judges retrieved evidence against a question's key terms.
+    """Judges retrieved evidence against a question's key terms and answer type.
 
     Args:
         config: thresholds.
@@ -98,47 +143,99 @@ class EvidenceGate:
         self.config = config
         self.analyze = analyze
 
+    def read(self, e: Evidence, terms: KeyTerms) -> Reading:
+        """How the gate reads chunk ``e`` for a question with key terms ``terms`` (see the module docstring)."""
+        c = e.chunk
+        context = set(self.analyze(f"{c.title}\n{' '.join(c.section_path)}"))
+        info = terms.informative
+        scored = []
+        for i, span in enumerate(sentence_spans(c.text) or []):
+            st = set(self.analyze(span.text))
+            scored.append((-sum(w for t, w in info.items() if t in st), i, span.text, st))
+        if not scored and c.text.strip():
+            scored.append((0.0, 0, c.text, set(self.analyze(c.text))))
+        scored.sort(key=lambda x: (x[0], x[1]))
+        quoted = scored[: self.config.quoted_sentences]
+        got = set(context)
+        for _, _, _, st in quoted:
+            got |= st
+        typed = any(states_type(text, terms.answer_type) for _, _, text, _ in quoted)
+        return Reading(frozenset(got), typed, tuple(text for _, _, text, _ in quoted))
+
     def judge(self, evidence: list[Evidence], terms: KeyTerms) -> GateVerdict:
-        """Decide whether ``evidence`` suffices for a question with key terms ``terms``."""
+        """Decide whether ``evidence`` answers a question with key terms ``terms``."""
         cfg = self.config
         considered = evidence[: cfg.considered]
-        per_chunk = {e.chunk.chunk_id: chunk_terms([e.chunk], self.analyze) for e in considered}
+        reads = {e.chunk.chunk_id: self.read(e, terms) for e in considered}
         top_cos = max((e.cosine or 0.0 for e in considered), default=0.0)
-        key = set(terms.weights)
+        info = set(terms.informative)
+        median = _median([x.cosine for x in evidence if x.cosine is not None])
 
         def supports(e: Evidence) -> bool:
             cos = e.cosine or 0.0
-            terms_in = per_chunk[e.chunk.chunk_id] & key
-            if cos >= cfg.semantic_floor or (cos >= cfg.relevance_floor and (terms_in or not key)):
+            held = reads[e.chunk.chunk_id].terms & info
+            if cos >= cfg.semantic_floor or (cos >= cfg.relevance_floor and (held or not info)):
                 return True
-            return bool(key) and terms_in == key and cos >= cfg.lexical_floor
+            return bool(info) and held == info and cos >= cfg.lexical_floor
 
         support = [e for e in considered if supports(e)]
         covered: set[str] = set()
         for e in support:
-            covered |= per_chunk[e.chunk.chunk_id]
+            covered |= reads[e.chunk.chunk_id].terms
         coverage = terms.coverage(covered)
         missing = terms.missing(covered)
+        specific = terms.specific
+        features = {"top_cosine": round(top_cos, 4), "median_cosine": round(median, 4),
+                    "specific": specific[:3], "answer_type": terms.answer_type,
+                    "evidence_coverage": round(terms.evidence_coverage(covered), 3)}
+        best = support[0] if support else None
+        if best is not None:
+            features.update(best_cosine=round(best.cosine or 0.0, 4),
+                            margin=round((best.cosine or 0.0) - median, 4),
+                            dense_rank=best.ranks.get("dense"), bm25_rank=best.ranks.get("bm25"))
+
+        def refuse(reason: str) -> GateVerdict:
+            if missing:
+                reason += f"; not found: {', '.join(missing[:4])}"
+            return GateVerdict(False, support, coverage, False, missing, reason, top_cos, features)
+
+        if not support:
+            return refuse("no passage was close enough to the question")
+        typed = [e for e in support if reads[e.chunk.chunk_id].typed]
+        features["type_found"] = bool(typed)
+        if cfg.require_type and not typed:
+            return refuse(f"no supporting passage states the {terms.answer_type} asked for")
+        spec_ok = not specific or specific[0] in covered
+        paraphrase, margin_k = self._strong_paraphrase(evidence)
+        features.update(specific_found=spec_ok, margin_k=round(margin_k, 4))
+        if cfg.require_specific and not spec_ok and not paraphrase:
+            return refuse(f"no supporting passage mentions {specific[0]!r}, the question's most specific term")
         if len(support) >= cfg.min_citations:
             return GateVerdict(True, support, coverage, False, missing,
-                               f"{len(support)} supporting passages (best cosine {top_cos:.2f})", top_cos)
-        if support:
-            e = support[0]
-            cos = e.cosine or 0.0
-            own = terms.coverage(per_chunk[e.chunk.chunk_id])
-            agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
-            cosines = sorted(x.cosine for x in evidence if x.cosine is not None)
-            median = cosines[len(cosines) // 2] if cosines else 0.0
-            strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
-            standout = cos >= cfg.semantic_floor and cos - median >= cfg.standout_margin
-            if strong or standout:
-                why = "strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
-                return GateVerdict(True, [e], own, True, terms.missing(per_chunk[e.chunk.chunk_id]),
-                                   f"one source, {why} (single-source exception)", top_cos)
-        if not support:
-            reason = "no passage was close enough to the question"
-        else:
-            reason = f"only {len(support)} supporting passage, {cfg.min_citations} needed"
-        if missing:
-            reason += f"; not found: {', '.join(missing[:4])}"
-        return GateVerdict(False, support, coverage, False, missing, reason, top_cos)
+                               f"{len(support)} supporting passages (best cosine {top_cos:.2f})", top_cos, features)
+        e = support[0]
+        cos = e.cosine or 0.0
+        own_terms = set(reads[e.chunk.chunk_id].terms)
+        own = terms.evidence_coverage(own_terms)
+        agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
+        strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
+        standout = cos >= cfg.semantic_floor and cos - median >= cfg.standout_margin
+        if strong or standout:
+            why = "strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
+            return GateVerdict(True, [e], terms.coverage(own_terms), True, terms.missing(own_terms),
+                               f"one source, {why} (single-source exception)", top_cos, features)
+        return refuse(f"only {len(support)} supporting passage, {cfg.min_citations} needed")
+
+    def _strong_paraphrase(self, evidence: list[Evidence]) -> tuple[bool, float]:
+        """The paraphrase route: the closest passage stands out from the ``margin_rank``-th closest by at
+        least ``paraphrase_margin`` and is at least ``relevance_floor`` close; returns (passes, margin).
+
+        A rank-based signal: one passage far closer than its neighbours is a focused answer in other
+        words, while a near miss finds several passages of the right page region equally close.
+        """
+        cfg = self.config
+        cos = sorted((e.cosine for e in evidence if e.cosine is not None), reverse=True)
+        if not cos:
+            return False, 0.0
+        margin = cos[0] - cos[min(cfg.margin_rank, len(cos)) - 1]
+        return cos[0] >= cfg.relevance_floor and margin >= cfg.paraphrase_margin, margin

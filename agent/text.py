@@ -18,7 +18,13 @@ shall may might must need needs get got gets getting give go going want wanted l
 thanks thank any some much many more most also too just really quick q ok okay yes no not know tell ask asked
 something anything everything someone anyone is isnt dont doesnt cant im ive id youre theres thats kinda sorta
 sure u ur thru w/ etc way one ones thing things mean means s t do think might maybe wondering wonder guess actually basically
+gonna wanna gotta lemme dunno idk iirc afaik imo imho tbh btw fyi asap rn pls plz thx ty tia lol lmao haha hmm hey hiya yo
+ok okay kk ya yep yeah yup nope still ago land really pretty super quite very literally anyway anyways else ever even
+someone somebody anybody anyone everyone nobody folks guys us myself yourself ourselves him his her hers
+know knows tell told say says said let lets try trying wonder wondering curious confused sorry again now currently today
+already yet soon just like stuff kind sort bit lot lots
 """.split())
+# Words above that can carry the topic of a workplace question ("team", "time", "day") are deliberately absent..split())
 
 _BULLET = re.compile(r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s+|>\s*|#{1,6}\s+|\|\s*)")
 # A sentence runs to a terminator followed by whitespace (so "4.12.0" and "e.g." inside a token

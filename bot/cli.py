@@ -1,4 +1,4 @@
-"""The ``chatops`` command line: ``index``, ``ask``, ``chat`` and ``eval``.
+"""The ``chatops`` command line: ``index``, ``ask``, ``chat``, ``eval``, ``calibrate`` and more.
 
 Exit codes: 0 success, 1 a run that finished with errors worth a look (e.g. eval targets are the
 caller's business, so eval exits 0), 2 bad usage or configuration (the message says what to do).
@@ -60,10 +60,41 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
             stats = index.stats()
             if not quiet:
                 print(render_report(rep, stats["pages"], stats["chunks"]))
+        _recalibrate(index, quiet)
     finally:
         runs.close()
         if own:
             index.close()
+    return 0
+
+
+def _recalibrate(index, quiet: bool, force: bool = False) -> dict | None:
+    """Refit the evidence gate on the index when it changed substantially (see :mod:`agent.calibration`)."""
+    from agent.calibration import calibrate_index, describe
+
+    record = calibrate_index(index, force=force)
+    if record and not quiet:
+        print(describe(record))
+    return record
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """``chatops calibrate [--json]``: fit the evidence gate's operating point on the indexed corpus."""
+    from agent.calibration import calibrate, describe, save_calibration
+
+    from .wiring import build_agent
+
+    settings = _settings()
+    rt = build_agent(settings)
+    try:
+        if rt.index.stats()["chunks"] == 0:
+            print("chatops: the index is empty; run `chatops index folder:PATH` first", file=sys.stderr)
+            return 2
+        record = calibrate(rt.search)
+        save_calibration(rt.index.path, record)
+    finally:
+        rt.close()
+    print(json.dumps(record, ensure_ascii=False) if args.json else describe(record))
     return 0
 
 
@@ -262,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--yes", action="store_true", help="confirm the removal (nothing is removed without it)")
     pr.add_argument("--json", action="store_true", help="list: print one JSON array")
     pr.set_defaults(func=cmd_sources)
+    pb = sub.add_parser("calibrate", help="fit the evidence gate on the indexed corpus (self-made probes)")
+    pb.add_argument("--json", action="store_true", help="print the calibration record as one JSON object")
+    pb.set_defaults(func=cmd_calibrate)
     pk = sub.add_parser("actions", help="confirm, cancel or show a pending action (e.g. a meeting `ask` proposed)")
     pk.add_argument("op", choices=["confirm", "cancel", "show"])
     pk.add_argument("key", help="the pending action's key (printed with its preview)")

@@ -418,6 +418,10 @@ def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) ->
     jobs = IndexJobs(rt, store, cfg)
     try:
         results = jobs.run(source, full=full)
+        if any(r.status == "ok" for r in results):
+            from agent.calibration import calibrate_index
+
+            calibrate_index(rt.index)  # refit the gate when the index changed substantially
     finally:
         jobs.close()
         rt.close()
@@ -454,6 +458,9 @@ def cli_status(settings, as_json: bool = False) -> int:
         print(json.dumps(rows, ensure_ascii=False, default=str))
         return 0
     print(f"data dir: {settings.chatops_data_dir}")
+    from agent.calibration import describe, load_calibration
+
+    calibration = describe(load_calibration(settings.index_dir))
     if not rows:
         print("no sources configured and nothing indexed")
         return 0
@@ -468,6 +475,7 @@ def cli_status(settings, as_json: bool = False) -> int:
             print(f"  last error: {row['last_error']}")
         for line in flag_lines(row):
             print(f"  {line}")
+    print(calibration)
     return 0
 
 

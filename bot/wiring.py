@@ -76,6 +76,9 @@ def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriev
                                                  bm25_weight=settings.rrf_bm25_weight))
     gate = GateConfig(min_citations=settings.min_citations, relevance_floor=settings.relevance_floor,
                       strong_single=settings.single_source_min_cosine)
+    from agent.calibration import gate_config, load_calibration
+
+    gate = gate_config(gate, load_calibration(index.path))  # the corpus's own operating point, when calibrated
     tools = ToolRegistry()
     tools.register(search)
     from .actions import build_calendar_tool

@@ -90,7 +90,7 @@ def test_every_citation_validates(results: dict[str, dict]) -> None:
 
 def test_refuses_unanswerable_without_refusing_answerable(results: dict[str, dict]) -> None:
     answers = results["hybrid"]["answers"]
-    assert answers["refusal_unanswerable"] >= 0.75
+    assert answers["refusal_unanswerable"] >= 0.80
     assert answers["false_refusal"] <= 0.10
 
 

@@ -88,3 +88,95 @@ def test_nothing_close_enough_is_refused_with_what_was_missing() -> None:
                     *FILLER], q)
     assert not v.sufficient and not v.support
     assert "no passage was close enough" in v.reason and "sabbat" in v.reason
+
+
+# -- what the evidence says, not only what it is about (issue 15) ---------------------------------------------
+
+N_CHUNKS = 1000
+
+
+def corpus_idf(df: dict[str, int]):
+    """The index's IDF, ``ln(1 + N / (df + 0.5))``, over a corpus of 1,000 chunks with these frequencies."""
+    import math
+
+    return lambda t: math.log1p(N_CHUNKS / (df.get(t, 0) + 0.5))
+
+
+def corpus_terms(question: str, df: dict[str, int]):
+    return key_terms(question, analyze, corpus_idf(df))
+
+
+def test_chat_filler_is_never_a_key_term() -> None:
+    q = corpus_terms("hey lol gonna ask again, my laptop still didnt land 2 weeks ago, pls thx btw tbh asap",
+                     {"laptop": 20, "week": 100})
+    assert set(q.weights) <= {"laptop", "didnt", "2", "week"}, q.weights
+    assert {"gonna", "lol", "ago", "land", "still", "pl", "thx", "btw", "tbh", "asap"}.isdisjoint(q.weights)
+
+
+def test_a_term_on_most_pages_does_not_make_support() -> None:
+    df = {"acm": 700, "chariti": 3, "donat": 4, "match": 30}
+    q = corpus_terms("does acme match charity donations?", df)
+    assert "acm" in q.common
+    about_acme = [ev(f"Acme values: we ship together, section {i}.", 0.46 - i / 1000, 1 + i) for i in range(3)]
+    v = GATE.judge([*about_acme, *FILLER], q)
+    assert not v.sufficient and not v.support
+    on_fact = GATE.judge([ev("Acme matches charity donations up to $500 a year.", 0.47, 1),
+                          ev("Charity donations are matched within a month.", 0.46, 2), *FILLER], q)
+    assert on_fact.sufficient
+
+
+def test_the_most_specific_term_missing_from_all_support_refuses() -> None:
+    plan = [ev("The 401k plan is run by Guideline.", 0.52, 1), ev("You can enrol in the 401k plan on day one.", 0.51, 2),
+            *[ev(f"Benefits overview {i}: health, dental, 401k.", 0.50 - i / 100, 3 + i) for i in range(4)]]
+    q = corpus_terms("whats the 401k match?", {"401k": 30, "match": 3})
+    assert q.specific[0] == "match"  # the rarer term is the most specific
+    v = GATE.judge(plan, q)
+    assert not v.sufficient and "most specific term" in v.reason and "match" in v.reason
+    answered = GATE.judge([ev("We match 401k contributions up to 4% of salary.", 0.52, 1), *plan[1:]], q)
+    assert answered.sufficient
+
+
+def test_a_paraphrase_that_stands_out_answers_without_the_specific_term() -> None:
+    q = corpus_terms("can i expense my gym membership?", {"membership": 5, "expens": 80})
+    crowd = [ev(f"Expense policy, part {i}: submit receipts monthly.", 0.47 - i / 100, 2 + i) for i in range(6)]
+    standing_out = GATE.judge([ev("The wellness stipend of $100 a month covers fitness; expense it.", 0.56, 1), *crowd], q)
+    assert standing_out.sufficient
+    level = GATE.judge([ev("The wellness stipend of $100 a month covers fitness; expense it.", 0.48, 1), *crowd], q)
+    assert not level.sufficient and "most specific term" in level.reason
+
+
+def test_the_answer_type_must_be_quoted() -> None:
+    q = corpus_terms("how much is the coworking budget?", {"cowork": 4, "budget": 40})
+    assert q.answer_type == "amount"
+    vague = [ev("Coworking spaces can be expensed against your budget.", 0.60, 1),
+             ev("Ask your manager before booking a coworking budget.", 0.55, 2), *FILLER]
+    v = GATE.judge(vague, q)
+    assert not v.sufficient and "amount" in v.reason
+    stated = GATE.judge([ev("The coworking budget is $200 a month.", 0.60, 1), *vague[1:]], q)
+    assert stated.sufficient
+
+
+def test_single_source_routes_need_the_specific_term_and_the_answer_type() -> None:
+    q = corpus_terms("how long do we keep slack DMs?", {"slack": 60, "dm": 3, "keep": 90})
+    assert q.answer_type == "duration"
+    untyped = GATE.judge([ev("Slack DMs are kept according to the retention policy.", 0.62, 1, dense=1, bm25=1),
+                          *FILLER], q)
+    assert not untyped.sufficient and "duration" in untyped.reason
+    typed = GATE.judge([ev("Slack DMs are kept for 18 months.", 0.62, 1, dense=1, bm25=1), *FILLER], q)
+    assert typed.sufficient and typed.single_source
+    no_dm = GATE.judge([ev("Slack channels are kept for 18 months.", 0.44, 1, dense=1, bm25=1),
+                        *[ev(f"Slack etiquette {i}.", 0.42, 10 + i) for i in range(6)]], q)
+    assert not no_dm.sufficient
+
+
+def test_answer_types_are_detected_by_rule() -> None:
+    from agent.answertype import asked_type, states_type
+
+    assert [asked_type(q) for q in ("how many days of pto?", "what uptime % do we promise?", "how long is parental leave?",
+                                    "when is payday?", "who approves expenses?", "where is the recording?",
+                                    "do we have a gym?")] == ["duration", "percent", "duration", "time", "person",
+                                                               "place", None]
+    assert states_type("Parental leave is 16 weeks.", "duration") and not states_type("Leave is generous.", "duration")
+    assert states_type("We promise 99.9% uptime.", "percent") and not states_type("Uptime is high.", "percent")
+    assert states_type("See #announce-company.", "place") and states_type("Ask the Head of Security.", "person")
+    assert states_type("The offsite is in Lisbon, Portugal.", "place") and not states_type("It is in the usual spot.", "place")

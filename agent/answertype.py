@@ -1,0 +1,98 @@
+"""What kind of answer a question asks for, and whether a sentence states one.
+
+Rule-based, in the manner of the answer-type taxonomies of open-domain QA (Li & Roth 2002, "Learning
+Question Classifiers"), reduced to the five types a handbook question asks for and an extractive
+answer can show:
+
+=============  ======================================================  ==========================================
+type           asked by                                                 stated by a sentence with
+=============  ======================================================  ==========================================
+``amount``     how many / how much; what/is there a rate, %, cost,       a digit, a currency sign, ``%``, a number
+               price, budget, limit, max/min, cap, allowance, match,     word (``two``, ``half``, ``double``) or an
+               stipend, salary, bonus amount, per diem                   unbounded amount (``unlimited``, ``free``,
+                                                                        ``fully``, ``no limit``)
+``duration``   how long / how soon / how quickly / how fast / how often  a number or number word, or a period or
+               / how far in advance; how many days/weeks...              frequency word (``weekly``, ``a month``,
+                                                                        ``immediately``, ``within``)
+``time``       when / what day / what date / what time / which day /    a digit, a weekday or month name, or a
+               what day of the month                                    time word (``quarter``, ``end``, ``before``,
+                                                                        ``after``, ``every``, ``daily``...)
+``person``     who / whom / which team / which person                    a capitalised name or role, an @handle or
+                                                                        e-mail, or a role noun (``manager``...)
+``place``      where / which channel / what link / what url              a URL, a #channel, a path, an @handle, a
+                                                                        place noun (``channel``, ``page``...) or
+                                                                        "in/at" a capitalised name
+=============  ======================================================  ==========================================
+
+A question asks for at most one type (the first that matches, in the order of the table's
+specificity: duration before amount, since "how many days" asks for a period). Yes/no and "how do
+I" questions ask for none, and the gate does not check them. The tests in ``tests/test_gate.py``
+hold each row.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["asked_type", "states_type", "ANSWER_TYPES"]
+
+ANSWER_TYPES = ("percent", "duration", "amount", "time", "person", "place")
+
+_UNIT_WORDS = r"seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|quarters?|years?|yrs?"
+_UNITS = rf"(?:{_UNIT_WORDS})"
+_ASKS = {
+    "percent": re.compile(r"%|\bpercent(?:age)?\b|\bwhat share\b", re.I),
+    "duration": re.compile(r"\bhow (?:long|soon|quickly|fast|often|far in advance)\b|"
+                           rf"\bhow many {_UNITS}\b|\bhow much (?:time|notice|leave|advance)\b", re.I),
+    "amount": re.compile(r"\bhow (?:many|much)\b|%|\bpercent(?:age)?\b|"
+                         r"\b(?:what|whats|what's|is there an?|any)\s+(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|"
+                         r"max|maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b",
+                         re.I),
+    "time": re.compile(r"\bwhen\b|\b(?:what|which) (?:day|date|time|weekday|month)\b|\bpayday\b", re.I),
+    "person": re.compile(r"\bwho(?:m|'s|s)?\b|\b(?:which|what) (?:team|person|people|group|role)\b", re.I),
+    "place": re.compile(r"\bwhere(?:'s|s)?\b|\b(?:which|what) (?:channel|link|url|page|site|folder|repo|doc)\b", re.I),
+}
+_NUMBER_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+                 r"hundred|thousand|half|double|twice|once|dozen|single|first|second|third")
+_NUMBER = rf"\d|[$€£¥₹]|%|\b(?:{_NUMBER_WORDS})\b"
+_STATES = {
+    "percent": re.compile(r"\d\s?%|\bpercent\b|\bper cent\b|\bhalf\b|\bfull\b|\ball\b|\bnone\b", re.I),
+    "amount": re.compile(rf"{_NUMBER}|\b(?:unlimited|free|fully|no (?:limit|cap|maximum)|full cost|covered|"
+                         r"reimburs\w*|paid in full)\b", re.I),
+    "duration": re.compile(rf"{_NUMBER}|\b(?:an?|per|each|every|within|until|after|before)\s+{_UNITS}\b|"
+                           r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annually|biweekly|bi-weekly|"
+                           r"immediately|asap|same day|next day|overnight)\b", re.I),
+    "time": re.compile(rf"{_NUMBER}|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|"
+                       r"march|april|may|june|july|august|september|october|november|december|mon|tue|wed|thu|fri|"
+                       r"sat|sun|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|today|tomorrow|tonight|morning|"
+                       r"afternoon|evening|noon|midnight|eod|weekend|weekly|daily|monthly|quarterly|annually|yearly|"
+                       rf"quarter|end|start|beginning|before|after|during|until|upon|once|every|each|last|next|"
+                       rf"immediately|soon|{_UNIT_WORDS})\b", re.I),
+    "person": re.compile(r"@\w|\b[\w.+-]+@[\w-]+\.\w|\b[A-Z][a-z]+(?: (?:of|for) [A-Z][a-z]+| [A-Z][a-z]+)|"
+                         r"\b(?:CEO|CTO|CFO|COO|VP|HR|IT|ops)\b|\b(?:manager|lead|head|owner|team|director|officer|"
+                         r"admin\w*|engineer|person|people|member|champion|buddy|partner|department|committee|"
+                         r"recruiter|coordinator|contact|responsible|on-call)s?\b"),
+    "place": re.compile(r"(?-i:\b(?:in|at|near|from)\s+(?:the\s+)?[A-Z][a-z]+)|https?://|www\.|#[\w-]+|\[[^\]]+\]\(|(?:^|\s)/[\w-]+|`[^`]+`|@\w|\b(?:channel|page|site|"
+                        r"folder|drive|repo|repository|doc|document|handbook|wiki|link|url|portal|tool|app|office|"
+                        r"room|board|tracker|sheet|form|inbox|email|notion|confluence|github|gitlab|slack|zoom|"
+                        r"google)s?\b", re.I),
+}
+
+
+def asked_type(question: str) -> str | None:
+    """The answer type ``question`` asks for (one of :data:`ANSWER_TYPES`), or None (yes/no, "how do I")."""
+    for kind in ANSWER_TYPES:
+        if _ASKS[kind].search(question):
+            return kind
+    return None
+
+
+def states_type(text: str, kind: str | None) -> bool:
+    """True when ``text`` states an answer of type ``kind`` (always True for ``None``).
+
+    Raises:
+        KeyError: for an unknown ``kind``.
+    """
+    if kind is None:
+        return True
+    return bool(_STATES[kind].search(text))
