@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+
+import pysbd
 
 from connectors.text import FenceTracker
 
@@ -27,9 +30,12 @@ already yet soon just like stuff kind sort bit lot lots
 # Words above that can carry the topic of a workplace question ("team", "time", "day") are deliberately absent..split())
 
 _BULLET = re.compile(r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s+|>\s*|#{1,6}\s+|\|\s*)")
-# A sentence runs to a terminator followed by whitespace (so "4.12.0" and "e.g." inside a token
-# do not end it) or to the end of the line.
-_SENT = re.compile(r"\S.*?(?:[.!?]+[)\]\"'*_]*(?=\s)|$)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_TABLE_ROW = re.compile(r"^\s*\|")
+# Fallback splitter (when the segmenter's pieces cannot be placed): a sentence runs to a terminator
+# followed by whitespace (so "4.12.0" and "e.g." inside a token do not end it) or to the end.
+_SENT = re.compile(r"\S.*?(?:[.!?]+[)\]\"'*_]*(?=\s)|$)", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,35 +47,107 @@ class Span:
     text: str
 
 
-def sentence_spans(text: str, min_chars: int = 25) -> list[Span]:
-    """Split a chunk into sentence-like spans that are verbatim substrings of ``text``.
+@lru_cache(maxsize=8192)
+def _segment(block: str) -> tuple[tuple[int, int], ...]:
+    """Sentence ranges of one prose block (a paragraph or a list item's text, newlines as spaces).
 
-    Lines are split first (list items and table rows are units of their own), then prose lines at
-    sentence ends. List bullets, numbering, quote markers and heading hashes are left outside the
-    span. Spans shorter than ``min_chars`` and code-fence lines are dropped.
+    ``pysbd`` (Sadvilkar & Neumann 2020, "PySBD: Pragmatic Sentence Boundary Disambiguation", the
+    Golden Rules set) knows abbreviations ("e.g.", "Dr."), numbers ("4.12.0", "$1.50"), URLs and
+    ellipses. Its pieces are placed back in ``block`` by search; if one cannot be, the block falls
+    back to splitting at a terminator followed by whitespace.
+    """
+    out: list[tuple[int, int]] = []
+    pos = 0
+    try:
+        pieces = pysbd.Segmenter(language="en", clean=False).segment(block)
+    except Exception:  # noqa: BLE001 - a segmenter failure falls back to the plain rule
+        pieces = None
+    for piece in pieces or ():
+        piece = piece.strip()
+        if not piece:
+            continue
+        at = block.find(piece, pos)
+        if at < 0:
+            out = []
+            pieces = None
+            break
+        out.append((at, at + len(piece)))
+        pos = at + len(piece)
+    if pieces is None or not out:
+        out = []
+        for m in _SENT.finditer(block):
+            raw = m.group(0)
+            a = m.start() + len(raw) - len(raw.lstrip())
+            b = m.end() - (len(raw) - len(raw.rstrip()))
+            if b > a:
+                out.append((a, b))
+    return tuple(out)
+
+
+def sentence_spans(text: str, min_chars: int = 25) -> list[Span]:
+    """Split a chunk into sentences that are verbatim substrings of ``text``.
+
+    Blocks first: a paragraph (consecutive prose lines, so a sentence wrapped over two lines stays
+    whole), a list item (its marker left outside), a table row and a heading line (each a unit of
+    its own, never split; a row keeps its cells, without the leading ``|``). Paragraphs and list
+    items are then cut into sentences by a maintained segmenter (:func:`_segment`, ``pysbd``), not
+    at line breaks. Quote markers and heading hashes are left outside the span. Prose spans shorter
+    than ``min_chars``, list items, rows and headings shorter than half of it, and code (fenced
+    blocks) are dropped.
+
+    Args:
+        text: a chunk's text (Markdown).
+        min_chars: the shortest span kept.
+
+    Returns:
+        Spans in text order; ``span.text == text[span.start:span.end]``.
     """
     spans: list[Span] = []
-    pos = 0
     fence = FenceTracker()
+    block: list[tuple[int, str]] = []  # (offset in text, line) of the open prose block
+    item = [False]  # whether the open block is a list item
+
+    def emit(a: int, b: int, floor: int = min_chars) -> None:
+        if b - a >= floor:
+            spans.append(Span(a, b, text[a:b]))
+
+    def close() -> None:
+        if not block:
+            return
+        first = block[0][0]
+        last_start, last_line = block[-1]
+        body = text[first:last_start + len(last_line)]
+        floor = min_chars // 2 if item[0] else min_chars  # a list item ("Whale: > 2000 pipelines") is a unit
+        for a, b in _segment(body.replace("\n", " ")):
+            emit(first + a, first + b, floor)
+        block.clear()
+        item[0] = False
+
+    pos = 0
     for line in text.split("\n"):
         line_start = pos
         pos += len(line) + 1
         stripped = line.strip()
-        if fence.feed(line) or not stripped or set(stripped) <= set("|-: "):
+        if fence.feed(line):
+            close()
+            continue
+        if not stripped or set(stripped) <= set("|-: "):
+            close()
             continue
         m = _BULLET.match(line)
         offset = m.end() if m else 0
-        body = line[offset:]
-        for sm in _SENT.finditer(body):
-            s, e = sm.start(), sm.end()
-            raw = body[s:e]
-            lead = len(raw) - len(raw.lstrip())
-            trail = len(raw) - len(raw.rstrip())
-            s += lead
-            e -= trail
-            if e - s >= min_chars:
-                a = line_start + offset + s
-                spans.append(Span(a, line_start + offset + e, text[a:line_start + offset + e]))
+        if _TABLE_ROW.match(line) or _HEADING.match(line):
+            close()
+            body = line[offset:].rstrip()
+            emit(line_start + offset, line_start + offset + len(body), min_chars // 2)
+            continue
+        if _LIST_ITEM.match(line) or (m and not block):
+            close()
+            item[0] = bool(_LIST_ITEM.match(line))
+        elif block and m:  # a quote line continuing a quoted paragraph
+            pass
+        block.append((line_start + offset, line[offset:]))
+    close()
     return spans
 
 

@@ -25,7 +25,8 @@ Algorithm:
    is longer than 17).
 3. A longer section is packed paragraph by paragraph (a fenced code block is one paragraph) into
    chunks of at most ``max_chars``; a paragraph longer than that is split at sentence ends, then
-   at spaces. Consecutive chunks of one section share an overlap: the previous chunk's last
+   at spaces. A Markdown table longer than that is split between rows, and every piece repeats the
+   table's header and delimiter rows, so a row is never quoted without the names of its columns. Consecutive chunks of one section share an overlap: the previous chunk's last
    sentence, when it is at most ``overlap_chars`` long.
 
 4. A page that would make more than ``max_chunks_per_page`` chunks raises
@@ -199,6 +200,8 @@ class Chunker:
         for para in _paragraphs(body):
             if len(para) <= cfg.max_chars:
                 pieces.append(para)
+            elif _is_table(para):
+                pieces.extend(_split_table(para, cfg.max_chars))
             else:
                 pieces.extend(_split_long(para, cfg.max_chars))
         chunks: list[str] = []
@@ -292,6 +295,33 @@ def _paragraphs(body: str) -> list[str]:
     if buf:
         paras.append("\n".join(buf).strip())
     return [p for p in paras if p]
+
+
+def _is_table(para: str) -> bool:
+    lines = para.split("\n")
+    return (len(lines) >= 3 and all(line.lstrip().startswith("|") for line in lines)
+            and set(lines[1].strip()) <= set("|-: "))
+
+
+def _split_table(para: str, max_chars: int) -> list[str]:
+    """A long table cut between rows; each piece starts with the header and delimiter rows."""
+    lines = para.split("\n")
+    head = "\n".join(lines[:2])
+    if len(head) > max_chars // 2:
+        return _split_long(para, max_chars)
+    out: list[str] = []
+    cur = head
+    for row in lines[2:]:
+        if cur != head and len(cur) + 1 + len(row) > max_chars:
+            out.append(cur)
+            cur = head
+        if len(head) + 1 + len(row) > max_chars:  # one row too long for any piece: cut it as prose
+            out.extend(_split_long(f"{head}\n{row}", max_chars) if cur == head else [])
+            continue
+        cur = f"{cur}\n{row}"
+    if cur != head:
+        out.append(cur)
+    return out
 
 
 def _split_long(para: str, max_chars: int) -> list[str]:

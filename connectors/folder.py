@@ -1,6 +1,9 @@
 """The ``folder:PATH`` source: a directory of exported Markdown and HTML pages.
 
 Markdown files may start with YAML front matter; its ``title`` wins over the first heading.
+Template syntax (Hugo shortcodes, Liquid/Jinja tags) is stripped and paragraphs' soft-wrapped lines
+joined (:func:`connectors.text.clean_markdown`); ``.mdx`` pages lose their ``import``/``export``
+statements and JSX components, keeping the components' text (:func:`connectors.templates.strip_mdx`).
 HTML files are converted with :func:`connectors.text.html_to_markdown`. A page that cannot be
 read, decoded or converted (whatever the error) is reported as a :class:`SkippedPage` with the
 reason (and logged), and the scan goes on; the indexer keeps what it had indexed for that page.
@@ -26,6 +29,7 @@ import frontmatter
 from .errors import SourceUnavailableError
 from .models import Document
 from .safe_files import RefusedFileError, read_regular_file
+from .templates import strip_mdx
 from .text import clean_markdown, first_heading, html_to_markdown
 
 __all__ = ["FolderSource", "folder_source_name", "SkippedPage", "MARKDOWN_SUFFIXES", "HTML_SUFFIXES"]
@@ -153,7 +157,8 @@ class FolderSource:
         else:
             post = frontmatter.loads(raw)
             meta = dict(post.metadata or {})
-            body = clean_markdown(post.content)
+            content = strip_mdx(post.content) if path.suffix.lower() == ".mdx" else post.content
+            body = clean_markdown(content)
             title = str(meta.get("title") or "").strip()
         if not title:
             title = first_heading(body) or _title_from_path(doc_id)

@@ -32,7 +32,7 @@ __all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION"]
 
 #: Bumped whenever what the stores keep changes shape or the chunker cuts pages differently;
 #: an index of another version is cleared and rebuilt (embeddings come from the cache).
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 
 log = logging.getLogger(__name__)
 

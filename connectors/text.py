@@ -16,10 +16,13 @@ import re
 import unicodedata
 
 from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+from markdown_it import MarkdownIt
 from markdownify import markdownify
 
+from .templates import strip_templates
+
 __all__ = ["clean_markdown", "html_to_markdown", "flatten_deep_html", "slugify", "first_heading", "FenceTracker",
-           "MAX_HTML_DEPTH"]
+           "join_soft_breaks", "MAX_HTML_DEPTH"]
 
 #: Elements nested deeper than this are flattened before ``markdownify`` (which recurses per element).
 MAX_HTML_DEPTH = 100
@@ -37,7 +40,11 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
 _LINK_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+\S+.*$")
-_SHORTCODE = re.compile(r"\{\{[<%].*?[%>]\}\}", re.S)
+_TEMPLATE_LINE = re.compile(r"^\s*(?:\{%.*?%\}|\{\{.*?\}\}|\{#.*?#\}|\s)+$")
+_HARD_BREAK = re.compile(r"(?: {2,}|\\)$")
+_QUOTE_MARKS = re.compile(r"^\s*(?:>\s?)*")
+# Block structure only: inline parsing (emphasis, links) is not needed to find paragraphs' lines.
+_PARSER = MarkdownIt("commonmark", {"html": True}).enable("table").disable(["inline", "text_join"])
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _ATX = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -78,12 +85,94 @@ def _html_fragment_to_text(fragment: str) -> str:
     return _HTML_TAG.sub("", fragment)
 
 
+def join_soft_breaks(md: str) -> str:
+    """Join the lines of each Markdown paragraph into one line, as CommonMark renders them.
+
+    A paragraph hard-wrapped at 80 columns becomes one line (a soft line break is a space), so a
+    sentence is never cut at a line end. Parsed with ``markdown-it-py`` (CommonMark plus GFM
+    tables): list items' paragraphs join the same way (the marker stays on the first line), block
+    quotes lose the ``>`` of their continuation lines; hard breaks (two trailing spaces or a
+    backslash) stay line breaks; tables, code (fenced or indented), HTML blocks and ATX headings are
+    left as they are; a setext heading (``Title`` over ``=====``) becomes an ATX line (``# Title``),
+    the shape the chunker reads.
+
+    Args:
+        md: Markdown.
+
+    Returns:
+        The same Markdown with as many or fewer lines; no text is added or dropped.
+    """
+    lines = md.split("\n")
+    if len(lines) < 2:
+        return md
+    replace: dict[int, tuple[int, str]] = {}  # first line -> (end line, new text)
+    quote_depth = 0
+    for tok in _PARSER.parse(md):
+        if tok.type == "blockquote_open":
+            quote_depth += 1
+        elif tok.type == "blockquote_close":
+            quote_depth -= 1
+        elif tok.type == "heading_open" and tok.markup in ("=", "-") and tok.map:
+            s, e = tok.map
+            body = " ".join(_continuation(lines[i], quote_depth) for i in range(s, e - 1))
+            replace[s] = (e, f"{'#' * int(tok.tag[1])} {body.strip()}")
+        elif tok.type == "paragraph_open" and tok.map and tok.map[1] - tok.map[0] > 1:
+            s, e = tok.map
+            e = min(e, len(lines))
+            out = [lines[s]]
+            for i in range(s + 1, e):
+                cont = _continuation(lines[i], quote_depth)
+                if _HARD_BREAK.search(lines[i - 1]):
+                    out[-1] = out[-1].rstrip(" \\")
+                    out.append(cont)
+                elif cont:
+                    out[-1] = f"{out[-1].rstrip()} {cont}"
+            out[-1] = out[-1].rstrip()
+            replace[s] = (e, "\n".join(out))
+    if not replace:
+        return md
+    result: list[str] = []
+    i = 0
+    while i < len(lines):
+        if i in replace:
+            end, text = replace[i]
+            result.append(text)
+            i = max(end, i + 1)
+        else:
+            result.append(lines[i])
+            i += 1
+    return "\n".join(result)
+
+
+def _continuation(line: str, quote_depth: int) -> str:
+    """A paragraph's later line without its indentation (and block-quote markers inside a quote)."""
+    if quote_depth:
+        line = _QUOTE_MARKS.sub("", line)
+    return line.strip()
+
+
+def _split_fenced(md: str) -> list[tuple[bool, list[str]]]:
+    """``md`` as runs of lines: ``(True, lines)`` for fenced code (fence lines included), else prose."""
+    segments: list[tuple[bool, list[str]]] = []
+    fence = FenceTracker()
+    for line in md.split("\n"):
+        code = fence.feed(line)
+        if segments and segments[-1][0] == code:
+            segments[-1][1].append(line)
+        else:
+            segments.append((code, [line]))
+    return segments
+
+
 def clean_markdown(md: str) -> str:
     """Normalise a Markdown page for chunking and quoting.
 
     Keeps headings, lists, tables, emphasis and fenced code verbatim; outside code fences it
-    reduces links to their text, images to ``[image: alt]``, drops HTML comments, inline HTML
-    tags, reference-link definitions and Hugo/Jinja-style shortcodes (``{{< ... >}}``).
+    drops HTML comments and template syntax (:func:`connectors.templates.strip_templates`: Hugo
+    shortcodes, Liquid/Jinja tags, unexpanded wiki templates; a line that held only template tags
+    goes), joins each paragraph's soft-wrapped lines into one (:func:`join_soft_breaks`), then
+    reduces links to their text, images to ``[image: alt]``, and drops inline HTML tags and
+    reference-link definitions.
 
     Args:
         md: Markdown text (front matter already removed).
@@ -93,21 +182,21 @@ def clean_markdown(md: str) -> str:
     """
     md = md.replace("\r\n", "\n").replace("\r", "\n")
     # Split into prose and fenced-code segments first, so nothing inside code is touched.
-    segments: list[tuple[bool, list[str]]] = []
-    fence = FenceTracker()
-    for line in md.split("\n"):
-        code = fence.feed(line)
-        if segments and segments[-1][0] == code:
-            segments[-1][1].append(line)
-        else:
-            segments.append((code, [line]))
+    stage: list[str] = []
+    for code, lines in _split_fenced(md):
+        if code:
+            stage.extend(lines)
+            continue
+        kept = [line for line in lines if not ("{" in line and _TEMPLATE_LINE.match(line)
+                                               and not strip_templates(line).strip())]
+        stage.append(strip_templates(_HTML_COMMENT.sub("", "\n".join(kept))))
+    joined = join_soft_breaks("\n".join(stage))
     out: list[str] = []
-    for code, lines in segments:
+    for code, lines in _split_fenced(joined):
         if code:
             out.extend(lines)
             continue
-        prose = _SHORTCODE.sub("", _HTML_COMMENT.sub("", "\n".join(lines)))
-        for line in prose.split("\n"):
+        for line in lines:
             if _LINK_DEF.match(line):
                 continue
             line = _IMAGE.sub(lambda m: f"[image: {m.group(1).strip()}]" if m.group(1).strip() else "", line)

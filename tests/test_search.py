@@ -232,3 +232,14 @@ def test_registry_enforces_admin_permission_and_validates_arguments() -> None:
     assert tool.runs == []
     assert reg.call("admin.reindex", {"title": "now"}, ToolContext(is_admin=True)) == "ran now"
     assert len(tool.runs) == 1
+
+
+@pytest.mark.parametrize("text, tokens", [
+    ("the passcode.** is", ["passcod"]),
+    ("on duty** now", ["duti", "now"]),
+    ("_foo_ and __init__", ["foo", "init"]),
+    ("E42 /genie v1.2.3 PTEP #help foo-bar user_id", ["e42", "geni", "v1.2.3", "ptep", "help", "foo", "bar", "user_id"]),
+])
+def test_the_analyzer_keeps_identifiers_and_drops_markdown_punctuation(wiki_index: KnowledgeIndex, text: str,
+                                                                      tokens: list[str]) -> None:
+    assert wiki_index.whoosh.analyze(text) == tokens

@@ -299,3 +299,47 @@ def test_a_folder_source_is_named_after_its_folder(tmp_path: Path, folder: str, 
     root.mkdir()
     assert FolderSource(root).name == name == folder_source_name(root)
     assert FolderSource(root, name="kb").name == "kb"
+
+
+# -- text that reads as written --------------------------------------------------------------------
+
+def test_a_hard_wrapped_paragraph_is_read_as_one_line(tmp_path: Path) -> None:
+    (tmp_path / "leave.md").write_text(
+        "# Leave\n\nCaregivers can take up to 16 weeks of paid leave once they have\nbeen employed for "
+        "12 months.\nAsk People Ops first.\n\n- a list item that wraps\n  onto a second line\n- second\n\n"
+        "| Code | Fix |\n|---|---|\n| E42 | Restart |\n", encoding="utf-8")
+    text = _docs(FolderSource(tmp_path))["leave.md"].text
+    assert ("Caregivers can take up to 16 weeks of paid leave once they have been employed for 12 months. "
+            "Ask People Ops first.") in text
+    assert "- a list item that wraps onto a second line\n- second" in text
+    assert "| Code | Fix |\n|---|---|\n| E42 | Restart |" in text  # tables keep their rows
+
+
+def test_a_setext_heading_becomes_an_atx_heading() -> None:
+    assert clean_markdown("Travel\n======\n\nBook early.\n\nHotels\n------\n\nUse Navan.") == \
+        "# Travel\n\nBook early.\n\n## Hotels\n\nUse Navan."
+
+
+def test_template_shortcodes_are_stripped_keeping_their_visible_text(tmp_path: Path) -> None:
+    (tmp_path / "help.md").write_text(
+        "# Help\n\nAsk in {% slack_channel \"#help\" %} or read {% page \"Travel policy\" %}.\n"
+        "{% if site.beta %}\nBeta users see {{ site.beta_name }} this {{< hint info >}}note{{< /hint >}}.\n"
+        "{% endif %}\n{% include \"footer.html\" %}\nUnexpanded {{Infobox|x=1}} wiki template.\n\n"
+        "Inline `{{ keep.me }}` stays.\n\n```yaml\nrun: {{ github.run_id }}\n```\n", encoding="utf-8")
+    text = _docs(FolderSource(tmp_path))["help.md"].text
+    assert "Ask in #help or read Travel policy." in text
+    assert "Beta users see  this note." in text
+    assert "footer" not in text and "{%" not in text and "Infobox" not in text and "{{<" not in text
+    assert "`{{ keep.me }}`" in text and "run: {{ github.run_id }}" in text  # code shows the syntax on purpose
+
+
+def test_an_mdx_page_is_read_without_its_jsx(tmp_path: Path) -> None:
+    (tmp_path / "expenses.mdx").write_text(
+        "---\ntitle: Expenses\n---\nimport { Callout } from '../components'\nexport const meta = {\n  owner: 'finance',\n}\n\n"
+        "# Expenses\n\n<Callout type=\"warning\" onClick={() => go(\"a>b\")}>\nSubmit receipts within 30 days.\n"
+        "</Callout>\n\nPress <Kbd>Ctrl</Kbd> to copy {/* hidden */}. <Card title=\"x\" />\n", encoding="utf-8")
+    doc = _docs(FolderSource(tmp_path))["expenses.mdx"]
+    assert doc.title == "Expenses"
+    assert "Submit receipts within 30 days." in doc.text and "Press Ctrl to copy" in doc.text
+    for leftover in ("import", "export", "Callout", "Kbd", "Card", "hidden", "{", "<"):
+        assert leftover not in doc.text, leftover

@@ -38,6 +38,17 @@ __all__ = ["WhooshStore"]
 log = logging.getLogger(__name__)
 
 FIELD_WEIGHTS = {"title": 2, "headings": 2, "body": 1}
+#: A token: letters and digits, joined by inner dots or underscores (``v1.2.3``, ``user_id``, ``e.g``). No
+#: Markdown punctuation ever belongs to one (``passcode.**`` is ``passcode``, ``_foo_`` is ``foo``), while
+#: ``E42``, ``/genie`` (``genie``), ``#help`` (``help``) and ``foo-bar`` (``foo`` and ``bar``) stay searchable.
+#: (Whoosh's default pattern, ``[\w\*]+(\.?[\w\*]+)*``, keeps asterisks and underscores.)
+TOKEN_PATTERN = r"[^\W_]+(?:(?:\.|_+)[^\W_]+)*"
+
+
+def analyzer() -> StemmingAnalyzer:
+    """The analyzer of the ``content`` field and of queries: :data:`TOKEN_PATTERN` tokens, lower-cased,
+    stop words removed, Porter stems."""
+    return StemmingAnalyzer(expression=TOKEN_PATTERN)
 
 
 class _PreloadedOr(Or):
@@ -48,7 +59,7 @@ class _PreloadedOr(Or):
 
 
 def _schema() -> fields.Schema:
-    ana = StemmingAnalyzer()
+    ana = analyzer()
     return fields.Schema(
         chunk_id=fields.ID(stored=True, unique=True, sortable=True),
         doc_key=fields.ID(stored=True),
@@ -86,7 +97,7 @@ class WhooshStore:
         self.max_terms = max_terms
         self.max_df_ratio = max_df_ratio
         self.prune_min_docs = prune_min_docs
-        self._analyzer = StemmingAnalyzer()
+        self._analyzer = analyzer()
         self._lock = threading.Lock()
         self._guard = StoreGuard("the BM25 index", self.path, REBUILD_STORE)
         with self._guard():
