@@ -58,7 +58,7 @@ def test_example_wiki_chunks_are_bounded_and_ordered(wiki_chunks: dict[str, list
         for c in chunks:
             assert c.text.strip()
             assert len(c.text) <= CFG.max_chars, (doc_id, c.section, len(c.text))
-            assert c.doc_id == doc_id and c.key == f"folder:{doc_id}"
+            assert c.doc_id == doc_id and c.key == f"wiki:{doc_id}"  # a folder source is named after its folder
 
 
 def test_handbook_sized_sections_give_chunks_of_the_documented_sizes(wiki_chunks: dict[str, list[Chunk]]) -> None:
