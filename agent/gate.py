@@ -20,6 +20,11 @@ Policy (``GateConfig``):
   supporting chunk is the dense retriever's first, at least ``semantic_floor`` and at least
   ``standout_margin`` above the median cosine of everything retrieved. Terms the corpus does not
   contain at all (typos, chat words, a paraphrase's own words) are left to the dense similarity.
+  Not even that passes when a passage in the window that does *not* support has the term in its
+  section headings ("FSA and HSA" for "how much goes into my HSA?"): the corpus has a section on
+  what was asked, in the user's own word, and it is not what answers; the closest passages that
+  do are about something else (a near miss, not a paraphrase). A term found only in a passage's
+  body is not enough for this (an incidental example such as "a $6 usb cable" appears in tables).
 - **The answer type must be quoted** (:mod:`agent.answertype`): a question asking how many, how
   much, how long, when, who or where needs a supporting sentence that states a number, an amount, a
   period, a time, a person or a place. No route skips this.
@@ -143,6 +148,10 @@ class EvidenceGate:
         self.config = config
         self.analyze = analyze
 
+    def headings(self, e: Evidence) -> set[str]:
+        """Analysed terms of chunk ``e``'s section headings (not its page title)."""
+        return set(self.analyze(" ".join(e.chunk.section_path)))
+
     def read(self, e: Evidence, terms: KeyTerms) -> Reading:
         """How the gate reads chunk ``e`` for a question with key terms ``terms`` (see the module docstring)."""
         c = e.chunk
@@ -207,8 +216,11 @@ class EvidenceGate:
             return refuse(f"no supporting passage states the {terms.answer_type} asked for")
         spec_ok = not specific or specific[0] in covered
         paraphrase, margin_k = self._strong_paraphrase(evidence)
-        features.update(specific_found=spec_ok, margin_k=round(margin_k, 4))
-        if cfg.require_specific and not spec_ok and not paraphrase:
+        # The asked-for term heads a section retrieved next to the support, which does not support: the
+        # corpus has a section on it that does not answer (a near miss, not a paraphrase).
+        beside = not spec_ok and any(specific[0] in self.headings(e) for e in considered if e not in support)
+        features.update(specific_found=spec_ok, margin_k=round(margin_k, 4), specific_beside=beside)
+        if cfg.require_specific and not spec_ok and (not paraphrase or beside):
             return refuse(f"no supporting passage mentions {specific[0]!r}, the question's most specific term")
         if len(support) >= cfg.min_citations:
             return GateVerdict(True, support, coverage, False, missing,

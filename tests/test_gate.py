@@ -145,6 +145,24 @@ def test_a_paraphrase_that_stands_out_answers_without_the_specific_term() -> Non
     assert not level.sufficient and "most specific term" in level.reason
 
 
+def test_a_section_on_the_missing_term_beside_the_support_is_a_near_miss() -> None:
+    q = corpus_terms("how much does acme put into my HSA each year?", {"acm": 700, "hsa": 3, "put": 60, "year": 90})
+    assert q.specific[0] == "hsa"
+    support = [ev("The visiting grant pays up to $150 per year.", 0.46, 1),
+               ev("Paid time off: a 1 month sabbatical every 2 years.", 0.45, 2)]
+    low = [ev(f"Travel note {i}: book economy.", 0.30, 20 + i) for i in range(5)]
+    paraphrase = GATE.judge([*support, *low], q)
+    assert paraphrase.sufficient  # the closest passages stand out: a paraphrase may pass without "HSA"
+    hsa = Chunk("c" + "9" * 31, "folder", "benefits.md", "Benefits", ("Health insurance", "FSA and HSA"), "",
+                "Team members on the high deductible plan can open one, subject to IRS limits.")
+    near_miss = GATE.judge([*support, Evidence(hsa, 0.3, {"dense": 3, "bm25": 2}, {}, 0.39), *low], q)
+    assert not near_miss.sufficient and "'hsa'" in near_miss.reason
+    in_a_body = Chunk("c" + "8" * 31, "folder", "hardware.md", "Hardware", ("Accessories",), "",
+                      "Cables, HSA adapters and the like are small items.")
+    incidental = GATE.judge([*support, Evidence(in_a_body, 0.3, {"dense": 3, "bm25": 2}, {}, 0.39), *low], q)
+    assert incidental.sufficient  # only a section *on* the term makes the near miss
+
+
 def test_the_answer_type_must_be_quoted() -> None:
     q = corpus_terms("how much is the coworking budget?", {"cowork": 4, "budget": 40})
     assert q.answer_type == "amount"
