@@ -32,7 +32,12 @@ Policy (``GateConfig``):
   supporting chunk (**single-source exception**) when that chunk holds at least
   ``strong_coverage`` of the question's specific terms and either its cosine is at least
   ``strong_single`` or both retrievers rank it among their top ``agreement_rank``; or when it stands
-  out (cosine at least ``semantic_floor`` and ``standout_margin`` over the median). The two
+  out (cosine at least ``semantic_floor`` and ``standout_margin`` over the median); or when two
+  rank signals agree (**ranked route**): both retrievers rank it among their top ``agreement_rank``
+  and the closest passage stands out from the ``margin_rank``-th by ``paraphrase_margin`` (the
+  paraphrase signal, calibrated per corpus). A chat question's absolute cosine runs low on some
+  corpora while its answer is still first in both rankings; a near miss rarely has both (its
+  closest passages are equally close, or the two retrievers pick different ones). The two
   requirements above hold on every route.
 - Cosine floors are absolute by default; :mod:`agent.calibration` refits them per corpus from
   self-made probes (stored with the index) because MiniLM's cosines shift with the corpus and the
@@ -232,8 +237,11 @@ class EvidenceGate:
         agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
         strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
         standout = cos >= cfg.semantic_floor and cos - median >= cfg.standout_margin
-        if strong or standout:
-            why = "strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
+        ranked = agree and paraphrase
+        if strong or standout or ranked:
+            why = ("strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
+                   if standout else f"ranked top {cfg.agreement_rank} by both retrievers, {margin_k:+.2f} over the "
+                   f"{cfg.margin_rank}th closest")
             return GateVerdict(True, [e], terms.coverage(own_terms), True, terms.missing(own_terms),
                                f"one source, {why} (single-source exception)", top_cos, features)
         return refuse(f"only {len(support)} supporting passage, {cfg.min_citations} needed")

@@ -163,6 +163,20 @@ def test_a_section_on_the_missing_term_beside_the_support_is_a_near_miss() -> No
     assert incidental.sufficient  # only a section *on* the term makes the near miss
 
 
+def test_one_passage_first_in_both_rankings_that_stands_out_answers_alone() -> None:
+    q = corpus_terms("a teammate lives near me, does acme chip in if i go visit them?",
+                     {"acm": 700, "chip": 2, "near": 8, "teammat": 12, "live": 30, "visit": 20})
+    grant = "If you visit other team members, Acme pays travel up to $150 per teammate."
+    below = [ev(f"Moving between countries, part {i}.", 0.37 - i / 100, 10 + i) for i in range(6)]
+    ranked = GATE.judge([ev(grant, 0.44, 1, dense=2, bm25=2), *below], q)
+    assert ranked.sufficient and ranked.single_source and "both retrievers" in ranked.reason
+    one_ranking = GATE.judge([ev(grant, 0.44, 1, dense=2, bm25=9), *below], q)
+    assert not one_ranking.sufficient  # only the dense retriever puts it first
+    level = [ev(f"Moving between countries, part {i}.", 0.42 - i / 1000, 10 + i) for i in range(6)]
+    crowded = GATE.judge([ev(grant, 0.44, 1, dense=2, bm25=2), *level], q)
+    assert not crowded.sufficient  # ranked first by both, but no closer than its neighbours
+
+
 def test_the_answer_type_must_be_quoted() -> None:
     q = corpus_terms("how much is the coworking budget?", {"cowork": 4, "budget": 40})
     assert q.answer_type == "amount"
