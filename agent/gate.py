@@ -48,6 +48,7 @@ Policy (``GateConfig``):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -58,6 +59,8 @@ from .terms import KeyTerms
 from .text import sentence_spans
 
 __all__ = ["EvidenceGate", "GateConfig", "GateVerdict", "Reading"]
+
+_NUMERIC_TOKEN = re.compile(r"[\w$€£%.,/-]*\d[\w$€£%.,/-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +176,16 @@ class EvidenceGate:
         got = set(context)
         for _, _, _, st in quoted:
             got |= st
-        typed = any(states_type(text, terms.answer_type) for _, _, text, _ in quoted)
+        numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
+        typed = any(states_type(self._unasked(text, numeric), terms.answer_type) for _, _, text, _ in quoted)
         return Reading(frozenset(got), typed, tuple(text for _, _, text, _ in quoted))
+
+    def _unasked(self, text: str, numeric: set[str]) -> str:
+        """``text`` without the numbers the question itself names ("401k" states no amount for "the 401k match")."""
+        if not numeric:
+            return text
+        return _NUMERIC_TOKEN.sub(lambda m: " " if set(self.analyze(m.group())) <= numeric and self.analyze(m.group())
+                                  else m.group(), text)
 
     def judge(self, evidence: list[Evidence], terms: KeyTerms) -> GateVerdict:
         """Decide whether ``evidence`` answers a question with key terms ``terms``."""

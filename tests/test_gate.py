@@ -179,11 +179,11 @@ def test_one_passage_first_in_both_rankings_that_stands_out_answers_alone() -> N
 
 def test_the_answer_type_must_be_quoted() -> None:
     q = corpus_terms("how much is the coworking budget?", {"cowork": 4, "budget": 40})
-    assert q.answer_type == "amount"
+    assert q.answer_type == "money"
     vague = [ev("Coworking spaces can be expensed against your budget.", 0.60, 1),
              ev("Ask your manager before booking a coworking budget.", 0.55, 2), *FILLER]
     v = GATE.judge(vague, q)
-    assert not v.sufficient and "amount" in v.reason
+    assert not v.sufficient and "money" in v.reason
     stated = GATE.judge([ev("The coworking budget is $200 a month.", 0.60, 1), *vague[1:]], q)
     assert stated.sufficient
 
@@ -212,3 +212,32 @@ def test_answer_types_are_detected_by_rule() -> None:
     assert states_type("We promise 99.9% uptime.", "percent") and not states_type("Uptime is high.", "percent")
     assert states_type("See #announce-company.", "place") and states_type("Ask the Head of Security.", "person")
     assert states_type("The offsite is in Lisbon, Portugal.", "place") and not states_type("It is in the usual spot.", "place")
+
+
+def test_money_questions_need_money_stated() -> None:
+    from agent.answertype import asked_type, states_type
+
+    assert asked_type("whats the budget for team dinners at the offsite?") == "money"
+    assert asked_type("whats the most i can spend on a laptop?") == "money"
+    assert asked_type("how many laptops can i get?") == "amount"  # a count, not money
+    assert states_type("Dinners are covered up to $150 a person.", "money")
+    assert states_type("A Health Insurance Allowance of 7,000.00 MXN per month.", "money")
+    assert not states_type("The offsite happens every nine months.", "money")
+    q = corpus_terms("whats the budget for team dinners at the offsite?", {"budget": 4, "dinner": 5, "offsit": 6})
+    every_nine = [ev("Dinners at the offsite: the team meets every nine months for a budget review.", 0.60, 1),
+                  ev("Offsite dinners bring 3 teams together, within the budget.", 0.58, 2), *FILLER]
+    v = GATE.judge(every_nine, q)
+    assert not v.sufficient and "money" in v.reason
+    priced = GATE.judge([ev("The offsite dinner budget is $80 a person.", 0.60, 1), *every_nine[1:]], q)
+    assert priced.sufficient
+
+
+def test_a_number_the_question_names_is_not_the_answer() -> None:
+    q = corpus_terms("how much is the 401k match?", {"401k": 3, "match": 30})
+    assert q.answer_type == "amount"
+    plan = [ev("The 401k match is set by the plan administrator.", 0.60, 1),
+            ev("Ask about the 401k match during open enrolment.", 0.58, 2), *FILLER]
+    v = GATE.judge(plan, q)
+    assert not v.sufficient and "amount" in v.reason
+    stated = GATE.judge([ev("The 401k match is 4% of salary.", 0.60, 1), *plan[1:]], q)
+    assert stated.sufficient
