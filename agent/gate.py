@@ -155,6 +155,7 @@ class EvidenceGate:
     def __init__(self, config: GateConfig, analyze: Callable[[str], list[str]]) -> None:
         self.config = config
         self.analyze = analyze
+        self._cache: dict[tuple, tuple[frozenset[str], list[tuple[str, frozenset[str]]]]] = {}
 
     def headings(self, e: Evidence) -> set[str]:
         """Analysed terms of chunk ``e``'s section headings (not its page title)."""
@@ -162,15 +163,9 @@ class EvidenceGate:
 
     def read(self, e: Evidence, terms: KeyTerms) -> Reading:
         """How the gate reads chunk ``e`` for a question with key terms ``terms`` (see the module docstring)."""
-        c = e.chunk
-        context = set(self.analyze(f"{c.title}\n{' '.join(c.section_path)}"))
+        context, sentences = self._sentences(e)
         info = terms.informative
-        scored = []
-        for i, span in enumerate(sentence_spans(c.text) or []):
-            st = set(self.analyze(span.text))
-            scored.append((-sum(w for t, w in info.items() if t in st), i, span.text, st))
-        if not scored and c.text.strip():
-            scored.append((0.0, 0, c.text, set(self.analyze(c.text))))
+        scored = [(-sum(w for t, w in info.items() if t in st), i, text, st) for i, (text, st) in enumerate(sentences)]
         scored.sort(key=lambda x: (x[0], x[1]))
         quoted = scored[: self.config.quoted_sentences]
         got = set(context)
@@ -179,6 +174,22 @@ class EvidenceGate:
         numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
         typed = any(states_type(self._unasked(text, numeric), terms.answer_type) for _, _, text, _ in quoted)
         return Reading(frozenset(got), typed, tuple(text for _, _, text, _ in quoted))
+
+    def _sentences(self, e: Evidence) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
+        """Chunk ``e``'s analysed headings and its sentences with their analysed terms, cached by chunk id
+        (a retry re-reads mostly the same chunks; the cache holds at most 2,048 chunks)."""
+        c = e.chunk
+        key = (c.chunk_id, c.title, c.section_path, c.text)  # a re-indexed chunk with new text is read anew
+        got = self._cache.get(key)
+        if got is None:
+            context = frozenset(self.analyze(f"{c.title}\n{' '.join(c.section_path)}"))
+            sentences = [(span.text, frozenset(self.analyze(span.text))) for span in sentence_spans(c.text) or []]
+            if not sentences and c.text.strip():
+                sentences = [(c.text, frozenset(self.analyze(c.text)))]
+            if len(self._cache) >= 2048:
+                self._cache.clear()
+            got = self._cache[key] = (context, sentences)
+        return got
 
     def _unasked(self, text: str, numeric: set[str]) -> str:
         """``text`` without the numbers the question itself names ("401k" states no amount for "the 401k match")."""

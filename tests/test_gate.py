@@ -241,3 +241,13 @@ def test_a_number_the_question_names_is_not_the_answer() -> None:
     assert not v.sufficient and "amount" in v.reason
     stated = GATE.judge([ev("The 401k match is 4% of salary.", 0.60, 1), *plan[1:]], q)
     assert stated.sufficient
+
+
+def test_a_chunk_whose_text_changed_is_read_anew() -> None:
+    gate = EvidenceGate(GateConfig(), analyze)
+    q = terms("what is the home office budget?")
+    old = ev("The home office budget is generous.", 0.62, 1)
+    assert gate.read(old, q).quoted == ("The home office budget is generous.",)
+    new = ev("The home office budget is $1,500.", 0.62, 1)  # the same chunk id, re-indexed with new text
+    assert new.chunk.chunk_id == old.chunk.chunk_id
+    assert gate.read(new, q).quoted == ("The home office budget is $1,500.",) and gate.read(new, q).typed
