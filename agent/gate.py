@@ -27,7 +27,9 @@ Policy (``GateConfig``):
   body is not enough for this (an incidental example such as "a $6 usb cable" appears in tables).
 - **The answer type must be quoted** (:mod:`agent.answertype`): a question asking how many, how
   much, how long, when, who or where needs a supporting sentence that states a number, an amount, a
-  period, a time, a person or a place. No route skips this.
+  period, a time, a person or a place (a budget or price question: a sum of money, not a bare
+  number). Numbers the question itself names are masked first ("401k" does not state the match
+  asked about). No route skips this.
 - The gate passes when at least ``min_citations`` distinct chunks support the question, or with one
   supporting chunk (**single-source exception**) when that chunk holds at least
   ``strong_coverage`` of the question's specific terms and either its cosine is at least
