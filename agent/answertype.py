@@ -52,12 +52,12 @@ _ASKS = {
     "duration": re.compile(r"\bhow (?:long|soon|quickly|fast|often|far in advance)\b|"
                            rf"\bhow many {_UNITS}\b|\bhow much (?:time|notice|leave|advance)\b", re.I),
     "amount": re.compile(r"\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|%|\bpercent(?:age)?\b|"
-                         r"\b(?:what|whats|what's|is there an?|any)\s+(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|"
+                         r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|"
                          r"max|maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b",
                          re.I),
     # An amount asked about money (a budget, a price, what is paid): the coarse "amount" with a money word.
     "money": re.compile(r"^(?=.*(?:\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|"
-                        r"\b(?:what|whats|what's|is there an?|any)\s+(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|max|"
+                        r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|max|"
                         r"maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b))"
                         r"(?=.*(?:\$|€|£|\b(?:budget|costs?|price[sd]?|pay|paid|pays|spend|spent|stipend|allowance|salary|"
                         r"fees?|reimburs\w*|expens\w*|per diem|bonus|dollars?|euros?|money)\b))", re.I | re.S),

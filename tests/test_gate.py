@@ -220,6 +220,7 @@ def test_money_questions_need_money_stated() -> None:
     assert asked_type("whats the budget for team dinners at the offsite?") == "money"
     assert asked_type("whats the most i can spend on a laptop?") == "money"
     assert asked_type("how many laptops can i get?") == "amount"  # a count, not money
+    assert asked_type("what is the home office budget?") == "money"  # "is the" does not hide the ask
     assert states_type("Dinners are covered up to $150 a person.", "money")
     assert states_type("A Health Insurance Allowance of 7,000.00 MXN per month.", "money")
     assert not states_type("The offsite happens every nine months.", "money")
