@@ -1,7 +1,8 @@
 """What kind of answer a question asks for, and whether a sentence states one.
 
 Rule-based, in the manner of the answer-type taxonomies of open-domain QA (Li & Roth 2002, "Learning
-Question Classifiers"), reduced to the five types a handbook question asks for and an extractive
+Question Classifiers"), reduced to the types a handbook question asks for (money is the answer-type taxonomy's NUM:money,
+split from the other amounts because a budget question answered by a count or a period is a near miss) and an extractive
 answer can show:
 
 =============  ======================================================  ==========================================
@@ -11,6 +12,10 @@ type           asked by                                                 stated b
                price, budget, limit, max/min, cap, allowance, match,     word (``two``, ``half``, ``double``) or an
                stipend, salary, bonus amount, per diem                   unbounded amount (``unlimited``, ``free``,
                                                                         ``fully``, ``no limit``)
+``money``      an ``amount`` question about money (budget, cost, price,  a currency sign or code (``$``, ``MXN``), a
+               pay, spend, stipend, fee, expense, bonus); "what's the     percentage, or an unbounded amount
+               most ..."                                                 (``unlimited``, ``in full``, ``at cost``);
+                                                                        a bare number ("every nine months") is not
 ``duration``   how long / how soon / how quickly / how fast / how often  a number or number word, or a period or
                / how far in advance; how many days/weeks...              frequency word (``weekly``, ``a month``,
                                                                         ``immediately``, ``within``)
@@ -25,7 +30,9 @@ type           asked by                                                 stated b
 =============  ======================================================  ==========================================
 
 A question asks for at most one type (the first that matches, in the order of the table's
-specificity: duration before amount, since "how many days" asks for a period). Yes/no and "how do
+specificity: duration before money before amount, since "how many days" asks for a period).
+The gate masks the numbers the question itself names before asking whether a sentence states a
+type ("the 401k match" is not answered by "401k"). Yes/no and "how do
 I" questions ask for none, and the gate does not check them. The tests in ``tests/test_gate.py``
 hold each row.
 """
@@ -36,7 +43,7 @@ import re
 
 __all__ = ["asked_type", "states_type", "ANSWER_TYPES"]
 
-ANSWER_TYPES = ("percent", "duration", "amount", "time", "person", "place")
+ANSWER_TYPES = ("percent", "duration", "money", "amount", "time", "person", "place")
 
 _UNIT_WORDS = r"seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|quarters?|years?|yrs?"
 _UNITS = rf"(?:{_UNIT_WORDS})"
@@ -44,10 +51,16 @@ _ASKS = {
     "percent": re.compile(r"%|\bpercent(?:age)?\b|\bwhat share\b", re.I),
     "duration": re.compile(r"\bhow (?:long|soon|quickly|fast|often|far in advance)\b|"
                            rf"\bhow many {_UNITS}\b|\bhow much (?:time|notice|leave|advance)\b", re.I),
-    "amount": re.compile(r"\bhow (?:many|much)\b|%|\bpercent(?:age)?\b|"
-                         r"\b(?:what|whats|what's|is there an?|any)\s+(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|"
+    "amount": re.compile(r"\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|%|\bpercent(?:age)?\b|"
+                         r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|"
                          r"max|maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b",
                          re.I),
+    # An amount asked about money (a budget, a price, what is paid): the coarse "amount" with a money word.
+    "money": re.compile(r"^(?=.*(?:\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|"
+                        r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|max|"
+                        r"maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b))"
+                        r"(?=.*(?:\$|€|£|\b(?:budget|costs?|price[sd]?|pay|paid|pays|spend|spent|stipend|allowance|salary|"
+                        r"fees?|reimburs\w*|expens\w*|per diem|bonus|dollars?|euros?|money)\b))", re.I | re.S),
     "time": re.compile(r"\bwhen\b|\b(?:what|which) (?:day|date|time|weekday|month)\b|\bpayday\b", re.I),
     "person": re.compile(r"\bwho(?:m|'s|s)?\b|\b(?:which|what) (?:team|person|people|group|role)\b", re.I),
     "place": re.compile(r"\bwhere(?:'s|s)?\b|\b(?:which|what) (?:channel|link|url|page|site|folder|repo|doc)\b", re.I),
@@ -57,6 +70,9 @@ _NUMBER_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelv
 _NUMBER = rf"\d|[$€£¥₹]|%|\b(?:{_NUMBER_WORDS})\b"
 _STATES = {
     "percent": re.compile(r"\d\s?%|\bpercent\b|\bper cent\b|\bhalf\b|\bfull\b|\ball\b|\bnone\b", re.I),
+    "money": re.compile(r"[$€£¥₹]|\d\s?%|\b\d[\d,.]*\s?(?:k|K|m|M)?\s?(?:USD|EUR|GBP|CAD|AUD|MXN|INR|BRL|CHF|JPY|dollars?|"
+                        r"euros?|pounds?)\b|\b(?:USD|EUR|GBP|CAD|AUD|MXN|INR|BRL|CHF|JPY)\s?\d|\b(?:unlimited|free of charge|"
+                        r"for free|no (?:limit|cap|maximum)|full cost|in full|at cost|actual cost)\b", re.I),
     "amount": re.compile(rf"{_NUMBER}|\b(?:unlimited|free|fully|no (?:limit|cap|maximum)|full cost|covered|"
                          r"reimburs\w*|paid in full)\b", re.I),
     "duration": re.compile(rf"{_NUMBER}|\b(?:an?|per|each|every|within|until|after|before)\s+{_UNITS}\b|"

@@ -20,14 +20,26 @@ Policy (``GateConfig``):
   supporting chunk is the dense retriever's first, at least ``semantic_floor`` and at least
   ``standout_margin`` above the median cosine of everything retrieved. Terms the corpus does not
   contain at all (typos, chat words, a paraphrase's own words) are left to the dense similarity.
+  Not even that passes when a passage in the window that does *not* support has the term in its
+  section headings ("FSA and HSA" for "how much goes into my HSA?"): the corpus has a section on
+  what was asked, in the user's own word, and it is not what answers; the closest passages that
+  do are about something else (a near miss, not a paraphrase). A term found only in a passage's
+  body is not enough for this (an incidental example such as "a $6 usb cable" appears in tables).
 - **The answer type must be quoted** (:mod:`agent.answertype`): a question asking how many, how
   much, how long, when, who or where needs a supporting sentence that states a number, an amount, a
-  period, a time, a person or a place. No route skips this.
+  period, a time, a person or a place (a budget or price question: a sum of money, not a bare
+  number). Numbers the question itself names are masked first ("401k" does not state the match
+  asked about). No route skips this.
 - The gate passes when at least ``min_citations`` distinct chunks support the question, or with one
   supporting chunk (**single-source exception**) when that chunk holds at least
   ``strong_coverage`` of the question's specific terms and either its cosine is at least
   ``strong_single`` or both retrievers rank it among their top ``agreement_rank``; or when it stands
-  out (cosine at least ``semantic_floor`` and ``standout_margin`` over the median). The two
+  out (cosine at least ``semantic_floor`` and ``standout_margin`` over the median); or when two
+  rank signals agree (**ranked route**): both retrievers rank it among their top ``agreement_rank``
+  and the closest passage stands out from the ``margin_rank``-th by ``paraphrase_margin`` (the
+  paraphrase signal, calibrated per corpus). A chat question's absolute cosine runs low on some
+  corpora while its answer is still first in both rankings; a near miss rarely has both (its
+  closest passages are equally close, or the two retrievers pick different ones). The two
   requirements above hold on every route.
 - Cosine floors are absolute by default; :mod:`agent.calibration` refits them per corpus from
   self-made probes (stored with the index) because MiniLM's cosines shift with the corpus and the
@@ -38,6 +50,7 @@ Policy (``GateConfig``):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -48,6 +61,8 @@ from .terms import KeyTerms
 from .text import sentence_spans
 
 __all__ = ["EvidenceGate", "GateConfig", "GateVerdict", "Reading"]
+
+_NUMERIC_TOKEN = re.compile(r"[\w$€£%.,/-]*\d[\w$€£%.,/-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,25 +157,48 @@ class EvidenceGate:
     def __init__(self, config: GateConfig, analyze: Callable[[str], list[str]]) -> None:
         self.config = config
         self.analyze = analyze
+        self._cache: dict[tuple, tuple[frozenset[str], list[tuple[str, frozenset[str]]]]] = {}
+
+    def headings(self, e: Evidence) -> set[str]:
+        """Analysed terms of chunk ``e``'s section headings (not its page title)."""
+        return set(self.analyze(" ".join(e.chunk.section_path)))
 
     def read(self, e: Evidence, terms: KeyTerms) -> Reading:
         """How the gate reads chunk ``e`` for a question with key terms ``terms`` (see the module docstring)."""
-        c = e.chunk
-        context = set(self.analyze(f"{c.title}\n{' '.join(c.section_path)}"))
+        context, sentences = self._sentences(e)
         info = terms.informative
-        scored = []
-        for i, span in enumerate(sentence_spans(c.text) or []):
-            st = set(self.analyze(span.text))
-            scored.append((-sum(w for t, w in info.items() if t in st), i, span.text, st))
-        if not scored and c.text.strip():
-            scored.append((0.0, 0, c.text, set(self.analyze(c.text))))
+        scored = [(-sum(w for t, w in info.items() if t in st), i, text, st) for i, (text, st) in enumerate(sentences)]
         scored.sort(key=lambda x: (x[0], x[1]))
         quoted = scored[: self.config.quoted_sentences]
         got = set(context)
         for _, _, _, st in quoted:
             got |= st
-        typed = any(states_type(text, terms.answer_type) for _, _, text, _ in quoted)
+        numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
+        typed = any(states_type(self._unasked(text, numeric), terms.answer_type) for _, _, text, _ in quoted)
         return Reading(frozenset(got), typed, tuple(text for _, _, text, _ in quoted))
+
+    def _sentences(self, e: Evidence) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
+        """Chunk ``e``'s analysed headings and its sentences with their analysed terms, cached by chunk id
+        (a retry re-reads mostly the same chunks; the cache holds at most 2,048 chunks)."""
+        c = e.chunk
+        key = (c.chunk_id, c.title, c.section_path, c.text)  # a re-indexed chunk with new text is read anew
+        got = self._cache.get(key)
+        if got is None:
+            context = frozenset(self.analyze(f"{c.title}\n{' '.join(c.section_path)}"))
+            sentences = [(span.text, frozenset(self.analyze(span.text))) for span in sentence_spans(c.text) or []]
+            if not sentences and c.text.strip():
+                sentences = [(c.text, frozenset(self.analyze(c.text)))]
+            if len(self._cache) >= 2048:
+                self._cache.clear()
+            got = self._cache[key] = (context, sentences)
+        return got
+
+    def _unasked(self, text: str, numeric: set[str]) -> str:
+        """``text`` without the numbers the question itself names ("401k" states no amount for "the 401k match")."""
+        if not numeric:
+            return text
+        return _NUMERIC_TOKEN.sub(lambda m: " " if set(self.analyze(m.group())) <= numeric and self.analyze(m.group())
+                                  else m.group(), text)
 
     def judge(self, evidence: list[Evidence], terms: KeyTerms) -> GateVerdict:
         """Decide whether ``evidence`` answers a question with key terms ``terms``."""
@@ -207,8 +245,11 @@ class EvidenceGate:
             return refuse(f"no supporting passage states the {terms.answer_type} asked for")
         spec_ok = not specific or specific[0] in covered
         paraphrase, margin_k = self._strong_paraphrase(evidence)
-        features.update(specific_found=spec_ok, margin_k=round(margin_k, 4))
-        if cfg.require_specific and not spec_ok and not paraphrase:
+        # The asked-for term heads a section retrieved next to the support, which does not support: the
+        # corpus has a section on it that does not answer (a near miss, not a paraphrase).
+        beside = not spec_ok and any(specific[0] in self.headings(e) for e in considered if e not in support)
+        features.update(specific_found=spec_ok, margin_k=round(margin_k, 4), specific_beside=beside)
+        if cfg.require_specific and not spec_ok and (not paraphrase or beside):
             return refuse(f"no supporting passage mentions {specific[0]!r}, the question's most specific term")
         if len(support) >= cfg.min_citations:
             return GateVerdict(True, support, coverage, False, missing,
@@ -220,8 +261,11 @@ class EvidenceGate:
         agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
         strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
         standout = cos >= cfg.semantic_floor and cos - median >= cfg.standout_margin
-        if strong or standout:
-            why = "strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
+        ranked = agree and paraphrase
+        if strong or standout or ranked:
+            why = ("strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
+                   if standout else f"ranked top {cfg.agreement_rank} by both retrievers, {margin_k:+.2f} over the "
+                   f"{cfg.margin_rank}th closest")
             return GateVerdict(True, [e], terms.coverage(own_terms), True, terms.missing(own_terms),
                                f"one source, {why} (single-source exception)", top_cos, features)
         return refuse(f"only {len(support)} supporting passage, {cfg.min_citations} needed")

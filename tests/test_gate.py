@@ -145,13 +145,45 @@ def test_a_paraphrase_that_stands_out_answers_without_the_specific_term() -> Non
     assert not level.sufficient and "most specific term" in level.reason
 
 
+def test_a_section_on_the_missing_term_beside_the_support_is_a_near_miss() -> None:
+    q = corpus_terms("how much does acme put into my HSA each year?", {"acm": 700, "hsa": 3, "put": 60, "year": 90})
+    assert q.specific[0] == "hsa"
+    support = [ev("The visiting grant pays up to $150 per year.", 0.46, 1),
+               ev("Paid time off: a 1 month sabbatical every 2 years.", 0.45, 2)]
+    low = [ev(f"Travel note {i}: book economy.", 0.30, 20 + i) for i in range(5)]
+    paraphrase = GATE.judge([*support, *low], q)
+    assert paraphrase.sufficient  # the closest passages stand out: a paraphrase may pass without "HSA"
+    hsa = Chunk("c" + "9" * 31, "folder", "benefits.md", "Benefits", ("Health insurance", "FSA and HSA"), "",
+                "Team members on the high deductible plan can open one, subject to IRS limits.")
+    near_miss = GATE.judge([*support, Evidence(hsa, 0.3, {"dense": 3, "bm25": 2}, {}, 0.39), *low], q)
+    assert not near_miss.sufficient and "'hsa'" in near_miss.reason
+    in_a_body = Chunk("c" + "8" * 31, "folder", "hardware.md", "Hardware", ("Accessories",), "",
+                      "Cables, HSA adapters and the like are small items.")
+    incidental = GATE.judge([*support, Evidence(in_a_body, 0.3, {"dense": 3, "bm25": 2}, {}, 0.39), *low], q)
+    assert incidental.sufficient  # only a section *on* the term makes the near miss
+
+
+def test_one_passage_first_in_both_rankings_that_stands_out_answers_alone() -> None:
+    q = corpus_terms("a teammate lives near me, does acme chip in if i go visit them?",
+                     {"acm": 700, "chip": 2, "near": 8, "teammat": 12, "live": 30, "visit": 20})
+    grant = "If you visit other team members, Acme pays travel up to $150 per teammate."
+    below = [ev(f"Moving between countries, part {i}.", 0.37 - i / 100, 10 + i) for i in range(6)]
+    ranked = GATE.judge([ev(grant, 0.44, 1, dense=2, bm25=2), *below], q)
+    assert ranked.sufficient and ranked.single_source and "both retrievers" in ranked.reason
+    one_ranking = GATE.judge([ev(grant, 0.44, 1, dense=2, bm25=9), *below], q)
+    assert not one_ranking.sufficient  # only the dense retriever puts it first
+    level = [ev(f"Moving between countries, part {i}.", 0.42 - i / 1000, 10 + i) for i in range(6)]
+    crowded = GATE.judge([ev(grant, 0.44, 1, dense=2, bm25=2), *level], q)
+    assert not crowded.sufficient  # ranked first by both, but no closer than its neighbours
+
+
 def test_the_answer_type_must_be_quoted() -> None:
     q = corpus_terms("how much is the coworking budget?", {"cowork": 4, "budget": 40})
-    assert q.answer_type == "amount"
+    assert q.answer_type == "money"
     vague = [ev("Coworking spaces can be expensed against your budget.", 0.60, 1),
              ev("Ask your manager before booking a coworking budget.", 0.55, 2), *FILLER]
     v = GATE.judge(vague, q)
-    assert not v.sufficient and "amount" in v.reason
+    assert not v.sufficient and "money" in v.reason
     stated = GATE.judge([ev("The coworking budget is $200 a month.", 0.60, 1), *vague[1:]], q)
     assert stated.sufficient
 
@@ -180,3 +212,43 @@ def test_answer_types_are_detected_by_rule() -> None:
     assert states_type("We promise 99.9% uptime.", "percent") and not states_type("Uptime is high.", "percent")
     assert states_type("See #announce-company.", "place") and states_type("Ask the Head of Security.", "person")
     assert states_type("The offsite is in Lisbon, Portugal.", "place") and not states_type("It is in the usual spot.", "place")
+
+
+def test_money_questions_need_money_stated() -> None:
+    from agent.answertype import asked_type, states_type
+
+    assert asked_type("whats the budget for team dinners at the offsite?") == "money"
+    assert asked_type("whats the most i can spend on a laptop?") == "money"
+    assert asked_type("how many laptops can i get?") == "amount"  # a count, not money
+    assert asked_type("what is the home office budget?") == "money"  # "is the" does not hide the ask
+    assert states_type("Dinners are covered up to $150 a person.", "money")
+    assert states_type("A Health Insurance Allowance of 7,000.00 MXN per month.", "money")
+    assert not states_type("The offsite happens every nine months.", "money")
+    q = corpus_terms("whats the budget for team dinners at the offsite?", {"budget": 4, "dinner": 5, "offsit": 6})
+    every_nine = [ev("Dinners at the offsite: the team meets every nine months for a budget review.", 0.60, 1),
+                  ev("Offsite dinners bring 3 teams together, within the budget.", 0.58, 2), *FILLER]
+    v = GATE.judge(every_nine, q)
+    assert not v.sufficient and "money" in v.reason
+    priced = GATE.judge([ev("The offsite dinner budget is $80 a person.", 0.60, 1), *every_nine[1:]], q)
+    assert priced.sufficient
+
+
+def test_a_number_the_question_names_is_not_the_answer() -> None:
+    q = corpus_terms("how much is the 401k match?", {"401k": 3, "match": 30})
+    assert q.answer_type == "amount"
+    plan = [ev("The 401k match is set by the plan administrator.", 0.60, 1),
+            ev("Ask about the 401k match during open enrolment.", 0.58, 2), *FILLER]
+    v = GATE.judge(plan, q)
+    assert not v.sufficient and "amount" in v.reason
+    stated = GATE.judge([ev("The 401k match is 4% of salary.", 0.60, 1), *plan[1:]], q)
+    assert stated.sufficient
+
+
+def test_a_chunk_whose_text_changed_is_read_anew() -> None:
+    gate = EvidenceGate(GateConfig(), analyze)
+    q = terms("what is the home office budget?")
+    old = ev("The home office budget is generous.", 0.62, 1)
+    assert gate.read(old, q).quoted == ("The home office budget is generous.",)
+    new = ev("The home office budget is $1,500.", 0.62, 1)  # the same chunk id, re-indexed with new text
+    assert new.chunk.chunk_id == old.chunk.chunk_id
+    assert gate.read(new, q).quoted == ("The home office budget is $1,500.",) and gate.read(new, q).typed
