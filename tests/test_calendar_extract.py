@@ -256,6 +256,10 @@ PHRASED = [
      ["team@example.com"], ZONE, WEEKDAYS),
     ("book a 1:1 with a@example.com every monday at 9am for 4 weeks", "1:1", "2026-11-23T09:00:00+01:00", None,
      ["a@example.com"], ZONE, "FREQ=WEEKLY;UNTIL=20261220T225959Z;BYDAY=MO"),
+    ("book a sync with a@example.com every monday at 9 until dec 20", "Sync", "2026-11-23T09:00:00+01:00", None,
+     ["a@example.com"], ZONE, "FREQ=WEEKLY;UNTIL=20261220T225959Z;BYDAY=MO"),
+    ("book a standup with a@example.com every weekday at 9:30 through the end of the year", "Standup",
+     "2026-11-20T09:30:00+01:00", None, ["a@example.com"], ZONE, "FREQ=WEEKLY;UNTIL=20261231T225959Z;BYDAY=MO,TU,WE,TH,FR"),
 ]
 
 
@@ -276,7 +280,9 @@ def test_requests_as_people_phrase_them(text: str, title: str, start: str, durat
     ("book a recurring sync with a@example.com tomorrow at 10", "how often it repeats"),
     ("book a weekly sync with a@example.com at 10", "which day at 10"),
     ("book a monthly review with a@example.com at 3pm", "which day at 3pm"),
-    ("book a weekly 1:1 with a@example.com on mondays", "a start time"),
+    ("book a weekly 1:1 with a@example.com on mondays", "a start time for the series"),
+    ("book a daily standup with a@example.com", "a start time for the series (\u201cdaily\u201d)"),
+    ("book a sync with a@example.com every monday at 9 until 2026-11-01", "before its first event"),
 ])
 def test_vague_series_still_ask_one_question(text: str, fragment: str) -> None:
     d = extract_event(text, now=LATER, timezone_name=ZONE)

@@ -300,9 +300,12 @@ class EventDraft:
         elif "time" in self.missing:
             day = self.date_phrase or "that day"
             vague = next((v for v in self.vague), "")
-            needs.append(f"a start time {day}" if day.split()[0].lower() in {"today", "tomorrow", "on", "in", "the",
-                                                                               "next", "this"}
-                         else f"a start time on {day}")
+            if self.recurring and not self.date_phrase:
+                needs.append(f"a start time for the series (\u201c{self.recurring}\u201d)")
+            else:
+                needs.append(f"a start time {day}" if day.split()[0].lower() in {"today", "tomorrow", "on", "in",
+                                                                                   "the", "next", "this"}
+                             else f"a start time on {day}")
             if vague:
                 needs[-1] += f" (\u201c{vague}\u201d is not specific enough)"
             example = " e.g. \u201cat 3pm\u201d"
@@ -587,9 +590,16 @@ def _series_start(draft: EventDraft, w: SeriesWords, day: date | None, kind: tup
     if start is None:
         draft.series_problem = f"{w.phrase} never falls on a day I can find"
         return
-    if w.span and not w.count:
+    until: date | None = None
+    if w.until and not w.count:
+        until = _last_day(w.until, now.astimezone(tz))
+        if until is None:
+            draft.series_problem = f"I can't read \u201c{w.until}\u201d as the last day"
+            return
+    elif w.span and not w.count:
         n, unit = w.span
         until = start.date() + (relativedelta(weeks=n) if unit == "weeks" else relativedelta(months=n)) - timedelta(days=1)
+    if until is not None:
         rule = build_rrule(w.freq, interval=w.interval, byday=byday, bymonthday=bymonthday, until=until)
     try:
         draft.recurrence = check_rrule(rule, start)
@@ -597,6 +607,20 @@ def _series_start(draft: EventDraft, w: SeriesWords, day: date | None, kind: tup
         draft.series_problem = str(exc)
         return
     draft.start = start
+
+
+def _last_day(phrase: str, local_now: datetime) -> date | None:
+    """The last day of a series from ``dec 20``, ``2027-01-31``, ``end of the year``/``month``/``march``."""
+    m = re.fullmatch(r"end\s+of\s+(?:the\s+)?(\w+)", phrase.strip(), re.I)
+    if m:
+        unit = m[1].lower()
+        if unit == "year":
+            return date(local_now.year, 12, 31)
+        first = local_now.date().replace(day=1) if unit == "month" else _parse_day(f"{unit} 1", local_now)
+        if first is None:
+            return None
+        return (first.replace(day=1) + relativedelta(months=1)) - timedelta(days=1)
+    return _parse_day(phrase, local_now)
 
 
 def _resolve(resolver, uid: str) -> str | None:

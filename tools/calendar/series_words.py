@@ -11,7 +11,8 @@ Understood: ``daily``/``every day``, ``every other day``; ``weekly``/``every wee
 weekdays (``every monday``, ``every tue and thu``, ``on mondays``, ``every other tuesday``);
 ``every weekday``/``weekdays``/``mon-fri``; ``monthly``/``every month``/``quarterly``/``every N months``;
 ``the 1st of every month``, ``the first monday of each month``, ``the last friday of the month``
-(with a monthly word); ends: ``for 6 weeks``, ``for 3 months``, ``6 times``/``for 4 sessions``.
+(with a monthly word); ends: ``for 6 weeks``, ``for 3 months``, ``6 times``/``for 4 sessions``,
+``until dec 20``/``through the end of the year``.
 A word such as ``recurring`` with nothing that says how often is kept as :attr:`SeriesWords.unclear`.
 """
 
@@ -58,6 +59,11 @@ _FREQ: list[tuple[re.Pattern[str], str, int | None]] = [
 ]
 _FOR_SPAN = re.compile(rf"\bfor\s+(?:the\s+next\s+)?{_NUMW}\s+(weeks|months)\b", re.I)
 _COUNT = re.compile(rf"\b(?:for\s+)?{_NUMW}\s+(?:times|sessions|occurrences|meetings|instances)\b", re.I)
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_UNTIL = re.compile(rf"\b(?:until|till|til|through|thru|ending(?:\s+on)?|up\s+to)\s+(?:the\s+)?"
+                    rf"((?:{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH})"
+                    rf"(?:,?\s+\d{{4}})?|\d{{4}}-\d{{2}}-\d{{2}}|end\s+of\s+(?:the\s+)?(?:year|month|{_MONTH}))\b", re.I)
 _UNCLEAR = re.compile(r"\b(?:recurring|repeating|regular|recurrent)\b", re.I)
 
 
@@ -73,6 +79,8 @@ class SeriesWords:
         bymonthday: the day of the month of a monthly rule, or None.
         count: the number of events (``6 times``), or None.
         span: ``(n, "weeks"|"months")`` for ``for 6 weeks``, or None.
+        until: the last day's words (``dec 20``, ``end of the year``), read against the message time
+            by the extractor, or "".
         unclear: a word such as ``recurring`` that does not say how often.
     """
 
@@ -83,6 +91,7 @@ class SeriesWords:
     bymonthday: int | None = None
     count: int | None = None
     span: tuple[int, str] | None = None
+    until: str = ""
     unclear: str = ""
 
 
@@ -164,6 +173,10 @@ def take_series(s: str) -> tuple[SeriesWords | None, str]:
         m = _FOR_SPAN.search(s)
         if m:
             w.span = (_num(m[1]), m[2].lower())
+            cut(m)
+        m = _UNTIL.search(s)
+        if m:
+            w.until = m[1]
             cut(m)
         m = _COUNT.search(s)
         if m and _num(m[1]) >= 1:
