@@ -31,7 +31,8 @@ _ACTION_VERB = re.compile(
     r"\b(?:book|schedule|set ?up|create|arrange|organi[sz]e|put|add|send (?:an? )?invite|invite)\b", re.I)
 _ACTION_OBJECT = re.compile(
     r"\b(?:meeting|call|sync|review|retro(?:spective)?|1[:-]1|one[- ]on[- ]one|standup|stand-up|event|"
-    r"invite|session|chat|catch[- ]?up|demo|interview|huddle|workshop|hour|min(?:ute)?s?|calendar)\b", re.I)
+    r"invite|session|chat|catch[- ]?up|demo|interview|huddle|workshop|hour|min(?:ute)?s?|calendar|"
+    r"planning|all[- ]hands|offsite|kick[- ]?off|town[- ]?hall|check[- ]?in|1on1)\b", re.I)
 _WHEN = re.compile(
     r"\b(?:today|tomorrow|tonight|next|this|on (?:mon|tue|wed|thu|fri|sat|sun)|"
     r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|satur|sun)(?:day)?|\d{1,2}(?::\d{2})?\s*(?:am|pm)|"

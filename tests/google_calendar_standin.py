@@ -10,7 +10,10 @@ The real ``google-api-python-client`` talks to it over HTTP when built with
   (400 ``invalid``); an id already used in that calendar answers 409 ``duplicate`` ("The requested
   identifier already exists."); ``conferenceData.createRequest`` creates a Meet link only with
   ``conferenceDataVersion=1`` (Google ignores it otherwise); the answer is an event resource with
-  ``htmlLink``, ``organizer``, ``attendees`` (``needsAction``), ``hangoutLink``...
+  ``htmlLink``, ``organizer``, ``attendees`` (``needsAction``), ``hangoutLink``...; a series'
+  ``recurrence`` must be a list of strings each starting with ``RRULE:``, ``EXRULE:``, ``RDATE:`` or
+  ``EXDATE:`` (400 ``invalid`` "Invalid recurrence rule." otherwise), and a recurring event needs a
+  ``timeZone`` on its start and end (400 ``invalid`` "Missing time zone definition for start time.").
 - ``GET /calendar/v3/calendars/{calendarId}/events/{eventId}`` (``events.get``).
 - ``POST /token``: the OAuth 2.0 JWT-bearer grant a service account uses; the assertion's
   signature is checked against the registered public key, and its ``sub`` (domain-wide
@@ -39,6 +42,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 __all__ = ["GoogleCalendarStandin", "Recorded", "ERROR_STATUS"]
 
 _EVENT_ID = re.compile(r"^[a-v0-9]{5,1024}$")
+_RECURRENCE_LINE = re.compile(r"^(?:RRULE|EXRULE|RDATE|EXDATE)[:;]\S")
 ERROR_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
 
@@ -268,6 +272,13 @@ class GoogleCalendarStandin:
         for part in ("start", "end"):
             if not (body.get(part) or {}).get("dateTime") and not (body.get(part) or {}).get("date"):
                 return 400, google_error(400, "required", "Missing end time." if part == "end" else "Missing start time.")
+        if "recurrence" in body:
+            lines = body["recurrence"]
+            if not isinstance(lines, list) or not all(isinstance(x, str) and _RECURRENCE_LINE.match(x) for x in lines):
+                return 400, google_error(400, "invalid", "Invalid recurrence rule.")
+            for part in ("start", "end"):
+                if lines and not (body.get(part) or {}).get("timeZone"):
+                    return 400, google_error(400, "invalid", f"Missing time zone definition for {part} time.")
         with self._lock:
             if (owner, event_id) in self.events:
                 return 409, google_error(409, "duplicate", "The requested identifier already exists.")
@@ -281,7 +292,7 @@ class GoogleCalendarStandin:
                 "start": body["start"], "end": body["end"], "iCalUID": f"{event_id}@google.com", "sequence": 0,
                 "reminders": body.get("reminders", {"useDefault": True}), "eventType": "default",
             }
-            for k in ("description", "location", "extendedProperties"):
+            for k in ("description", "location", "extendedProperties", "recurrence"):
                 if k in body:
                     event[k] = body[k]
             if body.get("attendees"):

@@ -311,3 +311,25 @@ def test_service_from_settings_uses_the_state_database(tmp_path: Path) -> None:
     tool.close()
     service.store.close()
     assert ZoneInfo(settings.default_timezone)
+
+
+def test_a_series_is_previewed_in_words_everywhere_and_booked_with_its_rule(env) -> None:
+    store, calendar, tools = env
+    service = ActionService(store, tools)
+    monday = datetime(2030, 7, 1, 9, 0, tzinfo=ZoneInfo("Europe/Berlin"))
+    action = _action("series", start=monday, duration_minutes=25, recurrence="FREQ=WEEKLY;BYDAY=MO")
+    rec = service.propose(action, _turn())
+    when = "every Monday, 09:00\u201309:25, starting Mon 01 Jul 2030 (Europe/Berlin)"
+    assert when in terminal_preview(rec, "Europe/Berlin")
+    assert when in json.dumps(slack_preview_blocks(rec, viewer_tz="Europe/Berlin"), ensure_ascii=False)
+    assert when in preview_text(rec, "Europe/Berlin")
+    facts = {f["title"]: f["value"] for b in adaptive_card(rec, viewer_tz="Europe/Berlin")["body"]
+             if b["type"] == "FactSet" for f in b["facts"]}
+    assert facts["When"] == when
+    # A viewer elsewhere also sees the first start in their own zone.
+    assert f"{when}; first Mon 01 Jul 03:00 America/New_York" in terminal_preview(rec, "America/New_York")
+    out = service.confirm(action.idempotency_key, REQUESTER)
+    assert out.status == "done"
+    (event,) = calendar.events()
+    assert event["recurrence"] == "FREQ=WEEKLY;BYDAY=MO" and event["start"] == monday
+    assert "RRULE:FREQ=WEEKLY;BYDAY=MO" in calendar.ics_path(action.idempotency_key).read_text()

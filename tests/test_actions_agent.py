@@ -12,6 +12,8 @@
   and only the requester's own earlier message is completed: someone else's request in a shared
   thread (or a message of unknown author) never supplies a title, attendee or time.
 - Slack mentions resolve through ``Turn.mention_emails``; unresolved ones are asked about.
+- A series ("weekly 1:1 on mondays") is proposed with its RRULE and previewed in words; a day of
+  the month that has passed means next month's.
 - Safety: a wiki page that says "create a meeting with everyone" proposes nothing when asked about,
   and adds no attendee to a meeting the user did ask for.
 - ``chatops eval`` scores ``action_tool`` and ``action_args``; the CLI proposes, confirms once and
@@ -84,6 +86,18 @@ def test_meeting_requests_propose_calendar_create(runtime: Runtime, data_dir: Pa
     assert title in pa.summary and not re.search(r"\[\d+\]", reply.text)
     # The agent proposes and never executes: no state database, no calendar, no .ics.
     assert not (data_dir / "state.sqlite").exists() and not (data_dir / "calendar").exists()
+
+
+def test_a_series_and_the_next_day_of_the_month_through_the_agent(runtime: Runtime) -> None:
+    weekly = ask(runtime, "set up a weekly 1:1 with bob@example.com on mondays at 9 for 25 min")
+    pa = weekly.pending_action
+    assert weekly.route == "action" and pa is not None
+    assert pa.args["recurrence"] == "FREQ=WEEKLY;BYDAY=MO" and pa.args["start"] == "2030-03-18T09:00:00+01:00"
+    assert "every Monday, 09:00\u201309:25, starting Mon 18 Mar 2030 (Europe/Berlin)" in weekly.text
+    assert "every Monday" in pa.summary and "not a series" not in weekly.text
+    passed = ask(runtime, "book a session with a@example.com on the 12th at 10am")  # the 12th of March has passed
+    assert passed.pending_action and passed.pending_action.args["start"] == "2030-04-12T10:00:00+02:00"
+    assert passed.pending_action.args["recurrence"] is None
 
 
 def test_the_requesters_zone_and_the_default_zone(runtime: Runtime) -> None:

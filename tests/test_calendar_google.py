@@ -8,7 +8,8 @@ and the event the first attempt made is returned, so the calendar holds one even
 and backoff, the mapping of 400/401/403/404/409/429/5xx to clear messages with retries only for the
 transient ones, a service account with domain-wide delegation acting as the requester (the
 stand-in's token endpoint verifies the signed assertion and its ``sub``), an OAuth user token that
-refreshes itself, and the whole confirm flow through :class:`bot.actions.ActionService`.
+refreshes itself, a series sent as ``recurrence: ["RRULE:..."]`` (the stand-in refuses a malformed
+``recurrence`` as Google does), and the whole confirm flow through :class:`bot.actions.ActionService`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from google.oauth2.credentials import Credentials
+from googleapiclient.errors import HttpError
 
 from agent.models import PendingAction, Turn, idempotency_key
 from bot.actions import ActionService, build_calendar_backend
@@ -86,6 +88,49 @@ def test_no_conference_parameters_without_a_video_call(standin: GoogleCalendarSt
     assert req.path == "/calendar/v3/calendars/team%40group.calendar.google.com/events"  # as Google receives it
     assert "conferenceDataVersion" not in req.query and "conferenceData" not in req.body
     assert ev.conference_link == "" and ev.calendar == "team@group.calendar.google.com"
+
+
+def _next_monday_9() -> datetime:
+    now = datetime.now(ZoneInfo("Europe/Berlin"))
+    return (now + timedelta(days=7 - now.weekday())).replace(hour=9, minute=0, second=0, microsecond=0)
+
+
+def test_a_series_sends_its_rrule_as_recurrence(standin: GoogleCalendarStandin) -> None:
+    key = idempotency_key("google", "series")
+    args = _args(start=_next_monday_9(), duration_minutes=25, recurrence="RRULE:FREQ=WEEKLY;BYDAY=MO")
+    ev = _backend(standin).create(args, event_id=key)
+    (req,) = standin.api_requests()
+    assert req.body["recurrence"] == ["RRULE:FREQ=WEEKLY;BYDAY=MO"]
+    assert req.body["start"] == {"dateTime": args.local_start().isoformat(), "timeZone": "Europe/Berlin"}
+    assert ev.created and standin.events[(OWNER, key)]["recurrence"] == ["RRULE:FREQ=WEEKLY;BYDAY=MO"]
+    single = _backend(standin).create(_args(), event_id=idempotency_key("google", "single"))
+    assert "recurrence" not in standin.api_requests()[-1].body and "recurrence" not in single.raw
+
+
+@pytest.mark.parametrize("recurrence, message", [
+    ("FREQ=WEEKLY;BYDAY=MO", "Invalid recurrence rule."),  # no RRULE: prefix
+    (["WEEKLY"], "Invalid recurrence rule."),
+    ([7], "Invalid recurrence rule."),
+])
+def test_the_standin_rejects_a_malformed_recurrence_like_google(standin: GoogleCalendarStandin, recurrence,
+                                                                message: str) -> None:
+    key = idempotency_key("google", "bad-series", str(recurrence))
+    service = build_service_for(standin)
+    body = {"id": key, "summary": "x", "start": {"dateTime": "2030-01-07T09:00:00+01:00", "timeZone": "Europe/Berlin"},
+            "end": {"dateTime": "2030-01-07T09:30:00+01:00", "timeZone": "Europe/Berlin"}, "recurrence": recurrence}
+    with pytest.raises(HttpError) as exc:
+        service.events().insert(calendarId="primary", body=body).execute(num_retries=0)
+    assert exc.value.resp.status == 400 and message in exc.value.content.decode()
+    no_zone = {**body, "recurrence": ["RRULE:FREQ=WEEKLY"], "start": {"dateTime": "2030-01-07T09:00:00+01:00"}}
+    with pytest.raises(HttpError, match="Missing time zone definition for start time"):
+        service.events().insert(calendarId="primary", body=no_zone).execute(num_retries=0)
+    assert standin.events == {}
+
+
+def build_service_for(standin: GoogleCalendarStandin):
+    from tools.calendar.google import build_service
+
+    return build_service(Credentials(token=TOKEN), standin.endpoint)
 
 
 def test_a_lost_response_is_retried_without_double_booking(standin: GoogleCalendarStandin) -> None:

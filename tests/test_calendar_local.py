@@ -4,7 +4,9 @@ The model refuses what cannot be booked (a past start, an end before the start, 
 5 min-8 h, bad addresses, unknown zones, an end and a length that disagree) and fills the missing
 one of end and length. The local calendar keeps events in its own table of the state database
 (SQLite here), once per idempotency key even under concurrent inserts, and writes an RFC 5545
-``.ics`` per event that ``icalendar`` reads back with the zone, attendees and organizer.
+``.ics`` per event that ``icalendar`` reads back with the zone, attendees and organizer. A series'
+``recurrence`` is stored in normal form, nonsense rules are refused with what is wrong, the ``.ics``
+carries the ``RRULE``, and a table made before series existed gains the column.
 """
 
 from __future__ import annotations
@@ -169,3 +171,79 @@ def test_the_registry_never_calls_it_directly(local: LocalCalendar) -> None:
     with pytest.raises(ValueError, match="side effects"):
         reg.call("calendar.create", _args(), ToolContext(user_id="U1", extra={"idempotency_key": idempotency_key("x")}))
     assert local.events() == []
+
+
+# -- series -----------------------------------------------------------------------------------------------
+
+def _monday_9() -> datetime:
+    now = datetime.now(BERLIN)
+    return (now + timedelta(days=7 - now.weekday())).replace(hour=9, minute=0, second=0, microsecond=0)
+
+
+def test_a_series_is_stored_in_normal_form() -> None:
+    a = _args(start=_monday_9(), duration_minutes=25, recurrence="RRULE:FREQ=WEEKLY;BYDAY=MO;UNTIL=20991231")
+    assert a.recurrence == "FREQ=WEEKLY;UNTIL=20991231T225959Z;BYDAY=MO"  # the end of that day in Berlin, in UTC
+    assert a.describe_recurrence() == "every Monday, until Thu 31 Dec 2099"
+    assert CalendarCreateArgs.model_validate(a.model_dump(mode="json")) == a
+    assert _args(recurrence="  ").recurrence is None
+    assert "recurrence" in CalendarCreateArgs.model_json_schema()["properties"]
+
+
+@pytest.mark.parametrize("rule, message", [
+    ("FREQ=YEARLY", "DAILY, WEEKLY or MONTHLY"),
+    ("FREQ=WEEKLY;BYDAY=TU", "not an occurrence of the series"),  # the start is a Monday
+    ("FREQ=WEEKLY;BYHOUR=9", "only FREQ, INTERVAL, BYDAY"),
+    ("FREQ=WEEKLY;COUNT=3;UNTIL=20991231", "COUNT or with UNTIL, not both"),
+    ("FREQ=WEEKLY;UNTIL=20200101", "before its first event"),
+    ("FREQ=WEEKLY;INTERVAL=0", "INTERVAL must be between 1 and 52"),
+    ("FREQ=WEEKLY;COUNT=0", "COUNT must be between 1 and 500"),
+    ("FREQ=WEEKLY;BYDAY=1MO", "only fits a MONTHLY series"),
+    ("FREQ=MONTHLY;BYMONTHDAY=40", "BYMONTHDAY must be 1-31"),
+    ("FREQ=WEEKLY;BYDAY=XX", "not an RFC 5545 RRULE"),
+    ("every monday", "not an RFC 5545 RRULE"),
+])
+def test_nonsense_series_are_refused(rule: str, message: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        _args(start=_monday_9(), recurrence=rule)
+    assert message in str(exc.value)
+
+
+def test_a_series_lands_in_the_ics_as_an_rrule(local: LocalCalendar) -> None:
+    key = idempotency_key("test", "series")
+    args = _args(start=_monday_9(), duration_minutes=25, recurrence="FREQ=WEEKLY;INTERVAL=2;BYDAY=MO;COUNT=6")
+    ev = local.create(args, event_id=key, requester="U1")
+    assert ev.created and local.get(key)["recurrence"] == "FREQ=WEEKLY;COUNT=6;INTERVAL=2;BYDAY=MO"
+    (vevent,) = icalendar.Calendar.from_ical(local.ics_path(key).read_bytes()).walk("VEVENT")
+    rrule = vevent["RRULE"]
+    assert rrule["FREQ"] == ["WEEKLY"] and rrule["INTERVAL"] == [2] and rrule["COUNT"] == [6]
+    assert [str(d) for d in rrule["BYDAY"]] == ["MO"]
+    assert vevent.decoded("DTSTART") == args.start
+    single = local.create(_args(), event_id=idempotency_key("test", "single"), requester="U1")
+    (plain,) = icalendar.Calendar.from_ical(local.ics_path(single.event_id).read_bytes()).walk("VEVENT")
+    assert "RRULE" not in plain
+
+
+def test_a_table_from_before_series_gains_the_column(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # the table as the first version made it, with one event in it
+        conn.execute(sa.text(
+            "CREATE TABLE calendar_events (id VARCHAR(1024) PRIMARY KEY, owner VARCHAR(200) NOT NULL, "
+            "organizer_email VARCHAR(320) NOT NULL, title VARCHAR(200) NOT NULL, start DATETIME NOT NULL, "
+            "\"end\" DATETIME NOT NULL, timezone VARCHAR(64) NOT NULL, attendees TEXT NOT NULL, "
+            "description TEXT NOT NULL, location VARCHAR(500) NOT NULL, video_conference BOOLEAN NOT NULL, "
+            "created_at DATETIME NOT NULL)"))
+        conn.execute(sa.text(
+            "INSERT INTO calendar_events VALUES ('old1', 'U1', '', 'Old', '2030-01-01 09:00:00', "
+            "'2030-01-01 09:30:00', 'UTC', '[]', '', '', 0, '2025-01-01 00:00:00')"))
+    engine.dispose()
+    cal = LocalCalendar(url, tmp_path / "calendar")
+    try:
+        assert cal.get("old1")["recurrence"] == ""
+        key = idempotency_key("test", "after-upgrade")
+        cal.create(_args(start=_monday_9(), recurrence="FREQ=WEEKLY;BYDAY=MO"), event_id=key, requester="U1")
+        assert cal.get(key)["recurrence"] == "FREQ=WEEKLY;BYDAY=MO"
+    finally:
+        cal.close()

@@ -2,6 +2,8 @@
 
 - :mod:`.args`: :class:`CalendarCreateArgs` (validated) and :class:`CreatedEvent`.
 - :mod:`.extract`: :func:`extract_event`, the rule-based reading of a meeting request.
+- :mod:`.series_words`: the words of a request that ask for a series.
+- :mod:`.recurrence`: RFC 5545 ``RRULE`` values checked, built, described and expanded (``dateutil``).
 - :mod:`.tool`: the :class:`CalendarCreate` side-effect tool.
 - :mod:`.local`: :class:`LocalCalendar`, events in the state database with an ``.ics`` each.
 - :mod:`.google`: :class:`GoogleCalendar` via google-api-python-client.

@@ -11,7 +11,10 @@ the model sees). Validation makes a bad event impossible to store or run:
 - the length is between :data:`MIN_DURATION_MINUTES` and :data:`MAX_DURATION_MINUTES`;
 - attendees are syntactically valid e-mail addresses (lower-cased, de-duplicated, at most
   :data:`MAX_ATTENDEES`);
-- ``timezone`` is an IANA zone name (``Europe/Berlin``); ``start``/``end`` keep their offsets.
+- ``timezone`` is an IANA zone name (``Europe/Berlin``); ``start``/``end`` keep their offsets;
+- ``recurrence``, when given, makes the event a series: an RFC 5545 ``RRULE`` value checked by
+  :func:`tools.calendar.recurrence.check_rrule` against the start read in ``timezone`` (DAILY,
+  WEEKLY or MONTHLY; the start is the first occurrence) and stored in normal form.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+
+from .recurrence import check_rrule, describe_rrule
 
 __all__ = ["CalendarCreateArgs", "CreatedEvent", "MIN_DURATION_MINUTES", "MAX_DURATION_MINUTES", "MAX_ATTENDEES",
            "DEFAULT_DURATION_MINUTES", "is_email", "valid_timezone"]
@@ -66,6 +71,8 @@ class CalendarCreateArgs(BaseModel):
         location: a room or address, optional.
         timezone: the IANA zone the event is shown in (the requester's, or one the request named).
         video_conference: add a video meeting (Google Meet on Google Calendar).
+        recurrence: an RFC 5545 ``RRULE`` value (``FREQ=WEEKLY;BYDAY=MO``) for a series, or None for
+            one event; ``start``/``end`` are then the first occurrence.
     """
 
     title: str = Field(min_length=1, max_length=200, description="Event title, e.g. 'Release review'.")
@@ -79,6 +86,12 @@ class CalendarCreateArgs(BaseModel):
     location: str = Field(default="", max_length=500, description="Room or address.")
     timezone: str = Field(default="UTC", description="IANA time zone of the event, e.g. Europe/Berlin.")
     video_conference: bool = Field(default=False, description="Add a video conference (Google Meet).")
+    recurrence: str | None = Field(
+        default=None, max_length=300,
+        description="For a recurring series only: an RFC 5545 RRULE without the 'RRULE:' prefix, e.g. "
+                    "FREQ=WEEKLY;BYDAY=MO (every Monday), FREQ=WEEKLY;INTERVAL=2;BYDAY=TU (every other Tuesday), "
+                    "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR (weekdays), FREQ=MONTHLY;BYMONTHDAY=1; optional COUNT or "
+                    "UNTIL. start is the first occurrence. Omit for a single event.")
 
     @field_validator("title")
     @classmethod
@@ -136,7 +149,16 @@ class CalendarCreateArgs(BaseModel):
             self.duration_minutes = round(minutes)
         else:
             self.end = self.start + timedelta(minutes=self.duration_minutes or 0)
+        if self.recurrence is not None:
+            if not self.recurrence.strip():
+                self.recurrence = None
+            else:
+                self.recurrence = check_rrule(self.recurrence, self.local_start())
         return self
+
+    def describe_recurrence(self) -> str:
+        """The series in words (``every Monday``), or "" for a single event."""
+        return describe_rrule(self.recurrence, self.local_start()) if self.recurrence else ""
 
     def local_start(self) -> datetime:
         """``start`` in the event's time zone."""

@@ -9,9 +9,17 @@ question (:meth:`EventDraft.clarification`).
 What it understands:
 
 - **dates** with ``dateparser`` (``RELATIVE_BASE`` = the message time in the requester's zone,
-  ``PREFER_DATES_FROM="future"``): today, tomorrow, the day after tomorrow, weekdays (``on friday``,
-  ``next tue``), ``March 20``, ``20th of March``, ``2025-03-20``, ``3/20``, ``in 2 days``;
-  vague ones (``next week``, ``sometime``, ``end of the month``) are *ambiguous*, not guessed;
+  ``PREFER_DATES_FROM="future"``): today, tomorrow, the day after tomorrow, ``next tue``,
+  ``March 20``, ``20th of March``, ``2025-03-20``, ``3/20``, ``in 2 days``, ``in two weeks``;
+  a weekday (``on friday``, ``thursday``) or a day of the month (``on the 14th``) is the *next*
+  one whose start, at the time asked, is after the message (today's when it is still ahead; the
+  next month's 14th when this month's has passed), and a time alone (``at 3pm``) is today's or
+  tomorrow's, whichever comes first; vague ones (``next week``, ``sometime``, ``end of the
+  month``) are *ambiguous*, not guessed;
+- **series** (:mod:`tools.calendar.series_words`): ``weekly``, ``every other tuesday``, ``every
+  weekday``, ``monthly on the 1st``, ``biweekly``, ``each week``, ``for 6 weeks``...; they become an
+  RFC 5545 rule (:attr:`EventDraft.recurrence`) and the start is the rule's first occurrence after
+  the message (a day named as ``starting dec 1`` or ``from next week`` is the earliest);
 - **times**: ``3pm``, ``3:30 pm``, ``15:00``, ``14h30``, ``noon``, ``at 10`` (a bare hour is read
   in office hours: 1-6 is pm, 7-11 am, unless the message says morning/evening/tonight),
   ranges (``2-3pm``, ``from 10 to 11:30am``, ``between 2 and 3pm``), an end (``until 4pm``),
@@ -39,8 +47,11 @@ from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import dateparser
+from dateutil.relativedelta import relativedelta
 
 from .args import MAX_DURATION_MINUTES, MIN_DURATION_MINUTES, is_email, valid_timezone
+from .recurrence import WEEKDAY_CODES, build_rrule, check_rrule, next_start
+from .series_words import SeriesWords, take_series
 
 __all__ = ["EventDraft", "extract_event", "parse_duration", "slack_mentions", "MENTION"]
 
@@ -109,7 +120,7 @@ _DATES: list[re.Pattern[str]] = [
     re.compile(rf"\b(?:on\s+)?(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+\d{{4}}\b)?", re.I),
     re.compile(rf"\b(?:on\s+)?{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}}\b)?", re.I),
     re.compile(r"\b(?:on\s+)?\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"),
-    re.compile(r"\bon\s+the\s+\d{1,2}(?:st|nd|rd|th)\b", re.I),
+    re.compile(r"\b(?:on\s+)?the\s+\d{1,2}(?:st|nd|rd|th)\b", re.I),
     re.compile(rf"\bin\s+{_NUM}\s+(?:days?|weeks?)\b", re.I),
 ]
 _VAGUE_DATE = re.compile(
@@ -141,8 +152,9 @@ _ZONE_WORD_RE = re.compile(r"\b(?:in\s+)?(" + "|".join(_ZONE_WORDS) + r")\s+time
 # -- the rest ---------------------------------------------------------------------------------------
 _VIDEO = re.compile(r"\b(?:(?:with\s+)?(?:a\s+)?(?:google\s+)?meet(?:\s+link)?|(?:a\s+)?video(?:\s+(?:link|conference))?|"
                     r"zoom(?:\s+link)?|hangouts?|teams\s+link)\b", re.I)
-_RECURRING = re.compile(r"\b(?:every\s+(?:day|week|month|other\s+\w+|(?:mon|tues|wednes|thurs|fri|satur|sun)day)|"
-                        r"daily|weekly|bi-?weekly|monthly|recurring|each\s+week)\b", re.I)
+_WEEKDAY_PHRASE = re.compile(r"^(?:(?:on|this|coming|this\s+coming)\s+)*(" + "|".join(_WEEKDAYS) + r")\.?$", re.I)
+_MONTHDAY_PHRASE = re.compile(r"^(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)$", re.I)
+_NEXT_PERIOD = re.compile(r"^(?:(?:early|starting|from|beginning)\s+)?(?:next|the\s+following)\s+(week|month)$", re.I)
 _MEET_VERB = re.compile(r"\b(?:meet|meeting)\b", re.I)
 _LOCATION = re.compile(r"\bin\s+((?:the\s+)?[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*\s+room|room\s+[\w-]+|"
                        r"(?:the\s+)?(?:office|cafeteria|kitchen|lobby))\b")
@@ -226,8 +238,11 @@ class EventDraft:
         vague: the vague words that stood for a day or a time (``"next week"``, ``"afternoon"``).
         past: True when the start read is not after the message time.
         bad_duration: a length outside the allowed range, in minutes (0 when fine).
-        recurring: the words asking for a series (``every monday``, ``weekly``); only single events
-            can be booked, so such a draft is incomplete.
+        recurring: the words asking for a series (``every monday``, ``weekly``), or "".
+        recurrence: the series as an RFC 5545 ``RRULE`` value (``FREQ=WEEKLY;BYDAY=MO``), or None for
+            one event; ``start`` is then its first occurrence. A draft with ``recurring`` words but no
+            rule (``a recurring sync``) is incomplete.
+        series_problem: why the series asked for cannot be booked, or "".
         bad_date: a day phrase that names no real date (``feb 30``), or "".
     """
 
@@ -248,6 +263,8 @@ class EventDraft:
     past: bool = False
     bad_duration: int = 0
     recurring: str = ""
+    recurrence: str | None = None
+    series_problem: str = ""
     bad_date: str = ""
 
     @property
@@ -255,7 +272,7 @@ class EventDraft:
         """True when nothing essential is missing, vague or wrong (the event can be proposed)."""
         return (self.start is not None and not self.missing and not self.vague and not self.past
                 and not self.bad_duration and not self.unresolved_mentions and not self.unknown_people
-                and not self.recurring)
+                and not (self.recurring and not self.recurrence) and not self.series_problem)
 
     def clarification(self) -> str | None:
         """One question asking for everything that is missing, or None when the draft is complete."""
@@ -283,15 +300,21 @@ class EventDraft:
         elif "time" in self.missing:
             day = self.date_phrase or "that day"
             vague = next((v for v in self.vague), "")
-            needs.append(f"a start time {day}" if day.split()[0].lower() in {"today", "tomorrow", "on", "in", "the",
-                                                                               "next", "this"}
-                         else f"a start time on {day}")
+            if self.recurring and not self.date_phrase:
+                needs.append(f"a start time for the series (\u201c{self.recurring}\u201d)")
+            else:
+                needs.append(f"a start time {day}" if day.split()[0].lower() in {"today", "tomorrow", "on", "in",
+                                                                                   "the", "next", "this"}
+                             else f"a start time on {day}")
             if vague:
                 needs[-1] += f" (\u201c{vague}\u201d is not specific enough)"
             example = " e.g. \u201cat 3pm\u201d"
-        if self.recurring:
-            needs.append(f"a single day and time (I can book one event, not a series like \u201c{self.recurring}\u201d)")
-            example = example or " e.g. \u201cMonday at 10am\u201d"
+        if self.series_problem:
+            needs.append(f"a series I can book ({self.series_problem})")
+            example = example or " e.g. \u201cevery Monday at 10am\u201d"
+        elif self.recurring and not self.recurrence and not self.missing:
+            needs.append(f"how often it repeats (\u201c{self.recurring}\u201d does not say)")
+            example = example or " e.g. \u201cevery Monday\u201d or \u201cmonthly on the 1st\u201d"
         if self.bad_duration:
             needs.append(f"a length between {MIN_DURATION_MINUTES} minutes and {MAX_DURATION_MINUTES // 60} hours "
                          f"({self.bad_duration} minutes is out of range)")
@@ -379,10 +402,9 @@ def extract_event(text: str, *, now: datetime, timezone_name: str,
         draft.time_phrase = m[0]
         s = s[:m.start()] + _SEP + s[m.end():]
 
-    m = _RECURRING.search(s)
-    if m:
-        draft.recurring = m[0]
-        s = s[:m.start()] + _SEP + s[m.end():]
+    series, s = take_series(s)
+    if series:
+        draft.recurring = series.phrase or series.unclear
 
     # Length.
     for pattern, minutes in _DURATIONS:
@@ -404,7 +426,7 @@ def extract_event(text: str, *, now: datetime, timezone_name: str,
     end_t: time | None = None
     m = _RANGE.search(s)
     if m and (m[3] or m[6] or ":" in m[0] or "from" in m[0].lower() or "between" in m[0].lower()
-              or m[0].lower().lstrip().startswith("at")):
+              or m[0].lower().lstrip().startswith("at") or _bare_hour_range(m, s)):
         h1, mi1, ap1, h2, mi2, ap2 = m[1], m[2], m[3], m[4], m[5], m[6]
         end_t = _clock(int(h2), int(mi2 or 0), ap2, bias)
         first_ampm = ap1 or (ap2 if ap2 and int(h1) <= int(h2) else None)
@@ -440,16 +462,23 @@ def extract_event(text: str, *, now: datetime, timezone_name: str,
         if date_match:
             break
     day: date | None = None
+    kind: tuple[str, int] | None = None  # ("weekday", 0-6) or ("monthday", 1-31): the next one counts
     if date_match:
         draft.date_phrase = date_match[0].strip()
         day = _parse_day(draft.date_phrase, local_now)
         if day is None:  # "feb 30": a day was named but is no date; never fall back to today
             draft.bad_date = re.sub(r"^on\s+", "", draft.date_phrase, flags=re.I)
             draft.vague.append(draft.date_phrase)
+        kind = _day_kind(draft.date_phrase)
         s = s[:date_match.start()] + _SEP + s[date_match.end():]
+    not_before: date | None = None
     vague = _VAGUE_DATE.search(s)
     if vague and day is None:
-        draft.vague.append(vague[0].strip())
+        period = _NEXT_PERIOD.match(vague[0].strip())
+        if series and series.freq and period:  # "every monday starting next week": where the series begins
+            not_before = _next_period(local_now.date(), period[1].lower())
+        else:
+            draft.vague.append(vague[0].strip())
         s = s[:vague.start()] + _SEP + s[vague.end():]
     if daypart and start_t is None and relative_start is None:
         draft.vague.append(daypart[0].strip())
@@ -457,15 +486,21 @@ def extract_event(text: str, *, now: datetime, timezone_name: str,
         s = _DAYPART.sub(_SEP, s)
 
     # Put the start together.
-    if relative_start is not None:
+    if series and series.freq and not draft.vague:
+        if relative_start is not None:
+            day, start_t = relative_start.date(), relative_start.time()
+        _series_start(draft, series, day or not_before, kind, start_t, now, tz)
+    elif relative_start is not None:
         draft.start = relative_start
     elif start_t is not None:
-        if day is None and not draft.vague:
+        if kind is not None and day is not None:
+            draft.start = next_start(_kind_rule(kind), start_t, now, tz)
+        elif day is None and not draft.vague:
             candidate = datetime.combine(local_now.date(), start_t, tz)
             day = local_now.date() if candidate > local_now else local_now.date() + timedelta(days=1)
-        if day is not None:
+        if draft.start is None and day is not None:
             draft.start = datetime.combine(day, start_t, tz)
-        else:
+        elif draft.start is None:
             draft.missing.append("date")
     else:
         if day is None:
@@ -489,6 +524,103 @@ def extract_event(text: str, *, now: datetime, timezone_name: str,
     # Title.
     draft.title = _title(quoted, s)
     return draft
+
+
+def _bare_hour_range(m: re.Match[str], s: str) -> bool:
+    """True for ``10-12`` read as hours: a dash between two hours, the second later in office hours,
+    and no count after it (``10-12 people``)."""
+    if not re.fullmatch(r"\d{1,2}\s*[-\u2013]\s*\d{1,2}", m[0].strip()):
+        return False
+    if re.search(r"[\d/.-]\s*$", s[:m.start()]) or re.match(r"[/.-]\d", s[m.end():]):
+        return False  # part of a date (2025-03-18, 3/10-12)
+    if re.match(r"\s*(?:people|persons|attendees|guests|%|min|mins|minutes|h|hrs?|hours?|days?|weeks?)\b",
+                s[m.end():], re.I):
+        return False
+    first, second = _clock(int(m[1]), 0, None, None), _clock(int(m[4]), 0, None, None)
+    return first is not None and second is not None and first < second and 7 <= first.hour and second.hour <= 21
+
+
+def _day_kind(phrase: str) -> tuple[str, int] | None:
+    """``("weekday", 0-6)`` for ``on thursday``, ``("monthday", 14)`` for ``on the 14th``, else None."""
+    m = _WEEKDAY_PHRASE.match(phrase.strip())
+    if m:
+        return "weekday", WEEKDAY_CODES.index(_WEEKDAYS[m[1].lower()][:2].upper())
+    m = _MONTHDAY_PHRASE.match(phrase.strip())
+    if m and 1 <= int(m[1]) <= 31:
+        return "monthday", int(m[1])
+    return None
+
+
+def _kind_rule(kind: tuple[str, int]) -> str:
+    """The rule whose next occurrence is the day meant (a weekday, a day of the month)."""
+    if kind[0] == "weekday":
+        return build_rrule("WEEKLY", byday=[WEEKDAY_CODES[kind[1]]])
+    return build_rrule("MONTHLY", bymonthday=kind[1])
+
+
+def _next_period(today: date, unit: str) -> date:
+    """The first day of next week (Monday) or next month."""
+    if unit == "week":
+        return today + timedelta(days=7 - today.weekday())
+    return (today.replace(day=1) + timedelta(days=32)).replace(day=1)
+
+
+def _series_start(draft: EventDraft, w: SeriesWords, day: date | None, kind: tuple[str, int] | None,
+                  start_t: time | None, now: datetime, tz: ZoneInfo) -> None:
+    """Fill ``draft.recurrence`` and ``draft.start`` (the rule's first occurrence after ``now``, not
+    before ``day`` when a day was named), or what is missing."""
+    byday, bymonthday, not_before = list(w.byday), w.bymonthday, day
+    if kind and kind[0] == "weekday" and w.freq == "WEEKLY" and not byday:
+        byday, not_before = [WEEKDAY_CODES[kind[1]]], None  # "weekly on monday": the day it repeats on
+    if kind and kind[0] == "monthday" and w.freq == "MONTHLY" and not byday and bymonthday is None:
+        bymonthday, not_before = kind[1], None  # "monthly on the 1st"
+    if w.freq == "WEEKLY" and not byday and day is not None:
+        byday = [WEEKDAY_CODES[day.weekday()]]
+    if w.freq == "MONTHLY" and not byday and bymonthday is None and day is not None:
+        bymonthday = day.day
+    if (w.freq == "WEEKLY" and not byday) or (w.freq == "MONTHLY" and not byday and bymonthday is None):
+        draft.missing.append("date")  # "weekly at 10": which day?
+    if start_t is None:
+        draft.missing.append("time")
+    if draft.missing:
+        return
+    assert start_t is not None
+    rule = build_rrule(w.freq, interval=w.interval, byday=byday, bymonthday=bymonthday, count=w.count)
+    start = next_start(rule, start_t, now, tz, not_before)
+    if start is None:
+        draft.series_problem = f"{w.phrase} never falls on a day I can find"
+        return
+    until: date | None = None
+    if w.until and not w.count:
+        until = _last_day(w.until, now.astimezone(tz))
+        if until is None:
+            draft.series_problem = f"I can't read \u201c{w.until}\u201d as the last day"
+            return
+    elif w.span and not w.count:
+        n, unit = w.span
+        until = start.date() + (relativedelta(weeks=n) if unit == "weeks" else relativedelta(months=n)) - timedelta(days=1)
+    if until is not None:
+        rule = build_rrule(w.freq, interval=w.interval, byday=byday, bymonthday=bymonthday, until=until)
+    try:
+        draft.recurrence = check_rrule(rule, start)
+    except ValueError as exc:
+        draft.series_problem = str(exc)
+        return
+    draft.start = start
+
+
+def _last_day(phrase: str, local_now: datetime) -> date | None:
+    """The last day of a series from ``dec 20``, ``2027-01-31``, ``end of the year``/``month``/``march``."""
+    m = re.fullmatch(r"end\s+of\s+(?:the\s+)?(\w+)", phrase.strip(), re.I)
+    if m:
+        unit = m[1].lower()
+        if unit == "year":
+            return date(local_now.year, 12, 31)
+        first = local_now.date().replace(day=1) if unit == "month" else _parse_day(f"{unit} 1", local_now)
+        if first is None:
+            return None
+        return (first.replace(day=1) + relativedelta(months=1)) - timedelta(days=1)
+    return _parse_day(phrase, local_now)
 
 
 def _resolve(resolver, uid: str) -> str | None:

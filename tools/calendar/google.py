@@ -140,7 +140,8 @@ def map_auth_error(exc: Exception, acting_as: str | None = None) -> GoogleCalend
 
 def event_body(args: CalendarCreateArgs, event_id: str) -> dict[str, Any]:
     """The ``events.insert`` body: id, summary, times with the zone, attendees, extended properties,
-    and a Google Meet create request when a video call was asked for."""
+    ``recurrence: ["RRULE:..."]`` for a series (the start is its first occurrence), and a Google Meet
+    create request when a video call was asked for."""
     assert args.end is not None
     body: dict[str, Any] = {
         "id": event_id,
@@ -155,6 +156,8 @@ def event_body(args: CalendarCreateArgs, event_id: str) -> dict[str, Any]:
         body["description"] = args.description
     if args.location:
         body["location"] = args.location
+    if args.recurrence:
+        body["recurrence"] = [f"RRULE:{args.recurrence}"]
     if args.video_conference:
         body["conferenceData"] = {"createRequest": {"requestId": event_id,
                                                     "conferenceSolutionKey": {"type": "hangoutsMeet"}}}

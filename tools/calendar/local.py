@@ -6,7 +6,9 @@ tables (same SQLAlchemy URL: SQLite under the data dir, or PostgreSQL) but is ow
 state store knows nothing about it. The event id is the action's idempotency key and the table's
 primary key, so a second insert of the same action finds the first event instead of adding one.
 Each event is also written to ``ICS_DIR/<event id>.ics`` (RFC 5545, via ``icalendar``), which any
-calendar app imports; the event's link is that file's ``file://`` URL.
+calendar app imports; the event's link is that file's ``file://`` URL. A series keeps its RFC 5545
+rule in the ``recurrence`` column and the ``VEVENT``'s ``RRULE`` (the stored start is the first
+occurrence); a table made before series existed gains the column when the calendar opens.
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ def event_ics(event: dict[str, Any]) -> bytes:
 
     Args:
         event: a row of :meth:`LocalCalendar.get` (``id``, ``title``, ``start``/``end`` aware datetimes,
-            ``timezone``, ``attendees``, ``description``, ``location``, ``organizer_email``, ``created_at``).
+            ``timezone``, ``attendees``, ``description``, ``location``, ``organizer_email``, ``created_at``,
+            and ``recurrence``, an ``RRULE`` value or "" for one event).
 
     Returns:
         the ``.ics`` bytes (``VCALENDAR`` with one ``VEVENT`` whose ``UID`` is ``<id>@chatops``, times in
-        the event's zone with its ``VTIMEZONE``).
+        the event's zone with its ``VTIMEZONE``; an ``RRULE`` for a series).
     """
     tz = ZoneInfo(event["timezone"])
     cal = icalendar.Calendar()
@@ -54,6 +57,8 @@ def event_ics(event: dict[str, Any]) -> bytes:
     ev.add("dtstart", event["start"].astimezone(tz))
     ev.add("dtend", event["end"].astimezone(tz))
     ev.add("summary", event["title"])
+    if event.get("recurrence"):
+        ev.add("rrule", icalendar.vRecur.from_ical(event["recurrence"]))
     if event.get("description"):
         ev.add("description", event["description"])
     if event.get("location"):
@@ -105,11 +110,13 @@ class LocalCalendar:
             sa.Column("description", sa.Text, nullable=False, default=""),
             sa.Column("location", sa.String(500), nullable=False, default=""),
             sa.Column("video_conference", sa.Boolean, nullable=False, default=False),
+            sa.Column("recurrence", sa.String(300), nullable=False, default=""),
             sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         )
         try:
             self.engine = sa.create_engine(url, **kwargs)
             md.create_all(self.engine)
+            _add_missing_columns(self.engine, self.table)
         except (SQLAlchemyError, ImportError, ValueError) as exc:
             raise ToolUnavailableError(f"the local calendar cannot open its database: {exc}") from exc
 
@@ -135,6 +142,7 @@ class LocalCalendar:
                     start=args.start.astimezone(timezone.utc), end=args.end.astimezone(timezone.utc),
                     timezone=args.timezone, attendees=json.dumps(args.attendees), description=args.description,
                     location=args.location, video_conference=args.video_conference,
+                    recurrence=args.recurrence or "",
                     created_at=datetime.now(timezone.utc)))
         except IntegrityError:
             created = False
@@ -171,12 +179,21 @@ class LocalCalendar:
         self.engine.dispose()
 
 
+def _add_missing_columns(engine: sa.Engine, table: sa.Table) -> None:
+    """Add columns this version has and an older table lacks (``recurrence``), with their defaults."""
+    have = {c["name"] for c in sa.inspect(engine).get_columns(table.name)}
+    with engine.begin() as conn:
+        if "recurrence" not in have:
+            conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN recurrence VARCHAR(300) NOT NULL DEFAULT ''"))
+
+
 def _row(r) -> dict[str, Any]:
     d = dict(r)
     for k in ("start", "end", "created_at"):
         if d[k] is not None and d[k].tzinfo is None:
             d[k] = d[k].replace(tzinfo=timezone.utc)
     d["attendees"] = json.loads(d["attendees"])
+    d["recurrence"] = d.get("recurrence") or ""
     d["requester"] = d["owner"]
     return d
 

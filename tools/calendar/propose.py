@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from .args import DEFAULT_DURATION_MINUTES, CalendarCreateArgs, valid_timezone
 from .extract import EventDraft, extract_event
+from .recurrence import describe_end, describe_rrule
 
 __all__ = ["Proposal", "propose_event", "event_lines", "summary_line", "format_when", "format_duration"]
 
@@ -65,7 +66,7 @@ def propose_event(request: str, *, now: datetime, timezone_name: str,
     assert draft.start is not None
     raw = {"title": draft.title, "start": draft.start, "duration_minutes": draft.duration_minutes or default_duration,
            "attendees": draft.attendees, "description": description, "location": draft.location,
-           "timezone": draft.timezone, "video_conference": draft.video_conference}
+           "timezone": draft.timezone, "video_conference": draft.video_conference, "recurrence": draft.recurrence}
     try:
         args = CalendarCreateArgs.model_validate(raw, context={"now": now})
     except ValidationError as exc:
@@ -81,7 +82,15 @@ def _problem(err: dict) -> str:
 
 def format_when(args: CalendarCreateArgs, viewer_tz: str | None = None) -> str:
     """``Thu 13 Mar 2025, 15:00–15:30 (Europe/Berlin)`` in the viewer's zone, with the event's zone
-    added when it differs (``…; 07:00 America/Los_Angeles``)."""
+    added when it differs (``…; 07:00 America/Los_Angeles``).
+
+    A series is described in the event's own zone, where its rule repeats:
+    ``every Monday, 09:00–09:25, starting Mon 23 Nov 2026 (Europe/Berlin)`` (an end follows the start:
+    ``…, starting Mon 23 Nov 2026, 6 times (…)``), with the first start in
+    the viewer's zone added when that differs (``…; first Mon 23 Nov 00:00 America/Los_Angeles``).
+    """
+    if args.recurrence:
+        return _format_series(args, viewer_tz)
     tz_name = viewer_tz if viewer_tz and valid_timezone(viewer_tz) else args.timezone
     tz = ZoneInfo(tz_name)
     start, end = args.start.astimezone(tz), (args.end or args.start).astimezone(tz)
@@ -91,6 +100,19 @@ def format_when(args: CalendarCreateArgs, viewer_tz: str | None = None) -> str:
     if tz_name != args.timezone:
         local = args.local_start()
         text += f"; {local:%a %H:%M} {args.timezone}"
+    return text
+
+
+def _format_series(args: CalendarCreateArgs, viewer_tz: str | None) -> str:
+    start, end = args.local_start(), args.local_end()
+    span = f"{start:%H:%M}\u2013{end:%H:%M}" if start.date() == end.date() else f"{start:%H:%M}\u2013{end:%a %H:%M}"
+    assert args.recurrence
+    every = describe_rrule(args.recurrence, start, with_end=False)
+    text = (f"{every}, {span}, starting {start:%a %d %b %Y}{describe_end(args.recurrence, start)} "
+            f"({args.timezone})")
+    if viewer_tz and valid_timezone(viewer_tz) and viewer_tz != args.timezone:
+        first = args.start.astimezone(ZoneInfo(viewer_tz))
+        text += f"; first {first:%a %d %b %H:%M} {viewer_tz}"
     return text
 
 
@@ -104,7 +126,8 @@ def format_duration(minutes: int | None) -> str:
 
 
 def event_lines(args: CalendarCreateArgs, viewer_tz: str | None = None, excerpt: int = 160) -> list[str]:
-    """Preview lines: title, when (viewer's zone), length, attendees, video, location, description excerpt."""
+    """Preview lines: title, when (viewer's zone; a series in words), length, attendees, video, location,
+    description excerpt."""
     lines = [f"Title: {args.title}", f"When: {format_when(args, viewer_tz)}",
              f"Length: {format_duration(args.duration_minutes)}",
              "Attendees: " + (", ".join(args.attendees) if args.attendees else "only you")]

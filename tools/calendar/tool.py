@@ -45,7 +45,8 @@ class CalendarCreate:
     name: ClassVar[str] = "calendar.create"
     description: ClassVar[str] = (
         "Create a calendar event and invite attendees. Side effect: it is shown to the requester as a preview "
-        "and runs only after they confirm. Fill start with the date and time in the requester's time zone.")
+        "and runs only after they confirm. Fill start with the date and time in the requester's time zone; for a "
+        "recurring series also fill recurrence (an RFC 5545 RRULE) with start as its first occurrence.")
     Args: ClassVar[type[CalendarCreateArgs]] = CalendarCreateArgs
     side_effect: ClassVar[bool] = True
     permission: ClassVar[str] = "everyone"
