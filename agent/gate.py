@@ -234,7 +234,7 @@ class EvidenceGate:
 
         def refuse(reason: str) -> GateVerdict:
             if missing:
-                reason += f"; not found: {', '.join(missing[:4])}"
+                reason += f"; not found: {', '.join(terms.words(missing[:4]))}"
             return GateVerdict(False, support, coverage, False, missing, reason, top_cos, features)
 
         if not support:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from connectors.models import Chunk
 
@@ -47,12 +47,19 @@ class KeyTerms:
         absent: terms no chunk of the index contains.
         common: terms in at least :data:`COMMON_SHARE` of the chunks.
         answer_type: what the question asks for (:data:`agent.answertype.ANSWER_TYPES`) or None.
+        surface: term to the question's own word it came from (``"sabbat"`` -> ``"sabbatical"``), so
+            what people read (a refusal's "not found: ...") is their words, never index stems.
     """
 
     weights: dict[str, float]
     absent: frozenset[str] = frozenset()
     common: frozenset[str] = frozenset()
     answer_type: str | None = None
+    surface: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def words(self, terms: Iterable[str]) -> list[str]:
+        """The question's own words for ``terms`` (a term without one is kept as it is)."""
+        return [self.surface.get(t, t) for t in terms]
 
     @property
     def total(self) -> float:
@@ -100,10 +107,12 @@ def key_terms(question: str, analyze: Callable[[str], list[str]], idf: Callable[
     words = [w.strip(".,;:!?()[]{}\"'`").lower() for w in _WORD.findall(question)]
     words = [w for w in words if w and w.replace("'", "") not in QUESTION_STOPWORDS]
     weights: dict[str, float] = {}
+    surface: dict[str, str] = {}
     for w in words:
         for t in analyze(w):
             if t not in weights:
                 weights[t] = idf(t)
+                surface[t] = w
     absent_idf = idf(_NEVER_A_TERM)
     n = 0.5 * math.expm1(absent_idf)  # N, from idf(absent) = ln(1 + N / 0.5)
     absent, common = set(), set()
@@ -113,7 +122,7 @@ def key_terms(question: str, analyze: Callable[[str], list[str]], idf: Callable[
                 absent.add(t)
             elif (n / math.expm1(w) - 0.5) / n >= COMMON_SHARE if w > 0 else True:
                 common.add(t)
-    return KeyTerms(weights, frozenset(absent), frozenset(common), asked_type(question))
+    return KeyTerms(weights, frozenset(absent), frozenset(common), asked_type(question), surface)
 
 
 def chunk_terms(chunks: Iterable[Chunk], analyze: Callable[[str], list[str]]) -> set[str]:

@@ -252,3 +252,10 @@ def test_a_chunk_whose_text_changed_is_read_anew() -> None:
     new = ev("The home office budget is $1,500.", 0.62, 1)  # the same chunk id, re-indexed with new text
     assert new.chunk.chunk_id == old.chunk.chunk_id
     assert gate.read(new, q).quoted == ("The home office budget is $1,500.",) and gate.read(new, q).typed
+
+
+def test_a_refusal_names_the_questions_own_words_not_index_stems() -> None:
+    q = terms("how does the sabbatical policy work?")
+    v = GATE.judge(FILLER, q)
+    assert not v.sufficient and "sabbat" in v.missing  # stems stay internal (the retry query reads them)
+    assert "not found: sabbatical, policy" in v.reason and "polici" not in v.reason
