@@ -11,21 +11,18 @@ import json
 import logging
 import sys
 import uuid
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from agent.models import HistoryMessage, Turn
 from connectors.errors import ConnectorError
 from connectors.faults import is_disk_full, is_sqlite_damage, storage_error
-from connectors.indexer import Indexer
-from connectors.sources import parse_source_spec
 
-from .actions import cli_action, cli_propose, cli_user
-from .console import render_reply, render_report
-from .settings import Settings
-from .wiring import build_agent, open_index
+if TYPE_CHECKING:
+    from .settings import Settings
 
-__all__ = ["main"]
+# Everything heavy (the index, the embedding model, the agent, Slack and Teams) is imported by the
+# command that needs it, so `chatops --help` and argument errors answer at once.
+
+__all__ = ["main", "build_parser"]
 
 log = logging.getLogger("chatops")
 
@@ -35,6 +32,10 @@ class ConfigError(Exception):
 
 
 def _settings() -> Settings:
+    from pydantic import ValidationError
+
+    from .settings import Settings
+
     try:
         s = Settings()
     except ValidationError as exc:
@@ -45,7 +46,12 @@ def _settings() -> Settings:
 
 
 def _index_sources(settings: Settings, specs: list[str], full: bool, index=None, quiet: bool = False) -> int:
+    from connectors.indexer import Indexer
+    from connectors.sources import parse_source_spec
+
+    from .console import render_report
     from .jobs import RunLog
+    from .wiring import open_index
 
     sources = [parse_source_spec(s) for s in specs]
     own = index is None
@@ -105,6 +111,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """``chatops ask QUESTION [--history H]... [--json]``."""
+    from agent.models import HistoryMessage, Turn
+
+    from .actions import cli_propose, cli_user
+    from .console import render_reply
+    from .wiring import build_agent
+
     settings = _settings()
     rt = build_agent(settings, retriever=args.retriever)
     try:
@@ -138,6 +150,12 @@ def empty_index_message(settings: Settings) -> str:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     """``chatops chat``: a console conversation; earlier questions are the thread history."""
+    from agent.models import HistoryMessage, Turn
+
+    from .actions import cli_action, cli_propose, cli_user
+    from .console import render_reply
+    from .wiring import build_agent
+
     settings = _settings()
     rt = build_agent(settings, retriever=args.retriever)
     if rt.index.stats()["pages"] == 0:
@@ -187,6 +205,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """``chatops eval --questions FILE --source SPEC [--retriever R] [--k K] [--json]``."""
     from .evaluate import format_table, load_questions, run_eval
+    from .wiring import build_agent, open_index
 
     settings = _settings()
     questions = load_questions(args.questions)
@@ -242,61 +261,128 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 def cmd_actions(args: argparse.Namespace) -> int:
     """``chatops actions confirm|cancel|show KEY [--json]``: settle a pending action from the shell."""
+    from .actions import cli_action
+
     return cli_action(_settings(), args.op, args.key, as_json=args.json)
+
+
+SOURCE_SPECS = """source specs:
+  folder:PATH[?name=NAME&url_base=URL]
+      Markdown/HTML files under PATH; NAME defaults to the folder's name; with url_base, pages
+      link to URL/<path without suffix>, else to file:// paths (shown by the CLI only)
+  confluence:URL?space=KEY[,KEY2][&name=&deployment=cloud|datacenter&timezone=&email_env=&token_env=]
+  mediawiki:API_URL[?name=&namespaces=0,4&username_env=&password_env=]
+  (credentials are read from the named environment variables; see the README)"""
+
+
+def _command(sub, name: str, summary: str, description: str, examples: list[str]) -> argparse.ArgumentParser:
+    """One subcommand with a one-line summary (``chatops --help``), a description and examples."""
+    epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
+    return sub.add_parser(name, help=summary, description=description, epilog=epilog,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("chatops-bot")
+    except PackageNotFoundError:  # pragma: no cover - running from a checkout that was never installed
+        return "unknown (not installed: run make install)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
-    p = argparse.ArgumentParser(prog="chatops", description="Answers from your wiki, with verified citations.")
-    sub = p.add_subparsers(dest="command", required=True)
-    pi = sub.add_parser("index", help="index sources (incremental)")
-    pi.add_argument("sources", nargs="+", metavar="SOURCE", help="e.g. folder:./examples/wiki")
+    p = argparse.ArgumentParser(prog="chatops", description="Answers from your wiki, with verified citations, "
+                                "and books meetings. Settings come from the environment (see the README).",
+                                epilog="Run `chatops COMMAND --help` for a command's options and examples.")
+    p.add_argument("--version", action="version", version=f"chatops {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    pi = _command(sub, "index", "index sources (incremental)",
+                  "Index one or more sources into the data dir (CHATOPS_DATA_DIR): new and changed pages are "
+                  "chunked and embedded, unchanged ones skipped, pages gone from a folder deleted.\n\n"
+                  + SOURCE_SPECS,
+                  ["chatops index folder:./examples/wiki", "chatops index --full folder:./docs?name=handbook",
+                   "chatops index confluence:https://acme.atlassian.net/wiki?space=ENG"])
+    pi.add_argument("sources", nargs="+", metavar="SOURCE", help="a source spec (see the list above)")
     pi.add_argument("--full", action="store_true", help="drop the sources' pages and index them again")
     pi.set_defaults(func=cmd_index)
-    pa = sub.add_parser("ask", help="ask one question")
+    pa = _command(sub, "ask", "ask one question",
+                  "Answer one question from the index, with numbered citations, or refuse when the sources do "
+                  "not support an answer; a meeting request gets a preview and the key to confirm it.",
+                  ['chatops ask "how do I declare an incident?"',
+                   'chatops ask --history "when do minor releases go out?" "and the branch cut?"',
+                   'chatops ask --json "what is the home office budget?"'])
     pa.add_argument("question")
     pa.add_argument("--history", action="append", metavar="EARLIER_QUESTION", help="earlier question(s) of the thread")
     pa.add_argument("--json", action="store_true", help="print one JSON object")
     pa.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
     pa.set_defaults(func=cmd_ask)
-    pc = sub.add_parser("chat", help="a console conversation with thread memory")
+    pc = _command(sub, "chat", "a console conversation with thread memory",
+                  "A conversation in the terminal: earlier messages are the thread's history. /new starts a new "
+                  "thread, /confirm and /cancel settle a proposed meeting, /quit or Ctrl-D ends.",
+                  ["chatops chat", "chatops chat --retriever dense"])
     pc.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
     pc.set_defaults(func=cmd_chat)
-    pe = sub.add_parser("eval", help="score the bot on an eval file")
+    pe = _command(sub, "eval", "score the bot on an eval file",
+                  "Run every question of a JSONL eval file through the agent and print retrieval (recall@k, MRR, "
+                  "nDCG), answer (expected strings, citation validity, refusals) and latency figures.\n\n"
+                  + SOURCE_SPECS,
+                  ["chatops eval --questions examples/eval.jsonl --source folder:examples/wiki",
+                   "chatops eval --questions dev.jsonl --source folder:./handbook --retriever bm25 --json"])
     pe.add_argument("--questions", required=True, help="JSONL eval file")
     pe.add_argument("--source", action="append", help="source spec to index first (if needed)")
     pe.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
     pe.add_argument("--k", type=int, default=10, help="also report recall@K (K documents)")
     pe.add_argument("--json", action="store_true", help="print exactly one JSON object")
     pe.set_defaults(func=cmd_eval)
-    ps = sub.add_parser("serve", help="serve Slack (POST /slack/events, GET /healthz, GET /readyz)")
+    ps = _command(sub, "serve", "serve Slack and Teams (POST /slack/events, /api/messages, GET /healthz, /readyz)",
+                  "Run the bot's web server for the configured platforms (Slack: SLACK_BOT_TOKEN and "
+                  "SLACK_SIGNING_SECRET; Teams: MicrosoftAppId and MicrosoftAppPassword), sync the configured "
+                  "sources at start-up and on their schedules. SIGINT or SIGTERM stops it cleanly.",
+                  ["chatops serve --port 3000", "chatops serve --socket-mode", "chatops serve --no-sync"])
     ps.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     ps.add_argument("--port", type=int, default=3000, help="port to listen on (default 3000; 0 picks a free one)")
     ps.add_argument("--socket-mode", action="store_true", help="receive Slack over Socket Mode (SLACK_APP_TOKEN) "
                     "instead of HTTP; /healthz and /readyz are still served")
     ps.add_argument("--no-sync", action="store_true", help="skip the start-up sync of CHATOPS_SOURCES")
     ps.set_defaults(func=cmd_serve)
-    py = sub.add_parser("sync", help="sync the configured sources once (chatops.yml / CHATOPS_SOURCES)")
+    py = _command(sub, "sync", "sync the configured sources once (chatops.yml / CHATOPS_SOURCES)",
+                  "Run the scheduled sync job once for every configured source (or one): fetch what changed "
+                  "since the cursor, index it, then move the cursor. Exit 1 when a source's run failed.",
+                  ["chatops sync", "chatops sync --source handbook --full", "chatops sync --json"])
     py.add_argument("--source", metavar="NAME", help="only this source (default: all)")
     py.add_argument("--full", action="store_true", help="re-list and re-fetch every page (prunes; drops nothing first)")
     py.add_argument("--json", action="store_true", help="print one JSON array of run results")
     py.set_defaults(func=cmd_sync)
-    pt = sub.add_parser("status", help="per source: pages, chunks, last sync run and schedule")
+    pt = _command(sub, "status", "the data dir, and per source: pages, chunks, last run, schedule",
+                  "Show the data dir in use and, per source, the pages and chunks indexed, the last index or "
+                  "sync run and its summary, the schedule, the gate's calibration and the pages flagged for "
+                  "secrets or planted instructions. Works while `chatops serve` runs.",
+                  ["chatops status", "chatops status --json"])
     pt.add_argument("--json", action="store_true", help="print one JSON array")
     pt.set_defaults(func=cmd_status)
-    pr = sub.add_parser("sources", help="list the indexed and configured sources, or remove one's pages",
-                        description="list: every source in the index or the configuration, with its pages and "
-                        "chunks. remove NAME --yes: delete that source's pages from both indexes and forget its "
-                        "cursor and runs (a source still configured is indexed again by its next sync).")
+    pr = _command(sub, "sources", "list the indexed and configured sources, or remove one's pages",
+                  "list: every source in the index or the configuration, with its pages and chunks. remove NAME "
+                  "--yes: delete that source's pages from both indexes and forget its cursor and runs (a source "
+                  "still configured is indexed again by its next sync).",
+                  ["chatops sources list", "chatops sources remove old-wiki --yes"])
     pr.add_argument("op", choices=["list", "remove"])
     pr.add_argument("name", nargs="?", help="the source to remove")
     pr.add_argument("--yes", action="store_true", help="confirm the removal (nothing is removed without it)")
     pr.add_argument("--json", action="store_true", help="list: print one JSON array")
     pr.set_defaults(func=cmd_sources)
-    pb = sub.add_parser("calibrate", help="fit the evidence gate on the indexed corpus (self-made probes)")
+    pb = _command(sub, "calibrate", "fit the evidence gate on the indexed corpus (self-made probes)",
+                  "Fit the evidence gate's operating point on the indexed corpus from self-made answerable and "
+                  "near-miss probes (no labelled data) and store it with the index; indexing runs do this "
+                  "when the corpus changed substantially.",
+                  ["chatops calibrate", "chatops calibrate --json"])
     pb.add_argument("--json", action="store_true", help="print the calibration record as one JSON object")
     pb.set_defaults(func=cmd_calibrate)
-    pk = sub.add_parser("actions", help="confirm, cancel or show a pending action (e.g. a meeting `ask` proposed)")
+    pk = _command(sub, "actions", "confirm, cancel or show a pending action (e.g. a meeting `ask` proposed)",
+                  "Settle a pending action from the shell: confirm books it exactly once, cancel drops it, show "
+                  "prints it. The key is printed with the preview.",
+                  ["chatops actions confirm 0123456789abcdefghijklmnopqrstuv", "chatops actions show KEY --json"])
     pk.add_argument("op", choices=["confirm", "cancel", "show"])
     pk.add_argument("key", help="the pending action's key (printed with its preview)")
     pk.add_argument("--json", action="store_true", help="print one JSON object")

@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -153,3 +155,36 @@ def test_serve_is_not_ready_before_its_first_sync(tmp_path: Path, data: Path) ->
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     assert "Traceback" not in log_path.read_text()
+
+
+# -- a CLI that guides ----------------------------------------------------------------------------------
+HEAVY = {"qdrant_client", "onnxruntime", "whoosh", "slack_bolt", "slack_sdk", "botbuilder", "openai", "sqlalchemy",
+         "dateparser", "numpy"}
+
+
+def test_help_and_usage_errors_import_nothing_heavy() -> None:
+    # `chatops --help` must answer at once: the index, the model and the platforms load only in the command
+    code = ("import sys, contextlib, io\nfrom bot.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    try:\n        main(['--help'])\n"
+            "    except SystemExit:\n        pass\n"
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({sorted(HEAVY)!r})))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=cli_environment(Path("unused")))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_version_and_every_subcommand_has_a_description_and_examples(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    from bot.cli import build_parser
+
+    proc = run_chatops(["--version"], tmp_path / "d", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"chatops {version('chatops-bot')}"
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        assert parser.description and len(parser.description) > 40, name
+        assert parser.epilog and parser.epilog.startswith("examples:\n  chatops " + name), name
+    index_help = run_chatops(["index", "--help"], tmp_path / "d", cwd=tmp_path).stdout
+    for spec in ("folder:PATH[?name=NAME&url_base=URL]", "confluence:URL?space=KEY", "mediawiki:API_URL"):
+        assert spec in index_help
