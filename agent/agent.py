@@ -24,9 +24,30 @@ from .models import Reply, Trace, Turn
 from .planner import Planner
 from .screen import ScreenResult, screen_reply, scrub_text
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "turn_outcome"]
 
 log = logging.getLogger(__name__)
+
+
+def turn_outcome(reply: Reply) -> str:
+    """``action`` (a proposal), ``refused``, ``answered`` (cited) or ``replied`` (direct, uncited)."""
+    if reply.pending_action is not None:
+        return "action"
+    if reply.refused:
+        return "refused"
+    return "answered" if reply.citations else "replied"
+
+
+def _log_turn(turn: Turn, reply: Reply) -> None:
+    """One INFO record per turn: ids, route, outcome and timings, never the message or the answer."""
+    trace = reply.trace
+    fields = {"trace_id": trace.trace_id, "platform": turn.platform, "route": reply.route or trace.route,
+              "outcome": turn_outcome(reply), "citations": len({c.chunk_id for c in reply.citations}),
+              "gate_reason": trace.gate.get("reason", "") if reply.refused else "",
+              "timings_ms": dict(trace.timings_ms)}
+    log.info("turn %s platform=%s route=%s outcome=%s citations=%d total_ms=%.0f", fields["trace_id"],
+             fields["platform"], fields["route"], fields["outcome"], fields["citations"],
+             trace.timings_ms.get("total", 0.0), extra=fields)
 
 
 class Agent:
@@ -70,6 +91,7 @@ class Agent:
             reply.text = f"{reply.text}\n\n_{' '.join(trace.notes)}_"
         reply.text = scrub_text(reply.text)
         trace.timings_ms["total"] = round((time.perf_counter() - t0) * 1000, 3)
+        _log_turn(turn, reply)
         return reply
 
     def _guard(self, reply: Reply, evidence, screen: ScreenResult | None = None) -> Reply:

@@ -40,8 +40,9 @@ def _settings() -> Settings:
         s = Settings()
     except ValidationError as exc:
         raise ConfigError(f"invalid settings:\n{exc}\nFix the environment variables (see the README's Settings table).")
-    logging.basicConfig(level=s.chatops_log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .logs import configure_logging
+
+    configure_logging(s.chatops_log_level, s.chatops_log_format, s.secret_values)
     return s
 
 

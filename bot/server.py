@@ -249,7 +249,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     from .jobs import IndexJobs
     from .slack import SlackBot, SlackConfig, SlackConfigError
     from .slack.http import SlackHttpAdapter
-    from .slack.logsafe import install_redaction
+    from .logsafe import install_redaction
     from .slack.socket_mode import SlackSocketModeAdapter
     from .wiring import build_agent
 

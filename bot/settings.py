@@ -23,7 +23,8 @@ class Settings(BaseSettings):
 
     chatops_data_dir: Path = Field(Path(".chatops"), description="Where indexes, caches and state live.")
     chatops_cache_dir: Path | None = Field(None, description="Embedding cache folder; default DATA_DIR/cache.")
-    chatops_log_level: str = Field("WARNING", description="Python log level.")
+    chatops_log_level: str = Field("INFO", description="Python log level.")
+    chatops_log_format: str = Field("auto", description="json, text, or auto (text on a terminal, else JSON).")
     embedding_model: str = Field("local", description="'local' (bundled all-MiniLM-L6-v2 int8 ONNX) or an "
                                  "OpenAI embeddings model name such as text-embedding-3-small.")
     openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")
@@ -142,6 +143,23 @@ class Settings(BaseSettings):
         """Folders are resolved once, when the settings are read: a relative ``CHATOPS_DATA_DIR`` means
         the folder below the directory the command started in, and ``chatops status`` shows which."""
         return None if v is None else v.expanduser().resolve()
+
+    @field_validator("chatops_log_format")
+    @classmethod
+    def _log_format(cls, v: str) -> str:
+        v = v.strip().lower()
+        if v not in {"auto", "json", "text"}:
+            raise ValueError("CHATOPS_LOG_FORMAT must be json, text or auto")
+        return v
+
+    @property
+    def secret_values(self) -> tuple[str, ...]:
+        """Every configured secret, for masking in logs."""
+        names = ("slack_bot_token", "slack_signing_secret", "slack_app_token", "openai_api_key", "qdrant_api_key",
+                 "microsoft_app_password")
+        values = (getattr(self, n, None) for n in names)
+        plain = (v.get_secret_value() if isinstance(v, SecretStr) else v for v in values)
+        return tuple(v for v in plain if isinstance(v, str) and v)
 
     @field_validator("chatops_log_level")
     @classmethod

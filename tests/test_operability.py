@@ -188,3 +188,38 @@ def test_version_and_every_subcommand_has_a_description_and_examples(tmp_path: P
     index_help = run_chatops(["index", "--help"], tmp_path / "d", cwd=tmp_path).stdout
     for spec in ("folder:PATH[?name=NAME&url_base=URL]", "confluence:URL?space=KEY", "mediawiki:API_URL"):
         assert spec in index_help
+
+
+# -- logs --------------------------------------------------------------------------------------------
+def test_every_turn_logs_one_json_record_with_its_trace_id_and_never_the_question(tmp_path: Path, data: Path) -> None:
+    handbook, _ = _two_folders(tmp_path)
+    assert run_chatops(["index", f"folder:{handbook}"], data, cwd=tmp_path).returncode == 0
+    question = "how do I declare an incident?"
+    proc = run_chatops(["ask", "--json", question], data, cwd=tmp_path, CHATOPS_LOG_FORMAT="json")
+    assert proc.returncode == 0, proc.stderr
+    trace_id = json.loads(proc.stdout)["trace"]["trace_id"]
+    records = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    [turn] = [r for r in records if r.get("trace_id") == trace_id]
+    assert turn["level"] == "INFO" and turn["platform"] == "cli" and turn["route"] == "knowledge"
+    assert turn["outcome"] == "answered" and turn["citations"] >= 1 and turn["timings_ms"]["total"] > 0
+    assert question not in proc.stderr and "declare-incident" not in proc.stderr
+
+
+def test_logs_mask_configured_secrets_in_json_and_text() -> None:
+    import io
+    import logging
+
+    from bot.logs import configure_logging
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    for fmt in ("json", "text"):
+        out = io.StringIO()
+        configure_logging("INFO", fmt, secrets=("sup3r-s3cret-value",), stream=out)
+        logging.getLogger("chatops.test").info("calling with sup3r-s3cret-value and xoxb-123-456-abcdef")
+        text = out.getvalue()
+        assert "sup3r-s3cret-value" not in text and "xoxb-123" not in text and "[redacted]" in text
+        if fmt == "json":
+            assert json.loads(text.splitlines()[-1])["logger"] == "chatops.test"
+    root.handlers[:], _ = saved
+    root.setLevel(saved[1])

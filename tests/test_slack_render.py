@@ -18,7 +18,7 @@ from bot.slack.actions import ActionRegistry
 from bot.slack.commands import parse_kb
 from bot.slack.config import SlackConfig, SlackConfigError, parse_admin_ids
 from bot.slack.inbound import mentions, to_plain
-from bot.slack.logsafe import RedactingFilter, redact
+from bot.logsafe import RedactingFilter, redact
 from bot.slack.middleware import is_from_bot
 from bot.slack.mrkdwn import split_text, to_mrkdwn
 from bot.slack import render

@@ -19,7 +19,7 @@ Modules, one job each:
 - :mod:`.bot`: :class:`SlackBot`, which builds the Bolt ``AsyncApp`` and owns the pieces above.
 - :mod:`.http` and :mod:`.socket_mode`: the two ways Slack reaches the app (``POST /slack/events`` in
   :mod:`bot.server`, or Socket Mode).
-- :mod:`.logsafe`: a logging filter that masks tokens and secrets.
+- (the logging filter that masks tokens and secrets is :mod:`bot.logsafe`, shared by every platform)
 """
 
 from .bot import SlackBot

@@ -1,0 +1,60 @@
+"""How chatops logs: one handler on stderr, JSON lines or text, secrets masked, INFO by default.
+
+``CHATOPS_LOG_FORMAT``: ``json`` (one JSON object per line, through ``python-json-logger``: the
+time, level, logger, message and every ``extra`` field, e.g. a turn's ``trace_id``, ``platform``,
+``route``, ``outcome`` and ``timings_ms``), ``text`` (one readable line), or ``auto`` (the default:
+text on a terminal, JSON otherwise, so a service or a container logs JSON and a person at a shell
+reads text). Every record passes :class:`bot.logsafe.RedactingFilter` with the configured secrets
+(Slack tokens and signing secret, the OpenAI key, the Teams app password) and any token-shaped text.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TextIO
+
+from .logsafe import RedactingFilter
+
+__all__ = ["configure_logging", "LOG_FORMATS"]
+
+LOG_FORMATS = ("auto", "json", "text")
+_TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(level: str, fmt: str = "auto", secrets: tuple[str, ...] = (),
+                      stream: TextIO | None = None) -> logging.Handler:
+    """Replace the root logger's handlers with one that writes to ``stream`` (stderr) at ``level``.
+
+    Args:
+        level: a level name (``INFO``...).
+        fmt: ``json``, ``text`` or ``auto`` (see the module docstring).
+        secrets: values masked wherever they appear in a record.
+        stream: where to write (stderr by default).
+
+    Returns:
+        The installed handler.
+
+    Raises:
+        ValueError: for an unknown format.
+    """
+    if fmt not in LOG_FORMATS:
+        raise ValueError(f"CHATOPS_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, not {fmt!r}")
+    stream = stream or sys.stderr
+    if fmt == "auto":
+        fmt = "text" if getattr(stream, "isatty", lambda: False)() else "json"
+    handler = logging.StreamHandler(stream)
+    if fmt == "json":
+        from pythonjsonlogger.json import JsonFormatter
+
+        handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
+                                           rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+    else:
+        handler.setFormatter(logging.Formatter(_TEXT))
+    handler.addFilter(RedactingFilter(secrets))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    return handler
