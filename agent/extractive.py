@@ -26,12 +26,16 @@ question asks for): "E108 | Restart the agent" answers nothing
 about VPN access. A quoted row is shown with its table's header row (``Code: E42; Fix: Restart``),
 both quoted verbatim.
 
-Answers stay short: at most ``max_sentences`` (3), each after the first kept only while its
-marginal gain (new coverage, priors, minus redundancy) is at least 0.15. A multi-part question (``parts``) gets its parts
-answered one by one: the best sentence for each part's own key terms (then up to ``max_sentences``
-per part, each adding coverage); a part no sentence speaks to is named in a closing line
-("Nothing found on: ..."). When the gate asked for several citations, the picks span at least that
-many distinct chunks. Each picked sentence becomes a citation whose quote is the sentence's exact
+Answers stay short: at most ``max_sentences`` (5), each after the first kept only while its
+marginal gain (new coverage, priors, minus redundancy) is at least 0.15. The first ``chunks``
+passages are read; a question asking for a figure, a command or an identifier also reads the next
+``chunks``, but only for sentences that state what was asked and hold a key term (the sentence
+with ``/genie whoisoncall`` may sit in the ninth passage). A multi-part question (``parts``) reads
+``2 * chunks`` passages and gets its parts answered one by one: up to ``part_sentences`` for each
+part's own key terms, with the answer type that part asks for (a figure for "how fast", a command
+for "which channel"); a part no sentence speaks to is named in a closing line ("Nothing found on:
+..."). When the gate asked for several citations, the picks span at least that many distinct
+chunks. Each picked sentence becomes a citation whose quote is the sentence's exact
 text in the chunk.
 """
 
@@ -64,7 +68,8 @@ _COMMAND = re.compile(r"(?:^|\s|`)/[a-z][\w-]*|#[a-z][\w-]+")
 
 @dataclass(frozen=True, slots=True)
 class ExtractiveConfig:
-    """Sizes and weights of the answerer."""
+    """Sizes and weights of the answerer (``part_sentences``: at most this many per part of a
+    multi-part question)."""
 
     max_sentences: int = 5
     part_sentences: int = 2
