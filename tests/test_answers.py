@@ -132,3 +132,9 @@ def test_a_question_asking_an_amount_quotes_the_table_row_that_states_it(runtime
     assert not reply.refused, reply.text
     assert "$200" in reply.text, reply.text
     assert any(c.quote.startswith("Australia and New Zealand |") for c in reply.citations)
+
+
+def test_a_plural_amount_word_asks_for_an_amount_too(runtime: Runtime) -> None:
+    reply = ask(runtime, "what if the hotel I want there costs more?", ("how much can I spend on a hotel in Australia?",))
+    assert not reply.refused, reply.text
+    assert "$200" in reply.text, reply.text
