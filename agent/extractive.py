@@ -61,7 +61,8 @@ _FIGURE = re.compile(r"(?:[$€£]\s?\d|\d+(?:[.,]\d+)?\s*(?:%|days?|weeks?|mont
                      r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekly|daily|monthly|annually|"
                      r"bi-weekly|biweekly|quarterly|yearly)\b)", re.I)
 _ASKS_FIGURE = re.compile(r"\bhow (?:much|many|long|often|quickly|fast|soon|far|big|large)\b|\b(?:when|max|maximum|minimum|"
-                          r"limits?|budgets?|deadlines?|costs?|prices?|size|retention|notice|allowance|stipend)\b", re.I)
+                          r"limits?|budgets?|deadlines?|costs?|prices?|size|retention|notice|allowance|stipend|pays?|paid|"
+                          r"expensed?|reimburs\w*|covers?|covered)\b", re.I)
 _ASKS_COMMAND = re.compile(r"\b(?:command|slash|cli|shortcut|channel)\b", re.I)
 _COMMAND = re.compile(r"(?:^|\s|`)/[a-z][\w-]*|#[a-z][\w-]+")
 

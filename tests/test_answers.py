@@ -138,3 +138,9 @@ def test_a_plural_amount_word_asks_for_an_amount_too(runtime: Runtime) -> None:
     reply = ask(runtime, "what if the hotel I want there costs more?", ("how much can I spend on a hotel in Australia?",))
     assert not reply.refused, reply.text
     assert "$200" in reply.text, reply.text
+
+
+def test_a_question_about_paying_for_something_is_answered_with_the_amount(runtime: Runtime) -> None:
+    reply = ask(runtime, "will the company pay for my hotel in Australia?")
+    assert not reply.refused, reply.text
+    assert "$200" in reply.text, reply.text
