@@ -148,6 +148,38 @@ def _row_display(header: str, row: str) -> str:
                      for h, c in zip(heads, cells) if c)
 
 
+_LIST_MARK = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_HEADING_LINE = re.compile(r"(?m)^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+def _item_heading(text: str, span: Span, section: str) -> str | None:
+    """The context a list item sits in, for an item of a bulleted or numbered list: the heading above it
+    (the last Markdown heading before it in ``text``, else the last heading of the chunk's ``section``
+    path, "A > B" gives "B"; left out when the item already names it) and the list's lead-in line
+    ("**Do not:**", "Examples:"), as the item's prefix: "Heading — Lead-in: " or "Heading — ". ``None``
+    for a sentence that is not a list item or has no context."""
+    line = text[:span.start].rsplit("\n", 1)[-1]
+    if not _LIST_MARK.fullmatch(line):
+        return None
+    found = _HEADING_LINE.findall(text[:span.start])
+    heading = (found[-1] if found else (section or "").split(" > ")[-1]).strip().strip("*_ ")
+    if heading.lower() in span.text.lower():
+        heading = ""
+    lead = ""
+    for prev in reversed(text[:span.start].split("\n")[:-1]):
+        if not prev.strip() or _LIST_MARK.match(prev) or prev.startswith((" ", "\t")):
+            continue  # blank lines, the list's other items and their continuation lines
+        if not _HEADING_LINE.match(prev):
+            bare = prev.strip().strip("*_ ")
+            if bare.endswith(":") and len(bare) <= 100:
+                lead = display_text(bare)
+        break
+    joined = " \u2014 ".join(x for x in (display_text(heading) if heading else "", lead) if x)
+    if not joined:
+        return None
+    return f"{joined} " if lead else f"{joined} \u2014 "
+
+
 class ExtractiveAnswerer:
     """Builds a cited answer from evidence without an LLM."""
 
@@ -326,11 +358,20 @@ class ExtractiveAnswerer:
         numbers: dict[str, int] = {}
         citations: list[Citation] = []
         lines: list[str] = []
+        context: tuple[str, str] | None = None
         for c in unique:
             ch = c.ev.chunk
             if ch.chunk_id not in numbers:
                 numbers[ch.chunk_id] = len(numbers) + 1
             n = numbers[ch.chunk_id]
+            heading = None if c.row else _item_heading(ch.text, c.span, ch.section)
+            if heading and context != (ch.chunk_id, heading):
+                # A list item is shown in its context ("Passwords — Do not: Use a password that is the same")
+                citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, c.span.text))
+                lines.append(f"{heading}{display_text(c.span.text)} [{n}]")
+                context = (ch.chunk_id, heading)
+                continue
+            context = (ch.chunk_id, heading) if heading else None
             if c.row and c.header is not None:
                 citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, c.header.text))
                 citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, c.span.text))

@@ -144,3 +144,11 @@ def test_a_question_about_paying_for_something_is_answered_with_the_amount(runti
     reply = ask(runtime, "will the company pay for my hotel in Australia?")
     assert not reply.refused, reply.text
     assert "$200" in reply.text, reply.text
+
+
+def test_a_list_item_is_shown_under_its_heading_and_the_lead_in_of_its_list(runtime: Runtime) -> None:
+    reply = ask(runtime, "how many business days before the last day is the offboarding request opened?")
+    assert not reply.refused, reply.text
+    assert ("Manager checklist \u2014 When someone on your team leaves, the manager: Opens an offboarding request "
+            "in #ask-it at least 5 business days") in reply.text, reply.text
+    assert any(c.quote.startswith("Opens an offboarding request") for c in reply.citations)  # the item, verbatim
