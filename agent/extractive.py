@@ -41,6 +41,7 @@ text in the chunk.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -180,6 +181,12 @@ def _item_heading(text: str, span: Span, section: str) -> str | None:
     return f"{joined} " if lead else f"{joined} \u2014 "
 
 
+@functools.lru_cache(maxsize=4096)
+def _spans(text: str) -> tuple[Span, ...]:
+    """:func:`agent.text.sentence_spans`, cached by chunk text (the same passages come back turn after turn)."""
+    return tuple(sentence_spans(text))
+
+
 class ExtractiveAnswerer:
     """Builds a cited answer from evidence without an LLM."""
 
@@ -222,7 +229,11 @@ class ExtractiveAnswerer:
         for rank, ev in enumerate(evidence[:window]):
             cos = max(ev.cosine or 0.0, 0.0)
             text = ev.chunk.text
-            for span in sentence_spans(text):
+            if rank >= cfg.chunks and not multi and not (
+                    (wants_figure and _FIGURE.search(text)) or (wants_command and _COMMAND.search(text))
+                    or any(contains(text, x) for x in exact)):
+                continue  # nothing in this later passage states what was asked: not worth splitting
+            for span in _spans(text):
                 if span_flagged(text, span.start, span.end):
                     continue  # a credential, personal data or a planted instruction is never quoted
                 heading = text[:span.start].rsplit("\n", 1)[-1].lstrip().startswith("#")
