@@ -151,3 +151,26 @@ def test_a_list_item_is_shown_under_its_heading_and_the_lead_in_of_its_list(runt
     assert ("Manager checklist \u2014 When someone on your team leaves, the manager: Opens an offboarding request "
             "in #ask-it at least 5 business days") in reply.text, reply.text
     assert any(c.quote.startswith("Opens an offboarding request") for c in reply.citations)  # the item, verbatim
+
+
+def test_a_command_is_quoted_from_a_passage_past_the_first_eight(runtime: Runtime) -> None:
+    # The answerer reads the first eight passages; a question asking for a command (a figure, an
+    # identifier) also reads the next eight for a sentence that states it (a small dense model can
+    # rank the one passage holding "/genie whoisoncall" ninth).
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import key_terms
+    from tools.base import ToolContext
+    from tools.knowledge_search import KnowledgeSearchArgs
+
+    q = "which slash command declares an incident?"
+    res = runtime.tools.call("knowledge.search", KnowledgeSearchArgs(query=q, k=30, retriever="hybrid"),
+                             ToolContext(user_id="U1"))
+    holding = [e for e in res.evidence if "/declare-incident" in e.chunk.text]
+    others = [e for e in res.evidence if "/declare-incident" not in e.chunk.text]
+    assert holding and len(others) >= 8
+    terms = key_terms(q, runtime.search.analyze, runtime.search.idf)
+    draft = ExtractiveAnswerer(ExtractiveConfig(), runtime.search.analyze).answer(
+        [*others[:8], *holding], terms, question=q)
+    assert "`/declare-incident` slash command" in draft.text, draft.text
+    assert all(c.quote in next(e.chunk.text for e in res.evidence if e.chunk.chunk_id == c.chunk_id)
+               for c in draft.citations)
