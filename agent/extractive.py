@@ -266,8 +266,10 @@ class ExtractiveAnswerer:
                     prior += 0.5
                 if has_exact:
                     prior += 1.0
-                if span.text.rstrip().endswith((":", "?")):
-                    prior -= 0.15  # a lead-in or a question, not an answer
+                if span.text.rstrip().endswith("?"):
+                    continue  # a question (an FAQ's, a section's "Moving to another country?") answers nothing
+                if span.text.rstrip().endswith(":"):
+                    prior -= 0.15  # a lead-in, not an answer
                 cands.append(_Cand(ev, span, t, prior, rank, row, header, figure, command))
         picked: list[_Cand] = []
         unanswered: list[str] = []

@@ -43,6 +43,12 @@ corporate VPN before you start, or the download times out. Ask #it-help for a VP
 | E42 | Licence server unreachable | Renew the licence token with foo-admin renew |
 """
 
+PARKING_FAQ = """# Parking FAQ
+
+Can I park at the Lisbon office for free? Staff park free in the basement garage on level -2; the gate
+opens with your office badge. Visitors use the paid public car park across the street.
+"""
+
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
@@ -50,6 +56,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) 
     wiki = root / "wiki"
     shutil.copytree(WIKI, wiki)
     (wiki / "it" / "foo-runbook.md").write_text(RUNBOOK, encoding="utf-8")
+    (wiki / "company" / "parking-faq.md").write_text(PARKING_FAQ, encoding="utf-8")
     index = KnowledgeIndex(root / "index", embedder)
     report = Indexer(index).run(FolderSource(wiki))
     assert not report.errors, report
@@ -174,3 +181,10 @@ def test_a_command_is_quoted_from_a_passage_past_the_first_eight(runtime: Runtim
     assert "`/declare-incident` slash command" in draft.text, draft.text
     assert all(c.quote in next(e.chunk.text for e in res.evidence if e.chunk.chunk_id == c.chunk_id)
                for c in draft.citations)
+
+
+def test_a_question_in_the_text_is_never_quoted_as_the_answer(runtime: Runtime) -> None:
+    reply = ask(runtime, "can I park at the Lisbon office for free?")
+    assert not reply.refused, reply.text
+    assert "basement garage" in reply.text
+    assert not any(c.quote.rstrip().endswith("?") for c in reply.citations), reply.text
