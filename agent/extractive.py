@@ -175,6 +175,8 @@ def _item_heading(text: str, span: Span, section: str) -> str | None:
             if bare.endswith(":") and len(bare) <= 100:
                 lead = display_text(bare)
         break
+    if heading and heading.lower() in lead.lower():
+        heading = ""  # "Cross-border moves require the following:" already says where it is
     joined = " \u2014 ".join(x for x in (display_text(heading) if heading else "", lead) if x)
     if not joined:
         return None
