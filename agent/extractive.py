@@ -15,20 +15,38 @@ the manner of Maximal Marginal Relevance (Carbonell & Goldstein 1998) with a cov
 - *priors*: the chunk's cosine to the question and its rank;
 - *redundancy*: minus the term overlap (Jaccard) with the sentences already picked.
 
-Sentences overlapping a finding of :mod:`screening` (a credential, personal data, an instruction
-addressed to an assistant; judged in the whole chunk) are never candidates.
+- *identifier*: when the question names an exact term (``E42``, ``/genie``, ``PTEP``:
+  :func:`tools.identifiers.identifiers`), the sentences holding it come first.
 
-Picking stops at ``max_sentences`` or ``max_chars``; when the gate asked for several citations,
-the picks span at least that many distinct chunks. Each picked sentence becomes a citation whose
-quote is the sentence's exact text in the chunk.
+Sentences overlapping a finding of :mod:`screening` (a credential, personal data, an instruction
+addressed to an assistant; judged in the whole chunk) are never candidates. A table row is quoted
+only when the question asks for what it holds (it names one of the question's identifiers, or at
+least two of its key terms or half of their weight, or one key term and the figure or command the
+question asks for): "E108 | Restart the agent" answers nothing
+about VPN access. A quoted row is shown with its table's header row (``Code: E42; Fix: Restart``),
+both quoted verbatim.
+
+Answers stay short: at most ``max_sentences`` (5), each after the first kept only while its
+marginal gain (new coverage, priors, minus redundancy) is at least 0.15. The first ``chunks``
+passages are read; a question asking for a figure, a command or an identifier also reads the next
+``chunks``, but only for sentences that state what was asked and hold a key term (the sentence
+with ``/genie whoisoncall`` may sit in the ninth passage). A multi-part question (``parts``) reads
+``2 * chunks`` passages and gets its parts answered one by one: up to ``part_sentences`` for each
+part's own key terms, with the answer type that part asks for (a figure for "how fast", a command
+for "which channel"); a part no sentence speaks to is named in a closing line ("Nothing found on:
+..."). When the gate asked for several citations, the picks span at least that many distinct
+chunks. Each picked sentence becomes a citation whose quote is the sentence's exact
+text in the chunk.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from tools.identifiers import contains, identifiers
 from tools.knowledge_search import Evidence
 
 from .models import Citation
@@ -37,23 +55,26 @@ from .screen import span_flagged
 from .terms import KeyTerms
 from .text import Span, display_text, sentence_spans
 
-__all__ = ["ExtractiveAnswerer", "ExtractiveConfig", "Draft"]
+__all__ = ["ExtractiveAnswerer", "ExtractiveConfig", "Draft", "table_header"]
 
 _FIGURE = re.compile(r"(?:[$€£]\s?\d|\d+(?:[.,]\d+)?\s*(?:%|days?|weeks?|months?|years?|hours?|minutes?|mins?|"
                      r"business days|lines|per|utc|am|pm|usd|eur)|\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}:\d{2}\b|"
                      r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekly|daily|monthly|annually|"
                      r"bi-weekly|biweekly|quarterly|yearly)\b)", re.I)
-_ASKS_FIGURE = re.compile(r"\bhow (?:much|many|long|often|quickly|soon|far|big|large)\b|\b(?:when|max|maximum|minimum|"
-                          r"limit|budget|deadline|cost|price|size|retention|notice|allowance|stipend)\b", re.I)
+_ASKS_FIGURE = re.compile(r"\bhow (?:much|many|long|often|quickly|fast|soon|far|big|large)\b|\b(?:when|max|maximum|minimum|"
+                          r"limits?|budgets?|deadlines?|costs?|prices?|size|retention|notice|allowance|stipend|pays?|paid|"
+                          r"expensed?|reimburs\w*|covers?|covered)\b", re.I)
 _ASKS_COMMAND = re.compile(r"\b(?:command|slash|cli|shortcut|channel)\b", re.I)
 _COMMAND = re.compile(r"(?:^|\s|`)/[a-z][\w-]*|#[a-z][\w-]+")
 
 
 @dataclass(frozen=True, slots=True)
 class ExtractiveConfig:
-    """Sizes and weights of the answerer."""
+    """Sizes and weights of the answerer (``part_sentences``: at most this many per part of a
+    multi-part question)."""
 
     max_sentences: int = 5
+    part_sentences: int = 2
     max_chars: int = 1000
     mmr_lambda: float = 0.7
     chunks: int = 8
@@ -65,15 +86,107 @@ class Draft:
 
     text: str
     citations: list[Citation]
+    unanswered: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Cand:
     ev: Evidence
     span: Span
     terms: set[str]
     score: float
     chunk_rank: int
+    row: bool = False
+    header: Span | None = None
+    figure: bool = False
+    command: bool = False
+
+
+def _is_row(text: str, span: Span) -> bool:
+    return text[:span.start].rsplit("\n", 1)[-1].lstrip().startswith("|")
+
+
+def table_header(text: str, row_start: int) -> Span | None:
+    """The header row of the Markdown table whose row starts at ``row_start`` in ``text``, or ``None``.
+
+    The header is the table's first line when the line after it is a delimiter row (``|---|---|``);
+    the span is the header's cells, without the leading ``|`` (as :func:`agent.text.sentence_spans`
+    gives rows). ``None`` when the row is the header itself or the table has no header in ``text``.
+    """
+    line_start = text.rfind("\n", 0, row_start) + 1
+    lines: list[tuple[int, str]] = []
+    pos = line_start
+    while True:
+        prev_end = pos - 1
+        if prev_end <= 0:
+            break
+        prev_start = text.rfind("\n", 0, prev_end) + 1
+        line = text[prev_start:prev_end]
+        if not line.lstrip().startswith("|"):
+            break
+        lines.append((prev_start, line))
+        pos = prev_start
+    if len(lines) < 2:
+        return None
+    (h_start, header), (_, delim) = lines[-1], lines[-2]
+    if not set(delim.strip()) <= set("|-: "):
+        return None
+    lead = len(header) - len(header.lstrip(" |"))
+    body = header.rstrip()
+    return Span(h_start + lead, h_start + len(body), text[h_start + lead:h_start + len(body)])
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def _row_display(header: str, row: str) -> str:
+    """A table row with its header: ``Code: E42; Fix: Restart the agent``."""
+    heads, cells = _cells(header), _cells(row)
+    if len(heads) != len(cells):
+        return f"{display_text(header)} — {display_text(row)}"
+    return "; ".join(f"{display_text(h)}: {display_text(c)}" if h else display_text(c)
+                     for h, c in zip(heads, cells) if c)
+
+
+_LIST_MARK = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_HEADING_LINE = re.compile(r"(?m)^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+def _item_heading(text: str, span: Span, section: str) -> str | None:
+    """The context a list item sits in, for an item of a bulleted or numbered list: the heading above it
+    (the last Markdown heading before it in ``text``, else the last heading of the chunk's ``section``
+    path, "A > B" gives "B"; left out when the item already names it) and the list's lead-in line
+    ("**Do not:**", "Examples:"), as the item's prefix: "Heading — Lead-in: " or "Heading — ". ``None``
+    for a sentence that is not a list item or has no context."""
+    line = text[:span.start].rsplit("\n", 1)[-1]
+    if not _LIST_MARK.fullmatch(line):
+        return None
+    found = _HEADING_LINE.findall(text[:span.start])
+    heading = (found[-1] if found else (section or "").split(" > ")[-1]).strip().strip("*_ ")
+    if heading.lower() in span.text.lower():
+        heading = ""
+    lead = ""
+    for prev in reversed(text[:span.start].split("\n")[:-1]):
+        if not prev.strip() or _LIST_MARK.match(prev) or prev.startswith((" ", "\t")):
+            continue  # blank lines, the list's other items and their continuation lines
+        if not _HEADING_LINE.match(prev):
+            bare = prev.strip().strip("*_ ")
+            if bare.endswith(":") and len(bare) <= 100:
+                lead = display_text(bare)
+        break
+    if heading and heading.lower() in lead.lower():
+        heading = ""  # "Cross-border moves require the following:" already says where it is
+    joined = " \u2014 ".join(x for x in (display_text(heading) if heading else "", lead) if x)
+    if not joined:
+        return None
+    return f"{joined} " if lead else f"{joined} \u2014 "
+
+
+@functools.lru_cache(maxsize=4096)
+def _spans(text: str) -> tuple[Span, ...]:
+    """:func:`agent.text.sentence_spans`, cached by chunk text (the same passages come back turn after turn)."""
+    return tuple(sentence_spans(text))
 
 
 class ExtractiveAnswerer:
@@ -84,91 +197,204 @@ class ExtractiveAnswerer:
         self.analyze = analyze
 
     def answer(self, evidence: list[Evidence], terms: KeyTerms, min_sources: int = 1,
-               question: str = "", vocabulary: list[str] | None = None, define: str | None = None) -> Draft:
+               question: str = "", vocabulary: list[str] | None = None, define: str | None = None,
+               parts: list[tuple[str, KeyTerms]] | None = None) -> Draft:
         """Pick sentences from ``evidence`` (best first) for a question with key terms ``terms``.
 
         Args:
             evidence: supporting passages first.
             terms: the question's key terms with IDF weights.
             min_sources: distinct chunks the picks must span (the gate's requirement).
-            question: the question text (for the answer-type bonus).
+            question: the question text (for the answer-type bonus and its identifiers).
             vocabulary: analysed feedback terms (words the evidence uses for the topic).
             define: for a "what's X?" question, the term X; sentences defining it get a bonus.
+            parts: for a multi-part question, ``(part text, part key terms)`` per part; each part
+                gets its own best sentence, and parts nothing speaks to are listed in
+                :attr:`Draft.unanswered` and named at the end of the text.
+
+        Returns:
+            The draft; ``Draft.text`` is empty when no sentence qualifies.
         """
         cfg = self.config
         key = set(terms.weights)
-        total = terms.total or 1.0
         vocab = set(vocabulary or ()) - key
         wants_figure = bool(_ASKS_FIGURE.search(question))
         wants_command = bool(_ASKS_COMMAND.search(question))
+        exact = identifiers(question)
         cands: list[_Cand] = []
-        for rank, ev in enumerate(evidence[: cfg.chunks]):
+        multi = bool(parts and len(parts) >= 2)
+        # A multi-part question reads twice as many passages (each part's may rank lower); so does a
+        # question asking for an answer type (a figure, a command) or an identifier, but past the
+        # first ``chunks`` passages only for sentences that state what was asked.
+        typed = wants_figure or wants_command or bool(exact)
+        window = cfg.chunks * 2 if multi or typed else cfg.chunks
+        for rank, ev in enumerate(evidence[:window]):
             cos = max(ev.cosine or 0.0, 0.0)
-            for span in sentence_spans(ev.chunk.text):
-                if span_flagged(ev.chunk.text, span.start, span.end):
+            text = ev.chunk.text
+            if rank >= cfg.chunks and not multi and not (
+                    (wants_figure and _FIGURE.search(text)) or (wants_command and _COMMAND.search(text))
+                    or any(contains(text, x) for x in exact)):
+                continue  # nothing in this later passage states what was asked: not worth splitting
+            for span in _spans(text):
+                if span_flagged(text, span.start, span.end):
                     continue  # a credential, personal data or a planted instruction is never quoted
-                heading = ev.chunk.text[:span.start].rsplit("\n", 1)[-1].lstrip().startswith("#")
+                heading = text[:span.start].rsplit("\n", 1)[-1].lstrip().startswith("#")
                 if heading and not (define and defines(span.text, define)):
                     continue  # a heading line names a topic, it answers nothing (except "what's X?")
                 t = set(self.analyze(span.text))
+                has_exact = any(contains(span.text, x) for x in exact)
+                figure = bool(_FIGURE.search(span.text))
+                command = bool(_COMMAND.search(span.text))
+                row = _is_row(text, span)
+                header = None
+                if row:
+                    header = table_header(text, span.start)
+                    if header is not None and header.start == span.start:
+                        continue  # the header row itself answers nothing
+                    asked = has_exact or len(t & key) >= 2 or terms.coverage(t) >= 0.5 or (
+                        define is not None and defines(span.text, define)) or (
+                        bool(t & key) and ((wants_figure and figure) or (wants_command and command)))
+                    if not asked:
+                        continue  # a table row answers only a question about what it holds
                 prior = 0.3 * cos + 0.1 / (1 + rank)
                 if vocab:
                     prior += 0.25 * len(t & vocab) / len(vocab)
-                if wants_figure and _FIGURE.search(span.text):
-                    prior += 0.25
-                if wants_command and _COMMAND.search(span.text):
-                    prior += 0.25
+                if rank >= cfg.chunks and not multi and not (
+                        t & key and (has_exact or (wants_figure and figure) or (wants_command and command))):
+                    continue  # a later passage is read only for a sentence stating what was asked
+                if not multi:  # a multi-part question's answer types are its parts' (see _pick)
+                    prior += 0.25 * (wants_figure and figure) + 0.25 * (wants_command and command)
                 if define and defines(span.text, define):
                     prior += 0.5
-                if span.text.rstrip().endswith((":", "?")):
-                    prior -= 0.15  # a lead-in or a question, not an answer
-                cands.append(_Cand(ev, span, t, prior, rank))
+                if has_exact:
+                    prior += 1.0
+                if span.text.rstrip().endswith("?"):
+                    continue  # a question (an FAQ's, a section's "Moving to another country?") answers nothing
+                if span.text.rstrip().endswith(":"):
+                    prior -= 0.15  # a lead-in, not an answer
+                cands.append(_Cand(ev, span, t, prior, rank, row, header, figure, command))
         picked: list[_Cand] = []
-        covered: set[str] = set()
-        used = 0
-
-        def gain(c: _Cand) -> float:
-            hit = c.terms & key
-            new = sum(terms.weights[x] for x in hit - covered) / total
-            old = sum(terms.weights[x] for x in hit & covered) / total
-            red = max((len(c.terms & p.terms) / max(len(c.terms | p.terms), 1) for p in picked), default=0.0)
-            return cfg.mmr_lambda * (new + old / 3 + c.score) - (1 - cfg.mmr_lambda) * red
-
-        while cands and len(picked) < cfg.max_sentences:
-            best = max(cands, key=gain)
-            g = gain(best)
-            cands.remove(best)
-            if picked and g < 0.15:
-                break
-            if used + len(best.span.text) > cfg.max_chars and picked:
-                continue
-            picked.append(best)
-            covered |= best.terms & key
-            used += len(best.span.text)
+        unanswered: list[str] = []
+        if multi:
+            shared = set.intersection(*(set(pt.weights) for _, pt in parts))
+            per_part = max(1, min(cfg.part_sentences, cfg.max_sentences // len(parts)))
+            for part_text, part_terms in parts:
+                own = {t: w for t, w in part_terms.weights.items() if t not in shared} or dict(part_terms.weights)
+                figure = bool(_ASKS_FIGURE.search(part_text))
+                got = self._pick(cands, KeyTerms(own), picked, per_part, require_hit=True, figure=figure,
+                                 asks_figure=figure, command=bool(_ASKS_COMMAND.search(part_text)))
+                if not got:
+                    unanswered.append(part_text)
+                picked.extend(got)
+            if not picked:
+                picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
+        else:
+            picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
         distinct = {p.ev.chunk.chunk_id for p in picked}
         if len(distinct) < min_sources:
-            for c in sorted(cands, key=gain, reverse=True):
+            covered = {x for p in picked for x in p.terms & key}
+            ids = {id(p) for p in picked}
+            rest = [c for c in cands if id(c) not in ids]
+            for c in sorted(rest, key=lambda c: -self._gain(c, terms, covered, picked)):
                 if len(distinct) >= min_sources:
                     break
                 if c.ev.chunk.chunk_id in distinct:
                     continue
-                if len(picked) >= cfg.max_sentences:
-                    picked.pop()
                 picked.append(c)
                 distinct = {p.ev.chunk.chunk_id for p in picked}
+        return self._render(picked, unanswered)
+
+    def _gain(self, c: _Cand, terms: KeyTerms, covered: set[str], picked: list[_Cand]) -> float:
+        total = terms.total or 1.0
+        hit = c.terms & set(terms.weights)
+        new = sum(terms.weights[x] for x in hit - covered) / total
+        old = sum(terms.weights[x] for x in hit & covered) / total
+        red = max((len(c.terms & p.terms) / max(len(c.terms | p.terms), 1) for p in picked), default=0.0)
+        lam = self.config.mmr_lambda
+        return lam * (new + old / 3 + c.score) - (1 - lam) * red
+
+    def _pick(self, cands: list[_Cand], terms: KeyTerms, already: list[_Cand], limit: int,
+              require_hit: bool = False, figure: bool = False, asks_figure: bool = False,
+              command: bool = False) -> list[_Cand]:
+        """Greedy picks for ``terms``: the best first, then only sentences adding key-term coverage.
+
+        ``require_hit``: the first pick must contain one of ``terms`` (a part nothing speaks to gets
+        none), or, with ``figure`` (the part asks how long / how much), state a quantity. With
+        ``asks_figure`` (the question asks for one), a sentence stating a quantity with a key term is
+        kept even without new coverage when no pick states one yet.
+        """
+        key = set(terms.weights)
+        covered: set[str] = set()
+        used = sum(len(c.span.text) for c in already)
+        out: list[_Cand] = []
+        pool = list(cands)  # a sentence answering two parts may serve both (it is shown once)
+        bonus = {id(c): 0.25 * (figure and c.figure) + 0.25 * (command and c.command) for c in pool}
+        bonus = {k: v for k, v in bonus.items() if v}
+        while pool and len(out) < limit:
+            best = max(pool, key=lambda c: self._gain(c, terms, covered, [*already, *out]) + bonus.get(id(c), 0.0))
+            pool.remove(best)
+            new = (best.terms & key) - covered
+            if not out:
+                if require_hit and key and not new and not bonus.get(id(best)):
+                    break
+            elif self._gain(best, terms, covered, [*already, *out]) < 0.15 or (require_hit and not new):
+                if asks_figure and not any(_FIGURE.search(c.span.text) for c in [*already, *out]):
+                    # the question asks how much / how long and no pick says it yet: the best figure
+                    figures = [c for c in pool if _FIGURE.search(c.span.text) and c.terms & key]
+                    if figures:
+                        top = max(figures, key=lambda c: self._gain(c, terms, covered, [*already, *out]))
+                        pool.remove(top)
+                        out.append(top)
+                        used += len(top.span.text)
+                        continue
+                if not any((c.terms & key) - covered for c in pool):
+                    break
+                continue
+            if used + len(best.span.text) > self.config.max_chars and (out or already):
+                continue
+            out.append(best)
+            covered |= best.terms & key
+            used += len(best.span.text)
+        return out
+
+    @staticmethod
+    def _render(picked: list[_Cand], unanswered: list[str]) -> Draft:
         # Present the best sentence's chunk first, then in evidence order; within a chunk, in text order.
-        first_rank = {}
+        first_rank: dict[str, int] = {}
         for i, c in enumerate(picked):
             first_rank.setdefault(c.ev.chunk.chunk_id, i)
-        picked.sort(key=lambda c: (first_rank[c.ev.chunk.chunk_id], c.span.start))
+        seen: set[tuple[str, int]] = set()
+        unique = []
+        for c in picked:
+            if (c.ev.chunk.chunk_id, c.span.start) not in seen:
+                seen.add((c.ev.chunk.chunk_id, c.span.start))
+                unique.append(c)
+        unique.sort(key=lambda c: (first_rank[c.ev.chunk.chunk_id], c.span.start))
         numbers: dict[str, int] = {}
         citations: list[Citation] = []
         lines: list[str] = []
-        for c in picked:
+        context: tuple[str, str] | None = None
+        for c in unique:
             ch = c.ev.chunk
             if ch.chunk_id not in numbers:
                 numbers[ch.chunk_id] = len(numbers) + 1
             n = numbers[ch.chunk_id]
-            citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, c.span.text))
-            lines.append(f"{display_text(c.span.text)} [{n}]")
-        return Draft(" ".join(lines), citations)
+            heading = None if c.row else _item_heading(ch.text, c.span, ch.section)
+            if heading and context != (ch.chunk_id, heading):
+                # A list item is shown in its context ("Passwords — Do not: Use a password that is the same")
+                citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, c.span.text))
+                lines.append(f"{heading}{display_text(c.span.text)} [{n}]")
+                context = (ch.chunk_id, heading)
+                continue
+            context = (ch.chunk_id, heading) if heading else None
+            if c.row and c.header is not None:
+                citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, c.header.text))
+                citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, c.span.text))
+                lines.append(f"{_row_display(c.header.text, c.span.text)} [{n}]")
+            else:
+                citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, c.span.text))
+                lines.append(f"{display_text(c.span.text)} [{n}]")
+        text = " ".join(lines)
+        if unanswered and lines:
+            text += "\n\nNothing found on: " + "; ".join(f"“{u}”" for u in unanswered) + "."
+        return Draft(text, citations, unanswered)

@@ -3,7 +3,13 @@
 :class:`RuleBasedPlanner` (no LLM):
 
 1. Route (:class:`agent.router.RuleRouter`): chit-chat is answered directly, an action request
-   goes to the action route, a follow-up is rewritten into a standalone question first.
+   goes to the action route. In a thread with history, the earlier turn's specific terms are carried
+   into the question (:func:`agent.rewrite.followup_question`), and both the rewrite and the question
+   as it stands are searched and judged; the better-supported one is kept. A message the router
+   reads as a follow-up (a pronoun, "and ...", "what about ...") keeps the rewrite unless only the
+   question as it stands is supported; any other message keeps itself unless only the rewrite is
+   supported and that support covers the message's own key terms at least as well (a new question
+   in an old thread is not bent towards the old topic). The turn's route says which was kept.
 2. Retrieve with ``knowledge.search`` (hybrid; it expands the BM25 query with pseudo-relevance
    feedback from the dense ranking). A multi-part question is also decomposed
    (:func:`agent.rewrite.decompose`): each part is searched and the lists are fused by RRF, the
@@ -13,7 +19,14 @@
    query stays the question, so the gate's cosines always measure closeness to what was asked),
    at most ``max_retries`` times, stopping early when a retry did not improve the evidence.
    A "what's X?" question also searches the bare term and puts passages that define it first.
-4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse.
+   A question naming an exact term (``E42``, ``/genie``, ``ABC-123``: :mod:`tools.identifiers`) has
+   the passages holding it moved to the front of the evidence, so they are inside the gate's window;
+   when the gate still refuses and a code-like identifier (with a digit, ``/``, ``#``...) is held by
+   passages of exactly one page, that page answers alone (single source; traced as
+   ``identifier_single_page``).
+4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse; a
+   multi-part question (:func:`agent.rewrite.question_parts`) gets a sentence per part, and the
+   parts nothing supports are named.
 
 The action route (``calendar.create``, when the registry has it) reads only the requester's own
 message (``Turn.text``, never retrieved pages): :func:`tools.calendar.propose.propose_event`
@@ -44,10 +57,11 @@ from . import messages
 from .citations import MARKER, validate_citations
 from .extractive import ExtractiveAnswerer, ExtractiveConfig
 from .gate import EvidenceGate, GateConfig, GateVerdict
+from tools.identifiers import identifiers, is_code
 from .models import PendingAction, Reply, Trace, Turn, idempotency_key
-from .rewrite import decompose, defines, definition_target, keyword_query, standalone_question
+from .rewrite import decompose, defines, definition_target, followup_question, keyword_query, question_parts
 from .router import RuleRouter, is_action_answer, is_action_request, split_request
-from .terms import KeyTerms, key_terms
+from .terms import KeyTerms, chunk_terms, key_terms
 
 __all__ = ["Planner", "RuleBasedPlanner", "PlannerConfig", "ActionConfig"]
 
@@ -62,10 +76,18 @@ class Planner(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PlannerConfig:
-    """Knobs of the rule-based planner."""
+    """Knobs of the rule-based planner.
+
+    Attributes:
+        k: passages retrieved per search.
+        max_retries: rewritten retries after the first search.
+        topic_max_df: a word of an earlier turn is carried into a follow-up only when it occurs in at
+            most this share of the indexed chunks (a word on most pages names no topic).
+    """
 
     k: int = 30
     max_retries: int = 2
+    topic_max_df: float = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +164,22 @@ class RuleBasedPlanner:
         if decision.route == "action":
             return self._action(turn, trace, request)
         question = turn.text
-        if decision.route == "followup":
-            question = standalone_question(turn.text, thread)
-            trace.step("rewrite_followup", standalone=question)
+        alternative = None
+        if thread and decision.route in {"followup", "knowledge"}:
+            rewrite = followup_question(turn.text, thread, self._specific)
+            if rewrite != turn.text:
+                alternative = rewrite
+                trace.step("rewrite_followup", standalone=rewrite, explicit=decision.route == "followup")
         ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone)
-        return self._knowledge(question, turn, trace, decision.route, ctx)
+        return self._knowledge(question, turn, trace, decision.route, ctx, alternative=alternative)
+
+    def _specific(self, word: str) -> bool:
+        """True when ``word`` names a topic: its analysed terms occur in at most ``topic_max_df`` of the chunks."""
+        terms = self.search.analyze(word)
+        if not terms:
+            return False
+        n = max(self.search.index.whoosh.doc_count, 1)
+        return all(self.search.index.whoosh.doc_frequency(t) <= self.config.topic_max_df * n for t in terms)
 
     # -- actions -----------------------------------------------------------------------------
     def _timezone(self, turn: Turn) -> str:
@@ -255,37 +288,64 @@ class RuleBasedPlanner:
 
     # -- retrieval loop ----------------------------------------------------------------------
     def _knowledge(self, question: str, turn: Turn, trace: Trace, route: str,
-                   ctx: ToolContext) -> tuple[Reply, list[Evidence]]:
-        t = time.perf_counter()
-        terms = key_terms(question, self.search.analyze, self.search.idf)
-        trace.add_time("terms", (time.perf_counter() - t) * 1000)
-        attempts: list[_Attempt] = []
+                   ctx: ToolContext, alternative: str | None = None) -> tuple[Reply, list[Evidence]]:
         shown: dict[str, Evidence] = {}
-        queries = [question, *decompose(question)]
         target = definition_target(turn.text)
-        for attempt_no in range(self.config.max_retries + 1):
-            # Retries rewrite the keyword (BM25) query only; the dense query stays the question, so
-            # every cosine the gate reads measures closeness to what the user asked, not to a rewrite.
-            ev = self._retrieve(queries, trace, attempt_no, ctx, dense_query=question if attempt_no else None)
-            if target and attempt_no == 0:
-                ev = self._definitions_first(target, question, ev, trace, ctx)
-            for e in ev:
+        first: _Attempt
+        if not alternative:
+            first = self._first_attempt(question, trace, ctx, target)
+        else:
+            explicit = route == "followup"
+            if explicit:  # the reading the router expects is searched first; when supported, it is kept
+                other = self._first_attempt(alternative, trace, ctx, None)
+                own = other if other.verdict.sufficient else self._first_attempt(question, trace, ctx, target)
+            else:
+                own = self._first_attempt(question, trace, ctx, target)
+                other = self._first_attempt(alternative, trace, ctx, None)
+            keep_rewrite = self._prefer_rewrite(own, other, explicit=explicit)
+            trace.step("followup_choice", kept="rewrite" if keep_rewrite else "question", question=question,
+                       rewrite=alternative, question_sufficient=own.verdict.sufficient,
+                       rewrite_sufficient=other.verdict.sufficient)
+            for e in [*own.evidence, *other.evidence]:
                 shown.setdefault(e.chunk.chunk_id, e)
-            t = time.perf_counter()
-            verdict = self.gate.judge(ev, terms)
-            trace.add_time("gate", (time.perf_counter() - t) * 1000)
-            trace.step("gate", attempt=attempt_no, **verdict.as_dict())
-            attempts.append(_Attempt(queries[0], ev, verdict, terms))
-            if verdict.sufficient:
+            if keep_rewrite:
+                first, question, route = other, alternative, "followup"
+            else:
+                first, route = own, "knowledge"
+            trace.route = route
+            # the retrieval the answer stands on is the turn's first (for the eval and the trace)
+            trace.queries.append({"attempt": 0, "query": question, "chosen": True, "retriever": self.retriever,
+                                  "hits": [e.as_dict() for e in first.evidence]})
+        terms = first.terms
+        attempts: list[_Attempt] = [first]
+        for e in first.evidence:
+            shown.setdefault(e.chunk.chunk_id, e)
+        queries = [question]
+        for attempt_no in range(1, self.config.max_retries + 1):
+            prev = attempts[-1]
+            if prev.verdict.sufficient:
                 break
             if len(attempts) > 1 and not _improved(attempts[-1].verdict, attempts[-2].verdict):
                 trace.step("stop", reason="the retry did not improve the evidence (confidence decay)")
                 break
-            nxt = self._next_query(attempt_no, question, terms, verdict)
+            nxt = self._next_query(attempt_no - 1, question, terms, prev.verdict)
             if not nxt or nxt in {a.query for a in attempts}:
                 break
             queries = [nxt]
+            # Retries rewrite the keyword (BM25) query only; the dense query stays the question, so
+            # every cosine the gate reads measures closeness to what the user asked, not to a rewrite.
+            ev = self._retrieve(queries, trace, attempt_no, ctx, dense_query=question)
+            ev = _exact_first(ev, question)
+            for e in ev:
+                shown.setdefault(e.chunk.chunk_id, e)
+            attempts.append(_Attempt(nxt, ev, self._judge(ev, terms, trace, attempt_no), terms))
         best = next((a for a in attempts if a.verdict.sufficient), attempts[0])
+        if not best.verdict.sufficient:
+            single = self._identifier_page(question, attempts, terms)
+            if single is not None:
+                best = single
+                trace.step("identifier_single_page", doc_id=single.evidence[0].chunk.doc_id,
+                           identifiers=list(single.evidence[0].exact))
         trace.gate = best.verdict.as_dict()
         searched = list(dict.fromkeys(a.query for a in attempts))
         if not best.verdict.sufficient:
@@ -294,13 +354,63 @@ class RuleBasedPlanner:
         t = time.perf_counter()
         need = 1 if best.verdict.single_source else self.gate.config.min_citations
         ordered = best.verdict.support + [e for e in best.evidence if e not in best.verdict.support]
-        vocabulary = [t for q in trace.queries if q.get("attempt", 0) == 0 for t in (q.get("feedback_terms") or [])]
+        vocabulary = [t for q in trace.queries if q.get("attempt", 0) == 0 and q.get("query") == question
+                      for t in (q.get("feedback_terms") or [])]
+        parts = [(p, key_terms(p, self.search.analyze, self.search.idf)) for p in question_parts(question)]
         draft = self.answerer.answer(ordered, terms, min_sources=need, question=question, vocabulary=vocabulary,
-                                     define=target)
+                                     define=target, parts=parts or None)
         trace.add_time("answer", (time.perf_counter() - t) * 1000)
-        trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}))
+        trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
+                   parts=len(parts), unanswered=draft.unanswered)
         reply = Reply(draft.text, draft.citations, route=route, searched=searched)
         return reply, list(shown.values())
+
+    def _first_attempt(self, question: str, trace: Trace, ctx: ToolContext, target: str | None) -> _Attempt:
+        """Search ``question`` (and its parts, fused) and judge the evidence: a turn's attempt 0."""
+        t = time.perf_counter()
+        terms = key_terms(question, self.search.analyze, self.search.idf)
+        trace.add_time("terms", (time.perf_counter() - t) * 1000)
+        queries = [question, *decompose(question)]
+        ev = self._retrieve(queries, trace, 0, ctx)
+        if target:
+            ev = self._definitions_first(target, question, ev, trace, ctx)
+        ev = _exact_first(ev, question)
+        return _Attempt(question, ev, self._judge(ev, terms, trace, 0), terms)
+
+    def _judge(self, evidence: list[Evidence], terms: KeyTerms, trace: Trace, attempt: int) -> GateVerdict:
+        t = time.perf_counter()
+        verdict = self.gate.judge(evidence, terms)
+        trace.add_time("gate", (time.perf_counter() - t) * 1000)
+        trace.step("gate", attempt=attempt, **verdict.as_dict())
+        return verdict
+
+    def _prefer_rewrite(self, own: _Attempt, rewrite: _Attempt, explicit: bool) -> bool:
+        """Which of a thread's two readings to keep (see the module docstring)."""
+        if explicit:
+            return rewrite.verdict.sufficient or not own.verdict.sufficient
+        if own.verdict.sufficient or not rewrite.verdict.sufficient:
+            return False
+        # Only the rewrite is supported: keep it when its support speaks to this message's own words.
+        def covered(a: _Attempt) -> float:
+            return own.terms.coverage(chunk_terms([e.chunk for e in a.verdict.support], self.search.analyze))
+        mine = covered(rewrite)
+        return mine > 0 and mine >= covered(own)
+
+    def _identifier_page(self, question: str, attempts: list[_Attempt], terms: KeyTerms) -> _Attempt | None:
+        """The single-page route for a code-like identifier (see the module docstring), or ``None``."""
+        codes = [x for x in identifiers(question) if is_code(x)]
+        if not codes:
+            return None
+        holding = [e for a in attempts for e in a.evidence if any(x in e.exact for x in codes)]
+        pages = {e.chunk.doc_id for e in holding}
+        if len(pages) != 1:
+            return None
+        support = list({e.chunk.chunk_id: e for e in holding}.values())
+        own = terms.coverage(chunk_terms([e.chunk for e in support], self.search.analyze))
+        verdict = GateVerdict(sufficient=True, support=support, coverage=own, single_source=True, missing=[],
+                              reason=f"the identifier {codes[0]} is on one page only (single-source exception)",
+                              top_cosine=max((e.cosine or 0.0) for e in support))
+        return _Attempt(attempts[0].query, support, verdict, terms)
 
     def _definitions_first(self, term: str, question: str, evidence: list[Evidence], trace: Trace,
                            ctx: ToolContext) -> list[Evidence]:
@@ -350,6 +460,29 @@ class RuleBasedPlanner:
                                   "retriever": self.retriever, "hits": [e.as_dict() for e in evidence]})
         trace.add_time("retrieve", (time.perf_counter() - t) * 1000)
         return evidence
+
+
+#: Passages holding the question's identifier are moved first when there are at most this many.
+_EXACT_WINDOW = 8
+
+
+def _exact_first(evidence: list[Evidence], question: str) -> list[Evidence]:
+    """``evidence`` with the passages holding all of the question's code-like identifiers first (then
+    those holding some), each group in its own order: the gate reads the top of the list only."""
+    codes = [x for x in identifiers(question) if is_code(x)]
+    if not codes:
+        return evidence  # an acronym ("PRs") is on many passages that do not answer: the order stands
+
+    def held(e: Evidence) -> int:
+        return sum(1 for x in codes if x in e.exact)
+
+    holding = sum(1 for e in evidence if held(e))
+    if not holding or holding > _EXACT_WINDOW:
+        return evidence  # none, or so many that the fused order (BM25 weighted up) already ranks them
+    full = [e for e in evidence if held(e) == len(codes)]
+    some = [e for e in evidence if 0 < held(e) < len(codes)]
+    rest = [e for e in evidence if not held(e)]
+    return [*full, *some, *rest]
 
 
 def _improved(new: GateVerdict, old: GateVerdict) -> bool:

@@ -6,6 +6,12 @@ vectors, or the configured embeddings API) are fused with weighted reciprocal ra
 returned as :class:`Evidence` with each retriever's rank and raw score, so later steps (the
 evidence gate, the trace, ablations) can see why a chunk was found. ``retriever="bm25"`` or
 ``"dense"`` returns one ranker alone for ablations.
+
+A query naming a code-like exact term (a code, command, ticket id or version:
+:func:`tools.identifiers.is_code`) is fused with BM25 weighted up (``identifier_bm25_weight``):
+a small dense model does not know "E42", so a dense-weighted fusion would push the one passage that
+holds it out of the evidence gate's window. Each :class:`Evidence` says which of the query's
+identifiers its text holds verbatim (``exact``), for the gate, the planner and the answerer.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from connectors.models import Chunk, content_hash
 
 from .base import ToolContext
 from .fusion import reciprocal_rank_fusion
+from .identifiers import contains, identifiers, is_code
 from .prf import feedback_terms
 
 __all__ = ["KnowledgeSearch", "KnowledgeSearchArgs", "Evidence", "SearchResult", "SearchConfig"]
@@ -58,6 +65,8 @@ class Evidence:
         cosine: cosine similarity of the chunk's vector to the dense query's vector, computed for
             every returned chunk, also those only BM25 found (the evidence gate reads it); ``None``
             only when the chunk's vector is missing.
+        exact: the query's identifiers (:func:`tools.identifiers.identifiers`, as written in the
+            query) that the chunk's text holds verbatim; ``()`` when the query names none.
     """
 
     chunk: Chunk
@@ -65,6 +74,7 @@ class Evidence:
     ranks: dict[str, int] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
     cosine: float | None = None
+    exact: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         """Trace-friendly summary."""
@@ -72,7 +82,8 @@ class Evidence:
         return {"chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title, "section": c.section,
                 "score": round(self.score, 5), "ranks": self.ranks,
                 "scores": {k: round(v, 4) for k, v in self.scores.items()},
-                "cosine": None if self.cosine is None else round(self.cosine, 4)}
+                "cosine": None if self.cosine is None else round(self.cosine, 4),
+                **({"exact": list(self.exact)} if self.exact else {})}
 
 
 @dataclass(slots=True)
@@ -96,6 +107,9 @@ class SearchConfig:
         candidates: candidates taken from each retriever before fusion.
         expansion_weight: BM25 weight of expansion and feedback terms relative to query terms.
         prf_docs, prf_terms: pseudo-relevance feedback from this many top dense passages, this many terms.
+        identifier_bm25_weight: the BM25 weight instead of ``bm25_weight`` when the query names a
+            code-like identifier (a code, command, ticket id or version; not a bare acronym such as
+            "PRs", which the dense model reads well enough).
     """
 
     rrf_k: int = 60
@@ -105,6 +119,7 @@ class SearchConfig:
     expansion_weight: float = 0.3
     prf_docs: int = 3
     prf_terms: int = 6
+    identifier_bm25_weight: float = 1.5
 
 
 class KnowledgeSearch:
@@ -186,9 +201,12 @@ class KnowledgeSearch:
             for r, (cid, score) in enumerate(hits, start=1):
                 ranks.setdefault(cid, {})[name] = r
                 raw.setdefault(cid, {})[name] = score
+        exact_terms = identifiers(" ".join(dict.fromkeys([args.query, args.dense_query or args.query])))
         if args.retriever == "hybrid":
+            code_like = any(is_code(x) for x in exact_terms)
+            bm25_weight = max(cfg.bm25_weight, cfg.identifier_bm25_weight) if code_like else cfg.bm25_weight
             fused = reciprocal_rank_fusion({n: [c for c, _ in h] for n, h in lists.items()}, k=cfg.rrf_k,
-                                           weights={"dense": cfg.dense_weight, "bm25": cfg.bm25_weight})
+                                           weights={"dense": cfg.dense_weight, "bm25": bm25_weight})
         else:
             fused = list(lists[args.retriever])
         head = [cid for cid, _ in fused[: args.k * 2 + 10]]
@@ -210,7 +228,8 @@ class KnowledgeSearch:
             if th in seen_text:
                 continue
             seen_text.add(th)
-            out.append(Evidence(c, score, ranks.get(cid, {}), raw.get(cid, {}), cosines.get(cid)))
+            exact = tuple(t for t in exact_terms if contains(c.text, t))
+            out.append(Evidence(c, score, ranks.get(cid, {}), raw.get(cid, {}), cosines.get(cid), exact))
             if len(out) >= args.k:
                 break
         timings["fuse"] = (time.perf_counter() - t) * 1000

@@ -1,0 +1,190 @@
+"""Extractive answers that read as written, through the real agent over a real index.
+
+The example wiki plus a runbook with a long troubleshooting table: follow-ups carry the earlier
+turn's terms (not its whole text) and are routed as follow-ups, a two-part question gets a cited
+sentence for each part, an error code in a long table is answered with its row and the table's
+header row, a table row never answers a question about something else, and sentences are whole
+(a sentence wrapped over two lines, or with "e.g." in it, is quoted in full).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from agent.models import HistoryMessage, Reply, Turn
+from agent.text import sentence_spans
+from bot.settings import Settings
+from bot.wiring import Runtime, build_agent
+from connectors.embeddings import CachedEmbedder
+from connectors.folder import FolderSource
+from connectors.index import KnowledgeIndex
+from connectors.indexer import Indexer
+
+from helpers import WIKI
+
+_ROWS = "\n".join(f"| E{n} | Agent stopped after an update to build {n} | Restart the agent service |"
+                  for n in range(100, 160))
+RUNBOOK = f"""# Foo agent runbook
+
+## Install
+
+Install the foo agent from the internal package mirror. Requires VPN access: connect to the
+corporate VPN before you start, or the download times out. Ask #it-help for a VPN account.
+
+## Troubleshooting
+
+| Code | Symptom | Fix |
+|------|---------|-----|
+{_ROWS}
+| E142X | Disk full on the build host | Clear /var/cache/foo and restart |
+| E42 | Licence server unreachable | Renew the licence token with foo-admin renew |
+"""
+
+PARKING_FAQ = """# Parking FAQ
+
+Can I park at the Lisbon office for free? Staff park free in the basement garage on level -2; the gate
+opens with your office badge. Visitors use the paid public car park across the street.
+"""
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
+    root = tmp_path_factory.mktemp("answers")
+    wiki = root / "wiki"
+    shutil.copytree(WIKI, wiki)
+    (wiki / "it" / "foo-runbook.md").write_text(RUNBOOK, encoding="utf-8")
+    (wiki / "company" / "parking-faq.md").write_text(PARKING_FAQ, encoding="utf-8")
+    index = KnowledgeIndex(root / "index", embedder)
+    report = Indexer(index).run(FolderSource(wiki))
+    assert not report.errors, report
+    yield build_agent(Settings(chatops_data_dir=root / "data"), index=index)
+    index.close()
+
+
+def ask(runtime: Runtime, text: str, history: tuple[str, ...] = ()) -> Reply:
+    return runtime.agent.answer(Turn(text=text, history=tuple(HistoryMessage.own(h) for h in history),
+                                     platform="test"))
+
+
+def test_a_followup_carries_the_earlier_terms_and_is_routed_as_a_followup(runtime: Runtime) -> None:
+    reply = ask(runtime, "can I carry it over into next year?", ("how much PTO do we get?",))
+    assert reply.route == "followup"
+    rewrite = next(s["standalone"] for s in reply.trace.steps if s["step"] == "rewrite_followup")
+    assert rewrite == "can I carry PTO over into next year?"  # the topic replaces "it"; no "how much ... get"
+    assert not reply.refused, reply.text
+    assert "5 unused PTO days" in reply.text
+    assert any(c.doc_id == "people/time-off.md" for c in reply.citations)
+
+
+def test_a_new_question_in_an_old_thread_keeps_its_own_words(runtime: Runtime) -> None:
+    reply = ask(runtime, "how many weeks of parental leave do new parents get?", ("how much PTO do we get?",))
+    assert reply.route == "knowledge"
+    assert not reply.refused and "18 weeks" in reply.text
+    assert all(c.doc_id == "people/parental-leave.md" for c in reply.citations[:1])
+
+
+def test_a_two_part_question_is_answered_for_both_parts_with_citations(runtime: Runtime) -> None:
+    reply = ask(runtime, "how many weeks of parental leave do I get, and when do I have to submit my expenses?")
+    assert not reply.refused, reply.text
+    assert "18 weeks" in reply.text and "30 days" in reply.text
+    docs = {c.doc_id for c in reply.citations}
+    assert {"people/parental-leave.md", "finance/travel-and-expenses.md"} <= docs
+    assert "Nothing found" not in reply.text
+
+
+def test_an_error_code_in_a_long_table_is_answered_with_its_row_and_header(runtime: Runtime) -> None:
+    reply = ask(runtime, "how do I fix error E142?")
+    assert not reply.refused, reply.text
+    assert "Code: E142; Symptom: Agent stopped after an update to build 142; Fix: Restart the agent service" \
+        in reply.text
+    quotes = [c.quote for c in reply.citations]
+    assert any(q.startswith("E142 |") for q in quotes)  # the row, verbatim
+    assert any(q.startswith("Code | Symptom | Fix") for q in quotes)  # and its header, verbatim
+    assert "E142X" not in reply.text and "E141" not in reply.text and "E143" not in reply.text
+
+
+def test_a_table_row_never_answers_an_unrelated_question(runtime: Runtime) -> None:
+    reply = ask(runtime, "what should I do if I need VPN access for the foo agent install?")
+    assert not any(c.quote.startswith("E1") for c in reply.citations), reply.text
+    assert "Restart the agent service" not in reply.text
+    if not reply.refused:
+        assert "Requires VPN access" in reply.text
+
+
+def test_sentences_are_whole_across_line_wraps_and_abbreviations() -> None:
+    text = ("Meltano will assist with travel expenses (e.g.\nflights and trains) for up to $150 per visit. "
+            "Lodging is excluded from the visiting grant.\n\n- Whale: > 2000 pipelines\n\n```\nnot a sentence.\n```")
+    spans = [s.text for s in sentence_spans(text)]
+    assert spans == ["Meltano will assist with travel expenses (e.g.\nflights and trains) for up to $150 per visit.",
+                     "Lodging is excluded from the visiting grant.", "Whale: > 2000 pipelines"]
+    assert all(text[s.start:s.end] == s.text for s in sentence_spans(text))
+
+
+def test_a_part_naming_only_an_answer_type_or_leaning_on_a_pronoun_is_not_a_part_of_its_own() -> None:
+    from agent.rewrite import question_parts
+
+    assert question_parts("how long should 1-1s with my manager be and how often") == []
+    assert question_parts("how do i get my fix into the next patch release and when does that ship?") == []
+    assert question_parts("new hire here - how do i get my laptop and what do i need to install on it first?") == [
+        "how do i get my laptop", "what do i need to install on it first"]
+
+
+
+def test_a_question_asking_an_amount_quotes_the_table_row_that_states_it(runtime: Runtime) -> None:
+    reply = ask(runtime, "how much can I spend on a hotel in Australia?")
+    assert not reply.refused, reply.text
+    assert "$200" in reply.text, reply.text
+    assert any(c.quote.startswith("Australia and New Zealand |") for c in reply.citations)
+
+
+def test_a_plural_amount_word_asks_for_an_amount_too(runtime: Runtime) -> None:
+    reply = ask(runtime, "what if the hotel I want there costs more?", ("how much can I spend on a hotel in Australia?",))
+    assert not reply.refused, reply.text
+    assert "$200" in reply.text, reply.text
+
+
+def test_a_question_about_paying_for_something_is_answered_with_the_amount(runtime: Runtime) -> None:
+    reply = ask(runtime, "will the company pay for my hotel in Australia?")
+    assert not reply.refused, reply.text
+    assert "$200" in reply.text, reply.text
+
+
+def test_a_list_item_is_shown_under_its_heading_and_the_lead_in_of_its_list(runtime: Runtime) -> None:
+    reply = ask(runtime, "how many business days before the last day is the offboarding request opened?")
+    assert not reply.refused, reply.text
+    assert ("Manager checklist \u2014 When someone on your team leaves, the manager: Opens an offboarding request "
+            "in #ask-it at least 5 business days") in reply.text, reply.text
+    assert any(c.quote.startswith("Opens an offboarding request") for c in reply.citations)  # the item, verbatim
+
+
+def test_a_command_is_quoted_from_a_passage_past_the_first_eight(runtime: Runtime) -> None:
+    # The answerer reads the first eight passages; a question asking for a command (a figure, an
+    # identifier) also reads the next eight for a sentence that states it (a small dense model can
+    # rank the one passage holding "/genie whoisoncall" ninth).
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import key_terms
+    from tools.base import ToolContext
+    from tools.knowledge_search import KnowledgeSearchArgs
+
+    q = "which slash command declares an incident?"
+    res = runtime.tools.call("knowledge.search", KnowledgeSearchArgs(query=q, k=30, retriever="hybrid"),
+                             ToolContext(user_id="U1"))
+    holding = [e for e in res.evidence if "/declare-incident" in e.chunk.text]
+    others = [e for e in res.evidence if "/declare-incident" not in e.chunk.text]
+    assert holding and len(others) >= 8
+    terms = key_terms(q, runtime.search.analyze, runtime.search.idf)
+    draft = ExtractiveAnswerer(ExtractiveConfig(), runtime.search.analyze).answer(
+        [*others[:8], *holding], terms, question=q)
+    assert "`/declare-incident` slash command" in draft.text, draft.text
+    assert all(c.quote in next(e.chunk.text for e in res.evidence if e.chunk.chunk_id == c.chunk_id)
+               for c in draft.citations)
+
+
+def test_a_question_in_the_text_is_never_quoted_as_the_answer(runtime: Runtime) -> None:
+    reply = ask(runtime, "can I park at the Lisbon office for free?")
+    assert not reply.refused, reply.text
+    assert "basement garage" in reply.text
+    assert not any(c.quote.rstrip().endswith("?") for c in reply.citations), reply.text
