@@ -21,8 +21,11 @@ __all__ = ["build_embedder", "open_index", "build_agent", "Runtime"]
 log = logging.getLogger(__name__)
 
 
-def build_embedder(settings: Settings) -> CachedEmbedder:
+def build_embedder(settings: Settings, verify_cache: bool = False) -> CachedEmbedder:
     """The configured embedder wrapped in the on-disk embedding cache.
+
+    ``verify_cache=True`` (indexing runs, through :func:`open_index` with ``repair``) checks the whole
+    cache file on open and rebuilds a damaged one; other commands skip that full read.
 
     Raises:
         EmbeddingError: when an API model is named but no OpenAI key or base URL is set.
@@ -38,16 +41,17 @@ def build_embedder(settings: Settings) -> CachedEmbedder:
         client = OpenAI(api_key=settings.openai_api_key or "unused", base_url=settings.openai_base_url,
                         timeout=30, max_retries=3)
         inner = OpenAIEmbedder(settings.embedding_model, client)
-    return CachedEmbedder(inner, EmbeddingCache(settings.embedding_cache_path))
+    return CachedEmbedder(inner, EmbeddingCache(settings.embedding_cache_path, verify=verify_cache))
 
 
 def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repair: bool = False) -> KnowledgeIndex:
     """Open (or create) the knowledge index under the data dir.
 
     ``repair=True`` (indexing runs) moves a damaged store aside instead of raising; the run's
-    reconciliation rebuilds it (see :class:`connectors.index.KnowledgeIndex`).
+    reconciliation rebuilds it (see :class:`connectors.index.KnowledgeIndex`); it also verifies the
+    embedding cache on open (see :func:`build_embedder`).
     """
-    return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings),
+    return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings, verify_cache=repair),
                           qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key, repair=repair)
 
 

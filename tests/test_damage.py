@@ -298,3 +298,18 @@ def test_pages_lost_from_both_stores_are_forgotten_only_by_their_own_source(inde
     assert rep.repair.pages_forgotten and all(k.startswith("b:") for k in rep.repair.pages_forgotten)
     assert rep.added == len(rep.repair.pages_forgotten)
     assert index.consistency().ok
+
+
+def test_only_indexing_runs_read_the_whole_cache_on_open(tmp_path: Path, embedder) -> None:
+    path = tmp_path / "embeddings.sqlite"
+    cache = EmbeddingCache(path)
+    CachedEmbedder(embedder.inner, cache).embed([f"passage number {i} about the office" for i in range(200)])
+    cache.close()
+    with open(path, "r+b") as f:  # damage pages past the header: still "a database" until they are read
+        f.seek(path.stat().st_size // 2)
+        f.write(np.random.default_rng(7).integers(0, 256, 8192, dtype=np.uint8).tobytes())
+    reader = EmbeddingCache(path, verify=False)  # `chatops ask`: no full read at start-up
+    assert not list(tmp_path.glob("embeddings.sqlite.corrupt-*"))
+    reader.close()
+    EmbeddingCache(path, verify=True).close()  # an indexing run checks the whole file and rebuilds it
+    assert len(list(tmp_path.glob("embeddings.sqlite.corrupt-*"))) == 1
