@@ -113,13 +113,13 @@ _MDX_STATEMENT = re.compile(r"^(?:import|export)\s")
 _JSX_OPEN = re.compile(r"<(/?)([A-Z][\w.]*|>)?")
 
 
-def _skip_jsx_tag(text: str, i: int) -> int:
-    """Index just past the JSX tag starting at ``text[i] == "<"`` (quotes and ``{}`` nesting respected)."""
+def _skip(text: str, i: int) -> int:
+    """Index just past the JSX tag (``text[i] == "<"``) or ``{...}`` expression (``text[i] == "{"``)
+    starting at ``i``: quotes and ``{}`` nesting are respected; the end of ``text`` when unclosed."""
+    tag = text[i] == "<"
     depth = 0
     quote = ""
-    n = len(text)
-    j = i + 1
-    while j < n:
+    for j in range(i + 1 if tag else i, len(text)):
         ch = text[j]
         if quote:
             if ch == quote:
@@ -130,29 +130,10 @@ def _skip_jsx_tag(text: str, i: int) -> int:
             depth += 1
         elif ch == "}":
             depth = max(depth - 1, 0)
-        elif ch == ">" and depth == 0:
-            return j + 1
-        j += 1
-    return n
-
-
-def _skip_braces(text: str, i: int) -> int:
-    """Index just past the ``{...}`` expression starting at ``text[i] == "{"``."""
-    depth = 0
-    quote = ""
-    for j in range(i, len(text)):
-        ch = text[j]
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'`":
-            quote = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
+            if not tag and depth == 0:
                 return j + 1
+        elif tag and ch == ">" and depth == 0:
+            return j + 1
     return len(text)
 
 
@@ -165,10 +146,10 @@ def _strip_jsx(prose: str) -> str:
         if ch == "<":
             m = _JSX_OPEN.match(prose, i)
             if m and (m.group(2) or (m.group(1) and prose.startswith("</>", i)) or prose.startswith("<>", i)):
-                i = _skip_jsx_tag(prose, i)  # <Note type="x">, </Note>, <Card />, <> and </>
+                i = _skip(prose, i)  # <Note type="x">, </Note>, <Card />, <> and </>
                 continue
         elif ch == "{" and not prose.startswith("{{", i) and not prose.startswith("{%", i):
-            i = _skip_braces(prose, i)  # {/* comment */}, {props.value}
+            i = _skip(prose, i)  # {/* comment */}, {props.value}
             continue
         out.append(ch)
         i += 1
