@@ -181,6 +181,13 @@ def test_a_slack_mention_in_a_public_channel_never_posts_a_secret(leaky, tmp_pat
         posted = json.dumps(post.params["blocks"], ensure_ascii=False)
         assert "Reporting database and exporter" in posted or "couldn't find" in posted
         assert "credential or personal data" in posted
+        # `/kb status` counts the flagged pages (from the index-time scan), without quoting them
+        h.sender.command("status", "UALICE01", "CPUBLIC01", h.standin.response_url("st"))
+        [st] = h.standin.wait_for(lambda s: [c for c in s.calls_to("response_url") if c.key == "st"] or None)
+        fields = [f["text"] for b in st.params["blocks"] if b.get("fields") for f in b["fields"]]
+        assert "*Flagged pages*\n1 with secrets or personal data (never quoted), 1 with instructions to the bot " \
+               "(left out)" in fields, fields
+        assert not leaks(json.dumps(st.params, ensure_ascii=False))
     finally:
         h.close()
         store.close()
