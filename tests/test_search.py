@@ -243,3 +243,13 @@ def test_registry_enforces_admin_permission_and_validates_arguments() -> None:
 def test_the_analyzer_keeps_identifiers_and_drops_markdown_punctuation(wiki_index: KnowledgeIndex, text: str,
                                                                       tokens: list[str]) -> None:
     assert wiki_index.whoosh.analyze(text) == tokens
+
+
+def test_each_hit_lists_the_querys_identifiers_its_text_holds(search: KnowledgeSearch) -> None:
+    res = _run(search, "how do I use /declare-incident for a SEV1?")
+    holding = [e for e in res.evidence if "/declare-incident" in e.chunk.text]
+    assert holding and all("/declare-incident" in e.exact for e in holding)
+    assert all(set(e.exact) <= {"/declare-incident", "SEV1"} for e in res.evidence)
+    assert all(not e.exact for e in res.evidence if "/declare-incident" not in e.chunk.text
+               and "SEV1" not in e.chunk.text)
+    assert not any(e.exact for e in _run(search, "how do I declare an incident?").evidence)
