@@ -252,7 +252,7 @@ def describe(record: dict[str, Any] | None) -> str:
 
 
 def calibrate_index(index, force: bool = False, change: float = 0.1) -> dict[str, Any] | None:
-    """Calibrate the gate for ``index`` (a :class:`connectors.index.KnowledgeIndex`) and store the result.
+    """Calibrate the gate for ``index`` (a :class:`index.knowledge.KnowledgeIndex`) and store the result.
 
     Without ``force``, only when the index changed substantially since the stored calibration: none
     stored, or the chunk count moved by more than ``change`` (a share). Returns the new record, or None

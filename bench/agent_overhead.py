@@ -26,12 +26,12 @@ from agent.agent import Agent  # noqa: E402
 from agent.llm.client import LLMClient, build_openai_client  # noqa: E402
 from agent.llm.planner import LLMPlanner, LLMPlannerConfig  # noqa: E402
 from agent.models import Turn  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from bot.wiring import build_agent  # noqa: E402
-from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from app.wiring import build_agent  # noqa: E402
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
 from connectors.folder import FolderSource  # noqa: E402
-from connectors.index import KnowledgeIndex  # noqa: E402
-from connectors.indexer import Indexer  # noqa: E402
+from index.knowledge import KnowledgeIndex  # noqa: E402
+from index.indexer import Indexer  # noqa: E402
 from test_llm_planner import Brain  # noqa: E402  (the tests' scripted model)
 from openai_standin import OpenAIStandIn  # noqa: E402
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
 from connectors.folder import FolderSource  # noqa: E402
-from connectors.index import KnowledgeIndex  # noqa: E402
-from connectors.indexer import Indexer  # noqa: E402
+from index.knowledge import KnowledgeIndex  # noqa: E402
+from index.indexer import Indexer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDBOOK = ROOT.parent / "shared" / "corpus" / "sourcegraph-handbook"

@@ -24,10 +24,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
 from connectors.folder import FolderSource  # noqa: E402
-from connectors.index import KnowledgeIndex  # noqa: E402
-from connectors.indexer import Indexer  # noqa: E402
+from index.knowledge import KnowledgeIndex  # noqa: E402
+from index.indexer import Indexer  # noqa: E402
 from connectors.models import Chunk, content_hash  # noqa: E402
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs  # noqa: E402
 

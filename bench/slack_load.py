@@ -31,13 +31,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from agent.models import Turn  # noqa: E402
-from bot.jobs import IndexJobs  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from bot.wiring import build_agent  # noqa: E402
-from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
+from app.jobs import IndexJobs  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from app.wiring import build_agent  # noqa: E402
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
 from connectors.folder import FolderSource  # noqa: E402
-from connectors.index import KnowledgeIndex  # noqa: E402
-from connectors.indexer import Indexer  # noqa: E402
+from index.knowledge import KnowledgeIndex  # noqa: E402
+from index.indexer import Indexer  # noqa: E402
 from slack_standin import BOT_USER_ID, SIGNING_SECRET, SlackHarness, sign  # noqa: E402
 from state import StateStore  # noqa: E402
 from state.store import sqlite_url  # noqa: E402

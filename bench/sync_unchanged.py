@@ -28,9 +28,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn  # noqa: E402
 
 from connectors.config import build_source, parse_config  # noqa: E402
-from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
-from connectors.index import KnowledgeIndex  # noqa: E402
-from connectors.sync import SyncEngine  # noqa: E402
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
+from index.knowledge import KnowledgeIndex  # noqa: E402
+from index.sync import SyncEngine  # noqa: E402
 from state import StateStore  # noqa: E402
 from state.store import sqlite_url  # noqa: E402
 

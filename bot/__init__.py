@@ -1,5 +1,5 @@
 """Platform adapters, rendering, the HTTP server, scheduler wiring and the ``chatops`` CLI.
 
 Nothing here knows how retrieval or planning works: it builds the pieces from settings
-(:mod:`bot.wiring`) and hands turns to the agent.
+(:mod:`app.wiring`) and hands turns to the agent.
 """

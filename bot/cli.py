@@ -14,10 +14,10 @@ import uuid
 from typing import TYPE_CHECKING
 
 from connectors.errors import ConnectorError
-from connectors.faults import is_disk_full, is_sqlite_damage, storage_error
+from index.faults import is_disk_full, is_sqlite_damage, storage_error
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from app.settings import Settings
 
 # Everything heavy (the index, the embedding model, the agent, Slack and Teams) is imported by the
 # command that needs it, so `chatops --help` and argument errors answer at once.
@@ -34,7 +34,7 @@ class ConfigError(Exception):
 def _settings() -> Settings:
     from pydantic import ValidationError
 
-    from .settings import Settings
+    from app.settings import Settings
 
     try:
         s = Settings()
@@ -47,12 +47,12 @@ def _settings() -> Settings:
 
 
 def _index_sources(settings: Settings, specs: list[str], full: bool, index=None, quiet: bool = False) -> int:
-    from connectors.indexer import Indexer
+    from index.indexer import Indexer
     from connectors.sources import parse_source_spec
 
     from .console import render_report
-    from .jobs import RunLog
-    from .wiring import open_index
+    from app.jobs import RunLog
+    from app.wiring import open_index
 
     sources = [parse_source_spec(s) for s in specs]
     own = index is None
@@ -89,7 +89,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """``chatops calibrate [--json]``: fit the evidence gate's operating point on the indexed corpus."""
     from agent.calibration import calibrate, describe, save_calibration
 
-    from .wiring import build_agent
+    from app.wiring import build_agent
 
     settings = _settings()
     rt = build_agent(settings)
@@ -114,9 +114,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     """``chatops ask QUESTION [--history H]... [--json]``."""
     from agent.models import HistoryMessage, Turn
 
-    from .actions import cli_propose, cli_user
+    from .cli_actions import cli_propose, cli_user
     from .console import render_reply
-    from .wiring import build_agent
+    from app.wiring import build_agent
 
     settings = _settings()
     rt = build_agent(settings, retriever=args.retriever)
@@ -153,9 +153,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     """``chatops chat``: a console conversation; earlier questions are the thread history."""
     from agent.models import HistoryMessage, Turn
 
-    from .actions import cli_action, cli_propose, cli_user
+    from .cli_actions import cli_action, cli_propose, cli_user
     from .console import render_reply
-    from .wiring import build_agent
+    from app.wiring import build_agent
 
     settings = _settings()
     rt = build_agent(settings, retriever=args.retriever)
@@ -206,7 +206,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """``chatops eval --questions FILE --source SPEC [--retriever R] [--k K] [--json]``."""
     from .evaluate import format_table, load_questions, run_eval
-    from .wiring import build_agent, open_index
+    from app.wiring import build_agent, open_index
 
     settings = _settings()
     questions = load_questions(args.questions)
@@ -236,21 +236,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     """``chatops sync [--source NAME] [--full] [--json]``: the scheduled sync job, run once from the shell."""
-    from .jobs import cli_sync
+    from app.jobs import cli_sync
 
     return cli_sync(_settings(), args.source, args.full, as_json=args.json)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """``chatops status [--json]``: per source, pages, chunks, the last run's summary and the schedule."""
-    from .jobs import cli_status
+    from app.jobs import cli_status
 
     return cli_status(_settings(), as_json=args.json)
 
 
 def cmd_sources(args: argparse.Namespace) -> int:
     """``chatops sources list [--json]`` and ``chatops sources remove NAME --yes``."""
-    from .jobs import cli_sources_list, cli_sources_remove
+    from app.jobs import cli_sources_list, cli_sources_remove
 
     settings = _settings()
     if args.op == "list":
@@ -262,7 +262,7 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 def cmd_actions(args: argparse.Namespace) -> int:
     """``chatops actions confirm|cancel|show KEY [--json]``: settle a pending action from the shell."""
-    from .actions import cli_action
+    from .cli_actions import cli_action
 
     return cli_action(_settings(), args.op, args.key, as_json=args.json)
 

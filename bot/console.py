@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.models import Reply
-from connectors.indexer import IndexReport
+from index.indexer import IndexReport
 
 __all__ = ["render_reply", "render_report"]
 

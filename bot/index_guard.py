@@ -13,7 +13,7 @@ import threading
 
 from agent.models import Reply, Turn
 from connectors.errors import IndexError_
-from connectors.index import KnowledgeIndex
+from index.knowledge import KnowledgeIndex
 
 __all__ = ["IndexGuardedAgent", "INDEX_UNAVAILABLE", "index_readiness", "FirstSync"]
 

@@ -2,11 +2,11 @@
 
 Nothing here talks to a platform or the state store; every function takes a pending action
 (:class:`agent.models.PendingAction` as the agent proposed it, or the stored
-:class:`state.PendingRecord`) or an :class:`bot.actions.ActionOutcome`, and returns data.
+:class:`state.PendingRecord`) or an :class:`app.actions.ActionOutcome`, and returns data.
 
 Slack buttons: the Confirm button's ``action_id`` is ``action_confirm:<key>`` and Cancel's is
 ``action_cancel:<key>``; both carry the idempotency key in ``value``. The adapter routes
-``^action_(confirm|cancel):`` to :meth:`bot.actions.ActionService.handle_button` and then either
+``^action_(confirm|cancel):`` to :meth:`app.actions.ActionService.handle_button` and then either
 updates the message with :func:`slack_outcome_blocks` (``outcome.final``) or tells only the
 clicker (``outcome.private`` or a retry) with ``outcome.message``.
 
@@ -24,7 +24,7 @@ from state import PendingRecord
 from tools.calendar.args import CalendarCreateArgs
 from tools.calendar.propose import excerpt_text, format_duration, format_when
 
-from .actions import CANCEL_PREFIX, CONFIRM_PREFIX, ActionOutcome, parse_action_id
+from app.actions import CANCEL_PREFIX, CONFIRM_PREFIX, ActionOutcome, parse_action_id
 from .links import web_url
 
 __all__ = ["CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id", "slack_preview_blocks", "slack_outcome_blocks",

@@ -30,7 +30,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from connectors.config import ChatopsConfig
 
-from .jobs import IndexJobs
+from app.jobs import IndexJobs
 
 __all__ = ["build_scheduler", "start_scheduler", "next_run_times", "run_scheduled_sync", "JOB_PREFIX"]
 
@@ -81,6 +81,7 @@ def build_scheduler(jobs: IndexJobs, config: ChatopsConfig | None = None, *, eve
                           id=JOB_PREFIX + name, name=f"sync {name} ({schedule.describe()})",
                           max_instances=1, coalesce=True, misfire_grace_time=grace, replace_existing=True)
     jobs.scheduler = scheduler
+    jobs.next_run_times = lambda: next_run_times(scheduler)
     return scheduler
 
 

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from .settings import Settings
+from app.settings import Settings
 
 __all__ = ["WebAdapter", "ReadinessCheck", "create_app", "serve", "ServeError", "ServerThread", "ADAPTERS_KEY"]
 
@@ -244,14 +244,15 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     from connectors.errors import ConnectorError
     from state import StateStore, StateStoreError
 
-    from .actions import build_action_service, slack_handlers
+    from app.actions import build_action_service
+    from bot.slack.pending import slack_handlers
     from .index_guard import FirstSync, IndexGuardedAgent, index_readiness
-    from .jobs import IndexJobs
+    from app.jobs import IndexJobs
     from .slack import SlackBot, SlackConfig, SlackConfigError
     from .slack.http import SlackHttpAdapter
     from .logsafe import install_redaction
     from .slack.socket_mode import SlackSocketModeAdapter
-    from .wiring import build_agent
+    from app.wiring import build_agent
 
     slack_wanted = socket_mode or bool(settings.slack_bot_token or settings.slack_signing_secret)
     teams_wanted = bool(settings.microsoft_app_id or settings.teams_allow_unauthenticated)

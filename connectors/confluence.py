@@ -41,7 +41,7 @@ A first run or ``full`` lists every page with its body instead of step 1. A page
 failed after the retries, or whose body raised anything while converted (markup the converter
 cannot read), is reported as a :class:`SkippedPage` (its indexed copy is kept) and carried in the
 cursor's ``retry`` list for the next run, as is a page the indexer could not chunk (the engine's
-``retry_docs``, see :mod:`connectors.sync`).
+``retry_docs``, see :mod:`index.sync`).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from .folder import SkippedPage
 from .http import HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json
 from .models import Document, Tombstone
 from .storage_format import storage_to_markdown
-from .sync import RETRY_DOCS, CursorUpdate
+from .cursor import RETRY_DOCS, CursorUpdate
 
 __all__ = ["ConfluenceSource", "cql_time", "parse_confluence_time", "confluence_anchor"]
 
@@ -143,7 +143,7 @@ class ConfluenceSource:
 
     Attributes:
         name: the source name.
-        complete_listing: True: :meth:`scan` lists every page, for :class:`~connectors.indexer.Indexer`.
+        complete_listing: True: :meth:`scan` lists every page, for :class:`~index.indexer.Indexer`.
         http: the HTTP client (``http.calls`` counts requests).
     """
 

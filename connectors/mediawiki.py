@@ -44,7 +44,7 @@ from .folder import SkippedPage
 from .http import HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json, parse_retry_after
 from .models import Document, Tombstone
 from .storage_format import fenced_block, render_markdown
-from .sync import RETRY_DOCS, CursorUpdate
+from .cursor import RETRY_DOCS, CursorUpdate
 from .text import strip_inline
 
 __all__ = ["MediaWikiSource", "MediaWikiApiError", "mediawiki_html_to_markdown", "parse_mw_time"]
@@ -128,7 +128,7 @@ class MediaWikiSource:
 
     Attributes:
         name: the source name.
-        complete_listing: True: :meth:`scan` lists every page, for :class:`~connectors.indexer.Indexer`.
+        complete_listing: True: :meth:`scan` lists every page, for :class:`~index.indexer.Indexer`.
         http: the HTTP client (``http.calls`` counts requests).
     """
 

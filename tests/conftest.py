@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder
 from connectors.folder import FolderSource
-from connectors.index import KnowledgeIndex
-from connectors.indexer import Indexer
+from index.knowledge import KnowledgeIndex
+from index.indexer import Indexer
 
 from helpers import WIKI, WIKI_PAGES
 

@@ -16,7 +16,7 @@ WIKI_PAGES = 13
 
 def _settings_vars() -> set[str]:
     """Every environment variable a setting is read from (field names and aliases, upper-cased)."""
-    from bot.settings import Settings
+    from app.settings import Settings
 
     names = set()
     for name, field in Settings.model_fields.items():

@@ -654,7 +654,7 @@ class SlackHarness:
     wired to a :class:`SlackStandin`, and a :class:`SlackSender` to talk to it.
 
     Args:
-        runtime: the index, tools and agent (``bot.wiring.build_agent``).
+        runtime: the index, tools and agent (``app.wiring.build_agent``).
         store: the state store.
         jobs: the index jobs (``/kb status``, ``/kb reindex``).
         admin_ids: ``ADMIN_USER_IDS``.
@@ -668,7 +668,7 @@ class SlackHarness:
         import dataclasses
 
         from bot.server import create_app
-        from bot.settings import Settings
+        from app.settings import Settings
         from bot.slack import SlackBot, SlackConfig
         from bot.slack.http import SlackHttpAdapter
         from bot.slack.socket_mode import SlackSocketModeAdapter

@@ -1,4 +1,4 @@
-"""The confirmation flow a Slack Confirm / Cancel button drives, through :class:`bot.actions.ActionService`
+"""The confirmation flow a Slack Confirm / Cancel button drives, through :class:`app.actions.ActionService`
 and the pure renderers of :mod:`bot.render_actions`, on the real state store (SQLite) and the local
 calendar: the preview (Block Kit with ``action_confirm:`` / ``action_cancel:`` buttons carrying the
 key), confirm once, a double click and a burst of concurrent clicks creating exactly one event, cancel,
@@ -18,11 +18,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.models import PendingAction, Turn, idempotency_key
-from bot.actions import ActionService, build_action_service
+from app.actions import ActionService, build_action_service
 from bot.render_actions import (adaptive_card, adaptive_card_outcome, parse_action_id, preview_text,
                                 slack_blocks_for_record, slack_outcome_blocks, slack_preview_blocks,
                                 terminal_outcome, terminal_preview)
-from bot.settings import Settings
+from app.settings import Settings
 from state import StateStore
 from tools.base import ToolContext, ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
@@ -298,7 +298,7 @@ def test_terminal_and_teams_rendering(env) -> None:
 
 def test_service_from_settings_uses_the_state_database(tmp_path: Path) -> None:
     settings = Settings(chatops_data_dir=tmp_path, action_ttl_minutes=10)
-    from bot.actions import build_calendar_tool
+    from app.actions import build_calendar_tool
 
     tools = ToolRegistry()
     tool = tools.register(build_calendar_tool(settings))

@@ -32,11 +32,11 @@ import pytest
 
 from agent.models import HistoryMessage, Reply, Turn
 from bot.evaluate import EvalQuestion, run_eval, title_matches
-from bot.settings import Settings
-from bot.wiring import Runtime, build_agent
+from app.settings import Settings
+from app.wiring import Runtime, build_agent
 from connectors.folder import FolderSource
-from connectors.index import KnowledgeIndex
-from connectors.indexer import Indexer
+from index.knowledge import KnowledgeIndex
+from index.indexer import Indexer
 from helpers import EVAL_FILE, ROOT, WIKI, run_chatops, seed_embedding_cache
 
 SENT = datetime(2030, 3, 13, 15, 0, tzinfo=timezone.utc)  # a Wednesday; 16:00 in Berlin

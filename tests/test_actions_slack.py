@@ -1,4 +1,4 @@
-"""The Slack hooks of the action service (:func:`bot.actions.slack_handlers`) against the Slack stand-in.
+"""The Slack hooks of the action service (:func:`bot.slack.pending.slack_handlers`) against the Slack stand-in.
 
 ``propose`` stores a pending action and returns its preview blocks; the stand-in's ``chat.postMessage``
 accepts them (it checks Block Kit limits like Slack). ``on_click`` gets a click the way the Slack
@@ -22,7 +22,8 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.models import PendingAction, Turn, idempotency_key
-from bot.actions import ActionService, slack_handlers
+from app.actions import ActionService
+from bot.slack.pending import slack_handlers
 from bot.render_actions import preview_text
 from slack_standin import BOT_TOKEN, SlackStandin
 from state import StateStore

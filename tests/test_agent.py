@@ -1,6 +1,6 @@
 """The agent end to end over the shared example-wiki index (rule-based planner, no LLM).
 
-Built with :func:`bot.wiring.build_agent`. Covers routing (empty, chit-chat, action, follow-up
+Built with :func:`app.wiring.build_agent`. Covers routing (empty, chit-chat, action, follow-up
 with its standalone rewrite), input guards (a 20,000-character message is truncated and noted),
 refusals for unanswerable questions (no citations, says what was searched), cited answers whose
 quotes are verbatim spans of the stored chunks and whose ``[n]`` markers all resolve, and
@@ -15,9 +15,9 @@ import pytest
 
 from agent.citations import validate_citations
 from agent.models import Citation, HistoryMessage, Reply, Turn
-from bot.settings import Settings
-from bot.wiring import Runtime, build_agent
-from connectors.index import KnowledgeIndex
+from app.settings import Settings
+from app.wiring import Runtime, build_agent
+from index.knowledge import KnowledgeIndex
 from tools.knowledge_search import KnowledgeSearchArgs
 
 MARKER = re.compile(r"\[(\d{1,3})\]")

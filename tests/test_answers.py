@@ -16,12 +16,12 @@ import pytest
 
 from agent.models import HistoryMessage, Reply, Turn
 from agent.text import sentence_spans
-from bot.settings import Settings
-from bot.wiring import Runtime, build_agent
-from connectors.embeddings import CachedEmbedder
+from app.settings import Settings
+from app.wiring import Runtime, build_agent
+from index.embeddings import CachedEmbedder
 from connectors.folder import FolderSource
-from connectors.index import KnowledgeIndex
-from connectors.indexer import Indexer
+from index.knowledge import KnowledgeIndex
+from index.indexer import Indexer
 
 from helpers import WIKI
 

@@ -9,7 +9,7 @@ and backoff, the mapping of 400/401/403/404/409/429/5xx to clear messages with r
 transient ones, a service account with domain-wide delegation acting as the requester (the
 stand-in's token endpoint verifies the signed assertion and its ``sub``), an OAuth user token that
 refreshes itself, a series sent as ``recurrence: ["RRULE:..."]`` (the stand-in refuses a malformed
-``recurrence`` as Google does), and the whole confirm flow through :class:`bot.actions.ActionService`.
+``recurrence`` as Google does), and the whole confirm flow through :class:`app.actions.ActionService`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from google.oauth2.credentials import Credentials
 from googleapiclient.errors import HttpError
 
 from agent.models import PendingAction, Turn, idempotency_key
-from bot.actions import ActionService, build_calendar_backend
-from bot.settings import Settings
+from app.actions import ActionService, build_calendar_backend
+from app.settings import Settings
 from google_calendar_standin import GoogleCalendarStandin
 from state import StateStore
 from tools.base import ToolRegistry

@@ -14,10 +14,10 @@ from pathlib import Path
 from agent.calibration import (CALIBRATION_FILE, absent_nouns, calibrate, gate_config, load_calibration,
                                make_probes, save_calibration)
 from agent.gate import GateConfig
-from bot.settings import Settings
-from bot.wiring import build_agent
+from app.settings import Settings
+from app.wiring import build_agent
 from connectors.folder import FolderSource
-from connectors.indexer import Indexer
+from index.indexer import Indexer
 from tools.knowledge_search import KnowledgeSearch
 
 from helpers import WIKI, run_chatops, seed_embedding_cache

@@ -1,4 +1,4 @@
-"""The heading-aware chunker (:mod:`connectors.chunker`).
+"""The heading-aware chunker (:mod:`index.chunker`).
 
 Covers chunk sizes (never over ``max_chars``; long sections packed into 400-800 character
 chunks; an unsplittable run of text hard-cut), section paths that follow the headings, ``#``
@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from connectors.chunker import MAX_CHUNKS_PER_PAGE, SIBLING_RUN, Chunker, ChunkerConfig
+from index.chunker import MAX_CHUNKS_PER_PAGE, SIBLING_RUN, Chunker, ChunkerConfig
 from connectors.errors import ChunkLimitError
 from connectors.folder import FolderSource
 from connectors.models import Chunk, Document

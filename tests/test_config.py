@@ -16,8 +16,8 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from bot.jobs import load_sources_config, split_specs
-from bot.settings import Settings
+from app.jobs import load_sources_config, split_specs
+from app.settings import Settings
 from connectors.config import (
     ConfigFileError, ConfluenceConfig, FolderConfig, MediaWikiConfig, MissingCredentialError, build_source,
     load_config, parse_config, parse_interval,

@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 
 from agent.models import Turn
-from bot.settings import Settings
-from bot.wiring import build_agent
+from app.settings import Settings
+from app.wiring import build_agent
 from connectors.confluence import ConfluenceSource
 from connectors.config import build_source, parse_config
 from connectors.http import RetryPolicy
-from connectors.index import KnowledgeIndex
-from connectors.sync import RETRY_DOCS, SyncEngine
+from index.knowledge import KnowledgeIndex
+from index.sync import RETRY_DOCS, SyncEngine
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 from state import StateStore
 from state.store import sqlite_url
@@ -442,7 +442,7 @@ def test_a_page_whose_conversion_raises_is_skipped_with_its_reason_and_retried(s
 
 def test_a_page_whose_chunking_raises_is_skipped_kept_and_fetched_again_next_run(standin, index_factory, store,
                                                                                  monkeypatch) -> None:
-    from connectors.chunker import Chunker
+    from index.chunker import Chunker
 
     ids = seed(standin)
     index = index_factory()

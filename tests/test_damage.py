@@ -31,7 +31,7 @@ import httpx
 import numpy as np
 import pytest
 
-from connectors.embeddings import CachedEmbedder, EmbeddingCache
+from index.embeddings import CachedEmbedder, EmbeddingCache
 
 from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
 
@@ -278,7 +278,7 @@ def test_serve_answers_unavailable_over_a_damaged_index(data: Path, tmp_path: Pa
 
 def test_pages_lost_from_both_stores_are_forgotten_only_by_their_own_source(index_factory, tmp_path: Path) -> None:
     from connectors.folder import FolderSource
-    from connectors.indexer import Indexer
+    from index.indexer import Indexer
 
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(WIKI / "it", a)

@@ -1,4 +1,4 @@
-"""Incremental, crash-consistent indexing (:mod:`connectors.indexer`, :mod:`connectors.index`).
+"""Incremental, crash-consistent indexing (:mod:`index.indexer`, :mod:`index.knowledge`).
 
 Real Whoosh and local-mode Qdrant indexes in ``tmp_path``, the real ONNX embedder behind the
 session's embedding cache. Covers the counts of first runs, no-change re-runs, edits, additions
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from connectors.chunker import MAX_CHUNKS_PER_PAGE, Chunker
+from index.chunker import MAX_CHUNKS_PER_PAGE, Chunker
 from connectors.errors import SourceUnavailableError
 from connectors.folder import FolderSource
-from connectors.index import KnowledgeIndex
-from connectors.indexer import Indexer, IndexReport
+from index.knowledge import KnowledgeIndex
+from index.indexer import Indexer, IndexReport
 from connectors.models import Document
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 

@@ -29,10 +29,10 @@ from agent.llm import prompts
 from agent.llm.client import LLMClient, build_openai_client
 from agent.llm.planner import LLMPlanner, LLMPlannerConfig
 from agent.models import HistoryMessage, Turn
-from bot.settings import Settings
-from bot.wiring import build_agent
+from app.settings import Settings
+from app.wiring import build_agent
 from connectors.folder import FolderSource
-from connectors.indexer import Indexer
+from index.indexer import Indexer
 from helpers import WIKI
 from openai_standin import OpenAIStandIn, Response, chat, error, json_reply, tool_call
 

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from agent.models import Turn
-from bot.settings import Settings
-from bot.wiring import build_agent
+from app.settings import Settings
+from app.wiring import build_agent
 from connectors.config import build_source, parse_config
 from connectors.http import RetryPolicy
-from connectors.index import KnowledgeIndex
+from index.knowledge import KnowledgeIndex
 from connectors.mediawiki import MediaWikiSource, mediawiki_html_to_markdown
-from connectors.sync import SyncEngine
+from index.sync import SyncEngine
 from state import StateStore
 from state.store import sqlite_url
 

@@ -19,12 +19,12 @@ from agent.agent import Agent
 from agent.llm.client import LLMClient, build_openai_client
 from agent.llm.planner import LLMPlanner, LLMPlannerConfig
 from agent.models import Turn
-from bot.jobs import IndexJobs
-from bot.settings import Settings
-from bot.wiring import build_agent
+from app.jobs import IndexJobs
+from app.settings import Settings
+from app.wiring import build_agent
 from connectors.folder import FolderSource
-from connectors.index import KnowledgeIndex
-from connectors.indexer import Indexer
+from index.knowledge import KnowledgeIndex
+from index.indexer import Indexer
 from leaky_pages import AWS_SECRET, DB_PASSWORD, QUESTIONS, SECRETS, SLACK_TOKEN, leaks, make_wiki
 from openai_standin import OpenAIStandIn, chat, error
 from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness

@@ -15,7 +15,7 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from connectors.index import KnowledgeIndex
+from index.knowledge import KnowledgeIndex
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError, ToolPermissionError
 from tools.fusion import reciprocal_rank_fusion

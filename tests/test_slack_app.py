@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 
-from bot.jobs import IndexJobs, parse_sources
-from bot.settings import Settings
+from app.jobs import IndexJobs, parse_sources
+from app.settings import Settings
 from bot.slack.client import describe_api_error
 from bot.slack.conversation import PROGRESS_REACTION, STATUS_TEXT
 from bot.slack import render
-from bot.wiring import build_agent
+from app.wiring import build_agent
 from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
@@ -434,7 +434,7 @@ def test_the_pending_action_hook_routes_confirm_and_cancel(harness: SlackHarness
         assert sorted(clicks) == [("action_cancel:k2", "k2", BOB), ("action_confirm:k1", "k1", BOB)]
         assert h.bot.conversations.propose is propose and h.bot.kb.propose is propose
     finally:
-        register_builtin_actions(h.bot.actions)
+        register_builtin_actions(h.app.actions)
         h.bot.conversations.propose = h.bot.kb.propose = None
 
 
@@ -442,7 +442,8 @@ def test_a_calendar_request_is_previewed_and_booked_once_by_its_requester(harnes
                                                                          tmp_path: Path) -> None:
     """The action service wired the way ``chatops serve`` wires it: the preview is posted in the thread, only
     the requester can confirm, Confirm books once and replaces the preview with the outcome."""
-    from bot.actions import build_action_service, slack_handlers
+    from app.actions import build_action_service
+    from bot.slack.pending import slack_handlers
     from bot.slack.actions import register_builtin_actions
 
     h = harness
@@ -469,7 +470,7 @@ def test_a_calendar_request_is_previewed_and_booked_once_by_its_requester(harnes
         booked = [e for e in store.audit_entries(limit=20) if e.actor == ALICE and key in json.dumps(e.detail)]
         assert len([e for e in booked if e.outcome in {"ok", "done"}]) == 1, booked
     finally:
-        register_builtin_actions(h.bot.actions)
+        register_builtin_actions(h.app.actions)
         h.bot.conversations.propose = h.bot.kb.propose = None
 
 
@@ -478,7 +479,8 @@ def test_another_persons_thread_message_never_completes_the_requesters_meeting(h
                                                                                tmp_path: Path) -> None:
     """Alice asks for a meeting without a time; Mallory posts her own request in the thread; Alice gives the
     time: the preview posted to Slack is Alice's meeting with her time, nothing of Mallory's."""
-    from bot.actions import build_action_service, slack_handlers
+    from app.actions import build_action_service
+    from bot.slack.pending import slack_handlers
     from bot.slack.actions import register_builtin_actions
 
     h = harness
@@ -506,7 +508,7 @@ def test_another_persons_thread_message_never_completes_the_requesters_meeting(h
         assert record.args["title"] == "Sprint planning" and record.args["attendees"] == ["bob@example.com"]
         assert "T15:00:00" in record.args["start"]
     finally:
-        register_builtin_actions(h.bot.actions)
+        register_builtin_actions(h.app.actions)
         h.bot.conversations.propose = h.bot.kb.propose = None
 
 
@@ -660,7 +662,7 @@ def test_every_call_was_within_the_manifests_scopes(harness: SlackHarness) -> No
 # -- admin re-index (its own index: the shared one stays read-only) ----------------------------------------------
 @pytest.fixture
 def reindex_harness(tmp_path: Path, embedder, store: StateStore):
-    from connectors.index import KnowledgeIndex
+    from index.knowledge import KnowledgeIndex
 
     wiki = tmp_path / "wiki"
     shutil.copytree(WIKI, wiki)
@@ -716,7 +718,7 @@ def test_admin_reindex_acks_at_once_runs_the_job_and_posts_a_summary(reindex_har
 @pytest.mark.timeout(120)  # the planted folder holds a FIFO too: reading it would hang the index job
 def test_a_mention_asking_for_a_secret_linked_into_the_wiki_gets_no_reply_quoting_it(
         tmp_path: Path, embedder, store: StateStore) -> None:
-    from connectors.index import KnowledgeIndex
+    from index.knowledge import KnowledgeIndex
 
     wiki = plant_folder(tmp_path)
     index = KnowledgeIndex(tmp_path / "index", embedder)

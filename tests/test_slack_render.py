@@ -13,7 +13,7 @@ import logging
 import pytest
 
 from agent.models import Citation, PendingAction, Reply
-from bot.settings import Settings
+from app.settings import Settings
 from bot.slack.actions import ActionRegistry
 from bot.slack.commands import parse_kb
 from bot.slack.config import SlackConfig, SlackConfigError, parse_admin_ids
@@ -151,7 +151,7 @@ def test_pending_action_renders_confirm_and_cancel() -> None:
 
 
 def test_status_and_reindex_summary_render() -> None:
-    from bot.jobs import JobResult
+    from app.jobs import JobResult
 
     status = render.status_message([{"source": "handbook", "pages": 13, "chunks": 107,
                                      "last_run": "2025-01-02T03:04:05+00:00", "last_status": "ok",

@@ -23,11 +23,11 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from bot.jobs import IndexJobs, parse_sources
-from bot.settings import Settings
+from app.jobs import IndexJobs, parse_sources
+from app.settings import Settings
 from bot.slack import render
-from bot.wiring import build_agent
-from connectors.index import KnowledgeIndex
+from app.wiring import build_agent
+from index.knowledge import KnowledgeIndex
 from state import StateStore
 from state.store import sqlite_url
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.jobs import IndexJobs
-from bot.settings import Settings
-from bot.wiring import build_agent
+from app.jobs import IndexJobs
+from app.settings import Settings
+from app.wiring import build_agent
 from state import StateStore
 from state.store import sqlite_url
 

@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from connectors.embeddings import LOCAL_MODEL_SHA256, OnnxMiniLMEmbedder
+from index.embeddings import LOCAL_MODEL_SHA256, OnnxMiniLMEmbedder
 from connectors.errors import EmbeddingError
 
 from helpers import ROOT

@@ -26,13 +26,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import IndexJobs
+from app.jobs import IndexJobs
 from bot.scheduler import build_scheduler, next_run_times, start_scheduler
-from bot.settings import Settings
-from bot.wiring import build_agent
-from connectors.manifest import Manifest
+from app.settings import Settings
+from app.wiring import build_agent
+from index.manifest import Manifest
 from connectors.folder import FolderSource
-from connectors.sync import SyncEngine
+from index.sync import SyncEngine
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 from state import StateStore
 from state.store import sqlite_url

@@ -23,13 +23,13 @@ import httpx
 import pytest
 
 from agent.models import PendingAction, Turn
-from bot.actions import build_action_service
-from bot.jobs import IndexJobs
+from app.actions import build_action_service
+from app.jobs import IndexJobs
 from bot.server import ServerThread, create_app
-from bot.settings import Settings
+from app.settings import Settings
 from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
-from bot.wiring import build_agent
+from app.wiring import build_agent
 from connectors.folder import FolderSource
 from helpers import WIKI, wait_for as _wait
 from state import StateStore

@@ -30,14 +30,14 @@ import httpx
 import jwt
 import pytest
 
-from bot.jobs import IndexJobs
+from app.jobs import IndexJobs
 from bot.server import ServerThread, create_app
-from bot.settings import Settings
+from app.settings import Settings
 from bot.slack import SlackBot, SlackConfig
 from bot.slack.http import SlackHttpAdapter
 from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
-from bot.wiring import build_agent
+from app.wiring import build_agent
 from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url

@@ -25,7 +25,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from connectors.index import KnowledgeIndex
+from index.knowledge import KnowledgeIndex
 from connectors.models import Chunk, content_hash
 
 from .base import ToolContext
@@ -123,7 +123,7 @@ class SearchConfig:
 
 
 class KnowledgeSearch:
-    """The ``knowledge.search`` tool over one :class:`~connectors.index.KnowledgeIndex`."""
+    """The ``knowledge.search`` tool over one :class:`~index.knowledge.KnowledgeIndex`."""
 
     name: ClassVar[str] = "knowledge.search"
     description: ClassVar[str] = (

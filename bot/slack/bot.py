@@ -29,8 +29,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from state import StateStore
 
-from ..jobs import IndexJobs
-from ..wiring import Runtime
+from app.jobs import IndexJobs
+from app.wiring import Runtime
 from . import render
 from .actions import ActionContext, ActionHandler, ActionRegistry, register_builtin_actions
 from .client import api_error_code, build_web_client
@@ -59,7 +59,7 @@ class SlackBot:
 
     Args:
         config: the validated Slack settings.
-        runtime: the index, tools and agent (:func:`bot.wiring.build_agent`).
+        runtime: the index, tools and agent (:func:`app.wiring.build_agent`).
         store: the state store (event ids, feedback, audit log).
         jobs: the index jobs behind ``/kb reindex`` and ``/kb status``.
         client: a Web API client (default: :func:`bot.slack.client.build_web_client`).

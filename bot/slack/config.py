@@ -1,6 +1,6 @@
 """The Slack part of the settings, validated once at start-up.
 
-Tokens stay :class:`pydantic.SecretStr` in :class:`bot.settings.Settings`; here they are plain strings
+Tokens stay :class:`pydantic.SecretStr` in :class:`app.settings.Settings`; here they are plain strings
 on a dataclass whose ``repr`` hides them, so neither a traceback nor a log line shows them.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..settings import Settings
+from app.settings import Settings
 
 __all__ = ["SlackConfig", "SlackConfigError", "parse_admin_ids", "COMMAND"]
 

@@ -8,7 +8,7 @@ answers through the command's ``response_url``:
 - ``/kb help``: answered in the ack;
 - ``/kb status`` and ``/kb sources``: read the index and the state store, then answer ephemerally;
 - ``/kb reindex [SOURCE] [--full]``: admins only (``ADMIN_USER_IDS``). The ack says it started; the
-  job (:class:`bot.jobs.IndexJobs`, the same routine as the scheduled sync) runs in a worker thread of
+  job (:class:`app.jobs.IndexJobs`, the same routine as the scheduled sync) runs in a worker thread of
   this process, and a summary follows when it ends (ephemeral via ``response_url``; by DM if that
   fails or expired). A non-admin gets a polite refusal. Requests, refusals and outcomes go to the
   audit log (action ``kb.reindex``).
@@ -27,7 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent.models import Turn
 from state import StateStore
 
-from ..jobs import IndexJobs
+from app.jobs import IndexJobs
 from . import render
 from .commands import KbCommand, parse_kb
 from .conversation import AgentRunner, PendingProposer, RecentReplies, error_reference

@@ -40,7 +40,7 @@ FEEDBACK_HELPFUL = "feedback:helpful"
 FEEDBACK_NOT_HELPFUL = "feedback:not_helpful"
 SHARE = "share:channel"
 #: Prefixes of a pending action's buttons (``action_confirm:<key>``; the key is also the value), the scheme of
-#: :mod:`bot.actions`.
+#: :mod:`app.actions`.
 PENDING_CONFIRM = "action_confirm:"
 PENDING_CANCEL = "action_cancel:"
 
@@ -285,7 +285,7 @@ def reindex_started(source: str | None, full: bool) -> dict[str, Any]:
 
 
 def reindex_summary(results: Sequence[Any], seconds: float) -> dict[str, Any]:
-    """The summary posted when ``/kb reindex`` finishes (``results``: :class:`bot.jobs.JobResult`)."""
+    """The summary posted when ``/kb reindex`` finishes (``results``: :class:`app.jobs.JobResult`)."""
     lines = []
     ok = True
     for r in results:

@@ -168,7 +168,7 @@ class TeamsWebAdapter:
 
 
 def build_teams_adapter(settings, agent, store, actions=None, jobs=None) -> TeamsWebAdapter:
-    """The Teams adapter configured from :class:`bot.settings.Settings`."""
+    """The Teams adapter configured from :class:`app.settings.Settings`."""
     password = settings.microsoft_app_password.get_secret_value() if settings.microsoft_app_password else ""
     auth = TeamsAuthConfig(APP_ID=settings.microsoft_app_id, APP_PASSWORD=password,
                            APP_TYPE=settings.microsoft_app_type, APP_TENANTID=settings.microsoft_app_tenant_id)

@@ -10,7 +10,7 @@
   Actions arrive as an ``invoke`` named ``adaptiveCard/action``. Both carry either feedback
   (``{"chatops": "feedback", ...}``, stored with the turn's trace id) or a pending action's
   Confirm / Cancel (``{"action": "action_confirm" | "action_cancel", "key": ...}``), executed at
-  most once by :class:`bot.actions.ActionService`; the card is then replaced by the outcome.
+  most once by :class:`app.actions.ActionService`; the card is then replaced by the outcome.
 - In a personal chat, ``status`` and ``reindex [SOURCE] [--full]`` are admin commands for the AAD
   object ids in ``TEAMS_ADMIN_IDS``; every use and refusal is audited.
 - Redelivered activities (same activity id) are answered once. Unknown activity types are logged

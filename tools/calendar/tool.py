@@ -1,6 +1,6 @@
 """The ``calendar.create`` tool: a side-effect tool, so it only ever runs on a confirmed pending action.
 
-The planner proposes it (``Reply.pending_action``); :class:`bot.actions.ActionService` stores the
+The planner proposes it (``Reply.pending_action``); :class:`app.actions.ActionService` stores the
 proposal and, once the requester confirms, calls :meth:`CalendarCreate.run` with a
 :class:`~tools.base.ToolContext` whose ``extra`` holds the action's ``idempotency_key`` (the
 event id on every backend) and, when known, the ``requester_email``. ``ToolRegistry.call``

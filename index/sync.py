@@ -10,7 +10,7 @@ A run (:meth:`SyncEngine.run`):
    :class:`~connectors.models.Document` items to (re)index, :class:`~connectors.models.Tombstone`
    items for pages gone upstream, :class:`~connectors.folder.SkippedPage` items for pages that could
    not be read, and one :class:`CursorUpdate` last), and feeds them to the
-   :class:`~connectors.indexer.Indexer` as a source that is *not* a complete listing, so nothing is
+   :class:`~index.indexer.Indexer` as a source that is *not* a complete listing, so nothing is
    pruned but what the connector tombstoned (it tombstones only after a completed listing);
 4. only after the Indexer returned, i.e. every page's chunks committed to both stores under the
    manifest's journal, saves the new cursor (``StateStore.set_cursor``), with the doc ids of pages
@@ -31,6 +31,8 @@ listing, under the same lock and run records.
 
 from __future__ import annotations
 
+from connectors.cursor import RETRY_DOCS, CursorUpdate
+
 import logging
 import os
 import socket
@@ -44,33 +46,15 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .chunker import Chunker, ChunkerConfig
-from .folder import SkippedPage
-from .index import KnowledgeIndex
+from connectors.folder import SkippedPage
+from .knowledge import KnowledgeIndex
 from .indexer import Indexer, IndexReport
-from .models import Chunk, Document, Tombstone
+from connectors.models import Chunk, Document, Tombstone
 from .reconcile import reconcile
 
 __all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "AnchoredChunker", "sources_status", "RETRY_DOCS"]
 
 log = logging.getLogger(__name__)
-
-#: The cursor key the engine adds: doc ids of pages the indexer could not convert or chunk last run.
-#: A connector's ``sync`` fetches these pages again (like its own ``retry`` list).
-RETRY_DOCS = "retry_docs"
-
-
-@dataclass(frozen=True, slots=True)
-class CursorUpdate:
-    """The last item a connector's ``sync`` yields: the cursor to save once the indexes committed.
-
-    Attributes:
-        cursor: JSON-ready state for the next run (watermark, de-duplication set, pages to retry).
-        listed: how many live pages the completed listing held (for the summary).
-    """
-
-    cursor: dict[str, Any]
-    listed: int = 0
-
 
 class AnchoredChunker(Chunker):
     """A :class:`Chunker` whose chunk URLs use the source's own heading anchors.
@@ -321,7 +305,7 @@ def sources_status(manifest, store, names: Iterable[str], next_runs: Mapping[str
     """Per source: pages and chunks indexed, the last run, its summary, and the next scheduled run.
 
     Args:
-        manifest: the index manifest (:class:`connectors.manifest.Manifest`); read-only, so this
+        manifest: the index manifest (:class:`index.manifest.Manifest`); read-only, so this
             works while another process holds the index.
         store: the state store.
         names: the sources to report (sources only present in the index are added).

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from .errors import IndexCorruptError
+from connectors.errors import IndexCorruptError
 from .faults import REBUILD_INDEX, guard_engine
 
 __all__ = ["Manifest", "PageEntry"]

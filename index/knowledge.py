@@ -6,12 +6,12 @@ Layout under the index folder::
     qdrant/          local-mode Qdrant (absent when QDRANT_URL is used)
     manifest.sqlite  pages, write journal, metadata (embedding model, index version)
 
-Opening a :class:`KnowledgeIndex` runs journal recovery (see :mod:`connectors.manifest`), so the
+Opening a :class:`KnowledgeIndex` runs journal recovery (see :mod:`index.manifest`), so the
 two stores agree from the moment it is open, even after a run that was killed half-way.
 
 The manifest is the record of what the index holds; the two stores are derived from it. Opened
 with ``repair=True`` (indexing runs), a store whose files are damaged is moved aside
-(``whoosh.corrupt-<timestamp>``) and started empty; :func:`connectors.reconcile.reconcile` then
+(``whoosh.corrupt-<timestamp>``) and started empty; :func:`index.reconcile.reconcile` then
 fills it from the other store. Readers (``ask``, ``serve``) get :class:`IndexCorruptError`.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .embeddings import Embedder
-from .errors import IndexCorruptError
+from connectors.errors import IndexCorruptError
 from .faults import quarantine, reason
 from .manifest import Manifest
 from .stores import QdrantStore, WhooshStore

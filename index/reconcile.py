@@ -1,6 +1,6 @@
 """Reconciliation: make both stores hold exactly the chunks the manifest records.
 
-Run at the start of every indexing run (:meth:`connectors.indexer.Indexer.run`, and so every
+Run at the start of every indexing run (:meth:`index.indexer.Indexer.run`, and so every
 sync). A store can lose chunks behind the manifest's back (its folder deleted, a damaged copy
 moved aside and started empty, a restored backup); without this check an incremental run would
 report every page "unchanged" and leave search broken.
@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from .index import KnowledgeIndex
-from .models import Chunk
+from .knowledge import KnowledgeIndex
+from connectors.models import Chunk
 
 __all__ = ["RepairReport", "reconcile"]
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-from ..errors import IndexCorruptError, IndexLockedError
-from ..faults import REBUILD_STORE, StoreGuard, storage_error
-from ..models import Chunk
+from connectors.errors import IndexCorruptError, IndexLockedError
+from index.faults import REBUILD_STORE, StoreGuard, storage_error
+from connectors.models import Chunk
 from .records import StoredChunk, chunk_from_record, chunk_to_record
 
 __all__ = ["QdrantStore", "point_id"]

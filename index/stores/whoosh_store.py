@@ -28,9 +28,9 @@ from whoosh import fields, index, scoring
 from whoosh.analysis import StemmingAnalyzer
 from whoosh.query import Or, Term
 
-from ..errors import IndexLockedError
-from ..faults import REBUILD_STORE, StoreGuard
-from ..models import Chunk
+from connectors.errors import IndexLockedError
+from index.faults import REBUILD_STORE, StoreGuard
+from connectors.models import Chunk
 from .records import chunk_from_record, chunk_to_record
 
 __all__ = ["WhooshStore"]

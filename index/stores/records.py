@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..models import Chunk
+from connectors.models import Chunk
 
 __all__ = ["StoredChunk", "chunk_to_record", "chunk_from_record", "SECTION_SEP"]
 

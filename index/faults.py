@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import ConnectorError, DiskFullError, IndexCorruptError, IndexError_
+from connectors.errors import ConnectorError, DiskFullError, IndexCorruptError, IndexError_
 
 __all__ = [
     "causes", "reason", "is_disk_full", "is_sqlite_damage", "storage_error", "StoreGuard", "guard_engine",

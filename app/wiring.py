@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from agent.agent import Agent
 from agent.gate import GateConfig
 from agent.planner import ActionConfig, RuleBasedPlanner
-from connectors.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
 from connectors.errors import EmbeddingError
-from connectors.index import KnowledgeIndex
+from index.knowledge import KnowledgeIndex
 from tools.base import ToolRegistry
 from tools.knowledge_search import KnowledgeSearch, SearchConfig
 
@@ -48,7 +48,7 @@ def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repai
     """Open (or create) the knowledge index under the data dir.
 
     ``repair=True`` (indexing runs) moves a damaged store aside instead of raising; the run's
-    reconciliation rebuilds it (see :class:`connectors.index.KnowledgeIndex`); it also verifies the
+    reconciliation rebuilds it (see :class:`index.knowledge.KnowledgeIndex`); it also verifies the
     embedding cache on open (see :func:`build_embedder`).
     """
     return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings, verify_cache=repair),
@@ -74,7 +74,7 @@ class Runtime:
 
 def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriever: str = "hybrid") -> Runtime:
     """Index, the tool registry with ``knowledge.search`` and ``calendar.create`` (a side-effect tool the
-    planner only proposes; see :mod:`bot.actions`), and the agent with the rule-based planner."""
+    planner only proposes; see :mod:`app.actions`), and the agent with the rule-based planner."""
     index = index or open_index(settings)
     search = KnowledgeSearch(index, SearchConfig(rrf_k=settings.rrf_k, dense_weight=settings.rrf_dense_weight,
                                                  bm25_weight=settings.rrf_bm25_weight))

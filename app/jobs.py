@@ -3,7 +3,7 @@
 Sources come from the sources file (``CHATOPS_CONFIG``, default ``./chatops.yml`` when it exists)
 and from ``CHATOPS_SOURCES`` spec strings (``folder:./wiki?name=handbook``,
 ``confluence:URL?space=KEY``, ``mediawiki:API_URL``); names must be unique across both. Each run
-of a source goes through :class:`connectors.sync.SyncEngine`: the state store's lock
+of a source goes through :class:`index.sync.SyncEngine`: the state store's lock
 ``sync:<name>`` (one run per source at a time, across processes), fetch, convert, chunk, index,
 then the cursor; a run summary (added, updated, deleted, unchanged, skipped, errors, seconds,
 calls) is recorded, and on failure the error, while the indexes keep serving what they had.
@@ -25,7 +25,7 @@ from connectors.config import (
 )
 from connectors.errors import SourceSpecError
 from connectors.sources import parse_source_spec, spec_to_config
-from connectors.sync import SyncEngine, sources_status
+from index.sync import SyncEngine, sources_status
 from state import StateStore, StateStoreError
 
 from .wiring import Runtime
@@ -130,7 +130,8 @@ class IndexJobs:
 
     Attributes:
         config: the sources as a config (for the scheduler).
-        scheduler: set by :func:`bot.scheduler.build_scheduler`; gives ``status()`` its ``next_run``.
+        scheduler: the running scheduler, set by :func:`bot.scheduler.build_scheduler` (``None`` without one).
+        next_run_times: set with it: a callable giving ``{source: next fire time or None}`` for ``status()``.
     """
 
     def __init__(self, runtime: Runtime, store: StateStore, sources: list | ChatopsConfig | None = None,
@@ -139,6 +140,7 @@ class IndexJobs:
         self.store = store
         self.default_schedule = default_schedule
         self.scheduler = None
+        self.next_run_times: Callable[[], dict[str, datetime | None]] | None = None
         self._write = threading.Lock()
         self._build = threading.Lock()
         self.sources: dict[str, Any] = {}
@@ -217,11 +219,7 @@ class IndexJobs:
 
     def next_runs(self) -> dict[str, datetime | None]:
         """Next scheduled run per source (empty without a running scheduler)."""
-        if self.scheduler is None:
-            return {}
-        from .scheduler import next_run_times
-
-        return next_run_times(self.scheduler)
+        return self.next_run_times() if self.next_run_times is not None else {}
 
     def status(self) -> list[dict]:
         """Per source: pages and chunks indexed, the last run, its outcome and summary, the next run.
@@ -287,7 +285,7 @@ class RunLog:
     @contextmanager
     def run(self, source: str) -> Iterator[Callable[[Any], None]]:
         """Context of one run of ``source``; call the yielded function with the run's
-        :class:`~connectors.indexer.IndexReport`. An exception records the run as failed and propagates."""
+        :class:`~index.indexer.IndexReport`. An exception records the run as failed and propagates."""
         run_id = self._call(self.store.start_run, source) if self.store else None
         done: list[Any] = []
         try:
@@ -323,7 +321,7 @@ def cli_sources_list(settings, as_json: bool = False) -> int:
     """
     import json
 
-    from connectors.manifest import Manifest
+    from index.manifest import Manifest
 
     configured = {s.name for s in load_sources_config(settings).sources}
     store = StateStore(settings.state_url)
@@ -354,7 +352,7 @@ def cli_sources_remove(settings, name: str, yes: bool = False) -> int:
     """
     import sys
 
-    from connectors.indexer import Indexer
+    from index.indexer import Indexer
 
     from .wiring import open_index
 
@@ -441,7 +439,7 @@ def cli_status(settings, as_json: bool = False) -> int:
     """
     import json
 
-    from connectors.manifest import Manifest
+    from index.manifest import Manifest
 
     cfg = load_sources_config(settings)
     interval = str(getattr(settings, "chatops_sync_interval", "") or "off").strip()
@@ -480,7 +478,7 @@ def cli_status(settings, as_json: bool = False) -> int:
 
 
 def flag_lines(row: dict) -> list[str]:
-    """The index-time scan's counts of a :func:`~connectors.sync.sources_status` row, one line each (none when clean)."""
+    """The index-time scan's counts of a :func:`~index.sync.sources_status` row, one line each (none when clean)."""
     lines = []
     if row.get("pages_sensitive"):
         lines.append(f"pages with secrets or personal data: {row['pages_sensitive']} (they are never quoted)")

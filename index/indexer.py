@@ -1,6 +1,6 @@
-"""Incremental indexing of one source into a :class:`~connectors.index.KnowledgeIndex`.
+"""Incremental indexing of one source into a :class:`~index.knowledge.KnowledgeIndex`.
 
-Per run: reconcile both stores with the manifest (:mod:`connectors.reconcile`); scan the source; a page whose content hash matches the manifest is *unchanged* (neither
+Per run: reconcile both stores with the manifest (:mod:`index.reconcile`); scan the source; a page whose content hash matches the manifest is *unchanged* (neither
 re-chunked nor re-embedded); new and changed pages are chunked, embedded (through the embedding
 cache) and written to both stores in batches under the manifest's journal; a page the source no
 longer lists is deleted from both (only when the source listed itself completely and the scan
@@ -26,10 +26,10 @@ from typing import Protocol
 from screening import flag_chunks
 
 from .chunker import Chunker
-from .folder import SkippedPage
-from .index import KnowledgeIndex
+from connectors.folder import SkippedPage
+from .knowledge import KnowledgeIndex
 from .manifest import PageEntry
-from .models import Chunk, Document, Tombstone
+from connectors.models import Chunk, Document, Tombstone
 from .reconcile import RepairReport, reconcile
 
 __all__ = ["Indexer", "IndexReport", "Source"]

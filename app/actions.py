@@ -37,7 +37,7 @@ from tools.errors import ToolArgumentError, ToolError, ToolUnavailableError
 from .settings import Settings
 
 __all__ = ["ActionService", "ActionOutcome", "build_calendar_tool", "build_calendar_backend", "build_action_service",
-           "CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id", "slack_handlers", "slack_user_details"]
+           "CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id"]
 
 log = logging.getLogger(__name__)
 
@@ -303,56 +303,6 @@ def _brief(args: dict[str, Any]) -> dict[str, Any]:
     return {k: args.get(k) for k in keep if k in args}
 
 
-# -- Slack -----------------------------------------------------------------------------------------
-def slack_handlers(service: ActionService, *, default_timezone: str = "UTC"):
-    """The two hooks of ``SlackBot.use_pending_actions(propose, on_click)``.
-
-    - ``propose(action, turn) -> blocks`` (async): stores the proposal (:meth:`ActionService.propose`)
-      and returns :func:`bot.render_actions.slack_blocks_for_record` in the requester's zone: the
-      preview with Confirm / Cancel, or the settled view when a redelivered message finds the action
-      already done.
-    - ``on_click(ctx) -> ActionOutcome`` (async): ``ctx`` has ``action`` (``action_id``, ``value``),
-      ``user_id``, ``client`` (Slack Web API) and ``respond``. It looks the clicker up with
-      ``users.info`` (e-mail with scope ``users:read.email``, and ``tz``), runs
-      :meth:`ActionService.handle_button`, then replaces the preview with
-      :func:`bot.render_actions.slack_outcome_blocks` when the outcome is final (booked with the event
-      link, cancelled, expired, failed) or answers only the clicker (someone else's preview, a retry).
-    """
-    import asyncio
-
-    from .render_actions import outcome_text, slack_blocks_for_record, slack_outcome_blocks
-
-    async def propose(action: PendingAction, turn: Turn) -> list[dict[str, Any]]:
-        rec = await asyncio.to_thread(service.propose, action, turn)
-        return slack_blocks_for_record(rec, viewer_tz=turn.timezone or default_timezone)
-
-    async def on_click(ctx: Any) -> ActionOutcome:
-        email, tz = await slack_user_details(ctx.client, ctx.user_id)
-        outcome = await asyncio.to_thread(service.handle_button, str(ctx.action.get("action_id") or ""),
-                                          str(ctx.action.get("value") or ""), ctx.user_id, user_email=email)
-        if outcome.final:
-            await ctx.respond(replace_original=True, text=outcome_text(outcome),
-                              blocks=slack_outcome_blocks(outcome, viewer_tz=tz or default_timezone))
-        else:
-            await ctx.respond(replace_original=False, response_type="ephemeral", text=outcome.message)
-        return outcome
-
-    return propose, on_click
-
-
-async def slack_user_details(client: Any, user_id: str) -> tuple[str | None, str | None]:
-    """``(email, tz)`` of a Slack user from ``users.info`` (``(None, None)`` when the call fails; the
-    e-mail needs the ``users:read.email`` scope)."""
-    try:
-        resp = await client.users_info(user=user_id)
-        user = (resp.get("user") if hasattr(resp, "get") else resp["user"]) or {}
-        return (user.get("profile") or {}).get("email") or None, user.get("tz") or None
-    except Exception as exc:  # an unknown user, a missing scope, Slack down: act without the details
-        log.info("users.info for %s failed: %s", user_id, exc)
-        return None, None
-
-
-# -- wiring --------------------------------------------------------------------------------------
 def build_calendar_backend(settings: Settings):
     """The configured calendar backend: :class:`~tools.calendar.local.LocalCalendar` in the state
     database (``CALENDAR_BACKEND=local``) or :class:`~tools.calendar.google.GoogleCalendar`.
@@ -386,67 +336,3 @@ def build_action_service(settings: Settings, tools: ToolRegistry, store: StateSt
 
 
 # -- command line ------------------------------------------------------------------------------------
-def cli_user() -> str:
-    """The requester id of console turns: the operating-system user name."""
-    import getpass
-
-    try:
-        return getpass.getuser() or "cli"
-    except Exception:  # no user database entry (containers)
-        return "cli"
-
-
-def cli_propose(settings: Settings, tools: ToolRegistry, action: PendingAction, turn: Turn,
-                confirm_hint: str | None = None) -> str:
-    """Store a proposal made in the console and return how to confirm or cancel it (the reply text
-    already shows the preview), with the key and the expiry."""
-    from zoneinfo import ZoneInfo
-
-    store = StateStore(settings.state_url)
-    try:
-        rec = build_action_service(settings, tools, store).propose(action, turn)
-    finally:
-        store.close()
-    if rec.status != "pending":
-        return f"(This request was seen before and is {rec.status}; nothing new was proposed. Key: {rec.key})"
-    expires = rec.expires_at.astimezone(ZoneInfo(turn.timezone or settings.default_timezone)).strftime("%H:%M %Z")
-    hint = confirm_hint or f"To book it: chatops actions confirm {rec.key}   (or: chatops actions cancel {rec.key})"
-    return f"{hint}\nThe preview expires at {expires}."
-
-
-def cli_action(settings: Settings, op: str, key: str, user_id: str | None = None, *, as_json: bool = False) -> int:
-    """``chatops actions confirm|cancel|show KEY``: print the outcome; exit 0 when it is settled as
-    asked (done / cancelled / shown), 1 otherwise (expired, failed, refused, not found)."""
-    import json as _json
-
-    from .render_actions import terminal_outcome, terminal_preview
-
-    tools = ToolRegistry()
-    tool = build_calendar_tool(settings)
-    tools.register(tool)
-    store = StateStore(settings.state_url)
-    try:
-        service = build_action_service(settings, tools, store)
-        user = user_id or cli_user()
-        if op == "show":
-            rec = service.get(key)
-            if rec is None:
-                print(f"no pending action {key}")
-                return 1
-            if as_json:
-                print(_json.dumps({"key": rec.key, "tool": rec.tool, "status": rec.status, "args": rec.args,
-                                   "requester": rec.requester, "result": rec.result,
-                                   "expires_at": rec.expires_at.isoformat()}, ensure_ascii=False))
-            else:
-                print(terminal_preview(rec, settings.default_timezone) + f"\n  status     {rec.status}")
-            return 0
-        outcome = service.confirm(key, user) if op == "confirm" else service.cancel(key, user)
-        if as_json:
-            print(_json.dumps({"status": outcome.status, "message": outcome.message, "result": outcome.result},
-                              ensure_ascii=False))
-        else:
-            print(terminal_outcome(outcome))
-        return 0 if outcome.status in {"done", "already_done", "cancelled", "already_cancelled"} else 1
-    finally:
-        store.close()
-        tool.close()

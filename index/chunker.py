@@ -45,9 +45,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import ChunkLimitError
-from .models import Chunk, Document, content_hash
-from .text import _ATX, FenceTracker, slugify, strip_inline
+from connectors.errors import ChunkLimitError
+from connectors.models import Chunk, Document, content_hash
+from connectors.text import _ATX, FenceTracker, slugify, strip_inline
 
 __all__ = ["Chunker", "ChunkerConfig", "MAX_CHUNKS_PER_PAGE", "SIBLING_RUN"]
 
