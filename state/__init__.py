@@ -9,9 +9,12 @@ here through :class:`state.store.StateStore`:
 - pending actions (side-effect tool calls waiting for confirmation, executed once),
 - the audit log,
 - sync cursors, per-source run summaries and cross-process locks,
-- conversation history for platforms that do not keep threads (Teams), each message with its author.
+- conversation history for platforms that do not keep threads (Teams), each message with its author,
+- scheduled messages (the outbox: a message to a user at a time, claimed and delivered once by
+  :mod:`app.outbox`).
 """
 
-from .store import AuditEntry, PendingRecord, StateStore, StateStoreError, StoredMessage, SyncRun
+from .store import AuditEntry, PendingRecord, ScheduledMessage, StateStore, StateStoreError, StoredMessage, SyncRun
 
-__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage"]
+__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
+           "ScheduledMessage"]
