@@ -12,10 +12,15 @@ Each source with a schedule (its own ``schedule:`` in the sources file, else
 The job function is synchronous (HTTP and embedding are blocking), so APScheduler's asyncio executor
 runs it in the event loop's default thread pool; the loop keeps serving chat while a sync runs.
 
+Beside the syncs, :func:`add_outbox_job` adds the job ``outbox``: every 30 s (``max_instances=1``,
+``coalesce``) it delivers the scheduled messages that are due (:meth:`app.outbox.Outbox.deliver_due`),
+on the event loop, through the senders of the platforms ``chatops serve`` runs.
+
 Usage inside ``chatops serve`` (from a coroutine, i.e. with the event loop running)::
 
     jobs = IndexJobs.from_settings(runtime, store, settings)
     scheduler = start_scheduler(jobs)          # build_scheduler(jobs) + scheduler.start()
+    add_outbox_job(scheduler, Outbox(store, {"slack": SlackDmSender(client)}))
     ...
     scheduler.shutdown(wait=False)             # on exit
 """
@@ -31,12 +36,16 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from connectors.config import ChatopsConfig
 
 from app.jobs import IndexJobs
+from app.outbox import DeliveryReport, Outbox
 
-__all__ = ["build_scheduler", "start_scheduler", "next_run_times", "run_scheduled_sync", "JOB_PREFIX"]
+__all__ = ["build_scheduler", "start_scheduler", "next_run_times", "run_scheduled_sync", "JOB_PREFIX",
+           "add_outbox_job", "run_outbox", "OUTBOX_JOB_ID", "OUTBOX_INTERVAL_SECONDS"]
 
 log = logging.getLogger(__name__)
 
 JOB_PREFIX = "sync:"
+OUTBOX_JOB_ID = "outbox"
+OUTBOX_INTERVAL_SECONDS = 30.0
 
 
 def run_scheduled_sync(jobs: IndexJobs, name: str) -> str:
@@ -52,6 +61,30 @@ def run_scheduled_sync(jobs: IndexJobs, name: str) -> str:
     else:
         log.warning("scheduled sync of %s: %s %s", name, result.status, result.error)
     return result.status
+
+
+async def run_outbox(outbox: Outbox) -> DeliveryReport | None:
+    """The outbox job's body: one :meth:`Outbox.deliver_due` run; returns its report, or None when the
+    state store failed (logged; the next run tries again). Never raises."""
+    try:
+        report = await outbox.deliver_due()
+    except Exception:  # noqa: BLE001 - a store outage must not kill the job
+        log.exception("delivering the scheduled messages failed; retrying at the next run")
+        return None
+    if report.delivered or report.retrying or report.failed or report.lost:
+        log.info("outbox: %d delivered, %d to retry, %d failed, %d taken over", len(report.delivered),
+                 len(report.retrying), len(report.failed), len(report.lost))
+    return report
+
+
+def add_outbox_job(scheduler: AsyncIOScheduler, outbox: Outbox,
+                   interval_seconds: float = OUTBOX_INTERVAL_SECONDS) -> None:
+    """Add (or replace) the job ``outbox``: :func:`run_outbox` every ``interval_seconds``, one run at a
+    time (``max_instances=1``), missed runs collapsed into one (``coalesce``); works before or after
+    the scheduler started. The first run is one interval after it is added."""
+    scheduler.add_job(run_outbox, trigger="interval", seconds=interval_seconds, args=(outbox,), id=OUTBOX_JOB_ID,
+                      name=f"deliver scheduled messages (every {interval_seconds:g} s)", max_instances=1,
+                      coalesce=True, misfire_grace_time=max(1, int(interval_seconds)), replace_existing=True)
 
 
 def build_scheduler(jobs: IndexJobs, config: ChatopsConfig | None = None, *, event_loop=None) -> AsyncIOScheduler:

@@ -8,7 +8,8 @@ run with the server. Adding a platform means writing an adapter and passing it t
 nothing here changes.
 
 :func:`serve` wires settings -> index, agent, state store, index jobs -> Slack bot -> adapters -> server,
-starts the sync scheduler (:mod:`bot.scheduler`), runs an incremental sync of every source in the
+starts the scheduler (:mod:`bot.scheduler`: the syncs, and the outbox's delivery of scheduled messages
+through each served platform's sender), runs an incremental sync of every source in the
 background at start-up (unless ``--no-sync``), and runs until SIGINT/SIGTERM, then drains background
 work and closes everything. Index jobs (start-up sync, ``/kb reindex``) share one worker thread.
 """
@@ -253,6 +254,8 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     from .logsafe import install_redaction
     from .slack.socket_mode import SlackSocketModeAdapter
     from app.wiring import build_agent
+    from app.outbox import Outbox
+    from .slack.outbox import SlackDmSender
 
     slack_wanted = socket_mode or bool(settings.slack_bot_token or settings.slack_signing_secret)
     teams_wanted = bool(settings.microsoft_app_id or settings.teams_allow_unauthenticated)
@@ -292,6 +295,12 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         # Side-effect actions (calendar): previews stored in the state store, Confirm / Cancel executed once.
         bot.use_pending_actions(*slack_handlers(action_service, default_timezone=settings.default_timezone))
         adapters.append(SlackSocketModeAdapter(bot) if socket_mode else SlackHttpAdapter(bot))
+    # The outbox (scheduled messages, e.g. reminders): delivered by the scheduler through these senders;
+    # Teams has none yet (no stored conversation references), see app/outbox.py.
+    senders: dict[str, Any] = {}
+    if config is not None:
+        senders["slack"] = SlackDmSender(bot.client)
+    outbox = Outbox(store, senders)
     if teams_wanted:
         from .teams.adapter import build_teams_adapter
 
@@ -310,7 +319,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     try:
         mode = ", ".join(filter(None, ["Slack: socket mode" if socket_mode else ("Slack: /slack/events" if config else ""),
                                        "Teams: /api/messages" if teams_wanted else ""]))
-        asyncio.run(_run(app, host, port, executor, jobs, initial_sync, mode))
+        asyncio.run(_run(app, host, port, executor, jobs, initial_sync, mode, outbox))
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         jobs.close()
@@ -320,8 +329,8 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
 
 
 async def _run(app: web.Application, host: str, port: int, executor: Executor, jobs: Any, initial_sync: bool,
-               mode: str) -> None:
-    from .scheduler import start_scheduler
+               mode: str, outbox: Any = None) -> None:
+    from .scheduler import add_outbox_job, start_scheduler
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -339,6 +348,8 @@ async def _run(app: web.Application, host: str, port: int, executor: Executor, j
         print(f"chatops: serving on http://{host}:{bound} ({mode}; /healthz, /readyz); Ctrl-C stops",
               file=sys.stderr, flush=True)
         scheduler = start_scheduler(jobs)  # the scheduled syncs (CHATOPS_SYNC_INTERVAL, the sources file)
+        if outbox is not None:
+            add_outbox_job(scheduler, outbox)  # scheduled messages (reminders), every 30 s
         if initial_sync and jobs.names():
             fut = loop.run_in_executor(executor, jobs.run)
             fut.add_done_callback(_log_sync)
