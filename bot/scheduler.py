@@ -12,7 +12,7 @@ Each source with a schedule (its own ``schedule:`` in the sources file, else
 The job function is synchronous (HTTP and embedding are blocking), so APScheduler's asyncio executor
 runs it in the event loop's default thread pool; the loop keeps serving chat while a sync runs.
 
-Beside the syncs, :func:`add_outbox_job` adds the job ``outbox``: every 30 s (``max_instances=1``,
+Beside the syncs, :func:`add_outbox_job` adds the job ``outbox``: at start, then every 30 s (``max_instances=1``,
 ``coalesce``) it delivers the scheduled messages that are due (:meth:`app.outbox.Outbox.deliver_due`),
 on the event loop, through the senders of the platforms ``chatops serve`` runs.
 
@@ -81,8 +81,10 @@ def add_outbox_job(scheduler: AsyncIOScheduler, outbox: Outbox,
                    interval_seconds: float = OUTBOX_INTERVAL_SECONDS) -> None:
     """Add (or replace) the job ``outbox``: :func:`run_outbox` every ``interval_seconds``, one run at a
     time (``max_instances=1``), missed runs collapsed into one (``coalesce``); works before or after
-    the scheduler started. The first run is one interval after it is added."""
+    the scheduler started. The first run is right away (messages that fell due while no process was
+    delivering go out at start-up), then every interval."""
     scheduler.add_job(run_outbox, trigger="interval", seconds=interval_seconds, args=(outbox,), id=OUTBOX_JOB_ID,
+                      next_run_time=datetime.now(scheduler.timezone),
                       name=f"deliver scheduled messages (every {interval_seconds:g} s)", max_instances=1,
                       coalesce=True, misfire_grace_time=max(1, int(interval_seconds)), replace_existing=True)
 

@@ -6,7 +6,9 @@ the development and CI machines' server). PostgreSQL tests skip when the server 
 unless ``CHATOPS_TEST_REQUIRE_PG=1`` (set by ``.ci/run``), which makes them fail instead.
 Covers event de-duplication (also under concurrent claims), feedback, pending actions moving
 through their statuses exactly once, expiry, the audit log, sync cursors, runs and locks,
-conversation history (with authors, and rows stored before authors were), and the error for an unreachable database.
+conversation history (with authors, and rows stored before authors were), scheduled messages (idempotent
+scheduling, cancelling, claims that two deliverers never share, lease take-over, retries with back-off, the
+last attempt, the table added to an older database), and the error for an unreachable database.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
@@ -195,3 +198,163 @@ def test_ping(store: StateStore) -> None:
 def test_unreachable_database_gives_a_clear_error() -> None:
     with pytest.raises(StateStoreError, match="DATABASE_URL"):
         StateStore("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")
+
+
+# -- scheduled messages (the outbox) ---------------------------------------------------------------------------
+
+NOW = datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)
+
+
+def _schedule(store: StateStore, key: str, at: datetime = NOW, platform: str = "slack", user: str = "U1",
+              text: str = "stand-up in 5 min") -> bool:
+    return store.schedule_message(key, platform=platform, user_id=user, channel_id="C1", at=at, text=text)
+
+
+def test_scheduling_a_message_is_idempotent_and_stored_in_utc(store: StateStore) -> None:
+    paris = datetime(2026, 11, 23, 10, 0, tzinfo=ZoneInfo("Europe/Paris"))
+    assert _schedule(store, "rem-1", at=paris, text="first") is True
+    assert _schedule(store, "rem-1", at=paris + timedelta(hours=1), text="second") is False  # a retried confirm
+    [msg] = store.scheduled_messages()
+    assert (msg.key, msg.text, msg.status, msg.attempts, msg.error) == ("rem-1", "first", "pending", 0, "")
+    assert msg.at == NOW and msg.at.utcoffset() == timedelta(0) and msg.created_at.tzinfo is not None
+    assert (msg.platform, msg.user_id, msg.channel_id) == ("slack", "U1", "C1")
+    assert store.scheduled_message("rem-1") == msg and store.scheduled_message("nope") is None
+    with pytest.raises(ValueError, match="aware"):
+        _schedule(store, "rem-naive", at=datetime(2026, 11, 23, 9, 0))
+    with pytest.raises(ValueError, match="text"):
+        _schedule(store, "rem-empty", text="")
+
+
+def test_a_cancelled_message_is_never_claimed(store: StateStore) -> None:
+    _schedule(store, "rem-c")
+    assert store.cancel_message("rem-c") is True
+    assert store.cancel_message("rem-c") is False  # no longer pending
+    assert store.cancel_message("unknown") is False
+    assert store.claim_due_messages(NOW + timedelta(hours=1), "a") == []
+    assert store.scheduled_message("rem-c").status == "cancelled"  # type: ignore[union-attr]
+    _schedule(store, "rem-s")
+    store.claim_due_messages(NOW, "a")
+    assert store.cancel_message("rem-s") is False  # being sent: too late to cancel
+
+
+def test_only_due_messages_are_claimed(store: StateStore) -> None:
+    _schedule(store, "due", at=NOW - timedelta(minutes=1))
+    _schedule(store, "now", at=NOW)
+    _schedule(store, "later", at=NOW + timedelta(seconds=1))
+    claimed = store.claim_due_messages(NOW, "a")
+    assert [m.key for m in claimed] == ["due", "now"]
+    assert all(m.status == "sending" and m.attempts == 1 for m in claimed)
+    assert store.scheduled_message("later").status == "pending"  # type: ignore[union-attr]
+    assert [m.key for m in store.claim_due_messages(NOW + timedelta(seconds=1), "a")] == ["later"]
+
+
+def test_claims_are_limited_and_filtered_by_platform(store: StateStore) -> None:
+    for i in range(3):
+        _schedule(store, f"s{i}", at=NOW - timedelta(minutes=3 - i))
+    _schedule(store, "t0", platform="teams")
+    _schedule(store, "c0", platform="cli", at=NOW + timedelta(hours=1))
+    assert store.due_message_counts(NOW) == {"slack": 3, "teams": 1}
+    assert [m.key for m in store.claim_due_messages(NOW, "a", limit=2, platforms=["slack"])] == ["s0", "s1"]
+    assert [m.key for m in store.claim_due_messages(NOW, "a", platforms=["slack"])] == ["s2"]
+    assert store.due_message_counts(NOW) == {"teams": 1}
+    assert store.claim_due_messages(NOW, "a", platforms=[]) == []
+    assert [m.key for m in store.claim_due_messages(NOW, "b")] == ["t0"]
+
+
+def test_concurrent_deliverers_claim_each_message_once(store: StateStore) -> None:
+    for i in range(20):
+        _schedule(store, f"race-{i:02d}", at=NOW - timedelta(seconds=i))
+    claims: dict[str, list[str]] = {}
+    lock = threading.Lock()
+    barrier = threading.Barrier(6)
+
+    def deliverer(owner: str) -> None:
+        barrier.wait()
+        got = [m.key for m in store.claim_due_messages(NOW, owner, limit=20)]
+        with lock:
+            claims[owner] = got
+
+    threads = [threading.Thread(target=deliverer, args=(f"owner-{n}",)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    keys = [k for got in claims.values() for k in got]
+    assert sorted(keys) == sorted(f"race-{i:02d}" for i in range(20))  # every one claimed, none twice
+    for owner, got in claims.items():
+        assert all(store.finish_message(k, owner, "delivered") for k in got)
+    assert {m.status for m in store.scheduled_messages()} == {"delivered"}
+
+
+def test_a_message_whose_lease_expired_is_claimed_again(store: StateStore) -> None:
+    _schedule(store, "lease")
+    assert [m.key for m in store.claim_due_messages(NOW, "crashed", lease=timedelta(minutes=5))] == ["lease"]
+    assert store.claim_due_messages(NOW + timedelta(minutes=4), "other") == []  # the lease holds
+    [again] = store.claim_due_messages(NOW + timedelta(minutes=5, seconds=1), "other")
+    assert (again.key, again.status, again.attempts) == ("lease", "sending", 2)
+    assert store.finish_message("lease", "crashed", "delivered") is False  # no longer its message
+    assert store.finish_message("lease", "other", "delivered") is True
+    assert store.finish_message("lease", "other", "delivered") is False  # finished once
+    assert store.scheduled_message("lease").status == "delivered"  # type: ignore[union-attr]
+
+
+def test_a_message_is_retried_with_backoff_then_fails_after_the_last_attempt(store: StateStore) -> None:
+    from state.store import MESSAGE_MAX_ATTEMPTS, MESSAGE_RETRY_MAX
+
+    _schedule(store, "flaky")
+    for attempt in range(1, MESSAGE_MAX_ATTEMPTS + 1):
+        later = datetime.now(timezone.utc) + MESSAGE_RETRY_MAX + timedelta(seconds=1)
+        [msg] = store.claim_due_messages(later if attempt > 1 else NOW, "a")
+        assert msg.attempts == attempt
+        assert store.finish_message("flaky", "a", "pending", error=f"ratelimited #{attempt}") is True
+        msg = store.scheduled_message("flaky")  # type: ignore[assignment]
+        if attempt < MESSAGE_MAX_ATTEMPTS:
+            assert (msg.status, msg.error) == ("pending", f"ratelimited #{attempt}")
+            assert store.claim_due_messages(datetime.now(timezone.utc), "a") == []  # not before the back-off
+    assert msg.status == "failed" and msg.error == f"gave up after {MESSAGE_MAX_ATTEMPTS} attempts: ratelimited #5"
+    assert store.claim_due_messages(datetime.now(timezone.utc) + timedelta(days=1), "a") == []
+    assert store.scheduled_messages(status="failed") == [msg]
+
+
+def test_a_permanent_failure_is_final_and_unknown_outcomes_are_refused(store: StateStore) -> None:
+    _schedule(store, "gone")
+    store.claim_due_messages(NOW, "a")
+    with pytest.raises(ValueError, match="delivered, failed or pending"):
+        store.finish_message("gone", "a", "cancelled")  # type: ignore[arg-type]
+    assert store.finish_message("gone", "a", "failed", error="user_not_found") is True
+    msg = store.scheduled_message("gone")
+    assert msg is not None and (msg.status, msg.error, msg.attempts) == ("failed", "user_not_found", 1)
+    assert store.finish_message("never-claimed", "a", "delivered") is False
+
+
+def test_a_deliverer_that_keeps_crashing_makes_the_message_fail(store: StateStore) -> None:
+    _schedule(store, "poison")
+    t = NOW
+    for _ in range(3):
+        assert store.claim_due_messages(t, "a", lease=timedelta(seconds=10), max_attempts=3)
+        t += timedelta(seconds=11)  # the deliverer died: no finish, the lease runs out
+    assert store.claim_due_messages(t, "b", max_attempts=3) == []
+    msg = store.scheduled_message("poison")
+    assert msg is not None and msg.status == "failed" and msg.attempts == 3 and "gave up after 3 attempts" in msg.error
+
+
+def test_scheduled_messages_are_listed_by_user_and_status(store: StateStore) -> None:
+    _schedule(store, "b", at=NOW + timedelta(hours=2), user="U1")
+    _schedule(store, "a", at=NOW + timedelta(hours=1), user="U1")
+    _schedule(store, "x", at=NOW, user="U2")
+    store.cancel_message("b")
+    assert [m.key for m in store.scheduled_messages()] == ["x", "a", "b"]  # soonest first
+    assert [m.key for m in store.scheduled_messages(user_id="U1")] == ["a", "b"]
+    assert [m.key for m in store.scheduled_messages(user_id="U1", status="pending")] == ["a"]
+    assert [m.key for m in store.scheduled_messages(limit=1)] == ["x"]
+
+
+def test_a_database_made_before_the_outbox_gets_its_table_on_open(store: StateStore) -> None:
+    store.scheduled.drop(store.engine)
+    assert not sa.inspect(store.engine).has_table("scheduled_messages")
+    again = StateStore(store.url)
+    try:
+        assert _schedule(again, "after-upgrade") is True
+        assert [m.key for m in again.scheduled_messages()] == ["after-upgrade"]
+    finally:
+        again.close()
