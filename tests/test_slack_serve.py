@@ -2,6 +2,7 @@
 
 - The real console script in a subprocess (its own data dir, ``CHATOPS_SOURCES`` pointing at a copy of
   the example wiki, ``SLACK_API_URL`` at the stand-in, DEBUG logs): it syncs the sources at start-up,
+  delivers a scheduled message that is due as a DM (the outbox job, see tests/test_outbox.py),
   reports ready, answers a signed mention with cited sources, stops cleanly on SIGTERM, and its logs
   never contain the tokens or the signing secret. Missing Slack settings exit with status 2 and say
   which variable to set.
@@ -17,6 +18,7 @@ import re
 import shutil
 import signal
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
@@ -60,6 +62,10 @@ def test_chatops_serve_syncs_answers_and_stops_cleanly(tmp_path: Path, wiki_inde
     wiki = tmp_path / "wiki"
     shutil.copytree(WIKI, wiki)
     log_path = tmp_path / "serve.log"
+    outbox = StateStore(sqlite_url(data / "state.sqlite"))
+    outbox.schedule_message("rem-serve", platform="slack", user_id=ALICE, channel_id="C0SERVE01",
+                            at=datetime.now(timezone.utc), text="Reminder: the retro starts in 5 minutes")
+    outbox.close()
     env = _env(data, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=standin.api_url,
                CHATOPS_SOURCES=f"folder:{wiki}?name=handbook&url_base=https://wiki.example.com/",
                CHATOPS_LOG_LEVEL="DEBUG", ADMIN_USER_IDS="UADMIN01")
@@ -79,6 +85,8 @@ def test_chatops_serve_syncs_answers_and_stops_cleanly(tmp_path: Path, wiki_inde
               "the start-up sync")
         ready = _wait(synced, 30, "readiness").json()
         assert ready["checks"]["slack"]["ok"] and ready["checks"]["state"]["ok"]
+        [dm] = standin.wait_for(lambda s: [c for c in s.calls_to("chat.postMessage", channel=ALICE) if c.ok], timeout=30)
+        assert dm.params["text"] == "Reminder: the retro starts in 5 minutes"
 
         standin.add_conversation("C0SERVE01")
         msg = standin.user_message("C0SERVE01", ALICE, f"<@{BOT_USER_ID}> how do I declare an incident?")
