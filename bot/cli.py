@@ -267,6 +267,13 @@ def cmd_actions(args: argparse.Namespace) -> int:
     return cli_action(_settings(), args.op, args.key, as_json=args.json)
 
 
+def cmd_reminders(args: argparse.Namespace) -> int:
+    """``chatops reminders [--json]``: show your due reminders once, list the ones to come."""
+    from .cli_reminders import cli_reminders
+
+    return cli_reminders(_settings(), as_json=args.json)
+
+
 SOURCE_SPECS = """source specs:
   folder:PATH[?name=NAME&url_base=URL]
       Markdown/HTML files under PATH; NAME defaults to the folder's name; with url_base, pages
@@ -388,6 +395,12 @@ def build_parser() -> argparse.ArgumentParser:
     pk.add_argument("key", help="the pending action's key (printed with its preview)")
     pk.add_argument("--json", action="store_true", help="print one JSON object")
     pk.set_defaults(func=cmd_actions)
+    pm = _command(sub, "reminders", "show your reminders that are due (once) and list the ones to come",
+                  "Reminders scheduled from `chatops ask` or `chatops chat` cannot be pushed to a shell: this shows "
+                  "the ones that are due, each once, then lists the ones still to come (soonest first).",
+                  ["chatops reminders", "chatops reminders --json"])
+    pm.add_argument("--json", action="store_true", help="print one JSON object")
+    pm.set_defaults(func=cmd_reminders)
     return p
 
 

@@ -545,7 +545,7 @@ class StateStore:
 
     def claim_due_messages(self, now: datetime, owner: str, limit: int = 50,
                            lease: timedelta = timedelta(minutes=5), *,
-                           platforms: Collection[str] | None = None,
+                           platforms: Collection[str] | None = None, user_id: str | None = None,
                            max_attempts: int = MESSAGE_MAX_ATTEMPTS) -> list[ScheduledMessage]:
         """Claim the messages due at ``now`` for ``owner`` and return them (oldest ``at`` first).
 
@@ -563,6 +563,7 @@ class StateStore:
             lease: how long the claim holds; deliver and finish well within it.
             platforms: claim only messages for these platforms (None: any), so a deliverer never
                 holds messages it cannot send.
+            user_id: claim only this recipient's messages (None: anyone's); the CLI shows a user only theirs.
             max_attempts: see above.
 
         Raises:
@@ -573,6 +574,8 @@ class StateStore:
         stale = sa.and_(t.c.status == "sending", t.c.lease_until < now)
         due = sa.or_(sa.and_(t.c.status == "pending", t.c.due_at <= now), stale)
         scope = [t.c.platform.in_(list(platforms))] if platforms is not None else []
+        if user_id is not None:
+            scope.append(t.c.user_id == user_id)
         with self.engine.begin() as conn:
             conn.execute(t.update().where(due, t.c.attempts >= max_attempts, *scope).values(
                 status="failed", owner="", lease_until=None, updated_at=now,

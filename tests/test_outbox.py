@@ -5,12 +5,14 @@ Covers: a due message becomes one DM (``chat.postMessage`` with ``channel=<user 
 send it again; messages not yet due wait; two deliverers running at once send each message once; Slack's
 permanent errors fail a message, its retryable ones (server error, rate limit, no connection) retry it, and a
 sender that hangs or breaks is retried too; messages for a platform without a sender stay pending with one
-warning; the scheduler job delivers a due message on its own and survives a broken store.
+warning; the scheduler job delivers a due message on its own and survives a broken store; ``chatops reminders``
+shows the caller's due terminal messages once and lists the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 from datetime import datetime, timedelta, timezone
@@ -27,6 +29,7 @@ from bot.slack.outbox import SlackDmSender
 from state import StateStore
 from state.store import MESSAGE_RETRY_MAX, sqlite_url
 
+from helpers import run_chatops
 from slack_standin import BOT_TOKEN, SlackStandin, manifest_scopes
 
 ALICE = "UALICE01"
@@ -215,3 +218,38 @@ def test_the_outbox_job_survives_a_broken_store(store: StateStore, caplog: pytes
     with caplog.at_level(logging.ERROR, logger="bot.scheduler"):
         assert asyncio.run(run_outbox(Outbox(store, {}))) is None
     assert "delivering the scheduled messages failed; retrying at the next run" in caplog.text
+
+
+def test_chatops_reminders_shows_due_ones_once_and_lists_the_rest(tmp_path: Path) -> None:
+    from bot.cli_actions import cli_user
+
+    data = tmp_path / "data"
+    me = cli_user()
+    s = StateStore(sqlite_url(data / "state.sqlite"))
+    try:
+        _schedule(s, "cli-due", user=me, platform="cli", text="Reminder: water the plants")
+        _schedule(s, "cli-later", user=me, platform="console", at=datetime(2031, 1, 6, 8, 30, tzinfo=timezone.utc),
+                  text="Reminder: renew the certificate")
+        _schedule(s, "slack-mine", user=me, text="Reminder: a Slack one")  # not the terminal's to show
+        _schedule(s, "cli-theirs", user="someone-else", platform="cli", text="Reminder: not yours")
+    finally:
+        s.close()
+    first = run_chatops(["reminders"], data, tmp_path, DEFAULT_TIMEZONE="Europe/Paris")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        first.stdout.splitlines()[0], "Scheduled:",
+        "  Mon 06 Jan 09:30 CET  Reminder: renew the certificate  (key cli-later)"]
+    assert first.stdout.startswith("Due (") and first.stdout.splitlines()[0].endswith("): Reminder: water the plants")
+    again = run_chatops(["reminders", "--json"], data, tmp_path)
+    body = json.loads(again.stdout)
+    assert body["user"] == me and body["due"] == []  # shown once
+    assert [i["key"] for i in body["scheduled"]] == ["cli-later"] and body["scheduled"][0]["at"].startswith("2031-01-06T08:30")
+    s = StateStore(sqlite_url(data / "state.sqlite"))
+    try:
+        assert s.scheduled_message("cli-due").status == "delivered"  # type: ignore[union-attr]
+        assert s.scheduled_message("cli-theirs").status == "pending"  # type: ignore[union-attr]
+        assert s.scheduled_message("slack-mine").status == "pending"  # type: ignore[union-attr]
+    finally:
+        s.close()
+    nothing = run_chatops(["reminders"], tmp_path / "empty", tmp_path)
+    assert nothing.returncode == 0 and nothing.stdout.strip() == f"No reminders scheduled for {me}."

@@ -261,6 +261,13 @@ def test_claims_are_limited_and_filtered_by_platform(store: StateStore) -> None:
     assert [m.key for m in store.claim_due_messages(NOW, "b")] == ["t0"]
 
 
+def test_claims_can_be_limited_to_one_recipient(store: StateStore) -> None:
+    _schedule(store, "mine", user="alice", platform="cli")
+    _schedule(store, "theirs", user="bob", platform="cli")
+    assert [m.key for m in store.claim_due_messages(NOW, "cli", platforms=["cli"], user_id="alice")] == ["mine"]
+    assert store.scheduled_message("theirs").status == "pending"  # type: ignore[union-attr]
+
+
 def test_concurrent_deliverers_claim_each_message_once(store: StateStore) -> None:
     for i in range(20):
         _schedule(store, f"race-{i:02d}", at=NOW - timedelta(seconds=i))
