@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Protocol
+from typing import Literal, Protocol
 
 from state import ScheduledMessage, StateStore
 
@@ -178,7 +178,8 @@ class Outbox:
 
     async def _deliver(self, msg: ScheduledMessage, report: DeliveryReport) -> None:
         sender = self.senders[msg.platform]
-        outcome, error = "delivered", ""
+        outcome: Literal["delivered", "failed", "pending"] = "delivered"
+        error = ""
         try:
             await asyncio.wait_for(sender.send(msg.user_id, msg.channel_id, msg.text), self.send_timeout)
         except PermanentDeliveryError as exc:
@@ -190,7 +191,7 @@ class Outbox:
         except Exception as exc:  # noqa: BLE001 - a sender's bug must not stop the other messages
             log.exception("the %s sender failed on scheduled message %s", msg.platform, msg.key)
             outcome, error = "pending", f"{type(exc).__name__}: {exc}"
-        ok = await asyncio.to_thread(self.store.finish_message, msg.key, self.owner, outcome, error)  # type: ignore[arg-type]
+        ok = await asyncio.to_thread(self.store.finish_message, msg.key, self.owner, outcome, error)
         if not ok:
             log.warning("scheduled message %s: the lease expired before its outcome (%s) was recorded; another "
                         "deliverer has it", msg.key, outcome)

@@ -1,9 +1,10 @@
 """The state store (see the package docstring).
 
 Every write is a short transaction. The operations that must happen once (claiming an event,
-moving a pending action from one status to the next, taking a lock) are single conditional
-statements (``INSERT`` that fails on a duplicate key, ``UPDATE ... WHERE status = :from``), so they
-are atomic on SQLite and PostgreSQL alike, across threads, processes and replicas.
+moving a pending action from one status to the next, taking a lock, claiming or finishing a
+scheduled message) are single conditional statements (``INSERT`` that fails on a duplicate key,
+``UPDATE ... WHERE status = :from``), so they are atomic on SQLite and PostgreSQL alike, across
+threads, processes and replicas.
 """
 
 from __future__ import annotations
