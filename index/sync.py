@@ -162,8 +162,9 @@ class SyncEngine:
     def run(self, source: Source, full: bool = False) -> SyncResult:
         """Sync ``source`` once (incrementally, or every page when ``full``).
 
-        ``full`` on an :class:`~connectors.base.IncrementalSource` re-lists and re-fetches every page and prunes, without first emptying
-        the index (a failed full run loses nothing); on a folder it is :meth:`Indexer.run`'s ``full``.
+        ``full`` on an :class:`~connectors.base.IncrementalSource` re-lists and re-fetches every page
+        and prunes, without first emptying the index (a failed full run loses nothing); on a folder it
+        is :meth:`Indexer.run`'s ``full``.
 
         Returns:
             The result; never raises for the source's failure (it is in ``status``/``error``, and
