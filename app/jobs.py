@@ -20,11 +20,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from connectors.base import IncrementalSource, Source
 from connectors.config import (
     DEFAULT_CONFIG_FILE, ChatopsConfig, ConfigFileError, Schedule, build_source, load_config, parse_config,
 )
 from connectors.errors import SourceSpecError
 from connectors.sources import parse_source_spec, spec_to_config
+from index.indexer import IndexReport
+from index.summary import SyncSummary
 from index.sync import SyncEngine, sources_status
 from state import StateStore, StateStoreError
 
@@ -103,18 +106,20 @@ class JobResult:
         source: the source name.
         status: ``ok``, ``failed``, ``busy`` (another run holds the lock) or ``unknown`` (no such source).
         summary: the run summary (``added``, ``updated``, ``deleted``, ``unchanged``, ``skipped``,
-            ``errors`` (messages), ``seconds``, ``calls``, ...).
+            ``errors`` (messages), ``seconds``, ``calls``, ...); ``None`` when the run did not start
+            (busy, unknown, a source that could not be built).
         error: the failure, or ``""``.
     """
 
     source: str
     status: str  # ok | failed | busy | unknown
-    summary: dict
+    summary: SyncSummary | None = None
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"source": self.source, "status": self.status, "summary": self.summary, "error": self.error}
+        """JSON-ready dict (``summary`` as :meth:`SyncSummary.as_dict`, ``{}`` without one)."""
+        return {"source": self.source, "status": self.status,
+                "summary": self.summary.as_dict() if self.summary else {}, "error": self.error}
 
 
 class IndexJobs:
@@ -150,7 +155,7 @@ class IndexJobs:
             if s.name in self.sources:
                 raise SourceSpecError(f"several sources are named {s.name!r}; names must be unique")
             self.sources[s.name] = s
-            if not hasattr(s, "scan"):
+            if not isinstance(s, Source):
                 configs.append(s)
         self.config = sources if isinstance(sources, ChatopsConfig) else parse_config(
             {"sources": [c.model_dump(mode="python") for c in configs]})
@@ -178,7 +183,8 @@ class IndexJobs:
         """Each source's schedule: its own, else the default (``None``: run only on demand)."""
         out: dict[str, Schedule | None] = {}
         for name, s in self.sources.items():
-            out[name] = getattr(s, "schedule", None) or self.default_schedule
+            own = None if isinstance(s, Source) else s.schedule  # a connector object has no schedule of its own
+            out[name] = own or self.default_schedule
         return out
 
     def source(self, name: str):
@@ -189,7 +195,7 @@ class IndexJobs:
             MissingCredentialError: when a credential variable is unset.
         """
         s = self.sources[name]
-        if hasattr(s, "scan"):
+        if isinstance(s, Source):
             return s
         with self._build:
             if name not in self._built:
@@ -202,7 +208,7 @@ class IndexJobs:
         results = []
         for name in names:
             if name not in self.sources:
-                results.append(JobResult(name, "unknown", {}, f"no source named {name!r}; known: "
+                results.append(JobResult(name, "unknown", None, f"no source named {name!r}; known: "
                                          f"{', '.join(self.names()) or 'none (add sources to chatops.yml or CHATOPS_SOURCES)'}"))
                 continue
             try:
@@ -211,7 +217,7 @@ class IndexJobs:
                 error = f"{type(exc).__name__}: {exc}"
                 run_id = self.store.start_run(name)
                 self.store.finish_run(run_id, "failed", {}, error=error)
-                results.append(JobResult(name, "failed", {}, error))
+                results.append(JobResult(name, "failed", None, error))
                 continue
             res = self.engine.run(src, full=full)
             results.append(JobResult(name, res.status, res.summary, res.error))
@@ -224,8 +230,8 @@ class IndexJobs:
     def status(self) -> list[dict]:
         """Per source: pages and chunks indexed, the last run, its outcome and summary, the next run.
 
-        Keys: ``source``, ``pages``, ``chunks``, ``last_run``, ``last_status``, ``last_summary``,
-        ``last_error``, ``next_run``, ``schedule``, ``watermark``.
+        Keys: ``source``, ``pages``, ``chunks``, ``last_run``, ``last_status``, ``last_summary`` (a
+        :class:`SyncSummary` or ``None``), ``last_error``, ``next_run``, ``schedule``, ``watermark``.
         """
         schedules = {n: s.describe() if s else None for n, s in self.schedules().items()}
         return sources_status(self.runtime.index.manifest, self.store, self.names(), self.next_runs(), schedules)
@@ -233,9 +239,8 @@ class IndexJobs:
     def close(self) -> None:
         """Close the connectors built from config entries (their HTTP clients)."""
         for src in self._built.values():
-            close = getattr(src, "close", None)
-            if close:
-                close()
+            if isinstance(src, IncrementalSource):  # a folder holds nothing to close
+                src.close()
         self._built.clear()
 
 
@@ -243,14 +248,14 @@ class IndexJobs:
 
 def format_result(r: JobResult) -> str:
     """One line per run: ``eng: ok, 3 added, 1 updated, 0 deleted, 120 unchanged, 0 skipped, 0 errors in 2.31 s (14 calls)``."""
-    s = r.summary or {}
-    if r.status in {"ok", "failed"} and s:
-        errors = s.get("errors") or []
-        line = (f"{r.source}: {r.status}, {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
-                f"{s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged, {s.get('skipped', 0)} skipped, "
-                f"{len(errors)} errors in {s.get('seconds', 0.0):.2f} s ({s.get('calls', 0)} calls)")
-        if s.get("repaired"):
-            line += f"\n  {s['repaired']}"
+    s = r.summary
+    if r.status in {"ok", "failed"} and s is not None:
+        errors = s.errors
+        line = (f"{r.source}: {r.status}, {s.added} added, {s.updated} updated, "
+                f"{s.deleted} deleted, {s.unchanged} unchanged, {s.skipped} skipped, "
+                f"{len(errors)} errors in {s.seconds:.2f} s ({s.calls} calls)")
+        if s.repaired:
+            line += f"\n  {s.repaired}"
         if r.status == "failed":
             line += f"\n  error: {r.error}\n  the cursor was not advanced; the next run starts from the same point"
         elif errors:
@@ -283,22 +288,28 @@ class RunLog:
             return cls(None)
 
     @contextmanager
-    def run(self, source: str) -> Iterator[Callable[[Any], None]]:
+    def run(self, source: str) -> Iterator[Callable[..., None]]:
         """Context of one run of ``source``; call the yielded function with the run's
-        :class:`~index.indexer.IndexReport`. An exception records the run as failed and propagates."""
+        :class:`~index.indexer.IndexReport` (and ``pages=``, the source's pages in the index after it).
+        The run is recorded with a :class:`SyncSummary` of mode ``index``. An exception records the
+        run as failed and propagates."""
         run_id = self._call(self.store.start_run, source) if self.store else None
-        done: list[Any] = []
+        done: list[SyncSummary] = []
+
+        def record(rep: IndexReport, pages: int | None = None) -> None:
+            done.append(SyncSummary.from_report(rep, "index", pages=pages))
+
         try:
-            yield done.append
+            yield record
         except BaseException as exc:
             if run_id is not None:
-                self._call(self.store.finish_run, run_id, "failed", {"mode": "index"},  # type: ignore[union-attr]
-                           error=f"{type(exc).__name__}: {exc}")
+                self._call(self.store.finish_run, run_id, "failed",  # type: ignore[union-attr]
+                           SyncSummary(mode="index").as_dict(), error=f"{type(exc).__name__}: {exc}")
             raise
         if run_id is not None and done:
-            rep = done[-1]
-            self._call(self.store.finish_run, run_id, "ok", {**rep.as_dict(), "mode": "index"},  # type: ignore[union-attr]
-                       error="; ".join(rep.errors[:5]))
+            summary = done[-1]
+            self._call(self.store.finish_run, run_id, "ok", summary.as_dict(),  # type: ignore[union-attr]
+                       error="; ".join(summary.errors[:5]))
 
     @staticmethod
     def _call(fn, *args, **kwargs):
@@ -453,7 +464,8 @@ def cli_status(settings, as_json: bool = False) -> int:
         manifest.close()
         store.close()
     if as_json:
-        print(json.dumps(rows, ensure_ascii=False, default=str))
+        out = [{**row, "last_summary": row["last_summary"].as_dict() if row["last_summary"] else {}} for row in rows]
+        print(json.dumps(out, ensure_ascii=False, default=str))
         return 0
     print(f"data dir: {settings.chatops_data_dir}")
     from agent.calibration import describe, load_calibration
@@ -463,10 +475,10 @@ def cli_status(settings, as_json: bool = False) -> int:
         print("no sources configured and nothing indexed")
         return 0
     for row in rows:
-        s = row["last_summary"] or {}
-        last = (f"last run {row['last_run']} {row['last_status']}: {s.get('added', 0)} added, {s.get('updated', 0)} "
-                f"updated, {s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged, "
-                f"{len(s.get('errors') or [])} errors in {s.get('seconds', 0.0):.2f} s") if row["last_run"] else "never run"
+        s = row["last_summary"] or SyncSummary()
+        last = (f"last run {row['last_run']} {row['last_status']}: {s.added} added, {s.updated} "
+                f"updated, {s.deleted} deleted, {s.unchanged} unchanged, "
+                f"{len(s.errors)} errors in {s.seconds:.2f} s") if row["last_run"] else "never run"
         print(f"{row['source']}: {row['pages']} pages, {row['chunks']} chunks; {last}; "
               f"schedule: {row['schedule'] or 'on demand'}")
         if row["last_error"]:

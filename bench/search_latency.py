@@ -87,8 +87,8 @@ def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Rando
         vecs.append(v / np.linalg.norm(v))
         if len(batch_chunks) == 2000 or i == n - 1:
             keys = sorted({c.key for c in batch_chunks})
-            index.whoosh.replace_documents(keys, batch_chunks)
-            index.qdrant.replace_documents([], batch_chunks, np.stack(vecs))
+            index.whoosh.replace(keys, batch_chunks)
+            index.qdrant.replace([], batch_chunks, np.stack(vecs))
             batch_chunks, vecs = [], []
     index.whoosh.optimize()
 

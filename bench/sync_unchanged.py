@@ -58,14 +58,14 @@ def run(kind: str, pages: int, s: ConfluenceStandIn, engine: SyncEngine) -> None
         first = engine.run(source)
         assert first.status == "ok", first.error
         f = first.summary
-        print(f"{kind}: first sync {f['added']} pages, {f['chunks_written']} chunks in {f['seconds']:.1f} s "
-              f"({f['calls']} HTTP calls, {f['embedded']} passages embedded, the rest from the cache)")
+        print(f"{kind}: first sync {f.added} pages, {f.chunks_written} chunks in {f.seconds:.1f} s "
+              f"({f.calls} HTTP calls, {f.embedded} passages embedded, the rest from the cache)")
         mark = len(s.requests)
         again = engine.run(source)
         a = again.summary
-        assert again.status == "ok" and a["unchanged"] == pages and a["fetched"] == 0, a
+        assert again.status == "ok" and a.unchanged == pages and a.fetched == 0, a
         calls = Counter(endpoint(p) for _, p, _ in s.requests[mark:])
-        print(f"{kind}: unchanged re-sync of {pages} pages: {a['calls']} HTTP calls, {a['seconds']:.2f} s, "
+        print(f"{kind}: unchanged re-sync of {pages} pages: {a.calls} HTTP calls, {a.seconds:.2f} s, "
               f"0 pages fetched, 0 written")
         for ep, n in sorted(calls.items()):
             print(f"    {n:3d} x GET {ep}")
@@ -74,8 +74,8 @@ def run(kind: str, pages: int, s: ConfluenceStandIn, engine: SyncEngine) -> None
         s.trash(ids[20])
         third = engine.run(source)
         t = third.summary
-        print(f"{kind}: after 1 edit + 1 trash: {t['updated']} updated, {t['deleted']} deleted, "
-              f"{t['calls']} HTTP calls, {t['seconds']:.2f} s")
+        print(f"{kind}: after 1 edit + 1 trash: {t.updated} updated, {t.deleted} deleted, "
+              f"{t.calls} HTTP calls, {t.seconds:.2f} s")
         s.pages[ids[20]].status = "current"  # restore for the next deployment kind
     finally:
         source.close()

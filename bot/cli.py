@@ -63,7 +63,7 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
         for src in sources:
             with runs.run(src.name) as record:
                 rep = indexer.run(src, full=full)
-                record(rep)
+                record(rep, pages=len(index.manifest.pages_of(src.name)))
             stats = index.stats()
             if not quiet:
                 print(render_report(rep, stats["pages"], stats["chunks"]))

@@ -54,10 +54,10 @@ def run_scheduled_sync(jobs: IndexJobs, name: str) -> str:
     Never raises for the source's failure (it is recorded in the state store and logged).
     """
     result = jobs.run(name)[0]
-    if result.status == "ok":
+    if result.status == "ok" and result.summary is not None:
         s = result.summary
         log.info("scheduled sync of %s: %s added, %s updated, %s deleted, %s unchanged in %.1f s", name,
-                 s.get("added"), s.get("updated"), s.get("deleted"), s.get("unchanged"), s.get("seconds", 0.0))
+                 s.added, s.updated, s.deleted, s.unchanged, s.seconds)
     else:
         log.warning("scheduled sync of %s: %s %s", name, result.status, result.error)
     return result.status

@@ -364,10 +364,10 @@ async def _run(app: web.Application, host: str, port: int, executor: Executor, j
 def _log_sync(fut) -> None:
     try:
         for r in fut.result():
-            if r.status == "ok":
+            if r.status == "ok" and r.summary is not None:
                 s = r.summary
-                print(f"chatops: start-up sync of {r.source}: {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
-                      f"{s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged", file=sys.stderr, flush=True)
+                print(f"chatops: start-up sync of {r.source}: {s.added} added, {s.updated} updated, "
+                      f"{s.deleted} deleted, {s.unchanged} unchanged", file=sys.stderr, flush=True)
             else:
                 log.error("start-up sync of %s: %s %s", r.source, r.status, r.error)
     except Exception:  # noqa: BLE001

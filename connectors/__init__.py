@@ -2,6 +2,7 @@
 
 Nothing in this package knows about chat platforms, the agent or the indexes (:mod:`index`). The public pieces:
 
+- :mod:`connectors.base`: the source contract (``Source``, ``IncrementalSource``) every connector satisfies.
 - :mod:`connectors.models`: ``Document``, ``Tombstone`` and ``Chunk``, the contracts between layers.
 - :mod:`connectors.folder`: the ``folder:PATH`` source (Markdown and HTML files), reading through
   :mod:`connectors.safe_files` (regular files inside the root only: no links, no FIFOs).

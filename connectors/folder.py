@@ -53,6 +53,8 @@ class SkippedPage:
 class FolderSource:
     """Reads every Markdown and HTML file under ``root``, recursively, in a stable order.
 
+    A :class:`~connectors.base.Source` (a complete listing; no incremental ``sync``).
+
     Args:
         root: the folder to read.
         name: the source name stored with every chunk (default: the folder's own name, see

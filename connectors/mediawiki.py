@@ -130,6 +130,9 @@ class MediaWikiSource:
         name: the source name.
         complete_listing: True: :meth:`scan` lists every page, for :class:`~index.indexer.Indexer`.
         http: the HTTP client (``http.calls`` counts requests).
+        calls, retries: HTTP requests sent so far, and of which retries.
+
+    An :class:`~connectors.base.IncrementalSource`.
     """
 
     complete_listing = True
@@ -157,6 +160,11 @@ class MediaWikiSource:
     def calls(self) -> int:
         """HTTP requests sent so far (retries included)."""
         return self.http.calls
+
+    @property
+    def retries(self) -> int:
+        """HTTP requests sent again after a failure, so far (of :attr:`calls`)."""
+        return self.http.retries
 
     def close(self) -> None:
         """Close the HTTP client."""

@@ -19,34 +19,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from screening import flag_chunks
 
-from .chunker import Chunker
+from connectors.base import Source
 from connectors.folder import SkippedPage
+from connectors.models import Chunk, Document, Tombstone
+
+from .chunker import Chunker
 from .knowledge import KnowledgeIndex
 from .manifest import PageEntry
-from connectors.models import Chunk, Document, Tombstone
 from .reconcile import RepairReport, reconcile
 
 __all__ = ["Indexer", "IndexReport", "Source"]
 
 log = logging.getLogger(__name__)
-
-
-class Source(Protocol):
-    """What the indexer needs of a connector."""
-
-    name: str
-    #: True when :meth:`scan` lists every live page, so pages it does not yield were deleted.
-    complete_listing: bool
-
-    def scan(self) -> Iterable[Document | Tombstone | SkippedPage]:
-        """Yield pages, deletions and pages that could not be read."""
-        ...
 
 
 @dataclass(slots=True)
@@ -113,8 +102,8 @@ class Indexer:
         if full and known:
             keys = [p.doc_key for p in known.values()]
             self.index.manifest.begin(keys)
-            self.index.whoosh.replace_documents(keys, [])
-            self.index.qdrant.replace_documents(keys, [], None)  # type: ignore[arg-type]
+            self.index.whoosh.delete(keys)
+            self.index.qdrant.delete(keys)
             self.index.manifest.forget(keys)
             known = {}
         seen: set[str] = set()
@@ -186,8 +175,8 @@ class Indexer:
         keys = [e.doc_key for e in entries]
         man = self.index.manifest
         man.begin(keys)
-        self.index.whoosh.replace_documents(keys, chunks)
-        self.index.qdrant.replace_documents(keys, chunks, vectors)
+        self.index.whoosh.replace(keys, chunks)
+        self.index.qdrant.replace(keys, chunks, vectors)
         man.commit(entries, [])
         rep.chunks_written += len(chunks)
         for _, prev, _ in batch:
@@ -216,8 +205,8 @@ class Indexer:
         keys = [p.doc_key for p in pages]
         man = self.index.manifest
         man.begin(keys)
-        self.index.whoosh.replace_documents(keys, [])
-        self.index.qdrant.replace_documents(keys, [], None)  # type: ignore[arg-type]
+        self.index.whoosh.delete(keys)
+        self.index.qdrant.delete(keys)
         man.commit([], keys)
         rep.deleted += len(pages)
         rep.chunks_deleted += sum(len(p.chunk_ids) for p in pages)

@@ -116,8 +116,8 @@ class KnowledgeIndex:
         pending = self.manifest.pending()
         if pending:
             log.warning("recovering %d page(s) from an interrupted indexing run in %s", len(pending), self.path)
-            self.whoosh.replace_documents(pending, [])
-            self.qdrant.replace_documents(pending, [], None)  # type: ignore[arg-type]
+            self.whoosh.delete(pending)
+            self.qdrant.delete(pending)
             self.manifest.forget(pending)
         return pending
 

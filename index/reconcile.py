@@ -107,8 +107,8 @@ def reconcile(index: KnowledgeIndex, source: str | None = None, batch: int = 256
     keys = sorted({owner[c].doc_key for c in lost if source is None or owner[c].source == source})
     if keys:
         index.manifest.begin(keys)
-        index.whoosh.replace_documents(keys, [])
-        index.qdrant.replace_documents(keys, [], None)  # type: ignore[arg-type]
+        index.whoosh.delete(keys)
+        index.qdrant.delete(keys)
         index.manifest.forget(keys)
         rep.pages_forgotten = keys
         forgotten = set(keys)
@@ -116,13 +116,13 @@ def reconcile(index: KnowledgeIndex, source: str | None = None, batch: int = 256
     to_bm25 = sorted(wanted - in_bm25)
     for start in range(0, len(to_bm25), batch):
         part = index.qdrant.fetch(to_bm25[start:start + batch])
-        index.whoosh.replace_documents([], [chunk for chunk, _ in part.values()])
+        index.whoosh.replace([], [chunk for chunk, _ in part.values()])
         rep.bm25_added += len(part)
     to_dense = sorted(wanted - in_dense)
     for start in range(0, len(to_dense), batch):
         chunks: list[Chunk] = list(index.whoosh.chunks(to_dense[start:start + batch]).values())
         vectors = index.embedder.embed([c.embedding_text() for c in chunks])
-        index.qdrant.replace_documents([], chunks, vectors)
+        index.qdrant.replace([], chunks, vectors)
         rep.dense_added += len(chunks)
     if rep.changed:
         log.warning("index %s did not match its manifest: %s", index.path, rep.describe())

@@ -5,19 +5,24 @@ A run (:meth:`SyncEngine.run`):
 1. takes the state store's lock ``sync:<source>`` (one run per source at a time, across threads,
    processes and machines sharing the database; renewed while the run goes on, expiring after
    ``lock_ttl`` if its holder died), else returns ``busy``;
-2. records the run's start (``StateStore.start_run``);
-3. asks the connector for what changed since the saved cursor (``source.sync(cursor, known, full)``:
+2. records the run's start (``start_run`` of the :class:`~index.ports.SyncState` port, which
+   :class:`state.StateStore` implements);
+3. asks an :class:`~connectors.base.IncrementalSource` for what changed since the saved cursor
+   (``source.sync(cursor, known, full)``:
    :class:`~connectors.models.Document` items to (re)index, :class:`~connectors.models.Tombstone`
    items for pages gone upstream, :class:`~connectors.folder.SkippedPage` items for pages that could
    not be read, and one :class:`CursorUpdate` last), and feeds them to the
    :class:`~index.indexer.Indexer` as a source that is *not* a complete listing, so nothing is
    pruned but what the connector tombstoned (it tombstones only after a completed listing);
 4. only after the Indexer returned, i.e. every page's chunks committed to both stores under the
-   manifest's journal, saves the new cursor (``StateStore.set_cursor``), with the doc ids of pages
+   manifest's journal, saves the new cursor (``set_cursor``), with the doc ids of pages
    the indexer skipped because their chunking raised under :data:`RETRY_DOCS`, so the connector
    fetches them again next run (a skipped page is retried, never lost behind the watermark);
-5. records the summary (``added``, ``updated``, ``deleted``, ``unchanged``, ``skipped``, ``errors``,
-   ``seconds``, ``calls``, ...) with ``finish_run``, and releases the lock.
+5. records the :class:`~index.summary.SyncSummary` (``added``, ``updated``, ``deleted``, ``unchanged``,
+   ``skipped``, ``errors``, ``seconds``, ``calls``, ...) with ``finish_run``, and releases the lock.
+
+A lock whose holder is a process of this host that no longer exists (killed before it could
+release) is taken over at once (``take_over_lock``, one atomic swap in the state store).
 
 If anything raises on the way (server down, 401, a listing that kept failing, a crash), the cursor
 stays where it was: pages already written are complete (the journal undoes a half-written page
@@ -25,8 +30,8 @@ when the index is next opened), pages not reached keep their previous indexed co
 run lists the same window again. Re-listing is cheap: an unchanged page hash is neither re-chunked
 nor re-embedded. Keys are page ids, so a re-run cannot duplicate a page.
 
-Sources without ``sync`` (a folder) are indexed by :meth:`Indexer.run` with their complete
-listing, under the same lock and run records.
+Other :class:`~connectors.base.Source` objects (a folder) are indexed by :meth:`Indexer.run` with
+their complete listing, under the same lock and run records.
 """
 
 from __future__ import annotations
@@ -41,18 +46,24 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .chunker import Chunker, ChunkerConfig
+from connectors.base import IncrementalSource, Source, SyncItem
 from connectors.folder import SkippedPage
-from .knowledge import KnowledgeIndex
-from .indexer import Indexer, IndexReport
 from connectors.models import Chunk, Document, Tombstone
-from .reconcile import reconcile
 
-__all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "AnchoredChunker", "sources_status", "RETRY_DOCS"]
+from .chunker import Chunker, ChunkerConfig
+from .indexer import Indexer, IndexReport
+from .knowledge import KnowledgeIndex
+from .manifest import Manifest
+from .ports import SyncState
+from .reconcile import reconcile
+from .summary import SyncSummary
+
+__all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "SyncSummary", "AnchoredChunker", "sources_status",
+           "RETRY_DOCS"]
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +99,15 @@ class SyncResult:
     Attributes:
         source: the source name.
         status: ``ok``, ``failed`` or ``busy`` (another run holds the lock).
-        summary: counts (see :class:`SyncEngine`); partial counts for a failed run.
+        summary: counts (see :class:`SyncEngine`); partial counts for a failed run; ``None`` when busy.
         error: what went wrong (``""`` when ok); for ``ok`` runs, page-level problems are in
-            ``summary["errors"]``.
+            ``summary.errors``.
         run_id: the state store's run id (``None`` when busy).
     """
 
     source: str
     status: str
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: SyncSummary | None = None
     error: str = ""
     run_id: int | None = None
 
@@ -106,7 +117,7 @@ class _Stream:
 
     complete_listing = False
 
-    def __init__(self, name: str, items: Iterator[Any], on_item: Callable[[], None]) -> None:
+    def __init__(self, name: str, items: Iterator[SyncItem], on_item: Callable[[], None]) -> None:
         self.name = name
         self._items = items
         self._on_item = on_item
@@ -133,14 +144,14 @@ class SyncEngine:
 
     Args:
         index: the knowledge index to write.
-        store: the state store (a :class:`state.StateStore`).
+        store: the state store (the :class:`~index.ports.SyncState` port; a :class:`state.StateStore`).
         lock_ttl: how long a run's lock lasts without renewal (renewed every batch and every 25 items).
         write_lock: a lock serialising index writes within this process (shared by every engine that
             writes ``index``); default: none.
         chunker_config: chunk sizes (default :class:`ChunkerConfig`).
     """
 
-    def __init__(self, index: KnowledgeIndex, store, *, lock_ttl: timedelta = timedelta(minutes=30),
+    def __init__(self, index: KnowledgeIndex, store: SyncState, *, lock_ttl: timedelta = timedelta(minutes=30),
                  write_lock: threading.Lock | None = None, chunker_config: ChunkerConfig | None = None) -> None:
         self.index = index
         self.store = store
@@ -148,11 +159,12 @@ class SyncEngine:
         self.write_lock = write_lock
         self.chunker_config = chunker_config
 
-    def run(self, source, full: bool = False) -> SyncResult:
+    def run(self, source: Source, full: bool = False) -> SyncResult:
         """Sync ``source`` once (incrementally, or every page when ``full``).
 
-        ``full`` on a connector re-lists and re-fetches every page and prunes, without first emptying
-        the index (a failed full run loses nothing); on a folder it is :meth:`Indexer.run`'s ``full``.
+        ``full`` on an :class:`~connectors.base.IncrementalSource` re-lists and re-fetches every page
+        and prunes, without first emptying the index (a failed full run loses nothing); on a folder it
+        is :meth:`Indexer.run`'s ``full``.
 
         Returns:
             The result; never raises for the source's failure (it is in ``status``/``error``, and
@@ -162,12 +174,12 @@ class SyncEngine:
         lock = f"sync:{name}"
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         if not self.store.acquire_lock(lock, owner, ttl=self.lock_ttl) and not self._take_over_dead(lock, owner):
-            return SyncResult(name, "busy", {}, f"a sync of {name!r} is already running (lock {lock} is held)")
+            return SyncResult(name, "busy", None, f"a sync of {name!r} is already running (lock {lock} is held)")
         run_id = self.store.start_run(name)
         t0 = time.perf_counter()
         progress: dict[str, Any] = {"report": None}
-        calls0 = getattr(source, "calls", 0)
-        retries0 = getattr(getattr(source, "http", None), "retries", 0)
+        counters = _counters(source)
+        calls0, retries0 = counters()
         renew = _Renewer(self.store, lock, owner, self.lock_ttl)
 
         def on_progress(rep: IndexReport) -> None:
@@ -181,7 +193,7 @@ class SyncEngine:
                 # Stores first made to match the manifest; pages lost from both are forgotten, and a
                 # connector with a cursor then lists everything so that it fetches them again.
                 repair = reconcile(self.index, name)
-                if hasattr(source, "sync"):
+                if isinstance(source, IncrementalSource):
                     cursor = self.store.get_cursor(name)
                     if repair.pages_forgotten:
                         cursor = None
@@ -189,8 +201,7 @@ class SyncEngine:
                         mode = "full"
                     known = set(self.index.manifest.pages_of(name))
                     stream = _Stream(name, source.sync(cursor, known, full=full), renew)
-                    chunker = AnchoredChunker(source.section_anchor, self.chunker_config) \
-                        if hasattr(source, "section_anchor") else Chunker(self.chunker_config)
+                    chunker = AnchoredChunker(source.section_anchor, self.chunker_config)
                     rep = Indexer(self.index, chunker).run(stream, full=False, progress=on_progress, repair=repair)
                     if stream.update is None:
                         raise RuntimeError(f"source {name!r} ended its sync without a cursor; nothing was saved")
@@ -205,18 +216,19 @@ class SyncEngine:
                     rep = Indexer(self.index, Chunker(self.chunker_config)).run(source, full=full, progress=on_progress,
                                                                                 repair=repair)
                     self.store.set_cursor(name, {"synced_at": datetime.now(timezone.utc).isoformat()})
-            summary = self._summary(name, rep, mode, source, calls0, retries0, time.perf_counter() - t0, stream)
-            self.store.finish_run(run_id, "ok", summary, error="; ".join(rep.errors[:5]))
-            log.info("sync of %s: %s", name, {k: summary[k] for k in ("added", "updated", "deleted", "unchanged")})
+            summary = self._summary(name, rep, mode, counters, calls0, retries0, time.perf_counter() - t0, stream)
+            self.store.finish_run(run_id, "ok", summary.as_dict(), error="; ".join(rep.errors[:5]))
+            log.info("sync of %s: %s", name, {"added": summary.added, "updated": summary.updated,
+                                              "deleted": summary.deleted, "unchanged": summary.unchanged})
             return SyncResult(name, "ok", summary, "", run_id)
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded and reported, the caller goes on
             error = f"{type(exc).__name__}: {exc}"
             log.warning("sync of %s failed (cursor not advanced): %s", name, error)
             rep = progress["report"] or IndexReport(source=name)
-            summary = self._summary(name, rep, mode, source, calls0, retries0, time.perf_counter() - t0, stream)
-            summary["errors"] = [*summary["errors"], error]
+            summary = self._summary(name, rep, mode, counters, calls0, retries0, time.perf_counter() - t0, stream)
+            summary.errors.append(error)
             try:
-                self.store.finish_run(run_id, "failed", summary, error=error)
+                self.store.finish_run(run_id, "failed", summary.as_dict(), error=error)
             except Exception:  # noqa: BLE001 - the store itself may be what failed
                 log.exception("cannot record the failed run of %s", name)
             return SyncResult(name, "failed", summary, error, run_id)
@@ -232,45 +244,45 @@ class SyncEngine:
         Owners are ``host:pid:nonce``; a holder that was killed (SIGKILL, OOM) would otherwise block
         the source until the lock expires. Returns True when the lock is now ours.
         """
-        import sqlalchemy as sa
+        return self.store.take_over_lock(lock, owner, _holder_is_gone, ttl=self.lock_ttl)
 
-        table = getattr(self.store, "locks", None)
-        if table is None:
-            return False
-        with self.store.engine.connect() as conn:
-            holder = conn.execute(sa.select(table.c.owner).where(table.c.name == lock)).scalar()
-        if not holder:
-            return self.store.acquire_lock(lock, owner, ttl=self.lock_ttl)
-        host, _, rest = str(holder).partition(":")
-        pid_text = rest.split(":", 1)[0]
-        if host != socket.gethostname() or not pid_text.isdigit() or _alive(int(pid_text)):
-            return False
-        log.warning("lock %s was held by process %s, which is gone; taking it over", lock, holder)
-        self.store.release_lock(lock, holder)
-        return self.store.acquire_lock(lock, owner, ttl=self.lock_ttl)
-
-    def _summary(self, name: str, rep: IndexReport, mode: str, source, calls0: int, retries0: int,
-                 seconds: float, stream: _Stream | None) -> dict[str, Any]:
+    def _summary(self, name: str, rep: IndexReport, mode: str, counters: Callable[[], tuple[int, int]],
+                 calls0: int, retries0: int, seconds: float, stream: _Stream | None) -> SyncSummary:
         pages = self.index.manifest.pages_of(name)
-        return {
-            "mode": mode,
-            "added": rep.added,
-            "updated": rep.updated,
-            "deleted": rep.deleted,
-            "unchanged": max(0, len(pages) - rep.added - rep.updated),
-            "skipped": rep.skipped,
-            "errors": list(rep.errors[:20]),
-            "seconds": round(seconds, 3),
-            "calls": getattr(source, "calls", 0) - calls0,
-            "retries": getattr(getattr(source, "http", None), "retries", 0) - retries0,
-            "fetched": stream.counts["documents"] if stream else rep.added + rep.updated + rep.unchanged,
-            "listed": stream.update.listed if stream and stream.update else None,
-            "pages": len(pages),
-            "chunks_written": rep.chunks_written,
-            "chunks_deleted": rep.chunks_deleted,
-            "embedded": rep.embedded,
-            "repaired": rep.repair.describe(),
-        }
+        calls, retries = counters()
+        return SyncSummary(
+            mode=mode,
+            added=rep.added,
+            updated=rep.updated,
+            deleted=rep.deleted,
+            unchanged=max(0, len(pages) - rep.added - rep.updated),
+            skipped=rep.skipped,
+            errors=list(rep.errors[:20]),
+            seconds=round(seconds, 3),
+            calls=calls - calls0,
+            retries=retries - retries0,
+            fetched=stream.counts["documents"] if stream else rep.added + rep.updated + rep.unchanged,
+            listed=stream.update.listed if stream and stream.update else None,
+            pages=len(pages),
+            chunks_written=rep.chunks_written,
+            chunks_deleted=rep.chunks_deleted,
+            embedded=rep.embedded,
+            repaired=rep.repair.describe(),
+        )
+
+
+def _counters(source: Source) -> Callable[[], tuple[int, int]]:
+    """``() -> (calls, retries)`` of ``source`` so far: its HTTP counters, ``(0, 0)`` for a source without."""
+    if isinstance(source, IncrementalSource):
+        return lambda: (source.calls, source.retries)
+    return lambda: (0, 0)
+
+
+def _holder_is_gone(holder: str) -> bool:
+    """True when lock owner ``holder`` (``host:pid:nonce``) is a process of this host that no longer exists."""
+    host, _, rest = holder.partition(":")
+    pid_text = rest.split(":", 1)[0]
+    return host == socket.gethostname() and pid_text.isdigit() and not _alive(int(pid_text))
 
 
 def _alive(pid: int) -> bool:
@@ -300,7 +312,7 @@ class _Renewer:
                 raise RuntimeError(f"lost the lock {self.lock} (it expired and another run took it); stopping")
 
 
-def sources_status(manifest, store, names: Iterable[str], next_runs: Mapping[str, datetime | None] | None = None,
+def sources_status(manifest: Manifest, store: SyncState, names: Iterable[str], next_runs: Mapping[str, datetime | None] | None = None,
                    schedules: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Per source: pages and chunks indexed, the last run, its summary, and the next scheduled run.
 
@@ -314,7 +326,7 @@ def sources_status(manifest, store, names: Iterable[str], next_runs: Mapping[str
 
     Returns:
         One dict per source: ``source``, ``pages``, ``chunks``, ``last_run`` (ISO time or ``None``),
-        ``last_status``, ``last_summary``, ``last_error``, ``next_run`` (ISO time or ``None``),
+        ``last_status``, ``last_summary`` (a :class:`SyncSummary`, ``None`` before the first run), ``last_error``, ``next_run`` (ISO time or ``None``),
         ``schedule`` (or ``None``), ``cursor`` (the saved cursor's watermark, if any), and the
         index-time scan's page counts: ``pages_sensitive`` (pages with a credential or personal
         data), ``pages_injection`` (pages with instructions addressed to an assistant) and
@@ -333,7 +345,7 @@ def sources_status(manifest, store, names: Iterable[str], next_runs: Mapping[str
             "source": name, "pages": len(mine), "chunks": sum(len(p.chunk_ids) for p in mine),
             "last_run": (last.finished_at or last.started_at).isoformat() if last else None,
             "last_status": last.status if last else None,
-            "last_summary": last.summary if last else {},
+            "last_summary": SyncSummary.from_dict(last.summary) if last else None,
             "last_error": last.error if last else "",
             "next_run": nxt.isoformat() if nxt else None,
             "schedule": (schedules or {}).get(name),

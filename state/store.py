@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -467,6 +467,38 @@ class StateStore:
             return True
         except IntegrityError:
             return False
+
+    def take_over_lock(self, name: str, owner: str, is_dead: Callable[[str], bool],
+                       ttl: timedelta = timedelta(minutes=30)) -> bool:
+        """Take the lock ``name`` for ``owner`` from a holder that ``is_dead(holder)`` says is gone.
+
+        For a holder killed before it could release (SIGKILL, OOM), which would otherwise block the
+        lock until it expires. The caller decides what "gone" means (the store knows nothing of
+        processes); the swap is one conditional ``UPDATE ... WHERE owner = :holder``, so of several
+        takers exactly one wins, and a lock that changed hands after the holder was read is left alone.
+        An unheld lock is acquired as by :meth:`acquire_lock`.
+
+        Returns:
+            True when ``owner`` now holds the lock.
+        """
+        t = self.locks
+        with self.engine.connect() as conn:
+            holder = conn.execute(sa.select(t.c.owner).where(t.c.name == name)).scalar()
+        if not holder:
+            return self.acquire_lock(name, owner, ttl=ttl)
+        if not is_dead(str(holder)):
+            return False
+        log.warning("lock %s was held by %s, which is gone; taking it over for %s", name, holder, owner)
+        with self.engine.begin() as conn:
+            n = conn.execute(t.update().where(t.c.name == name, t.c.owner == holder)
+                             .values(owner=owner, expires_at=_now() + ttl)).rowcount
+        return n == 1
+
+    def lock_holder(self, name: str) -> str | None:
+        """Who holds the lock ``name`` (expired or not), or ``None``."""
+        t = self.locks
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(t.c.owner).where(t.c.name == name)).scalar()
 
     def release_lock(self, name: str, owner: str) -> None:
         """Release ``name`` if ``owner`` holds it."""

@@ -133,7 +133,7 @@ def test_cloud_first_sync_pages_by_id_with_acl_anchors_and_converted_storage(sta
     res = SyncEngine(index, store).run(cloud(standin))
     assert res.status == "ok", res.error
     s = res.summary
-    assert (s["mode"], s["added"], s["updated"], s["deleted"], s["errors"]) == ("full", 5, 0, 0, [])
+    assert (s.mode, s.added, s.updated, s.deleted, s.errors) == ("full", 5, 0, 0, [])
     assert set(index.manifest.pages_of("eng")) == {f"page/{ids[t]}" for t in PAGES}  # OPS not configured
     # 5 pages at page_size 2: three listing requests following _links.next cursors.
     listing = [q for _, p, q in standin.requests if p.endswith("/pages") and "/spaces/" in p]
@@ -173,7 +173,7 @@ def test_cloud_incremental_sync_fetches_changes_only_and_prunes(standin, index_f
     mark = len(standin.requests)
     quiet = engine.run(source)
     s = quiet.summary
-    assert (s["mode"], s["added"], s["updated"], s["deleted"], s["unchanged"], s["fetched"]) == \
+    assert (s.mode, s.added, s.updated, s.deleted, s.unchanged, s.fetched) == \
         ("incremental", 0, 0, 0, 5, 0)
     assert page_fetches(standin, mark) == []  # listings only: spaces, changes, ids
 
@@ -186,7 +186,7 @@ def test_cloud_incremental_sync_fetches_changes_only_and_prunes(standin, index_f
     res = engine.run(source)
     assert res.status == "ok", res.error
     s = res.summary
-    assert (s["added"], s["updated"], s["deleted"], s["unchanged"], s["errors"]) == (1, 1, 3, 1, []), s
+    assert (s.added, s.updated, s.deleted, s.unchanged, s.errors) == (1, 1, 3, 1, []), s
     fetched = page_fetches(standin, mark)
     # Bodies of the two changed pages; the three pages gone from the listing are checked once each.
     assert sorted(fetched) == sorted([ids["On-call Handbook"], new, ids["Deploying Services"], ids["Office Wi-Fi"],
@@ -211,7 +211,7 @@ def test_a_trashed_page_is_never_cited_again(standin, index_factory, store, tmp_
 
     standin.trash(ids["Laptop Refresh"])
     res = engine.run(source)
-    assert res.status == "ok" and res.summary["deleted"] == 1
+    assert res.status == "ok" and res.summary.deleted == 1
     after = agent.answer(Turn(text=question, platform="test"))
     assert laptop not in {c.doc_id for c in after.citations}
     assert "three years" not in after.text
@@ -225,8 +225,8 @@ def test_429_with_retry_after_mid_listing_is_honoured(standin, index_factory, st
     res = SyncEngine(index_factory(), store).run(cloud(standin))
     elapsed = time.monotonic() - t0
     assert res.status == "ok", res.error
-    assert fault.hits == 1 and res.summary["retries"] == 1
-    assert res.summary["added"] == len(PAGES)
+    assert fault.hits == 1 and res.summary.retries == 1
+    assert res.summary.added == len(PAGES)
     assert elapsed >= 1.0  # waited as told
     assert set(store.get_cursor("eng")["seen"]) == {ids[t] for t in PAGES}
 
@@ -239,7 +239,7 @@ def test_an_absurd_retry_after_is_clamped(standin, index_factory, store) -> None
     res = SyncEngine(index_factory(), store).run(cloud(standin, policy=policy))
     assert res.status == "ok", res.error
     assert time.monotonic() - t0 < 10
-    assert res.summary["retries"] == 1
+    assert res.summary.retries == 1
 
 
 def test_a_500_mid_sync_fails_the_run_moves_no_cursor_and_loses_no_page(standin, index_factory, store) -> None:
@@ -268,7 +268,7 @@ def test_a_500_mid_sync_fails_the_run_moves_no_cursor_and_loses_no_page(standin,
     standin.clear_faults()
     ok = engine.run(source)
     assert ok.status == "ok", ok.error
-    assert ok.summary["deleted"] == 1
+    assert ok.summary.deleted == 1
     pages = index.manifest.pages_of("eng")
     assert set(pages) == before - {f"page/{ids['Deploying Services']}"}
     assert any("within 10 minutes" in c.text for c in chunks_of(index))
@@ -286,14 +286,14 @@ def test_a_page_that_keeps_failing_is_skipped_kept_and_retried_next_run(standin,
     standin.edit_page(oncall, body="<h2>Paging</h2><p>Answer a page within 7 minutes.</p>")
     standin.fail(rf"GET /wiki/api/v2/pages/{oncall}\?", 502, times=1000)
     res = engine.run(source)
-    assert res.status == "ok" and res.summary["skipped"] == 1, res
-    assert any(oncall in e and "502" in e for e in res.summary["errors"])
+    assert res.status == "ok" and res.summary.skipped == 1, res
+    assert any(oncall in e and "502" in e for e in res.summary.errors)
     assert store.get_cursor("eng")["retry"] == [oncall]
     assert any("within 15 minutes" in c.text for c in chunks_of(index))  # the old copy keeps serving
 
     standin.clear_faults()
     again = engine.run(source)
-    assert again.status == "ok" and again.summary["updated"] == 1, again.summary
+    assert again.status == "ok" and again.summary.updated == 1, again.summary
     assert store.get_cursor("eng")["retry"] == []
     assert any("within 7 minutes" in c.text for c in chunks_of(index))
 
@@ -315,7 +315,7 @@ def test_datacenter_sync_pages_through_cql_under_a_context_path(standin, index_f
     source = datacenter(standin)
     res = engine.run(source)
     assert res.status == "ok", res.error
-    assert res.summary["added"] == len(PAGES)
+    assert res.summary.added == len(PAGES)
     # _links.next is relative to _links.base, which holds the context path: never doubled.
     paths = [p for _, p, _ in standin.requests]
     assert all(p.startswith("/confluence/rest/api/") and "/confluence/confluence" not in p for p in paths)
@@ -333,7 +333,7 @@ def test_datacenter_sync_pages_through_cql_under_a_context_path(standin, index_f
     res = engine.run(source)
     assert res.status == "ok", res.error
     s = res.summary
-    assert (s["added"], s["updated"], s["deleted"], s["unchanged"]) == (0, 1, 1, 3), s
+    assert (s.added, s.updated, s.deleted, s.unchanged) == (0, 1, 1, 3), s
     assert sorted(page_fetches(standin, mark)) == sorted([ids["Office Wi-Fi"], ids["On-call Handbook"]])
     # No site time zone configured: the CQL date is written in UTC, 12 hours (plus the overlap) early.
     expected = (watermark - timedelta(hours=12, minutes=10)).astimezone(timezone.utc).strftime("%Y/%m/%d %H:%M")
@@ -353,7 +353,7 @@ def test_datacenter_cql_dates_are_written_in_the_site_time_zone(index_factory, s
         s.edit_page(ids["Deploying Services"], body="<h2>Deploy windows</h2><p>Deploys run Monday to Wednesday.</p>")
         mark = len(s.requests)
         res = engine.run(source)
-        assert res.status == "ok" and res.summary["updated"] == 1, res
+        assert res.status == "ok" and res.summary.updated == 1, res
         expected = (datetime.fromisoformat(watermark) - timedelta(minutes=2)).astimezone(site).strftime("%Y/%m/%d %H:%M")
         cql = [q["cql"][0] for _, p, q in s.requests[mark:] if p.endswith("/content/search") and "lastmodified" in q["cql"][0]]
         assert cql and f'lastmodified >= "{expected}"' in cql[0]
@@ -368,11 +368,11 @@ def test_a_space_added_to_the_config_is_indexed_by_the_next_incremental_run(stan
     engine = SyncEngine(index, store)
     assert engine.run(cloud(standin)).status == "ok"
     res = engine.run(cloud(standin, spaces=["ENG", "OPS"]))  # incremental: the cursor is kept
-    assert res.status == "ok" and res.summary["mode"] == "incremental", res
-    assert res.summary["added"] == 2  # both OPS pages, although older than the watermark
+    assert res.status == "ok" and res.summary.mode == "incremental", res
+    assert res.summary.added == 2  # both OPS pages, although older than the watermark
     assert {f"page/{ids['ops']}", f"page/{old}"} <= set(index.manifest.pages_of("eng"))
     back = engine.run(cloud(standin))  # and removed again when the space leaves the config
-    assert back.summary["deleted"] == 2 and f"page/{old}" not in index.manifest.pages_of("eng")
+    assert back.summary.deleted == 2 and f"page/{old}" not in index.manifest.pages_of("eng")
 
 
 # -- pages that break conversion or chunking -------------------------------------------------------------
@@ -397,7 +397,7 @@ def test_a_page_nested_500_divs_deep_is_flattened_and_the_run_commits(standin, i
     normal = standin.add_page("ENG", "Bike Storage", "<p>Bikes are parked in the basement garage, level minus two.</p>")
     res = engine.run(source)
     assert res.status == "ok", res.error
-    assert (res.summary["added"], res.summary["skipped"], res.summary["errors"]) == (2, 0, []), res.summary
+    assert (res.summary.added, res.summary.skipped, res.summary.errors) == (2, 0, []), res.summary
     assert store.get_cursor("eng")["watermark"] > before
     deep = [c for c in chunks_of(index) if c.doc_id == f"page/{nested}"]
     text = "\n\n".join(c.text for c in deep)
@@ -428,14 +428,14 @@ def test_a_page_whose_conversion_raises_is_skipped_with_its_reason_and_retried(s
     good = standin.add_page("ENG", "Bike Storage", "<p>Bikes are parked in the basement garage.</p>")
     res = engine.run(source)
     assert res.status == "ok", res.error
-    assert (res.summary["added"], res.summary["skipped"]) == (1, 1), res.summary
-    assert res.summary["errors"] == [f"page/{bad}: RuntimeError: converter bug on this page"]
+    assert (res.summary.added, res.summary.skipped) == (1, 1), res.summary
+    assert res.summary.errors == [f"page/{bad}: RuntimeError: converter bug on this page"]
     assert f"page/{good}" in index.manifest.pages_of("eng") and f"page/{bad}" not in index.manifest.pages_of("eng")
     assert store.get_cursor("eng")["retry"] == [bad]
 
     monkeypatch.setattr(confluence, "storage_to_markdown", real)
     again = engine.run(source)
-    assert again.status == "ok" and again.summary["added"] == 1, again.summary
+    assert again.status == "ok" and again.summary.added == 1, again.summary
     assert f"page/{bad}" in index.manifest.pages_of("eng") and store.get_cursor("eng")["retry"] == []
     consistent(index)
 
@@ -462,8 +462,8 @@ def test_a_page_whose_chunking_raises_is_skipped_kept_and_fetched_again_next_run
     new = standin.add_page("ENG", "Bike Storage", "<p>Bikes are parked in the basement garage.</p>")
     res = engine.run(source)
     assert res.status == "ok", res.error
-    assert (res.summary["added"], res.summary["updated"], res.summary["skipped"]) == (1, 0, 1), res.summary
-    assert res.summary["errors"] == [f"page/{oncall}: RecursionError: maximum recursion depth exceeded"]
+    assert (res.summary.added, res.summary.updated, res.summary.skipped) == (1, 0, 1), res.summary
+    assert res.summary.errors == [f"page/{oncall}: RecursionError: maximum recursion depth exceeded"]
     cursor = store.get_cursor("eng")
     assert cursor[RETRY_DOCS] == [f"page/{oncall}"] and cursor["retry"] == []
     assert any("within 15 minutes" in c.text for c in chunks_of(index))  # the old copy keeps serving
@@ -473,7 +473,7 @@ def test_a_page_whose_chunking_raises_is_skipped_kept_and_fetched_again_next_run
     monkeypatch.setattr(Chunker, "chunk", real)
     mark = len(standin.requests)
     again = engine.run(source)
-    assert again.status == "ok" and again.summary["updated"] == 1, again.summary
+    assert again.status == "ok" and again.summary.updated == 1, again.summary
     assert page_fetches(standin, mark) == [oncall]
     assert RETRY_DOCS not in store.get_cursor("eng")
     assert any("within 7 minutes" in c.text for c in chunks_of(index))

@@ -266,7 +266,7 @@ def test_crash_between_the_two_store_writes_is_recovered_on_open(indexed, index_
 
     # What Indexer._write does, stopped after the Whoosh commit and before Qdrant.
     index.manifest.begin([key])
-    index.whoosh.replace_documents([key], chunks)
+    index.whoosh.replace([key], chunks)
     half_written = {c.chunk_id for c in chunks}
     assert half_written <= index.whoosh.chunk_ids()
     assert half_written.isdisjoint(index.qdrant.chunk_ids())

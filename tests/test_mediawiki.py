@@ -162,7 +162,7 @@ def test_first_sync_keys_pages_by_id_with_wiki_anchors(wiki, index_factory, stor
     result = SyncEngine(index, store).run(source)
     assert result.status == "ok", result.error
     s = result.summary
-    assert (s["mode"], s["added"], s["updated"], s["deleted"], s["errors"]) == ("full", 5, 0, 0, [])
+    assert (s.mode, s.added, s.updated, s.deleted, s.errors) == ("full", 5, 0, 0, [])
     ids = _page_ids(wiki, source)
     # Articles only: no redirect ("Leave"), no Project-namespace page.
     assert set(index.manifest.pages_of("wiki")) == {f"page/{ids[t]}" for t in ARTICLES}
@@ -217,7 +217,7 @@ def test_incremental_sync_follows_edits_deletes_moves_and_never_cites_a_deleted_
     index = index_factory()
     engine = SyncEngine(index, store)
     first = engine.run(source)
-    assert first.status == "ok" and first.summary["added"] == 5, first
+    assert first.status == "ok" and first.summary.added == 5, first
     ids = _page_ids(wiki, source)
     parental = f"page/{ids['Parental Leave']}"
     before = _ask(index, tmp_path, QUESTION)
@@ -227,8 +227,8 @@ def test_incremental_sync_follows_edits_deletes_moves_and_never_cites_a_deleted_
     again = engine.run(source)
     assert again.status == "ok"
     s = again.summary
-    assert (s["mode"], s["added"], s["updated"], s["deleted"], s["unchanged"]) == ("incremental", 0, 0, 0, 5)
-    assert s["fetched"] == 0 and s["calls"] <= 4, s
+    assert (s.mode, s.added, s.updated, s.deleted, s.unchanged) == ("incremental", 0, 0, 0, 5)
+    assert s.fetched == 0 and s.calls <= 4, s
 
     wiki.edit("Expense Policy", EXPENSES.replace("45 EUR", "52 EUR"))
     wiki.delete("Parental Leave")
@@ -240,7 +240,7 @@ def test_incremental_sync_follows_edits_deletes_moves_and_never_cites_a_deleted_
     third = engine.run(source)
     assert third.status == "ok", third.error
     s = third.summary
-    assert (s["added"], s["updated"], s["deleted"], s["errors"]) == (2, 2, 1, []), s
+    assert (s.added, s.updated, s.deleted, s.errors) == (2, 2, 1, []), s
     ids_now = _page_ids(wiki, source)
     pages = index.manifest.pages_of("wiki")
     expected = {f"page/{ids_now[t]}" for t in
@@ -264,5 +264,5 @@ def test_incremental_sync_follows_edits_deletes_moves_and_never_cites_a_deleted_
     # The same window again: entries already handled are de-duplicated (revision and log ids).
     fourth = engine.run(source)
     s = fourth.summary
-    assert (s["added"], s["updated"], s["deleted"], s["fetched"]) == (0, 0, 0, 0), s
+    assert (s.added, s.updated, s.deleted, s.fetched) == (0, 0, 0, 0), s
     assert store.last_runs("wiki", limit=1)[0].summary["unchanged"] == 6

@@ -671,7 +671,7 @@ def reindex_harness(tmp_path: Path, embedder, store: StateStore):
     runtime = build_agent(settings, index=index)
     jobs = IndexJobs(runtime, store, parse_sources(settings.chatops_sources))
     [first] = jobs.run()
-    assert first.status == "ok" and first.summary["added"] == WIKI_PAGES
+    assert first.status == "ok" and first.summary.added == WIKI_PAGES
     h = SlackHarness(runtime, store, jobs, admin_ids=(ADMIN,))
     h.standin.add_user(ADMIN)
     h.wiki = wiki  # type: ignore[attr-defined]
@@ -726,7 +726,7 @@ def test_a_mention_asking_for_a_secret_linked_into_the_wiki_gets_no_reply_quotin
     runtime = build_agent(settings, index=index)
     jobs = IndexJobs(runtime, store, parse_sources(settings.chatops_sources))
     [run] = jobs.run()
-    assert run.status == "ok" and (run.summary["added"], run.summary["skipped"]) == (2, 4), run.summary
+    assert run.status == "ok" and (run.summary.added, run.summary.skipped) == (2, 4), run.summary
     h = SlackHarness(runtime, store, jobs)
     try:
         h.standin.add_user(ALICE)

@@ -152,14 +152,15 @@ def test_pending_action_renders_confirm_and_cancel() -> None:
 
 def test_status_and_reindex_summary_render() -> None:
     from app.jobs import JobResult
+    from index.summary import SyncSummary
 
     status = render.status_message([{"source": "handbook", "pages": 13, "chunks": 107,
                                      "last_run": "2025-01-02T03:04:05+00:00", "last_status": "ok",
                                      "last_error": "", "next_run": None}])
     fields = [f["text"] for f in status["blocks"][1]["fields"]]
     assert "13 / 107" in fields[1] and "<!date^1735787045^" in fields[2] and "not scheduled" in fields[3]
-    summary = render.reindex_summary([JobResult("handbook", "ok", {"added": 1, "unchanged": 13, "seconds": 0.4}),
-                                      JobResult("wiki", "failed", {}, "SourceUnavailableError: gone")], 1.25)
+    summary = render.reindex_summary([JobResult("handbook", "ok", SyncSummary(added=1, unchanged=13, seconds=0.4)),
+                                      JobResult("wiki", "failed", None, "SourceUnavailableError: gone")], 1.25)
     text = summary["blocks"][0]["text"]["text"]
     assert "with problems" in text and "1 added" in text and "13 unchanged" in text and "gone" in text
     assert not _block_problem(summary["blocks"]) and not _block_problem(status["blocks"])

@@ -56,7 +56,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory, embedder, store: StateStor
     runtime = build_agent(settings, index=index)
     jobs = IndexJobs(runtime, store, parse_sources(settings.chatops_sources))
     [first] = jobs.run()
-    assert first.status == "ok" and first.summary["added"] == WIKI_PAGES
+    assert first.status == "ok" and first.summary.added == WIKI_PAGES
     h = SlackHarness(runtime, store, jobs, admin_ids=(ADMIN,))
     for user in (ALICE, ADMIN):
         h.standin.add_user(user)

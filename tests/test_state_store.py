@@ -168,6 +168,62 @@ def test_an_expired_lock_can_be_taken_over(store: StateStore) -> None:
     assert store.acquire_lock("sync:x", "new") is True
 
 
+def test_a_dead_holders_lock_is_taken_over_in_one_atomic_swap(store: StateStore) -> None:
+    asked: list[str] = []
+
+    def dead(holder: str) -> bool:
+        asked.append(holder)
+        return holder.startswith("gone:")
+
+    assert store.take_over_lock("sync:free", "me", dead) is True  # unheld: simply acquired
+    assert store.lock_holder("sync:free") == "me" and asked == []
+    assert store.acquire_lock("sync:alive", "alive:1") is True
+    assert store.take_over_lock("sync:alive", "me", dead) is False  # a live holder keeps it
+    assert store.lock_holder("sync:alive") == "alive:1" and asked == ["alive:1"]
+    assert store.acquire_lock("sync:x", "gone:2") is True
+    assert store.take_over_lock("sync:x", "me", dead, ttl=timedelta(minutes=5)) is True
+    assert store.lock_holder("sync:x") == "me"
+    assert store.acquire_lock("sync:x", "gone:2") is False  # ours now, unexpired
+    store.release_lock("sync:x", "me")
+    assert store.lock_holder("sync:x") is None
+
+
+def test_a_lock_that_changed_hands_meanwhile_is_not_taken_over(store: StateStore) -> None:
+    """The swap is conditional on the holder that was judged dead: a lock renewed by another taker
+    between the read and the write stays with that taker."""
+    assert store.acquire_lock("sync:y", "gone:1", ttl=timedelta(seconds=-1)) is True  # expired
+
+    def dead_but_raced(holder: str) -> bool:
+        assert store.acquire_lock("sync:y", "quicker") is True  # another process takes it first
+        return True
+
+    assert store.take_over_lock("sync:y", "me", dead_but_raced) is False
+    assert store.lock_holder("sync:y") == "quicker"
+
+
+def test_concurrent_take_overs_of_a_dead_lock_let_exactly_one_through(store: StateStore) -> None:
+    assert store.acquire_lock("sync:z", "gone:1") is True
+    barrier = threading.Barrier(6)
+    wins: list[str] = []
+    guard = threading.Lock()
+
+    def take(owner: str) -> None:
+        def dead(holder: str) -> bool:
+            barrier.wait(timeout=10)  # every taker has read the dead holder before anyone swaps
+            return holder == "gone:1"
+
+        if store.take_over_lock("sync:z", owner, dead):
+            with guard:
+                wins.append(owner)
+
+    threads = [threading.Thread(target=take, args=(f"taker-{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1 and store.lock_holder("sync:z") == wins[0]
+
+
 def test_conversation_history_is_bounded(store: StateStore) -> None:
     for i in range(12):
         store.append_history("teams:conv1", f"message {i}", keep=10)

@@ -67,14 +67,14 @@ def test_jobs_from_a_sources_file_sync_a_folder_and_report_status(tmp_path, wiki
     jobs = jobs_for(tmp_path, index_factory(), store, cfg)
     assert jobs.names() == ["handbook"]
     [first] = jobs.run()
-    assert (first.status, first.summary["added"], first.summary["errors"]) == ("ok", WIKI_PAGES, [])
+    assert (first.status, first.summary.added, first.summary.errors) == ("ok", WIKI_PAGES, [])
     (wiki_copy / "company" / "glossary.md").unlink()
     [second] = jobs.run("handbook")
     s = second.summary
-    assert (s["added"], s["updated"], s["deleted"], s["unchanged"]) == (0, 0, 1, WIKI_PAGES - 1)
+    assert (s.added, s.updated, s.deleted, s.unchanged) == (0, 0, 1, WIKI_PAGES - 1)
     [row] = jobs.status()
     assert row["source"] == "handbook" and row["pages"] == WIKI_PAGES - 1 and row["chunks"] > row["pages"]
-    assert row["last_status"] == "ok" and row["last_summary"]["deleted"] == 1 and row["schedule"] == "every 15m"
+    assert row["last_status"] == "ok" and row["last_summary"].deleted == 1 and row["schedule"] == "every 15m"
     assert row["next_run"] is None  # no scheduler attached
     assert [r.status for r in jobs.run("nope")] == ["unknown"]
 
@@ -95,7 +95,7 @@ def test_a_folder_page_nested_too_deep_or_failing_to_convert_never_stops_the_syn
     source = FolderSource(wiki, name="handbook")
     res = engine.run(source)
     assert res.status == "ok", res.error
-    assert (res.summary["added"], res.summary["skipped"], res.summary["errors"]) == (2, 0, []), res.summary
+    assert (res.summary.added, res.summary.skipped, res.summary.errors) == (2, 0, []), res.summary
     first = store.get_cursor("handbook")["synced_at"]
     pantry = [index.qdrant.get(c) for c in index.manifest.pages_of("handbook")["pantry.html"].chunk_ids]
     assert any(c.section_path == ("Kumquat storage",) and "shelf nine" in c.text for c in pantry), pantry
@@ -116,8 +116,8 @@ def test_a_folder_page_nested_too_deep_or_failing_to_convert_never_stops_the_syn
     time.sleep(0.01)
     again = engine.run(source)
     assert again.status == "ok", again.error
-    assert (again.summary["added"], again.summary["skipped"]) == (1, 1), again.summary
-    assert again.summary["errors"] == ["pantry.html: RuntimeError: converter bug on this page"]
+    assert (again.summary.added, again.summary.skipped) == (1, 1), again.summary
+    assert again.summary.errors == ["pantry.html: RuntimeError: converter bug on this page"]
     assert store.get_cursor("handbook")["synced_at"] > first
     assert set(index.manifest.pages_of("handbook")) == {"bikes.md", "pantry.html", "desks.md"}  # old copy kept
 
@@ -165,7 +165,7 @@ def test_a_lock_left_by_a_killed_process_on_this_host_is_taken_over(tmp_path, wi
     gone.wait()
     _hold_lock_in_another_process(tmp_path / "state.sqlite", f"{socket.gethostname()}:{gone.pid}:dead")
     res = SyncEngine(index_factory(), store).run(FolderSource(wiki_copy, name="handbook"))
-    assert res.status == "ok" and res.summary["added"] == WIKI_PAGES
+    assert res.status == "ok" and res.summary.added == WIKI_PAGES
 
 
 # -- the scheduler ----------------------------------------------------------------------------------------
@@ -347,7 +347,7 @@ def test_a_killed_sync_loses_nothing_and_the_next_run_completes(tmp_path: Path, 
                                   environ={"CONFLUENCE_EMAIL": CLOUD_EMAIL, "CONFLUENCE_API_TOKEN": CLOUD_TOKEN})
             res = SyncEngine(index, rt_store).run(source)  # takes over the dead process's lock
             assert res.status == "ok", res.error
-            assert res.summary["added"] + res.summary["unchanged"] == 60 and res.summary["added"] == 12
+            assert res.summary.added + res.summary.unchanged == 60 and res.summary.added == 12
             pages = index.manifest.pages_of("eng")
             assert set(pages) == {f"page/{i}" for i in ids}
             assert index.consistency().ok

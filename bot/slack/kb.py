@@ -174,7 +174,7 @@ class KbCommands:
         seconds = time.monotonic() - t0
         outcome = "ok" if all(r.status == "ok" for r in results) else "failed"
         await self._audit(user, target, outcome, {**detail, "seconds": round(seconds, 2), "results": [
-            {"source": r.source, "status": r.status, "summary": r.summary, "error": r.error} for r in results]})
+            r.as_dict() for r in results]})
         log.info("/kb reindex %s by %s: %s in %.1f s", target, user, outcome, seconds)
         await self._deliver(user, respond, render.reindex_summary(results, seconds), t0)
 

@@ -290,16 +290,13 @@ def reindex_summary(results: Sequence[Any], seconds: float) -> dict[str, Any]:
     ok = True
     for r in results:
         name = escape(str(r.source))
-        if r.status == "ok":
-            s = r.summary or {}
-            line = (f":white_check_mark: *{name}*: {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
-                    f"{s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged, {s.get('skipped', 0)} skipped "
-                    f"({float(s.get('seconds', 0.0)):.1f} s)")
-            errors = s.get("errors")
-            if isinstance(errors, list) and errors:
-                line += f"\n      problems: {escape(truncate('; '.join(map(str, errors[:3])), 500))}"
-            elif isinstance(errors, int) and errors:
-                line += f"\n      problems: {errors} page(s) could not be read"
+        if r.status == "ok" and r.summary is not None:
+            s = r.summary
+            line = (f":white_check_mark: *{name}*: {s.added} added, {s.updated} updated, "
+                    f"{s.deleted} deleted, {s.unchanged} unchanged, {s.skipped} skipped "
+                    f"({s.seconds:.1f} s)")
+            if s.errors:
+                line += f"\n      problems: {escape(truncate('; '.join(map(str, s.errors[:3])), 500))}"
         elif r.status == "busy":
             ok = False
             line = f":hourglass: *{name}*: a run of this source is already in progress; try again when it ends"

@@ -306,11 +306,11 @@ def _status_text(rows: list[dict]) -> str:
 def _reindex_text(results) -> str:
     lines = []
     for r in results:
-        if r.status == "ok":
+        if r.status == "ok" and r.summary is not None:
             s = r.summary
-            lines.append(f"- **{r.source}**: {s.get('added', 0)} added, {s.get('updated', 0)} updated, "
-                         f"{s.get('deleted', 0)} deleted, {s.get('unchanged', 0)} unchanged "
-                         f"({s.get('seconds', 0):.1f} s)")
+            lines.append(f"- **{r.source}**: {s.added} added, {s.updated} updated, "
+                         f"{s.deleted} deleted, {s.unchanged} unchanged "
+                         f"({s.seconds:.1f} s)")
         else:
             lines.append(f"- **{r.source}**: {r.status}: {r.error}")
     return "Re-index finished:\n" + "\n".join(lines)

@@ -34,7 +34,7 @@ def point_id(chunk_id: str) -> str:
 
 
 class QdrantStore:
-    """Chunks as Qdrant points in one collection.
+    """Chunks as Qdrant points in one collection (a :class:`~index.stores.base.ChunkStore` searched by vector).
 
     Args:
         dim: vector size of the embedder.
@@ -111,14 +111,23 @@ class QdrantStore:
     def _is_local(self) -> bool:
         return type(self.client._client).__name__ == "QdrantLocal"  # noqa: SLF001
 
-    def replace_documents(self, doc_keys: Iterable[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    def replace(self, doc_keys: Iterable[str], chunks: Sequence[Chunk], vectors: np.ndarray | None = None) -> None:
         """Delete every point of ``doc_keys``, then upsert ``chunks`` with their ``vectors``.
 
         ``vectors`` has shape ``(len(chunks), dim)``.
+
+        Raises:
+            ValueError: when ``chunks`` is not empty and ``vectors`` is ``None``.
         """
         keys = list(doc_keys)
+        if len(chunks) and vectors is None:
+            raise ValueError("QdrantStore.replace needs one vector per chunk")
         with self._guard(), self._lock:
             self._replace(keys, chunks, vectors)
+
+    def delete(self, doc_keys: Iterable[str]) -> None:
+        """Delete every point of ``doc_keys`` (unknown keys are ignored)."""
+        self.replace(doc_keys, [])
 
     def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
         """Delete the points of these chunk ids (unknown ids are ignored)."""
@@ -127,11 +136,11 @@ class QdrantStore:
             with self._guard(), self._lock:
                 self.client.delete(self.collection, points_selector=models.PointIdsList(points=ids), wait=True)
 
-    def _replace(self, keys: list[str], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    def _replace(self, keys: list[str], chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
         if keys:
             self.client.delete(self.collection, points_selector=models.FilterSelector(filter=models.Filter(
                 must=[models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys))])), wait=True)
-        if len(chunks):
+        if len(chunks) and vectors is not None:
             points = [models.PointStruct(id=point_id(c.chunk_id), vector=vectors[i].tolist(), payload=chunk_to_record(c))
                       for i, c in enumerate(chunks)]
             for start in range(0, len(points), 256):
@@ -143,10 +152,10 @@ class QdrantStore:
             self.client.delete_collection(self.collection)
             self._ensure_collection()
 
-    def search(self, vector: np.ndarray, limit: int = 50) -> list[StoredChunk]:
-        """Nearest chunks by cosine similarity to ``vector`` (shape ``(dim,)``), best first."""
+    def search(self, query: np.ndarray, limit: int = 50) -> list[StoredChunk]:
+        """Nearest chunks by cosine similarity to the vector ``query`` (shape ``(dim,)``), best first."""
         with self._lock:
-            res = self.client.query_points(self.collection, query=vector.tolist(), limit=limit, with_payload=True)
+            res = self.client.query_points(self.collection, query=query.tolist(), limit=limit, with_payload=True)
         return [StoredChunk(chunk_from_record(p.payload or {}), float(p.score)) for p in res.points]
 
     def fetch(self, chunk_ids: list[str]) -> dict[str, tuple[Chunk, np.ndarray]]:
@@ -158,6 +167,16 @@ class QdrantStore:
                                        with_payload=True, with_vectors=True)
         return {p.payload["chunk_id"]: (chunk_from_record(p.payload), np.asarray(p.vector, dtype=np.float32))
                 for p in pts if p.payload}
+
+    def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
+        """The stored chunks among ``chunk_ids`` (unknown ids are absent), without their vectors."""
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids:
+            return {}
+        with self._lock:
+            pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in ids], with_payload=True,
+                                       with_vectors=False)
+        return {p.payload["chunk_id"]: chunk_from_record(p.payload) for p in pts if p.payload}
 
     def vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors of ``chunk_ids`` (unknown ids are absent), shape ``(dim,)`` each."""

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
 from whoosh import fields, index, scoring
 from whoosh.analysis import StemmingAnalyzer
 from whoosh.query import Or, Term
@@ -31,7 +32,7 @@ from whoosh.query import Or, Term
 from connectors.errors import IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard
 from connectors.models import Chunk
-from .records import chunk_from_record, chunk_to_record
+from .records import StoredChunk, chunk_from_record, chunk_to_record
 
 __all__ = ["WhooshStore"]
 
@@ -77,7 +78,7 @@ def bm25f_content(title: str, headings: str, body: str) -> str:
 
 
 class WhooshStore:
-    """Chunks in a Whoosh index on disk.
+    """Chunks in a Whoosh index on disk (a :class:`~index.stores.base.ChunkStore` searched by text).
 
     Args:
         path: the index folder (created when missing).
@@ -115,8 +116,10 @@ class WhooshStore:
         return self._guard.damage
 
     # -- writing -----------------------------------------------------------------------------
-    def replace_documents(self, doc_keys: Iterable[str], chunks: Sequence[Chunk]) -> None:
+    def replace(self, doc_keys: Iterable[str], chunks: Sequence[Chunk], vectors: np.ndarray | None = None) -> None:
         """Delete every chunk of ``doc_keys``, add ``chunks``, and commit (one transaction).
+
+        ``vectors`` is ignored (the :class:`~index.stores.base.ChunkStore` signature; BM25 keeps none).
 
         Raises:
             IndexLockedError: when another writer holds the index for more than 60 s.
@@ -140,6 +143,14 @@ class WhooshStore:
                 raise
             writer.commit()
         self._invalidate()
+
+    def delete(self, doc_keys: Iterable[str]) -> None:
+        """Delete every chunk of ``doc_keys`` (unknown keys are ignored), in one commit.
+
+        Raises:
+            IndexLockedError: when another writer holds the index for more than 60 s.
+        """
+        self.replace(doc_keys, [])
 
     def delete_chunks(self, chunk_ids: Iterable[str]) -> None:
         """Delete the chunks with these ids (unknown ids are ignored), in one commit."""
@@ -221,6 +232,13 @@ class WhooshStore:
             results = searcher.search(_PreloadedOr(clauses), limit=limit, optimize=False)
             return [(col[hit.docnum], float(hit.score)) for col in [self._id_column(searcher)] for hit in results]
 
+    def search(self, query: str, limit: int = 50, boosts: dict[str, float] | None = None) -> list[StoredChunk]:
+        """BM25F search returning the stored chunks with their scores, best first (see :meth:`search_ids`,
+        which the retrieval tool uses: reading stored chunks costs more than the search itself)."""
+        hits = self.search_ids(query, limit=limit, boosts=boosts)
+        found = self.chunks(cid for cid, _ in hits)
+        return [StoredChunk(found[cid], score) for cid, score in hits if cid in found]
+
     @staticmethod
     def _id_column(searcher):
         col = getattr(searcher, "_chatops_ids", None)
@@ -252,6 +270,11 @@ class WhooshStore:
         searcher = self._get_searcher()
         with self._guard():
             return searcher.doc_count()
+
+    @property
+    def count(self) -> int:
+        """Number of chunks in the index (:attr:`doc_count`, the :class:`~index.stores.base.ChunkStore` name)."""
+        return self.doc_count
 
     def chunk_ids(self) -> set[str]:
         """Every chunk id in the index (read from the id column; for consistency checks)."""

@@ -1,0 +1,82 @@
+"""The sync engine's port to persistent state: cursors, run records and cross-process locks.
+
+:class:`SyncState` is a :class:`typing.Protocol`: :class:`state.StateStore` satisfies it
+structurally (``state`` imports nothing of ours), and so can any other store a test or a
+deployment brings. Summaries cross the port as JSON-ready dicts
+(:meth:`index.summary.SyncSummary.as_dict`), so the state store knows nothing of the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["SyncState", "RunRecord"]
+
+
+class RunRecord(Protocol):
+    """One recorded run of a source (what :meth:`SyncState.last_runs` returns)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def started_at(self) -> datetime: ...
+
+    @property
+    def finished_at(self) -> datetime | None: ...
+
+    @property
+    def status(self) -> str:
+        """``running``, ``ok`` or ``failed``."""
+        ...
+
+    @property
+    def summary(self) -> Mapping[str, Any]:
+        """The summary as stored (a :meth:`~index.summary.SyncSummary.as_dict`, or an older shape)."""
+        ...
+
+    @property
+    def error(self) -> str: ...
+
+
+@runtime_checkable
+class SyncState(Protocol):
+    """What :class:`index.sync.SyncEngine` and :func:`index.sync.sources_status` need of the state store.
+
+    Every method may raise the store's own error when the database cannot be reached.
+    """
+
+    def get_cursor(self, source: str) -> dict[str, Any] | None:
+        """The cursor saved for ``source`` by :meth:`set_cursor`, or ``None``."""
+        ...
+
+    def set_cursor(self, source: str, cursor: dict[str, Any]) -> None:
+        """Save ``source``'s cursor (JSON-ready); called only once the indexes committed."""
+        ...
+
+    def start_run(self, source: str) -> int:
+        """Record that a run of ``source`` started; returns its run id."""
+        ...
+
+    def finish_run(self, run_id: int, status: str, summary: dict[str, Any], error: str = "") -> None:
+        """Record the run's outcome (``ok`` or ``failed``), its summary dict and error."""
+        ...
+
+    def last_runs(self, source: str | None = None, limit: int = 10) -> Sequence[RunRecord]:
+        """The latest runs, newest first (of one source, or all)."""
+        ...
+
+    def acquire_lock(self, name: str, owner: str, ttl: timedelta = ...) -> bool:
+        """Take (or renew) lock ``name`` for ``owner`` unless another owner holds an unexpired one."""
+        ...
+
+    def take_over_lock(self, name: str, owner: str, is_dead: Callable[[str], bool], ttl: timedelta = ...) -> bool:
+        """Take lock ``name`` from a holder that ``is_dead(holder)`` says is gone, atomically
+        (of several takers one wins); an unheld lock is acquired. True when ``owner`` holds it."""
+        ...
+
+    def release_lock(self, name: str, owner: str) -> None:
+        """Release ``name`` if ``owner`` holds it."""
+        ...
