@@ -37,6 +37,7 @@ from helpers import ROOT, run_chatops, seed_embedding_cache
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
 from state import StateStore
+from memory_outbox import MemoryOutbox
 from tools.actions import ActionRequest, ActionTool, Clarification, Proposal, recognise
 from tools.base import ToolContext, ToolRegistry
 from tools.outbox import Outbox
@@ -46,32 +47,6 @@ from tools.reminder.tool import NO_OUTBOX
 SENT = datetime(2030, 3, 13, 15, 0, tzinfo=timezone.utc)  # a Wednesday; 16:00 in Berlin
 ZONE = "Europe/Berlin"
 REQUESTER, OTHER = "U0REQUEST", "U0SOMEONE"
-
-
-class MemoryOutbox:
-    """An in-memory :class:`tools.outbox.Outbox` (the state store implements the same two methods)."""
-
-    def __init__(self) -> None:
-        self.messages: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
-
-    def schedule_message(self, key: str, *, platform: str, user_id: str, channel_id: str, at: datetime,
-                         text: str) -> bool:
-        assert at.utcoffset() == timedelta(0), "the port takes aware UTC times"
-        with self._lock:
-            if key in self.messages:
-                return False
-            self.messages[key] = {"platform": platform, "user_id": user_id, "channel_id": channel_id, "at": at,
-                                  "text": text, "status": "pending"}
-            return True
-
-    def cancel_message(self, key: str) -> bool:
-        with self._lock:
-            msg = self.messages.get(key)
-            if not msg or msg["status"] != "pending":
-                return False
-            msg["status"] = "cancelled"
-            return True
 
 
 def propose(text: str, **kw: Any) -> Proposal | Clarification:
