@@ -260,7 +260,7 @@ def test_settings_select_the_google_backend(tmp_path: Path, standin: GoogleCalen
         calendar_backend("google", state_url=settings.state_url, ics_dir=settings.ics_dir)
     lazy = register_action_tools(ToolRegistry(), Settings(chatops_data_dir=tmp_path, calendar_backend="google"))
     with pytest.raises(Exception, match="GOOGLE_SERVICE_ACCOUNT_FILE"):
-        lazy.get("calendar.create").backend
+        assert lazy.get("calendar.create").backend is None  # raises first
 
 
 def test_confirm_flow_through_the_action_service(tmp_path: Path, standin: GoogleCalendarStandin) -> None:

@@ -25,7 +25,6 @@ from state import StateStore
 from tools.base import ToolContext, ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
 from tools.calendar.local import LocalCalendar
-from tools.errors import ToolArgumentError
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
