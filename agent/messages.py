@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from tools.actions import ActionWords, Preview
+
 __all__ = ["refusal", "CHITCHAT", "EMPTY", "ACTION_UNAVAILABLE", "truncated_note", "COMPLIANCE_REFUSAL",
-           "action_preview", "action_invalid", "question_refused_note", "withheld_note", "withheld_refusal"]
+           "action_preview", "question_refused_note", "withheld_note", "withheld_refusal"]
 
 CHITCHAT = ("Hi! I answer questions from the company knowledge base, always with links to my sources. "
             "Ask me something like \"how do I declare an incident?\" or \"what's the travel budget?\".")
 
 EMPTY = "Your message was empty. Ask me a question about the company, its policies, processes or tools."
 
-ACTION_UNAVAILABLE = ("That looks like a request to create a calendar event. Actions are not enabled on this "
-                      "bot yet, so I did nothing.")
+ACTION_UNAVAILABLE = "That looks like a request for an action, but no action tool here can do it, so I did nothing."
 
 
 def refusal(searched: list[str], reason: str) -> str:
@@ -30,19 +31,19 @@ COMPLIANCE_REFUSAL = ("I found sources for this, but my draft answer kept includ
                       "cited pages directly or ask the team that owns them.")
 
 
-def action_preview(lines: list[str], lead: str = "Here's the event I'd create. Please confirm it:") -> str:
-    """The reply text of a proposed action: a lead, the event's lines, and that nothing happened yet.
+def action_preview(preview: Preview, words: ActionWords, excerpt: int = 160) -> str:
+    """The reply text of a proposed action: the tool's lead, the preview's title and labelled fields
+    (and the start of its details), and that nothing happened yet.
 
     Adapters with buttons render the pending action themselves; this text is the fallback
     (notifications, the console) and must not contain ``[n]`` markers.
     """
+    lines = [preview.title, *(f"{label}: {value}" for label, value in preview.fields)]
+    if preview.details:
+        flat = " ".join(preview.details.split())
+        lines.append("Details: " + (flat if len(flat) <= excerpt else flat[:excerpt - 1].rsplit(" ", 1)[0] + "\u2026"))
     body = "\n".join(f"  {line}" for line in lines)
-    return f"{lead}\n{body}\nNothing is booked until you confirm; you can also cancel."
-
-
-def action_invalid(problems: str) -> str:
-    """The reply when a meeting request's details do not validate (a bad address, a bad length)."""
-    return f"I can't book that as asked: {problems}. Could you correct it? Nothing has been booked."
+    return f"{words.lead}\n{body}\nNothing is {words.past} until you confirm; you can also cancel."
 
 
 def question_refused_note(searched: list[str]) -> str:

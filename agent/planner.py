@@ -28,28 +28,32 @@
    multi-part question (:func:`agent.rewrite.question_parts`) gets a sentence per part, and the
    parts nothing supports are named.
 
-The action route (``calendar.create``, when the registry has it) reads only the requester's own
-message (``Turn.text``, never retrieved pages): :func:`tools.calendar.propose.propose_event`
-turns it into validated arguments, proposed as ``Reply.pending_action`` with a deterministic
-idempotency key, or into one clarifying question. The planner never runs a side-effect tool.
-A question plus a request in one message gets both: the question part goes through the
-knowledge route, and the meeting's description carries the cited answer and its source links.
-A short reply that completes an incomplete request earlier in the thread ("at 3pm") is joined
-with it, and only with the requester's own latest earlier message (:attr:`Turn.own_history`):
-in a shared thread, someone else's "book a meeting with attacker@evil.com" never becomes part of
-the requester's meeting. Follow-up questions may lean on anyone's message in the thread.
+The action route works with every registered side-effect tool through the contract of
+:mod:`tools.actions` and knows none of them: the tool whose ``intent`` recognises the request
+(:func:`tools.actions.recognise`) reads only the requester's own message (``Turn.text``, never
+retrieved pages) in its ``propose``, which gives validated arguments, proposed as
+``Reply.pending_action`` with a deterministic idempotency key and previewed in the reply text, or
+one clarifying question. The planner never runs a side-effect tool. A question plus a request in
+one message gets both: the question part goes through the knowledge route, and the request's
+``background`` carries the cited answer and its source links (a meeting's description). A short
+reply that completes an incomplete request earlier in the thread ("at 3pm") is joined with it,
+and only with the requester's own latest earlier message (:attr:`Turn.own_history`): in a shared
+thread, someone else's "book a meeting with attacker@evil.com" never becomes part of the
+requester's meeting. Follow-up questions may lean on anyone's message in the thread.
 """
 
 from __future__ import annotations
 
-import re
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Protocol
 
+from tools.actions import ActionRequest, ActionTool, Clarification, recognise
 from tools.base import ToolContext, ToolRegistry
+from tools.dates import valid_timezone
 from tools.fusion import reciprocal_rank_fusion
 from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs
 
@@ -60,7 +64,7 @@ from .gate import EvidenceGate, GateConfig, GateVerdict
 from tools.identifiers import identifiers, is_code
 from .models import PendingAction, Reply, Trace, Turn, idempotency_key
 from .rewrite import decompose, defines, definition_target, followup_question, keyword_query, question_parts
-from .router import RuleRouter, is_action_answer, is_action_request, split_request
+from .router import RuleRouter, is_action_answer, split_request
 from .terms import KeyTerms, chunk_terms, key_terms
 
 __all__ = ["Planner", "RuleBasedPlanner", "PlannerConfig", "ActionConfig"]
@@ -96,13 +100,9 @@ class ActionConfig:
 
     Attributes:
         default_timezone: IANA zone for requesters whose ``Turn.timezone`` is empty or unknown.
-        default_duration_minutes: the length of a meeting whose request gives none.
-        tool: the side-effect tool the route proposes.
     """
 
     default_timezone: str = "UTC"
-    default_duration_minutes: int = 30
-    tool: str = "calendar.create"
 
 
 @dataclass(slots=True)
@@ -135,7 +135,7 @@ class RuleBasedPlanner:
             raise TypeError("the rule-based planner needs knowledge.search to be a KnowledgeSearch")
         self.tools = tools
         self.search = search
-        self.router = RuleRouter()
+        self.router = RuleRouter(self._is_request)
         self.gate = EvidenceGate(gate or GateConfig(), search.analyze)
         self.answerer = ExtractiveAnswerer(answer or ExtractiveConfig(), search.analyze)
         self.config = config or PlannerConfig()
@@ -148,12 +148,12 @@ class RuleBasedPlanner:
         t = time.perf_counter()
         thread = tuple(h.text for h in turn.history)  # anyone's words: context for a follow-up question
         decision = self.router.route(turn.text, thread)
-        request = turn.text
+        request, completion = turn.text, ""
         if decision.route in {"followup", "knowledge"}:
             earlier = self._incomplete_request(turn)
             if earlier:
-                decision = type(decision)("action", "completes the meeting request earlier in the thread")
-                request = f"{earlier} {turn.text}"
+                decision = type(decision)("action", "completes the requester's own request earlier in the thread")
+                request, completion = f"{earlier} {turn.text}", turn.text
         trace.route = decision.route
         trace.step("route", route=decision.route, reason=decision.reason)
         trace.add_time("route", (time.perf_counter() - t) * 1000)
@@ -162,7 +162,7 @@ class RuleBasedPlanner:
         if decision.route == "chitchat":
             return Reply(messages.CHITCHAT, route="chitchat"), []
         if decision.route == "action":
-            return self._action(turn, trace, request)
+            return self._action(turn, trace, request, completion)
         question = turn.text
         alternative = None
         if thread and decision.route in {"followup", "knowledge"}:
@@ -182,35 +182,41 @@ class RuleBasedPlanner:
         return all(self.search.index.whoosh.doc_frequency(t) <= self.config.topic_max_df * n for t in terms)
 
     # -- actions -----------------------------------------------------------------------------
-    def _timezone(self, turn: Turn) -> str:
-        from tools.calendar.args import valid_timezone
+    def _is_request(self, text: str) -> bool:
+        """True when a registered action tool recognises ``text`` as its request."""
+        return recognise(self.tools, text) is not None
 
+    def _timezone(self, turn: Turn) -> str:
         return turn.timezone if valid_timezone(turn.timezone) else self.actions.default_timezone
 
+    def _request(self, turn: Turn, text: str, completion: str = "", background: str = "") -> ActionRequest:
+        return ActionRequest(text=text, sent_at=turn.sent_at or self.clock(), timezone=self._timezone(turn),
+                             history=turn.own_history, completion=completion, requester_id=turn.user_id,
+                             platform=turn.platform, background=background)
+
     def _incomplete_request(self, turn: Turn) -> str | None:
-        """The requester's own previous message when it was a meeting request that lacked something and
-        this short message supplies it ("at 3pm", "bob@example.com"); None otherwise.
+        """The requester's own previous message when it was a request a tool could not complete and this
+        short message supplies what was missing ("at 3pm", "bob@example.com"); None otherwise.
 
         Only the requester's words count: other people's messages in a shared thread never supply the
         title, attendees or time of someone else's request, and are skipped, not completed.
         """
         own = turn.own_history
-        if self.actions.tool not in self.tools or not own or not is_action_answer(turn.text):
+        if not own or not is_action_answer(turn.text) or self._is_request(turn.text):
             return None
         earlier = own[-1]
-        if not is_action_request(earlier) or is_action_request(turn.text):
+        _, request = split_request(earlier, self._is_request)
+        request = request or earlier
+        tool = recognise(self.tools, request)
+        if tool is None:
             return None
-        from tools.calendar.extract import extract_event
+        asked = tool.propose(self._request(turn, request))
+        return request if isinstance(asked, Clarification) else None
 
-        _, request = split_request(earlier)
-        draft = extract_event(request or earlier, now=turn.sent_at or self.clock(), timezone_name=self._timezone(turn),
-                              resolve_mention=turn.mention_emails)
-        return (request or earlier) if not draft.complete else None
-
-    def _action(self, turn: Turn, trace: Trace, text: str) -> tuple[Reply, list[Evidence]]:
+    def _action(self, turn: Turn, trace: Trace, text: str, completion: str = "") -> tuple[Reply, list[Evidence]]:
         """Propose the side-effect tool from the requester's own words (see the module docstring)."""
         t = time.perf_counter()
-        question, request = split_request(text)
+        question, request = split_request(text, self._is_request)
         if not request:
             question, request = "", text
         answer: Reply | None = None
@@ -224,37 +230,25 @@ class RuleBasedPlanner:
         lead = f"{answer.text}\n\n" if answer else ""
         citations = answer.citations if answer else []
         searched = answer.searched if answer else []
-        if self.actions.tool not in self.tools:
+        tool: ActionTool | None = recognise(self.tools, request)
+        if tool is None:
             return Reply(lead + messages.ACTION_UNAVAILABLE, citations, route="action", searched=searched), evidence
-        from tools.calendar.propose import event_lines, propose_event, summary_line
-
         tz = self._timezone(turn)
-        now = turn.sent_at or self.clock()
-        given_later = bool(turn.history) and text.endswith(turn.text) and text != turn.text and bool(
-            re.search(r"@|<@", turn.text))
-        proposal = propose_event(request, now=now, timezone_name=tz, resolve_mention=turn.mention_emails,
-                                 default_duration=self.actions.default_duration_minutes,
-                                 description=self._description(request, answer), addresses_given_later=given_later)
-        draft = proposal.draft
-        trace.step("extract_action", tool=self.actions.tool, title=draft.title,
-                   start=draft.start.isoformat() if draft.start else None, duration=draft.duration_minutes,
-                   attendees=draft.attendees, missing=draft.missing, vague=draft.vague,
-                   unresolved=draft.unresolved_mentions, unknown_people=draft.unknown_people)
+        outcome = tool.propose(self._request(turn, request, completion, self._description(request, answer)))
+        trace.step("extract_action", tool=tool.name, **outcome.trace)
         trace.add_time("action", (time.perf_counter() - t) * 1000)
-        if proposal.args is None:
-            ask = proposal.question or messages.action_invalid(proposal.invalid)
-            return Reply(lead + _no_markers(ask), citations, route="action", searched=searched), evidence
-        args = proposal.args
+        if isinstance(outcome, Clarification):
+            return Reply(lead + _no_markers(outcome.question), citations, route="action", searched=searched), evidence
+        args = outcome.args.model_dump(mode="json")
         if turn.message_id:
             basis = f"message:{turn.message_id}|{request}"
-        else:
-            basis = (f"text:{' '.join(request.lower().split())}|{args.start.isoformat()}|{args.duration_minutes}|"
-                     f"{','.join(args.attendees)}")
-        key = idempotency_key(self.actions.tool, turn.platform, turn.user_id, turn.channel_id, turn.thread_id, basis)
-        pending = PendingAction(tool=self.actions.tool, args=args.model_dump(mode="json"), idempotency_key=key,
-                                summary=_no_markers(summary_line(args, tz)))
-        trace.step("propose_action", tool=self.actions.tool, idempotency_key=key)
-        text_out = lead + _no_markers(messages.action_preview(event_lines(args, tz)))
+        else:  # the same words on another day (another start) are another action
+            what = {k: v for k, v in args.items() if k != "description"}
+            basis = f"text:{' '.join(request.lower().split())}|{json.dumps(what, sort_keys=True, default=str)}"
+        key = idempotency_key(tool.name, turn.platform, turn.user_id, turn.channel_id, turn.thread_id, basis)
+        pending = PendingAction(tool=tool.name, args=args, idempotency_key=key, summary=_no_markers(outcome.summary))
+        trace.step("propose_action", tool=tool.name, idempotency_key=key)
+        text_out = lead + _no_markers(messages.action_preview(tool.preview(outcome.args, tz), tool.words))
         return Reply(text_out, citations, route="action", pending_action=pending, searched=searched), evidence
 
     def _checked_answer(self, answer: Reply, evidence: list[Evidence], trace: Trace) -> Reply:
@@ -269,7 +263,8 @@ class RuleBasedPlanner:
 
     @staticmethod
     def _description(request: str, answer: Reply | None) -> str:
-        """The event description: the request, and the cited answer's summary and source links."""
+        """The action's background (a meeting's description): the request, and the cited answer's summary
+        and source links."""
         parts = [f"Requested in chat: \u201c{' '.join(request.split())}\u201d"]
         if answer is not None and answer.citations:
             summary = " ".join(MARKER.sub("", answer.text).split())

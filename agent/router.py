@@ -1,25 +1,31 @@
 """Rule-based routing of a turn: knowledge, follow-up, action, chit-chat (or empty).
 
 The rules lean towards retrieval, as the design asks: only greetings, thanks and questions about
-the bot itself skip the knowledge base; a meeting request goes to the action route (a question
-about how to book something, "how do I book a meeting room on friday?", does not); a message
-that leans on an earlier one (pronouns, "and ...", "what about ...") in a thread with history is
-a follow-up, rewritten into a standalone question before retrieval; everything else retrieves.
+the bot itself skip the knowledge base; a request one of the registered action tools recognises
+(:meth:`tools.actions.ActionTool.intent`, passed in as ``is_request``) goes to the action route (a
+question about how to do it, "how do I book a meeting room on friday?", is not one: the tools say
+so); a message that leans on an earlier one (pronouns, "and ...", "what about ...") in a thread
+with history is a follow-up, rewritten into a standalone question before retrieval; everything
+else retrieves.
 
 :func:`split_request` separates a question from a request in one message ("when does the patch
 release go out, and book a release sync with bob@example.com on Friday at 10"), so the planner
 can answer the one and propose the other; :func:`is_action_answer` recognises a short reply that
-completes an earlier meeting request in the thread ("at 3pm").
+completes an earlier request in the thread ("at 3pm").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .models import Route
 
 __all__ = ["RuleRouter", "RouteDecision", "is_action_request", "split_request", "is_action_answer"]
+
+#: ``is_request(clause) -> bool``: whether a registered action tool recognises the clause.
+IsRequest = Callable[[str], bool]
 
 _CHITCHAT = re.compile(
     r"^\s*(?:hi|hello|hey|yo|hiya|good (?:morning|afternoon|evening)|thanks?(?: you)?|thx|ty|cheers|"
@@ -27,18 +33,15 @@ _CHITCHAT = re.compile(
     r"(?:there|bot|again|so much|a lot)?[\s!.?]*$",
     re.I,
 )
+# Imperative verbs that start a request clause; only where a clause may begin, never what a request is.
 _ACTION_VERB = re.compile(
-    r"\b(?:book|schedule|set ?up|create|arrange|organi[sz]e|put|add|send (?:an? )?invite|invite)\b", re.I)
-_ACTION_OBJECT = re.compile(
-    r"\b(?:meeting|call|sync|review|retro(?:spective)?|1[:-]1|one[- ]on[- ]one|standup|stand-up|event|"
-    r"invite|session|chat|catch[- ]?up|demo|interview|huddle|workshop|hour|min(?:ute)?s?|calendar|"
-    r"planning|all[- ]hands|offsite|kick[- ]?off|town[- ]?hall|check[- ]?in|1on1)\b", re.I)
+    r"\b(?:book|schedule|set ?up|create|arrange|organi[sz]e|put|add|send (?:an? )?invite|invite|remind)\b", re.I)
 _WHEN = re.compile(
     r"\b(?:today|tomorrow|tonight|next|this|on (?:mon|tue|wed|thu|fri|sat|sun)|"
     r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|satur|sun)(?:day)?|\d{1,2}(?::\d{2})?\s*(?:am|pm)|"
-    r"at \d{1,2}|noon|morning|afternoon)\b", re.I)
+    r"at \d{1,2}|noon|morning|afternoon|in \d+\s*(?:min(?:ute)?s?|h(?:ou)?rs?|days?))\b", re.I)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_MENTION = re.compile(r"<@[UW][A-Z0-9]+>")
+_AT_NAME = re.compile(r"(?<![\w.+-])@[A-Za-z][\w.'-]*")
 _FOLLOWUP_LEAD = re.compile(r"^\s*(?:and|also|but|so|what about|how about|same for|what if|then|or)\b", re.I)
 _ANAPHORA = re.compile(r"\b(?:that|it|this|those|these|they|them|their|there|its|same|too|also|either|one)\b", re.I)
 _QUESTION_LEAD = re.compile(r"^\s*(?:what|whats|what's|how|when|where|why|who|is|are|do|does|can|should|will)\b", re.I)
@@ -55,32 +58,30 @@ _CLAUSE_SPLIT = re.compile(
 _DURATION_HINT = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:min(?:ute)?s?|h(?:ou)?rs?|h)\b|\ban hour\b", re.I)
 
 
-def _request_clause(text: str) -> bool:
-    verb = _ACTION_VERB.search(text)
-    if not verb or _HOWTO.match(text):
-        return False
-    has_object = bool(_ACTION_OBJECT.search(text))
-    has_party = bool(_EMAIL.search(text) or _MENTION.search(text))
-    has_when = bool(_WHEN.search(text))
-    return has_object and (has_party or has_when)
-
-
 def _clauses(text: str) -> list[str]:
     return [c.strip(" ,") for c in _CLAUSE_SPLIT.split(text) if c and c.strip(" ,")]
 
 
-def is_action_request(text: str) -> bool:
-    """True when ``text`` (or one clause of it) asks the bot to put a meeting in a calendar.
+def _never(text: str) -> bool:
+    return False
+
+
+def _request_clause(text: str, is_request: IsRequest) -> bool:
+    return not _HOWTO.match(text) and is_request(text)
+
+
+def is_action_request(text: str, is_request: IsRequest = _never) -> bool:
+    """True when ``text`` (or one clause of it) is a request ``is_request`` recognises.
 
     A clause that asks how to do it ("how do I book a meeting room on friday?") is not a request.
     """
-    if _request_clause(text):
+    if _request_clause(text, is_request):
         return True
     parts = _clauses(text)
-    return len(parts) > 1 and any(_request_clause(p) for p in parts)
+    return len(parts) > 1 and any(_request_clause(p, is_request) for p in parts)
 
 
-def split_request(text: str) -> tuple[str, str]:
+def split_request(text: str, is_request: IsRequest = _never) -> tuple[str, str]:
     """``(question, request)``: the message's question clauses and its request clauses.
 
     ``question`` is "" when the message is only a request (or its other clauses are not questions);
@@ -90,13 +91,13 @@ def split_request(text: str) -> tuple[str, str]:
     """
     parts = _clauses(text)
     if len(parts) <= 1:
-        return ("", text) if is_action_request(text) else (text, "")
-    questions = [p for p in parts if not _request_clause(p) and (_QUESTION_LEAD.match(p) or p.endswith("?")
-                                                                  or re.match(r"(?:tell me|let me know)\b", p, re.I))]
+        return ("", text) if is_action_request(text, is_request) else (text, "")
+    questions = [p for p in parts if not _request_clause(p, is_request) and (
+        _QUESTION_LEAD.match(p) or p.endswith("?") or re.match(r"(?:tell me|let me know)\b", p, re.I))]
     rest = [p for p in parts if p not in questions]
     request = " ".join(rest)
-    if not any(_request_clause(p) for p in rest):
-        return (text, "") if not is_action_request(text) else ("", text)
+    if not any(_request_clause(p, is_request) for p in rest):
+        return (text, "") if not is_action_request(text, is_request) else ("", text)
     question = " ".join(questions)
     if len(re.findall(r"[A-Za-z']+", question)) < 3:
         return "", text
@@ -104,12 +105,12 @@ def split_request(text: str) -> tuple[str, str]:
 
 
 def is_action_answer(text: str) -> bool:
-    """True when ``text`` could complete an earlier meeting request: short, and it gives a day or a
-    time, an e-mail or mention, or a length ("at 3pm", "bob@example.com", "make it 45 min")."""
+    """True when ``text`` could complete an earlier request: short, and it gives a day or a time, an
+    e-mail or ``@name``, or a length ("at 3pm", "bob@example.com", "make it 45 min")."""
     words = re.findall(r"[\w@.'-]+", text)
     if not words or len(words) > 14 or _HOWTO.match(text) and "?" in text:
         return False
-    return bool(_WHEN.search(text) or _EMAIL.search(text) or _MENTION.search(text) or _DURATION_HINT.search(text))
+    return bool(_WHEN.search(text) or _EMAIL.search(text) or _AT_NAME.search(text) or _DURATION_HINT.search(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,15 @@ class RouteDecision:
 
 
 class RuleRouter:
-    """Routes a turn by its text and whether the thread has history."""
+    """Routes a turn by its text and whether the thread has history.
+
+    Args:
+        is_request: whether a registered action tool recognises a clause as its request (the
+            planner asks :func:`tools.actions.recognise`); none does by default.
+    """
+
+    def __init__(self, is_request: IsRequest = _never) -> None:
+        self.is_request = is_request
 
     def route(self, text: str, history: tuple[str, ...] = ()) -> RouteDecision:
         """Decide the route for ``text``."""
@@ -129,8 +138,8 @@ class RuleRouter:
             return RouteDecision("empty", "no text")
         if _CHITCHAT.match(text):
             return RouteDecision("chitchat", "greeting, thanks or a question about the bot")
-        if is_action_request(text):
-            return RouteDecision("action", "a request to create a calendar event")
+        if is_action_request(text, self.is_request):
+            return RouteDecision("action", "a request an action tool recognises")
         if history and self.is_followup(text):
             return RouteDecision("followup", "leans on an earlier message of the thread")
         return RouteDecision("knowledge", "default: search the knowledge base")

@@ -1,7 +1,8 @@
 """Pending actions: store the proposal, then confirm (execute exactly once) or cancel it.
 
 The agent only *proposes* a side-effect tool (``Reply.pending_action``). Every adapter (Slack
-buttons, Teams cards, the console) hands the proposal to :class:`ActionService`:
+buttons, Teams cards, the console) hands the proposal to :class:`ActionService`, which works with
+any tool through the action-tool contract (:mod:`tools.actions`) and knows none of them:
 
 1. :meth:`ActionService.propose` stores it in the state store under its idempotency key with the
    requester and an expiry (``ACTION_TTL_MINUTES``). The key is deterministic for a redelivered or
@@ -10,19 +11,23 @@ buttons, Teams cards, the console) hands the proposal to :class:`ActionService`:
 2. :meth:`ActionService.confirm` checks that the clicking user is the requester and that the
    preview has not expired, then moves the record ``pending -> executing`` with one conditional
    UPDATE: of two clicks (or two replicas) only one wins, the other is told it is already being
-   done or done. The winner validates the arguments again (the start must still be in the
-   future), runs the tool with the key as the event id (the backends are idempotent on it too),
-   stores the result (``done``) and writes the audit log (who, what, when, event id). A failure
-   that is safe to retry (Google 429/5xx, no connection) puts the record back to ``pending`` so
-   Confirm can be pressed again; other failures end in ``failed``.
+   done or done. The winner validates the arguments again (a time in them must still be in the
+   future), calls the tool's ``execute`` with the key (the tools are idempotent on it too: the
+   calendar's event id, the outbox's message key), stores the result (``done``) and writes the
+   audit log (who, what, when, key). A failure the tool calls retryable (Google 429/5xx, no
+   connection) puts the record back to ``pending`` so Confirm can be pressed again; other failures
+   end in ``failed``.
 3. :meth:`ActionService.cancel` (requester only) moves ``pending -> cancelled``.
 
-Every outcome is an :class:`ActionOutcome` with a user-facing message; rendering is in
-:mod:`bot.render_actions`.
+Every outcome is an :class:`ActionOutcome` with a user-facing message in the tool's words
+(:class:`tools.actions.ActionWords`: "Booked", "nothing was booked"); rendering is in
+:mod:`bot.render_actions`. Tools that deliver something later (a reminder) get the outbox, by
+default the state store itself, in :attr:`tools.base.ToolContext.outbox`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,12 +36,14 @@ from typing import Any, Literal
 
 from agent.models import PendingAction, Turn
 from state import PendingRecord, StateStore
+from tools.actions import TIME_PASSED, ActionTool, ActionWords
 from tools.base import ToolContext, ToolRegistry
-from tools.errors import ToolArgumentError, ToolError, ToolUnavailableError
+from tools.errors import ToolArgumentError
+from tools.outbox import Outbox
 
 from .settings import Settings
 
-__all__ = ["ActionService", "ActionOutcome", "build_calendar_tool", "build_calendar_backend", "build_action_service",
+__all__ = ["ActionService", "ActionOutcome", "build_action_service",
            "CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id"]
 
 log = logging.getLogger(__name__)
@@ -61,6 +68,8 @@ def parse_action_id(action_id: str) -> tuple[str, str] | None:
 Status = Literal["done", "already_done", "cancelled", "already_cancelled", "expired", "not_found", "forbidden",
                  "in_progress", "failed", "retry"]
 
+_GENERIC = ActionWords()
+
 
 @dataclass(frozen=True, slots=True)
 class ActionOutcome:
@@ -73,13 +82,17 @@ class ActionOutcome:
             transient failure; the preview can be confirmed again).
         message: one or two sentences for the user.
         record: the pending action as stored after the operation (None when not found).
-        result: the tool's result for ``done``/``already_done`` (``event_id``, ``link``, ``backend``...).
+        result: the tool's result for ``done``/``already_done`` (:meth:`tools.actions.ActionResult.as_dict`:
+            its details, ``link``, ``links``, ``message``).
+        tool: the record's action tool (its preview and words, for the renderers); None when the
+            record or its tool is unknown here.
     """
 
     status: Status
     message: str
     record: PendingRecord | None = None
     result: dict[str, Any] = field(default_factory=dict)
+    tool: ActionTool | None = None
 
     @property
     def final(self) -> bool:
@@ -91,6 +104,11 @@ class ActionOutcome:
     def private(self) -> bool:
         """True when only the clicking user should see the message (someone else's preview)."""
         return self.status == "forbidden"
+
+    @property
+    def words(self) -> ActionWords:
+        """The tool's words (generic ones when the tool is unknown)."""
+        return self.tool.words if self.tool is not None else _GENERIC
 
 
 class ActionService:
@@ -104,20 +122,39 @@ class ActionService:
         resolve_email: platform user id -> e-mail, used when ``confirm`` is not given one (Slack:
             ``users.info``); the Google backend acts as that address.
         stale_after: an ``executing`` record older than this is taken as interrupted (a crash between
-            the tool call and the bookkeeping) and may be executed again; the backends' idempotency
-            on the key keeps that from booking twice.
+            the tool call and the bookkeeping) and may be executed again; the tools' idempotency
+            on the key keeps that from doing it twice.
+        outbox: where tools schedule messages for later (:class:`tools.outbox.Outbox`); the state
+            store when it implements the port, else None (those tools then fail without effects).
     """
 
     def __init__(self, store: StateStore, tools: ToolRegistry, ttl: timedelta = timedelta(hours=1),
                  clock: Callable[[], datetime] | None = None,
                  resolve_email: Callable[[str], str | None] | None = None,
-                 stale_after: timedelta = timedelta(minutes=5)) -> None:
+                 stale_after: timedelta = timedelta(minutes=5), outbox: Outbox | None = None) -> None:
         self.store = store
         self.tools = tools
         self.ttl = ttl
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.resolve_email = resolve_email
         self.stale_after = stale_after
+        self.outbox = outbox if outbox is not None else (store if isinstance(store, Outbox) else None)
+
+    def tool(self, name: str) -> ActionTool | None:
+        """The registered action tool ``name``, or None (unknown here, or without side effects)."""
+        if name not in self.tools:
+            return None
+        tool = self.tools.get(name)
+        return tool if tool.side_effect else None  # type: ignore[return-value]
+
+    def _words(self, name: str) -> ActionWords:
+        tool = self.tool(name)
+        return tool.words if tool is not None else _GENERIC
+
+    def _with_tool(self, outcome: ActionOutcome) -> ActionOutcome:
+        if outcome.record is None or outcome.tool is not None:
+            return outcome
+        return dataclasses.replace(outcome, tool=self.tool(outcome.record.tool))
 
     # -- propose -------------------------------------------------------------------------------
     def propose(self, action: PendingAction, turn: Turn) -> PendingRecord:
@@ -157,60 +194,65 @@ class ActionService:
         Returns:
             the outcome; never raises for a tool failure (it is reported and audited).
         """
+        return self._with_tool(self._confirm(key, user_id, user_email))
+
+    def _confirm(self, key: str, user_id: str, user_email: str | None) -> ActionOutcome:
         rec = self._own_record(key, user_id, "confirm")
         if isinstance(rec, ActionOutcome):
             return rec
         settled = self._settled(rec)
         if settled:
             return settled
+        doing = f"It's being {self._words(rec.tool).past} right now."
         if rec.status == "executing":
             if self.clock() - rec.updated_at < self.stale_after or not self.store.transition_pending(
                     key, "executing", "pending"):
-                return ActionOutcome("in_progress", "It's being booked right now.", rec)
+                return ActionOutcome("in_progress", doing, rec)
             log.warning("pending action %s was interrupted while executing; running it again", key)
             rec = self.store.get_pending(key) or rec
         if self.is_expired(rec):
             return self._expire(rec, user_id)
         if not self.store.transition_pending(key, "pending", "executing"):
             now = self.store.get_pending(key)
-            return self._settled(now) or ActionOutcome("in_progress", "It's being booked right now.", now)
+            return self._settled(now) or ActionOutcome("in_progress", doing, now)
         return self._execute(rec, user_id, user_email)
 
     def _execute(self, rec: PendingRecord, user_id: str, user_email: str | None) -> ActionOutcome:
         key = rec.key
-        email = user_email or (self.resolve_email(user_id) if self.resolve_email else None)
+        tool = self.tool(rec.tool)
+        w = tool.words if tool is not None else _GENERIC
         detail: dict[str, Any] = {"key": key, "args": _brief(rec.args)}
+        if tool is None:
+            return self._fail(rec, user_id, f"I can't {w.verb} this here: the tool {rec.tool} is not available; "
+                              f"nothing was {w.past}.", f"no action tool {rec.tool}", detail)
+        email = user_email or (self.resolve_email(user_id) if self.resolve_email else None)
         try:
-            args = self.tools.validate(rec.tool, rec.args)
-            tool = self.tools.get(rec.tool)
-            ctx = ToolContext(user_id=user_id, timezone=str(rec.args.get("timezone") or "UTC"),
-                              extra={"idempotency_key": key, "requester_email": email})
-            result = tool.run(args, ctx)
+            args = self.tools.validate(rec.tool, rec.args, context={"now": self.clock()})
         except ToolArgumentError as exc:
-            msg = ("The start time has passed, so I didn't book it. Ask me again with a new time."
-                   if "not in the future" in str(exc) else f"I couldn't book it: the details are no longer valid ({exc}).")
+            msg = (w.passed() if TIME_PASSED in exc.kinds
+                   else f"I couldn't {w.verb} it: the details are no longer valid ({exc}).")
             return self._fail(rec, user_id, msg, str(exc), detail)
-        except ToolError as exc:
-            if getattr(exc, "retryable", False) or isinstance(exc, ToolUnavailableError):
-                self.store.transition_pending(key, "executing", "pending")
-                self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="retry",
-                                 detail={**detail, "error": str(exc)})
-                return ActionOutcome("retry", f"{exc} Nothing was booked yet; press Confirm to try again "
-                                     "(it can't be booked twice).", self.store.get_pending(key))
-            return self._fail(rec, user_id, f"I couldn't book it. {exc}", str(exc), detail)
+        ctx = ToolContext(user_id=user_id, timezone=str(rec.args.get("timezone") or "UTC"), platform=rec.platform,
+                          channel_id=rec.channel_id, user_email=email or "", outbox=self.outbox,
+                          extra={"idempotency_key": key, "thread_id": rec.thread_id})
+        try:
+            result = tool.execute(args, key, ctx)
         except Exception as exc:  # a bug or an unexpected backend error: record it, never lose the click
             log.exception("pending action %s failed", key)
-            return self._fail(rec, user_id, "I couldn't book it because of an internal error; nothing was booked. "
-                              "Please try again later.", f"{exc.__class__.__name__}: {exc}", detail)
-        out = result.as_dict() if hasattr(result, "as_dict") else dict(result or {})
+            return self._fail(rec, user_id, f"I couldn't {w.verb} it because of an internal error; nothing was "
+                              f"{w.past}. Please try again later.", f"{exc.__class__.__name__}: {exc}", detail)
+        if not result.ok and result.retryable:
+            self.store.transition_pending(key, "executing", "pending")
+            self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="retry",
+                             detail={**detail, "error": result.message})
+            return ActionOutcome("retry", f"{result.message} Nothing was {w.past} yet; press Confirm to try again "
+                                 f"(it can't be {w.past} twice).", self.store.get_pending(key))
+        if not result.ok:
+            return self._fail(rec, user_id, f"I couldn't {w.verb} it. {result.message}", result.message, detail)
+        out = result.as_dict()
         self.store.transition_pending(key, "executing", "done", out)
-        self.store.audit(user_id, rec.platform, rec.tool, target=str(out.get("event_id") or key), outcome="ok",
-                         detail={**detail, **out})
-        done = self.store.get_pending(key)
-        what = rec.summary or rec.args.get("title", "the event")
-        # created=False: an earlier, interrupted attempt of this same action had already made the event.
-        link = f" {out['link']}" if out.get("link") else ""
-        return ActionOutcome("done", f"Booked: {what}.{link}".rstrip(), done, out)
+        self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="ok", detail={**detail, **out})
+        return ActionOutcome("done", result.message, self.store.get_pending(key), out)
 
     def _fail(self, rec: PendingRecord, user_id: str, message: str, error: str, detail: dict) -> ActionOutcome:
         self.store.transition_pending(rec.key, "executing", "failed", {"error": error, "message": message})
@@ -218,29 +260,30 @@ class ActionService:
                          detail={**detail, "error": error})
         return ActionOutcome("failed", message, self.store.get_pending(rec.key))
 
+    def _expired_message(self, rec: PendingRecord) -> str:
+        when = rec.expires_at.astimezone(timezone.utc).strftime("%d %b %H:%M UTC")
+        return (f"This preview expired at {when}, so nothing was {self._words(rec.tool).past}. Ask me again for a "
+                "fresh one.")
+
     def _expire(self, rec: PendingRecord, user_id: str) -> ActionOutcome:
         if rec.status == "pending":
             self.store.transition_pending(rec.key, "pending", "expired")
-        when = rec.expires_at.astimezone(timezone.utc).strftime("%d %b %H:%M UTC")
-        return ActionOutcome("expired", f"This preview expired at {when}, so nothing was booked. Ask me again for a "
-                             "fresh one.", self.store.get_pending(rec.key) or rec)
+        return ActionOutcome("expired", self._expired_message(rec), self.store.get_pending(rec.key) or rec)
 
     def _settled(self, rec: PendingRecord | None) -> ActionOutcome | None:
         """The outcome for a record that is already done, cancelled, expired or failed (None otherwise)."""
         if rec is None:
-            return ActionOutcome("not_found", "I can't find this request any more. Nothing was booked; ask me again.")
+            return ActionOutcome("not_found", "I can't find this request any more. Nothing was done; ask me again.")
+        w = self._words(rec.tool)
         if rec.status == "done":
-            link = (rec.result or {}).get("link", "")
-            return ActionOutcome("already_done", "This is already booked; nothing new was created."
-                                 + (f" {link}" if link else ""), rec, dict(rec.result or {}))
+            return ActionOutcome("already_done", f"This is already {w.past}; nothing new was created.", rec,
+                                 dict(rec.result or {}))
         if rec.status == "cancelled":
-            return ActionOutcome("already_cancelled", "This was cancelled; nothing was booked.", rec)
+            return ActionOutcome("already_cancelled", f"This was cancelled; nothing was {w.past}.", rec)
         if rec.status == "expired":
-            when = rec.expires_at.astimezone(timezone.utc).strftime("%d %b %H:%M UTC")
-            return ActionOutcome("expired", f"This preview expired at {when}, so nothing was booked. Ask me again "
-                                 "for a fresh one.", rec)
+            return ActionOutcome("expired", self._expired_message(rec), rec)
         if rec.status == "failed":
-            msg = (rec.result or {}).get("message") or "This request failed earlier; nothing was booked."
+            msg = (rec.result or {}).get("message") or f"This request failed earlier; nothing was {w.past}."
             return ActionOutcome("failed", msg, rec)
         return None
 
@@ -266,7 +309,7 @@ class ActionService:
         rec = self.store.get_pending(key)
         if rec is None:
             tail = "; ask me again." if op == "confirm" else "."
-            return ActionOutcome("not_found", f"I can't find this request any more. Nothing was booked{tail}")
+            return ActionOutcome("not_found", f"I can't find this request any more. Nothing was done{tail}")
         if rec.requester != user_id:
             self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="denied",
                              detail={"key": key, "op": op, "requester": rec.requester})
@@ -276,63 +319,42 @@ class ActionService:
     # -- cancel --------------------------------------------------------------------------------
     def cancel(self, key: str, user_id: str) -> ActionOutcome:
         """Cancel the pending action ``key`` (requester only); a done action stays done."""
+        return self._with_tool(self._cancel(key, user_id))
+
+    def _cancel(self, key: str, user_id: str) -> ActionOutcome:
         rec = self._own_record(key, user_id, "cancel")
         if isinstance(rec, ActionOutcome):
             return rec
+        w = self._words(rec.tool)
+        busy = f"It's being {w.past} right now, so it can't be cancelled."
         if rec.status == "done":
-            link = (rec.result or {}).get("link", "")
-            return ActionOutcome("already_done", "It's already booked, so I can't cancel the preview; delete the "
-                                 "event in your calendar if you don't need it." + (f" {link}" if link else ""),
+            hint = f"; {w.undo_hint}" if w.undo_hint else ""
+            return ActionOutcome("already_done", f"It's already {w.past}, so I can't cancel the preview{hint}.",
                                  rec, dict(rec.result or {}))
         if rec.status == "executing":
-            return ActionOutcome("in_progress", "It's being booked right now, so it can't be cancelled.", rec)
+            return ActionOutcome("in_progress", busy, rec)
         if rec.status in {"pending", "expired"} and self.store.transition_pending(key, rec.status, "cancelled"):
             self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="cancelled",
                              detail={"key": key, "args": _brief(rec.args)})
-            return ActionOutcome("cancelled", "Cancelled; nothing was booked.", self.store.get_pending(key))
+            return ActionOutcome("cancelled", f"Cancelled; nothing was {w.past}.", self.store.get_pending(key))
         now = self.store.get_pending(key)
         settled = self._settled(now)
         if settled and settled.status == "cancelled":
             return settled
-        return settled or ActionOutcome("in_progress", "It's being booked right now, so it can't be cancelled.", now)
+        return settled or ActionOutcome("in_progress", busy, now)
 
 
-def _brief(args: dict[str, Any]) -> dict[str, Any]:
-    """The audit log's view of the arguments (no long description)."""
-    keep = ("title", "start", "end", "duration_minutes", "attendees", "timezone", "location", "video_conference")
-    return {k: args.get(k) for k in keep if k in args}
-
-
-def build_calendar_backend(settings: Settings):
-    """The configured calendar backend: :class:`~tools.calendar.local.LocalCalendar` in the state
-    database (``CALENDAR_BACKEND=local``) or :class:`~tools.calendar.google.GoogleCalendar`.
-
-    Raises:
-        ToolUnavailableError: Google without credentials settings, or unreadable key files.
-    """
-    if settings.calendar_backend == "google":
-        from tools.calendar.google import GoogleCalendar, credentials_factory
-
-        creds = credentials_factory(settings.google_service_account_file, settings.google_oauth_token_file)
-        return GoogleCalendar(creds, calendar_id=settings.google_calendar_id,
-                              api_endpoint=settings.google_calendar_api_endpoint)
-    from tools.calendar.local import LocalCalendar
-
-    return LocalCalendar(settings.state_url, settings.ics_dir)
-
-
-def build_calendar_tool(settings: Settings):
-    """``calendar.create`` with the configured backend, built on first use."""
-    from tools.calendar.tool import CalendarCreate
-
-    return CalendarCreate(lambda: build_calendar_backend(settings))
+def _brief(args: dict[str, Any], limit: int = 200) -> dict[str, Any]:
+    """The audit log's view of the arguments: no description, long texts cut to ``limit`` characters."""
+    return {k: (v[:limit] + "\u2026" if isinstance(v, str) and len(v) > limit else v)
+            for k, v in args.items() if k != "description"}
 
 
 def build_action_service(settings: Settings, tools: ToolRegistry, store: StateStore | None = None,
-                         resolve_email: Callable[[str], str | None] | None = None) -> ActionService:
-    """An :class:`ActionService` over the configured state store (``DATABASE_URL`` or SQLite in the data dir)."""
+                         resolve_email: Callable[[str], str | None] | None = None,
+                         outbox: Outbox | None = None) -> ActionService:
+    """An :class:`ActionService` over the configured state store (``DATABASE_URL`` or SQLite in the data dir),
+    which is also the outbox unless ``outbox`` is given."""
     return ActionService(store or StateStore(settings.state_url), tools,
-                         ttl=timedelta(minutes=settings.action_ttl_minutes), resolve_email=resolve_email)
-
-
-# -- command line ------------------------------------------------------------------------------------
+                         ttl=timedelta(minutes=settings.action_ttl_minutes), resolve_email=resolve_email,
+                         outbox=outbox)

@@ -16,7 +16,7 @@ from tools.knowledge_search import KnowledgeSearch, SearchConfig
 
 from .settings import Settings
 
-__all__ = ["build_embedder", "open_index", "build_agent", "Runtime"]
+__all__ = ["build_embedder", "open_index", "build_agent", "register_action_tools", "Runtime"]
 
 log = logging.getLogger(__name__)
 
@@ -66,15 +66,31 @@ class Runtime:
     agent: Agent
 
     def close(self) -> None:
-        """Release the index (and the calendar backend, when one was opened)."""
+        """Release the index and whatever the action tools opened (the calendar backend)."""
         self.index.close()
-        if "calendar.create" in self.tools:
-            self.tools.get("calendar.create").close()  # type: ignore[attr-defined]
+        for tool in self.tools.actions():
+            tool.close()
+
+
+def register_action_tools(tools: ToolRegistry, settings: Settings) -> ToolRegistry:
+    """Register the side-effect tools (:mod:`tools.actions`; the planners only propose them, and
+    :mod:`app.actions` runs a confirmed one once): one line each, the only place outside ``tools/``
+    that names them. Building them opens nothing; the calendar backend opens on first use."""
+    from tools.calendar.factory import calendar_tool
+    from tools.reminder import ReminderCreate
+
+    tools.register(calendar_tool(
+        settings.calendar_backend, default_duration_minutes=settings.calendar_default_duration_minutes,
+        state_url=settings.state_url, ics_dir=settings.ics_dir,
+        service_account_file=settings.google_service_account_file, oauth_token_file=settings.google_oauth_token_file,
+        calendar_id=settings.google_calendar_id, api_endpoint=settings.google_calendar_api_endpoint))
+    tools.register(ReminderCreate())
+    return tools
 
 
 def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriever: str = "hybrid") -> Runtime:
-    """Index, the tool registry with ``knowledge.search`` and ``calendar.create`` (a side-effect tool the
-    planner only proposes; see :mod:`app.actions`), and the agent with the rule-based planner."""
+    """Index, the tool registry with ``knowledge.search`` and the action tools
+    (:func:`register_action_tools`), and the agent with the rule-based planner."""
     index = index or open_index(settings)
     search = KnowledgeSearch(index, SearchConfig(rrf_k=settings.rrf_k, dense_weight=settings.rrf_dense_weight,
                                                  bm25_weight=settings.rrf_bm25_weight))
@@ -85,11 +101,8 @@ def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriev
     gate = gate_config(gate, load_calibration(index.path))  # the corpus's own operating point, when calibrated
     tools = ToolRegistry()
     tools.register(search)
-    from .actions import build_calendar_tool
-
-    tools.register(build_calendar_tool(settings))
-    actions = ActionConfig(default_timezone=settings.default_timezone,
-                           default_duration_minutes=settings.calendar_default_duration_minutes)
+    register_action_tools(tools, settings)
+    actions = ActionConfig(default_timezone=settings.default_timezone)
     planner = RuleBasedPlanner(tools, gate=gate, retriever=retriever, actions=actions)
     if settings.llm_enabled:
         planner = build_llm_planner(settings, tools, planner)

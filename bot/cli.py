@@ -193,7 +193,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             print("bot> " + render_reply(reply).replace("\n", "\n     "))
             if reply.pending_action:
                 preview = cli_propose(settings, rt.tools, reply.pending_action, turn,
-                                      confirm_hint="Type /confirm to book it or /cancel to drop it.")
+                                      confirm_hint="Type /confirm to confirm it or /cancel to drop it.")
                 pending_key = reply.pending_action.idempotency_key
                 print("     " + preview.replace("\n", "\n     "))
             if text.strip():
@@ -387,8 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
                   ["chatops calibrate", "chatops calibrate --json"])
     pb.add_argument("--json", action="store_true", help="print the calibration record as one JSON object")
     pb.set_defaults(func=cmd_calibrate)
-    pk = _command(sub, "actions", "confirm, cancel or show a pending action (e.g. a meeting `ask` proposed)",
-                  "Settle a pending action from the shell: confirm books it exactly once, cancel drops it, show "
+    pk = _command(sub, "actions", "confirm, cancel or show a pending action (e.g. a meeting or a reminder `ask` proposed)",
+                  "Settle a pending action from the shell: confirm runs it exactly once, cancel drops it, show "
                   "prints it. The key is printed with the preview.",
                   ["chatops actions confirm 0123456789abcdefghijklmnopqrstuv", "chatops actions show KEY --json"])
     pk.add_argument("op", choices=["confirm", "cancel", "show"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.models import PendingAction, Turn
-from app.actions import build_action_service, build_calendar_tool
+from app.actions import build_action_service
 from state import StateStore
 from app.settings import Settings
 from tools.base import ToolRegistry
@@ -35,7 +35,7 @@ def cli_propose(settings: Settings, tools: ToolRegistry, action: PendingAction, 
     if rec.status != "pending":
         return f"(This request was seen before and is {rec.status}; nothing new was proposed. Key: {rec.key})"
     expires = rec.expires_at.astimezone(ZoneInfo(turn.timezone or settings.default_timezone)).strftime("%H:%M %Z")
-    hint = confirm_hint or f"To book it: chatops actions confirm {rec.key}   (or: chatops actions cancel {rec.key})"
+    hint = confirm_hint or f"To confirm it: chatops actions confirm {rec.key}   (or: chatops actions cancel {rec.key})"
     return f"{hint}\nThe preview expires at {expires}."
 
 
@@ -46,9 +46,9 @@ def cli_action(settings: Settings, op: str, key: str, user_id: str | None = None
 
     from bot.render_actions import terminal_outcome, terminal_preview
 
-    tools = ToolRegistry()
-    tool = build_calendar_tool(settings)
-    tools.register(tool)
+    from app.wiring import register_action_tools
+
+    tools = register_action_tools(ToolRegistry(), settings)
     store = StateStore(settings.state_url)
     try:
         service = build_action_service(settings, tools, store)
@@ -63,7 +63,8 @@ def cli_action(settings: Settings, op: str, key: str, user_id: str | None = None
                                    "requester": rec.requester, "result": rec.result,
                                    "expires_at": rec.expires_at.isoformat()}, ensure_ascii=False))
             else:
-                print(terminal_preview(rec, settings.default_timezone) + f"\n  status     {rec.status}")
+                print(terminal_preview(rec, service.tool(rec.tool), settings.default_timezone)
+                      + f"\n  status     {rec.status}")
             return 0
         outcome = service.confirm(key, user) if op == "confirm" else service.cancel(key, user)
         if as_json:
@@ -74,4 +75,5 @@ def cli_action(settings: Settings, op: str, key: str, user_id: str | None = None
         return 0 if outcome.status in {"done", "already_done", "cancelled", "already_cancelled"} else 1
     finally:
         store.close()
-        tool.close()
+        for tool in tools.actions():
+            tool.close()

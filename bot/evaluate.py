@@ -19,10 +19,11 @@ without retrieval; 0 without an LLM, whose absence makes the bot search and refu
 ``cost``: LLM calls and tokens per question, mean and p95 (0 without an LLM).
 
 Actions (``kind: action``): ``action_tool`` is the fraction of action questions whose reply proposes
-the expected tool (``calendar.create``) as its pending action; ``action_args`` the fraction whose
-proposed attendees (as a set, case-insensitive) and ``duration_minutes`` equal the expected ones
-exactly and whose title matches loosely: case-insensitive, extra words allowed, each expected word
-equal to or a prefix of a proposed word ("Incident retro" matches "Incident retrospective").
+the expected tool (``expected_tool``, ``calendar.create`` when absent) as its pending action;
+``action_args`` the fraction whose proposed arguments agree with every ``expected_args`` entry: a
+list (``attendees``) as a set, case-insensitive; ``title`` and ``text`` loosely (case-insensitive,
+extra words allowed, each expected word equal to or a prefix of a proposed word: "Incident retro"
+matches "Incident retrospective"); anything else (``duration_minutes``) exactly.
 """
 
 from __future__ import annotations
@@ -177,23 +178,25 @@ def title_matches(expected: str, got: str) -> bool:
 
 
 def action_scores(q: EvalQuestion, reply: Reply) -> dict:
-    """``action_tool`` (the expected tool was proposed) and ``action_args`` (attendees and duration
-    exact, title loose) of one action question, plus what was proposed (``action_proposed``)."""
+    """``action_tool`` (the expected tool was proposed) and ``action_args`` (every expected argument
+    agrees; see the module docstring) of one action question, plus what was proposed (``action_proposed``)."""
     pa = reply.pending_action
     tool_ok = pa is not None and pa.tool == (q.expected_tool or "calendar.create")
     expected = q.expected_args or {}
     args_ok = False
     if tool_ok and pa is not None:
-        got = pa.args
-        same_people = ({a.lower() for a in got.get("attendees") or []}
-                       == {a.lower() for a in expected.get("attendees") or []})
-        same_length = ("duration_minutes" not in expected
-                       or got.get("duration_minutes") == expected.get("duration_minutes"))
-        args_ok = same_people and same_length and title_matches(str(expected.get("title", "")),
-                                                                str(got.get("title", "")))
-    proposed = ({k: pa.args.get(k) for k in ("title", "start", "duration_minutes", "attendees")}
-                if pa is not None else None)
+        args_ok = all(_arg_matches(name, want, pa.args.get(name)) for name, want in expected.items())
+    proposed = ({k: v for k, v in pa.args.items() if k != "description"} if pa is not None else None)
     return {"action_tool": tool_ok, "action_args": args_ok, "action_proposed": proposed}
+
+
+def _arg_matches(name: str, want: object, got: object) -> bool:
+    """One expected argument against the proposed one (lists as sets, titles and texts loosely)."""
+    if isinstance(want, list):
+        return {str(a).lower() for a in want} == {str(a).lower() for a in (got or [])}  # type: ignore[union-attr]
+    if name in {"title", "text"}:
+        return title_matches(str(want), str(got or ""))
+    return got == want
 
 
 def citations_valid(reply: Reply, lookup: Callable[[str], Chunk | None]) -> bool:

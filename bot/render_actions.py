@@ -1,8 +1,11 @@
 """Pure renderers of pending actions and their outcomes: Slack Block Kit, terminal text, Adaptive Cards.
 
-Nothing here talks to a platform or the state store; every function takes a pending action
-(:class:`agent.models.PendingAction` as the agent proposed it, or the stored
-:class:`state.PendingRecord`) or an :class:`app.actions.ActionOutcome`, and returns data.
+Nothing here talks to a platform or the state store, and nothing here knows a tool: every function
+takes a pending action (:class:`agent.models.PendingAction` as the agent proposed it, or the stored
+:class:`state.PendingRecord`) with its action tool (:class:`tools.actions.ActionTool`, from
+:meth:`app.actions.ActionService.tool`; None when it is not registered here), or an
+:class:`app.actions.ActionOutcome` (which carries its tool), and draws the tool's
+:class:`tools.actions.Preview` (a title and labelled fields) in the tool's words.
 
 Slack buttons: the Confirm button's ``action_id`` is ``action_confirm:<key>`` and Cancel's is
 ``action_cancel:<key>``; both carry the idempotency key in ``value``. The adapter routes
@@ -10,19 +13,21 @@ Slack buttons: the Confirm button's ``action_id`` is ``action_confirm:<key>`` an
 updates the message with :func:`slack_outcome_blocks` (``outcome.final``) or tells only the
 clicker (``outcome.private`` or a retry) with ``outcome.message``.
 
-Times are shown in the viewer's (the requester's) time zone, with the event's own zone added when
-it differs. User-supplied text is escaped for Slack mrkdwn (``&``, ``<``, ``>``).
+Times are shown in the viewer's (the requester's) time zone, as the tool's preview puts them.
+User-supplied text is escaped for Slack mrkdwn (``&``, ``<``, ``>``); links that are not web links
+(a local calendar's ``file://`` path is the server's) are never offered.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from agent.models import PendingAction
 from state import PendingRecord
-from tools.calendar.args import CalendarCreateArgs
-from tools.calendar.propose import excerpt_text, format_duration, format_when
+from tools.actions import ActionTool, ActionWords, Preview, fallback_preview, stored_args
+from tools.dates import valid_timezone
 
 from app.actions import CANCEL_PREFIX, CONFIRM_PREFIX, ActionOutcome, parse_action_id
 from .links import web_url
@@ -32,19 +37,23 @@ __all__ = ["CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id", "slack_preview_
            "adaptive_card", "adaptive_card_outcome"]
 
 _EXCERPT = 300
+_GENERIC = ActionWords()
 
 
-def _key_args(action: PendingAction | PendingRecord) -> tuple[str, CalendarCreateArgs]:
-    """The key and the arguments as a model (not re-validated: an old preview may lie in the past)."""
-    key = action.idempotency_key if isinstance(action, PendingAction) else action.key
-    raw = dict(action.args)
-    for k in ("start", "end"):
-        if isinstance(raw.get(k), str):
-            raw[k] = datetime.fromisoformat(raw[k].replace("Z", "+00:00"))
-    raw.setdefault("attendees", [])
-    raw.setdefault("timezone", "UTC")
-    raw.setdefault("title", "Event")
-    return key, CalendarCreateArgs.model_construct(**raw)
+def _key(action: PendingAction | PendingRecord) -> str:
+    return action.idempotency_key if isinstance(action, PendingAction) else action.key
+
+
+def _preview(action: PendingAction | PendingRecord, tool: ActionTool | None, viewer_tz: str | None) -> Preview:
+    """The tool's preview of the stored arguments (not re-validated: an old preview may lie in the past)."""
+    args = stored_args(tool, dict(action.args)) if tool is not None else None
+    if tool is None or args is None:
+        return fallback_preview(action.summary)
+    return tool.preview(args, viewer_tz)
+
+
+def _words(tool: ActionTool | None) -> ActionWords:
+    return tool.words if tool is not None else _GENERIC
 
 
 def _esc(text: str) -> str:
@@ -52,52 +61,56 @@ def _esc(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _when(args: CalendarCreateArgs, viewer_tz: str | None) -> str:
-    return format_when(args, viewer_tz) if args.start else "(no time)"
+def _excerpt(text: str, limit: int) -> str:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters (with an ellipsis)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return flat[:limit - 1].rsplit(" ", 1)[0] + "\u2026"
 
 
 def _expiry(action: PendingAction | PendingRecord, viewer_tz: str | None) -> str:
     if isinstance(action, PendingRecord):
-        from zoneinfo import ZoneInfo
-
-        from tools.calendar.args import valid_timezone
-
         tz = ZoneInfo(viewer_tz) if viewer_tz and valid_timezone(viewer_tz) else timezone.utc
         return action.expires_at.astimezone(tz).strftime("%H:%M %Z")
     return ""
 
 
+def _links(outcome: ActionOutcome) -> list[tuple[str, str]]:
+    """The outcome's web links as ``(label, url)`` (stored ``links``; an older record's bare ``link``)."""
+    raw = outcome.result.get("links") if outcome.result else None
+    pairs = [(str(x[0]), str(x[1])) for x in raw or [] if isinstance(x, (list, tuple)) and len(x) == 2]
+    if not pairs and outcome.result and outcome.result.get("link"):
+        pairs = [("Open", str(outcome.result["link"]))]
+    return [(label, url) for label, url in ((lab, web_url(u)) for lab, u in pairs) if url]
+
+
 # -- Slack ------------------------------------------------------------------------------------------
-def slack_preview_blocks(action: PendingAction | PendingRecord, *, viewer_tz: str | None = None,
-                         requester_id: str | None = None) -> list[dict[str, Any]]:
-    """Block Kit blocks of a preview: title, time in the viewer's zone, length, attendees, video,
-    place, description excerpt, then Confirm / Cancel buttons.
+def slack_preview_blocks(action: PendingAction | PendingRecord, tool: ActionTool | None, *,
+                         viewer_tz: str | None = None, requester_id: str | None = None) -> list[dict[str, Any]]:
+    """Block Kit blocks of a preview: the tool's lead, the title, a line per field, the details as
+    context, then Confirm / Cancel buttons and who may press them until when.
 
     Args:
         action: the proposal (or its stored record, which adds the requester and the expiry).
-        viewer_tz: the requester's IANA zone (Slack ``users.info`` ``tz``); the event's zone when None.
+        tool: its action tool (None: the stored summary is shown).
+        viewer_tz: the requester's IANA zone (Slack ``users.info`` ``tz``); the action's own when None.
         requester_id: shown as "only <@U…> can confirm" (the record's requester by default).
 
     Returns:
         a list of blocks for ``chat.postMessage(blocks=...)``; button ``action_id`` values are
         ``action_confirm:<key>`` / ``action_cancel:<key>`` and each button's ``value`` is the key.
     """
-    key, args = _key_args(action)
+    key, preview, w = _key(action), _preview(action, tool, viewer_tz), _words(tool)
     requester = requester_id or (action.requester if isinstance(action, PendingRecord) else "")
-    lines = [f"*{_esc(args.title)}*", f":calendar: {_esc(_when(args, viewer_tz))}",
-             f":stopwatch: {format_duration(args.duration_minutes)}",
-             ":busts_in_silhouette: " + (_esc(", ".join(args.attendees)) if args.attendees else "only you")]
-    if args.video_conference:
-        lines.append(":movie_camera: with a video call")
-    if args.location:
-        lines.append(f":round_pushpin: {_esc(args.location)}")
+    lines = [f"*{_esc(preview.title)}*", *(f"*{_esc(label)}:* {_esc(value)}" for label, value in preview.fields)]
     blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": "I can add this to the calendar:"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": _esc(w.lead)}},
         {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:3000]}},
     ]
-    if args.description:
+    if preview.details:
         blocks.append({"type": "context", "elements": [
-            {"type": "mrkdwn", "text": _esc(excerpt_text(args.description, _EXCERPT))}]})
+            {"type": "mrkdwn", "text": _esc(_excerpt(preview.details, _EXCERPT))}]})
     blocks.append({"type": "actions", "block_id": f"pending_action:{key}"[:255], "elements": [
         {"type": "button", "action_id": f"{CONFIRM_PREFIX}{key}", "style": "primary", "value": key,
          "text": {"type": "plain_text", "text": "Confirm", "emoji": False}},
@@ -110,69 +123,63 @@ def slack_preview_blocks(action: PendingAction | PendingRecord, *, viewer_tz: st
     expiry = _expiry(action, viewer_tz)
     if expiry:
         notes.append(f"The preview expires at {expiry}.")
-    notes.append("Nothing is booked until you confirm.")
+    notes.append(f"Nothing is {w.past} until you confirm.")
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " ".join(notes)}]})
     return blocks
 
 
 def slack_outcome_blocks(outcome: ActionOutcome, *, viewer_tz: str | None = None) -> list[dict[str, Any]]:
-    """Blocks that replace a settled preview (no buttons): booked with the event link, cancelled,
-    expired or failed, with the event's title and time."""
+    """Blocks that replace a settled preview (no buttons): the headline in the tool's words (done,
+    cancelled, expired, failed), the action's one-line summary, and its web links."""
     icon = {"done": ":white_check_mark:", "already_done": ":white_check_mark:", "cancelled": ":x:",
             "already_cancelled": ":x:", "expired": ":hourglass:", "failed": ":warning:"}.get(outcome.status,
                                                                                             ":information_source:")
     blocks: list[dict[str, Any]] = []
     head = f"{icon} {_esc(_headline(outcome))}"
     if outcome.record is not None:
-        _, args = _key_args(outcome.record)
-        head += f"\n*{_esc(args.title)}*, {_esc(_when(args, viewer_tz))}"
-        if args.attendees:
-            head += f"\nwith {_esc(', '.join(args.attendees))}"
-    link = web_url(outcome.result.get("link")) if outcome.result else ""
-    if link:  # a local calendar's file:// .ics path is the server's, never posted to chat
-        label = "Open in Google Calendar" if outcome.result.get("backend") == "google" else "Open the .ics"
-        head += f"\n<{link}|{label}>"
-    conf = outcome.result.get("conference_link") if outcome.result else ""
-    if conf:
-        head += f"  \u00b7  <{conf}|Join the video call>"
+        head += f"\n{_esc(_preview(outcome.record, outcome.tool, viewer_tz).summary)}"
+    links = _links(outcome)
+    if links:
+        head += "\n" + "  \u00b7  ".join(f"<{url}|{_esc(label)}>" for label, url in links)
     blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": head[:3000]}})
     if outcome.status in {"failed", "expired"}:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _esc(outcome.message)[:3000]}]})
     return blocks
 
 
-def slack_blocks_for_record(rec: PendingRecord, *, viewer_tz: str | None = None,
+def slack_blocks_for_record(rec: PendingRecord, tool: ActionTool | None, *, viewer_tz: str | None = None,
                             now: datetime | None = None) -> list[dict[str, Any]]:
     """Blocks for a stored action in whatever state it is: the preview with buttons while it can be
     confirmed, the settled view otherwise (a redelivered message must not show fresh buttons for an
-    action that is already booked)."""
+    action that is already done)."""
     now = now or datetime.now(timezone.utc)
     if rec.status == "pending" and now < rec.expires_at:
-        return slack_preview_blocks(rec, viewer_tz=viewer_tz)
-    return slack_outcome_blocks(_record_outcome(rec, now), viewer_tz=viewer_tz)
+        return slack_preview_blocks(rec, tool, viewer_tz=viewer_tz)
+    return slack_outcome_blocks(_record_outcome(rec, tool), viewer_tz=viewer_tz)
 
 
-def _record_outcome(rec: PendingRecord, now: datetime) -> ActionOutcome:
+def _record_outcome(rec: PendingRecord, tool: ActionTool | None) -> ActionOutcome:
+    w = _words(tool)
     status = {"done": "already_done", "cancelled": "already_cancelled", "failed": "failed",
               "executing": "in_progress"}.get(rec.status, "expired")
-    msg = {"already_done": "Booked.", "already_cancelled": "Cancelled; nothing was booked.",
-           "failed": str((rec.result or {}).get("message") or "This request failed; nothing was booked."),
-           "in_progress": "It's being booked right now."}.get(status, "This preview expired; nothing was booked.")
-    return ActionOutcome(status, msg, rec, dict(rec.result or {}) if rec.status == "done" else {})  # type: ignore[arg-type]
+    msg = {"already_done": f"{w.done}.", "already_cancelled": f"Cancelled; nothing was {w.past}.",
+           "failed": str((rec.result or {}).get("message") or f"This request failed; nothing was {w.past}."),
+           "in_progress": f"It's being {w.past} right now."}.get(status, f"This preview expired; nothing was {w.past}.")
+    return ActionOutcome(status, msg, rec, dict(rec.result or {}) if rec.status == "done" else {},  # type: ignore[arg-type]
+                         tool)
 
 
 def _headline(outcome: ActionOutcome) -> str:
-    return {"done": "Booked",
-            "already_done": "Booked", "cancelled": "Cancelled, nothing was booked",
-            "already_cancelled": "Cancelled, nothing was booked", "expired": "Preview expired, nothing was booked",
-            "failed": "Not booked"}.get(outcome.status, outcome.message)
+    w = outcome.words
+    return {"done": w.done, "already_done": w.done, "cancelled": f"Cancelled, nothing was {w.past}",
+            "already_cancelled": f"Cancelled, nothing was {w.past}",
+            "expired": f"Preview expired, nothing was {w.past}",
+            "failed": f"Not {w.past}"}.get(outcome.status, outcome.message)
 
 
-def preview_text(action: PendingAction | PendingRecord, viewer_tz: str | None = None) -> str:
+def preview_text(action: PendingAction | PendingRecord, tool: ActionTool | None, viewer_tz: str | None = None) -> str:
     """Plain one-line fallback text of a preview (Slack's ``text`` for notifications)."""
-    _, args = _key_args(action)
-    who = f" with {', '.join(args.attendees)}" if args.attendees else ""
-    return f"Confirm or cancel: {args.title}, {_when(args, viewer_tz)}{who}"
+    return f"Confirm or cancel: {_preview(action, tool, viewer_tz).summary}"
 
 
 def outcome_text(outcome: ActionOutcome) -> str:
@@ -181,25 +188,22 @@ def outcome_text(outcome: ActionOutcome) -> str:
 
 
 # -- terminal ---------------------------------------------------------------------------------------
-def terminal_preview(action: PendingAction | PendingRecord, viewer_tz: str | None = None) -> str:
-    """The preview for a console: the event's lines, then how to confirm or cancel it."""
-    key, args = _key_args(action)
-    lines = [f"Pending: {args.title}", f"  when       {_when(args, viewer_tz)}",
-             f"  length     {format_duration(args.duration_minutes)}",
-             "  attendees  " + (", ".join(args.attendees) if args.attendees else "only you")]
-    if args.video_conference:
-        lines.append("  video      yes")
-    if args.location:
-        lines.append(f"  where      {args.location}")
-    if args.description:
-        lines.append(f"  about      {excerpt_text(args.description, 160)}")
+def terminal_preview(action: PendingAction | PendingRecord, tool: ActionTool | None,
+                     viewer_tz: str | None = None) -> str:
+    """The preview for a console: the title, a line per field, the details, then the key to confirm or
+    cancel it with."""
+    preview = _preview(action, tool, viewer_tz)
+    lines = [f"Pending: {preview.title}", *(f"  {label.lower():<10} {value}" for label, value in preview.fields)]
+    if preview.details:
+        lines.append(f"  {'about':<10} {_excerpt(preview.details, 160)}")
     expiry = _expiry(action, viewer_tz)
-    lines.append(f"  key        {key}" + (f" (expires {expiry})" if expiry else ""))
+    lines.append(f"  {'key':<10} {_key(action)}" + (f" (expires {expiry})" if expiry else ""))
     return "\n".join(lines)
 
 
 def terminal_outcome(outcome: ActionOutcome) -> str:
-    """One line per outcome, with the event link when there is one."""
+    """One line per outcome, with the action's link when there is one (a local ``file://`` one too: the
+    console runs where the file is)."""
     link = outcome.result.get("link", "") if outcome.result else ""
     text = f"[{outcome.status}] {outcome.message}"
     if link and link not in text:
@@ -208,27 +212,22 @@ def terminal_outcome(outcome: ActionOutcome) -> str:
 
 
 # -- Microsoft Teams --------------------------------------------------------------------------------
-def adaptive_card(action: PendingAction | PendingRecord, *, viewer_tz: str | None = None) -> dict[str, Any]:
-    """An Adaptive Card (schema 1.4) of the preview with Confirm / Cancel ``Action.Submit`` buttons whose
-    ``data`` is ``{"action": "action_confirm" | "action_cancel", "key": <key>}``."""
-    key, args = _key_args(action)
-    facts = [{"title": "When", "value": _when(args, viewer_tz)},
-             {"title": "Length", "value": format_duration(args.duration_minutes)},
-             {"title": "Attendees", "value": ", ".join(args.attendees) if args.attendees else "only you"}]
-    if args.video_conference:
-        facts.append({"title": "Video", "value": "yes"})
-    if args.location:
-        facts.append({"title": "Where", "value": args.location})
+def adaptive_card(action: PendingAction | PendingRecord, tool: ActionTool | None, *,
+                  viewer_tz: str | None = None) -> dict[str, Any]:
+    """An Adaptive Card (schema 1.4) of the preview (the fields as a FactSet) with Confirm / Cancel
+    ``Action.Submit`` buttons whose ``data`` is ``{"action": "action_confirm" | "action_cancel", "key": <key>}``."""
+    key, preview, w = _key(action), _preview(action, tool, viewer_tz), _words(tool)
     body: list[dict[str, Any]] = [
-        {"type": "TextBlock", "text": "I can add this to the calendar:", "wrap": True},
-        {"type": "TextBlock", "text": args.title, "weight": "Bolder", "size": "Medium", "wrap": True},
-        {"type": "FactSet", "facts": facts},
+        {"type": "TextBlock", "text": w.lead, "wrap": True},
+        {"type": "TextBlock", "text": preview.title, "weight": "Bolder", "size": "Medium", "wrap": True},
     ]
-    if args.description:
-        body.append({"type": "TextBlock", "text": excerpt_text(args.description, _EXCERPT), "wrap": True,
+    if preview.fields:
+        body.append({"type": "FactSet", "facts": [{"title": label, "value": value} for label, value in preview.fields]})
+    if preview.details:
+        body.append({"type": "TextBlock", "text": _excerpt(preview.details, _EXCERPT), "wrap": True,
                      "isSubtle": True, "size": "Small"})
-    body.append({"type": "TextBlock", "text": "Nothing is booked until you confirm.", "wrap": True, "isSubtle": True,
-                 "size": "Small"})
+    body.append({"type": "TextBlock", "text": f"Nothing is {w.past} until you confirm.", "wrap": True,
+                 "isSubtle": True, "size": "Small"})
     return {
         "type": "AdaptiveCard", "$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "version": "1.4",
         "body": body,
@@ -242,16 +241,16 @@ def adaptive_card(action: PendingAction | PendingRecord, *, viewer_tz: str | Non
 
 
 def adaptive_card_outcome(outcome: ActionOutcome, *, viewer_tz: str | None = None) -> dict[str, Any]:
-    """The Adaptive Card that replaces a settled preview (no actions; an ``Action.OpenUrl`` to the event)."""
+    """The Adaptive Card that replaces a settled preview (no buttons; ``Action.OpenUrl`` for each web link)."""
     body: list[dict[str, Any]] = [{"type": "TextBlock", "text": _headline(outcome), "weight": "Bolder", "wrap": True}]
     if outcome.record is not None:
-        _, args = _key_args(outcome.record)
-        body.append({"type": "TextBlock", "text": f"{args.title}, {_when(args, viewer_tz)}", "wrap": True})
+        body.append({"type": "TextBlock", "text": _preview(outcome.record, outcome.tool, viewer_tz).summary,
+                     "wrap": True})
     if outcome.status in {"failed", "expired"}:
         body.append({"type": "TextBlock", "text": outcome.message, "wrap": True, "isSubtle": True})
     card: dict[str, Any] = {"type": "AdaptiveCard", "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
                             "version": "1.4", "body": body}
-    link = web_url(outcome.result.get("link")) if outcome.result else ""
-    if link:
-        card["actions"] = [{"type": "Action.OpenUrl", "title": "Open the event", "url": link}]
+    links = _links(outcome)
+    if links:
+        card["actions"] = [{"type": "Action.OpenUrl", "title": label, "url": url} for label, url in links]
     return card

@@ -292,7 +292,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     adapters: list[WebAdapter] = []
     if config is not None:
         bot = SlackBot(config, runtime, store, jobs, job_executor=executor)
-        # Side-effect actions (calendar): previews stored in the state store, Confirm / Cancel executed once.
+        # Side-effect actions (calendar events, reminders): previews stored in the state store, Confirm / Cancel executed once.
         bot.use_pending_actions(*slack_handlers(action_service, default_timezone=settings.default_timezone))
         adapters.append(SlackSocketModeAdapter(bot) if socket_mode else SlackHttpAdapter(bot))
     # The outbox (scheduled messages, e.g. reminders): delivered by the scheduler through these senders;

@@ -74,7 +74,7 @@ def test_preview_blocks_carry_the_key_and_show_the_requesters_time(env) -> None:
     assert rec.channel_id == "C0CHAN" and rec.thread_id == "1710259200.000100"
     assert timedelta(minutes=59) < rec.expires_at - rec.created_at <= timedelta(hours=1)
 
-    blocks = slack_preview_blocks(rec, viewer_tz="America/New_York")
+    blocks = slack_preview_blocks(rec, service.tool(rec.tool), viewer_tz="America/New_York")
     json.dumps(blocks)  # plain JSON, ready for chat.postMessage
     confirm, cancel = _buttons(blocks)
     key = action.idempotency_key
@@ -92,7 +92,7 @@ def test_preview_blocks_carry_the_key_and_show_the_requesters_time(env) -> None:
             assert len(b["text"]["text"]) <= 3000
         if b["type"] == "context":
             assert all(len(e["text"]) <= 3000 for e in b["elements"])
-    assert "Confirm or cancel: Release review" in preview_text(rec, "America/New_York")
+    assert "Confirm or cancel: Release review" in preview_text(rec, service.tool(rec.tool), "America/New_York")
 
 
 def test_confirm_once_then_a_second_click_creates_nothing(env) -> None:
@@ -194,10 +194,11 @@ def test_a_redelivered_proposal_returns_the_stored_action(env) -> None:
     service.confirm(action.idempotency_key, REQUESTER)
     second = service.propose(action, _turn())
     assert second.key == first.key and second.status == "done"
-    blocks = slack_blocks_for_record(second, viewer_tz="Europe/Berlin")
+    cal = tools.get("calendar.create")
+    blocks = slack_blocks_for_record(second, cal, viewer_tz="Europe/Berlin")
     assert _buttons(blocks) == [] and "Booked" in json.dumps(blocks)  # no fresh buttons for a booked action
     pending = service.propose(_action("fresh"), _turn("1710259300.000200"))
-    assert len(_buttons(slack_blocks_for_record(pending))) == 2
+    assert len(_buttons(slack_blocks_for_record(pending, cal))) == 2
     assert len(calendar.events()) == 1
 
 
@@ -213,7 +214,7 @@ def test_an_expired_preview_says_so(env) -> None:
     assert calendar.events() == []
     assert "expired" in json.dumps(slack_outcome_blocks(out)).lower()
     rec = later.get(action.idempotency_key)
-    assert _buttons(slack_blocks_for_record(rec, now=datetime.now(timezone.utc))) == []
+    assert _buttons(slack_blocks_for_record(rec, tools.get("calendar.create"), now=datetime.now(timezone.utc))) == []
 
 
 def test_a_start_that_passed_before_the_click_is_not_booked(env) -> None:
@@ -261,8 +262,8 @@ def test_interrupted_execution_is_resumed_without_a_second_event(env) -> None:
     key = action.idempotency_key
     # A replica took the click and died after booking, before recording it:
     assert store.transition_pending(key, "pending", "executing")
-    tools.get("calendar.create").run(CalendarCreateArgs.model_validate(action.args),
-                                     ToolContext(user_id=REQUESTER, extra={"idempotency_key": key}))
+    assert tools.get("calendar.create").execute(CalendarCreateArgs.model_validate(action.args), key,
+                                                ToolContext(user_id=REQUESTER)).ok
     assert service.confirm(key, REQUESTER).status == "in_progress"  # too recent to be called stuck
     later = ActionService(store, tools, clock=lambda: datetime.now(timezone.utc) + timedelta(minutes=10))
     out = later.confirm(key, REQUESTER)
@@ -276,11 +277,12 @@ def test_terminal_and_teams_rendering(env) -> None:
     action = _action("render", start=datetime(2030, 7, 1, 13, 0, tzinfo=timezone.utc), video_conference=True,
                      location="Room 4B")
     rec = service.propose(action, _turn())
-    text = terminal_preview(rec, "Europe/Berlin")
+    cal = service.tool(rec.tool)
+    text = terminal_preview(rec, cal, "Europe/Berlin")
     assert "Release review" in text and "15:00\u201315:30 (Europe/Berlin)" in text and action.idempotency_key in text
     assert "video      yes" in text and "Room 4B" in text
 
-    card = adaptive_card(rec, viewer_tz="Europe/Berlin")
+    card = adaptive_card(rec, cal, viewer_tz="Europe/Berlin")
     assert card["type"] == "AdaptiveCard" and card["version"] == "1.4"
     facts = {f["title"]: f["value"] for b in card["body"] if b["type"] == "FactSet" for f in b["facts"]}
     assert facts["Attendees"] == "alice@example.com" and facts["Length"] == "30 min" and facts["Where"] == "Room 4B"
@@ -298,17 +300,17 @@ def test_terminal_and_teams_rendering(env) -> None:
 
 def test_service_from_settings_uses_the_state_database(tmp_path: Path) -> None:
     settings = Settings(chatops_data_dir=tmp_path, action_ttl_minutes=10)
-    from app.actions import build_calendar_tool
+    from app.wiring import register_action_tools
 
-    tools = ToolRegistry()
-    tool = tools.register(build_calendar_tool(settings))
+    tools = register_action_tools(ToolRegistry(), settings)
     service = build_action_service(settings, tools)
     rec = service.propose(_action("settings"), _turn())
     assert rec.expires_at - rec.created_at == timedelta(minutes=10)
     out = service.confirm(rec.key, REQUESTER)
     assert out.status == "done" and Path(settings.ics_dir, f"{rec.key}.ics").exists()
     assert (tmp_path / "state.sqlite").exists()
-    tool.close()
+    for tool in tools.actions():
+        tool.close()
     service.store.close()
     assert ZoneInfo(settings.default_timezone)
 
@@ -320,14 +322,15 @@ def test_a_series_is_previewed_in_words_everywhere_and_booked_with_its_rule(env)
     action = _action("series", start=monday, duration_minutes=25, recurrence="FREQ=WEEKLY;BYDAY=MO")
     rec = service.propose(action, _turn())
     when = "every Monday, 09:00\u201309:25, starting Mon 01 Jul 2030 (Europe/Berlin)"
-    assert when in terminal_preview(rec, "Europe/Berlin")
-    assert when in json.dumps(slack_preview_blocks(rec, viewer_tz="Europe/Berlin"), ensure_ascii=False)
-    assert when in preview_text(rec, "Europe/Berlin")
-    facts = {f["title"]: f["value"] for b in adaptive_card(rec, viewer_tz="Europe/Berlin")["body"]
+    cal = service.tool(rec.tool)
+    assert when in terminal_preview(rec, cal, "Europe/Berlin")
+    assert when in json.dumps(slack_preview_blocks(rec, cal, viewer_tz="Europe/Berlin"), ensure_ascii=False)
+    assert when in preview_text(rec, cal, "Europe/Berlin")
+    facts = {f["title"]: f["value"] for b in adaptive_card(rec, cal, viewer_tz="Europe/Berlin")["body"]
              if b["type"] == "FactSet" for f in b["facts"]}
     assert facts["When"] == when
     # A viewer elsewhere also sees the first start in their own zone.
-    assert f"{when}; first Mon 01 Jul 03:00 America/New_York" in terminal_preview(rec, "America/New_York")
+    assert f"{when}; first Mon 01 Jul 03:00 America/New_York" in terminal_preview(rec, cal, "America/New_York")
     out = service.confirm(action.idempotency_key, REQUESTER)
     assert out.status == "done"
     (event,) = calendar.events()

@@ -11,7 +11,7 @@
 - Missing or vague parts get one clarifying question; the short answer in the thread completes it,
   and only the requester's own earlier message is completed: someone else's request in a shared
   thread (or a message of unknown author) never supplies a title, attendee or time.
-- Slack mentions resolve through ``Turn.mention_emails``; unresolved ones are asked about.
+- Mentions arrive resolved (an e-mail address) or as ``@Name``, which is asked about.
 - A series ("weekly 1:1 on mondays") is proposed with its RRULE and previewed in words; a day of
   the month that has passed means next month's.
 - Safety: a wiki page that says "create a meeting with everyone" proposes nothing when asked about,
@@ -194,11 +194,16 @@ def test_a_history_without_authors_is_refused() -> None:
         Turn(text="tomorrow at 3pm", history=("book a meeting with bob@example.com",))  # type: ignore[arg-type]
 
 
-def test_slack_mentions(runtime: Runtime) -> None:
-    ok = ask(runtime, "set up a sync with <@U0ANN> tomorrow at 10", mention_emails={"U0ANN": "ann@example.com"})
+def test_mentions_arrive_as_addresses_or_names(runtime: Runtime) -> None:
+    """The adapters resolve mentions before the agent reads the text: an e-mail address is an attendee;
+    an ``@Name`` nobody could look up is asked about, and the address given next completes the request."""
+    ok = ask(runtime, "set up a sync with ann@example.com tomorrow at 10")  # "<@U0ANN>" with users.info's e-mail
     assert ok.pending_action is not None and ok.pending_action.args["attendees"] == ["ann@example.com"]
-    unknown = ask(runtime, "set up a sync with <@U0ANN> tomorrow at 10")
-    assert unknown.pending_action is None and "<@U0ANN>" in unknown.text
+    named = "set up a sync with @Ann tomorrow at 10"  # users.info gave no e-mail
+    unknown = ask(runtime, named)
+    assert unknown.pending_action is None and "\u201c@Ann\u201d" in unknown.text and unknown.text.count("?") == 1
+    given = ask(runtime, "ann@example.com", history=(named,))
+    assert given.pending_action is not None and given.pending_action.args["attendees"] == ["ann@example.com"]
 
 
 def test_a_how_to_question_is_not_a_request(runtime: Runtime) -> None:

@@ -81,7 +81,8 @@ def test_slack_preview_confirm_once_and_refuse_others(slack: SlackStandin, servi
     key = action.idempotency_key
 
     blocks = asyncio.run(propose(action, turn))
-    posted = asyncio.run(client.chat_postMessage(channel=CHANNEL, text=preview_text(action), blocks=blocks))
+    posted = asyncio.run(client.chat_postMessage(channel=CHANNEL, text=preview_text(action, service.tool(action.tool)),
+                                                 blocks=blocks))
     assert posted["ok"]  # the stand-in checks Block Kit limits like Slack
     assert "15:00\u201315:30 (America/New_York)" in json.dumps(blocks, ensure_ascii=False)
     buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]

@@ -1,6 +1,7 @@
 """Meeting requests read without an LLM (:func:`tools.calendar.extract.extract_event`), on a table of
 real phrasings: times and dates (relative to the message time, future preferred, in the
-requester's zone), named zones, durations, e-mails and Slack mentions, titles, and the parts that
+requester's zone), named zones, durations, e-mails and unresolved ``@names`` (the text is plain: the
+adapters resolve mentions to e-mail addresses before), titles, and the parts that
 are missing or vague, which must produce one clarifying question instead of a guess; and requests
 as people phrase them (series as RFC 5545 rules, a weekday, a day of the month or a time alone
 always meaning the next one, abbreviations, ``w/``, zones, ranges), with the series' preview.
@@ -16,13 +17,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tools.calendar.extract import extract_event, parse_duration, slack_mentions
+from tools.calendar.extract import at_names, extract_event, parse_duration
 from tools.calendar.propose import event_lines, format_when, propose_event, summary_line
 from tools.calendar.recurrence import describe_rrule
 
 NOW = datetime(2025, 3, 12, 15, 0, tzinfo=timezone.utc)  # a Wednesday
 ZONE = "Europe/Berlin"
-MENTIONS = {"U0123ABC": "eve@example.com"}
 
 # text, title, local start (ISO, in the event's zone), duration (None = not given), attendees, zone
 COMPLETE = [
@@ -34,7 +34,7 @@ COMPLETE = [
      "Design review", "2025-03-13T14:00:00+01:00", 45, ["dana@example.com"], ZONE),
     ("book a release sync with bob@example.com on Friday at 10",
      "Release sync", "2025-03-14T10:00:00+01:00", None, ["bob@example.com"], ZONE),
-    ("schedule a 1.5h planning session with <@U0123ABC> next tuesday 2pm",
+    ("schedule a 1.5h planning session with eve@example.com next tuesday 2pm",
      "Planning session", "2025-03-18T14:00:00+01:00", 90, ["eve@example.com"], ZONE),
     ("book a 45-minute interview with candidate@example.org thursday at 11am in the Everest room",
      "Interview", "2025-03-13T11:00:00+01:00", 45, ["candidate@example.org"], ZONE),
@@ -52,7 +52,7 @@ COMPLETE = [
      "Workshop", "2025-03-13T09:00:00+01:00", 120, ["a@example.com"], ZONE),
     ("book a call with a@example.com tomorrow at 3pm until 4:15pm",
      "Call", "2025-03-13T15:00:00+01:00", 75, ["a@example.com"], ZONE),
-    ("set up a quick sync with <mailto:a@example.com|a@example.com> tomorrow at 11",
+    ("set up a quick sync with a@example.com tomorrow at 11",
      "Sync", "2025-03-13T11:00:00+01:00", None, ["a@example.com"], ZONE),
     ("schedule an hour and a half offsite planning with a@example.com on monday at 10",
      "Offsite planning", "2025-03-17T10:00:00+01:00", 90, ["a@example.com"], ZONE),
@@ -60,7 +60,7 @@ COMPLETE = [
      "Review", "2025-03-13T15:00:00+00:00", 90, ["a@example.com"], "UTC"),
     ("set up a 15-min check-in with a@example.com tomorrow at 9:30",
      "Check-in", "2025-03-13T09:30:00+01:00", 15, ["a@example.com"], ZONE),
-    ("book a 1:1 with <@U0123ABC> the day after tomorrow at 4",
+    ("book a 1:1 with eve@example.com the day after tomorrow at 4",
      "1:1", "2025-03-14T16:00:00+01:00", None, ["eve@example.com"], ZONE),
     # a time alone: the next time it comes round (15:00 has passed at 16:00 Berlin; 17:00 has not)
     ("book a sync with a@example.com at 3pm", "Sync", "2025-03-13T15:00:00+01:00", None, ["a@example.com"], ZONE),
@@ -75,7 +75,7 @@ COMPLETE = [
      "Launch checklist", "2025-03-13T10:15:00+01:00", 20, ["a@example.com"], ZONE),
     ("set up a meeting called Budget planning with a@example.com tomorrow at 10",
      "Budget planning", "2025-03-13T10:00:00+01:00", None, ["a@example.com"], ZONE),
-    ("book an incident postmortem with <@U0123ABC> and A@Example.com on 2025-03-18 at 09:00",
+    ("book an incident postmortem with eve@example.com and A@Example.com on 2025-03-18 at 09:00",
      "Incident postmortem", "2025-03-18T09:00:00+01:00", None, ["eve@example.com", "a@example.com"], ZONE),
     ("book a standup with a@example.com tonight at 8",
      "Standup", "2025-03-12T20:00:00+01:00", None, ["a@example.com"], ZONE),
@@ -92,7 +92,7 @@ COMPLETE = [
 @pytest.mark.parametrize("text, title, start, duration, attendees, zone", COMPLETE, ids=[c[0][:48] for c in COMPLETE])
 def test_complete_requests(text: str, title: str, start: str, duration: int | None, attendees: list[str],
                            zone: str) -> None:
-    d = extract_event(text, now=NOW, timezone_name=ZONE, resolve_mention=MENTIONS)
+    d = extract_event(text, now=NOW, timezone_name=ZONE)
     assert d.complete, d.clarification()
     assert d.clarification() is None
     assert d.title == title
@@ -109,7 +109,7 @@ def test_complete_requests(text: str, title: str, start: str, duration: int | No
     ("schedule a retro with a@example.com tomorrow afternoon", "afternoon"),
     ("set up a meeting with a@example.com", "a day and a time"),
     ("book a call with bob tomorrow at 3pm", "\u201cbob\u201d"),
-    ("schedule a sync with <@U0999XYZ> tomorrow at 9:30", "<@U0999XYZ>"),
+    ("schedule a sync with @Dana tomorrow at 9:30", "\u201c@Dana\u201d (I could not look it up)"),
     ("book a meeting with a@example.com yesterday at 3pm", "already passed"),
     ("book a 10 hour workshop with a@example.com tomorrow at 9am", "600 minutes"),
     ("set up a recurring sync with a@example.com on monday at 10", "how often it repeats"),
@@ -118,7 +118,7 @@ def test_complete_requests(text: str, title: str, start: str, duration: int | No
     ("book a review with a@example.com on feb 30 at 3pm", "I can't read \u201cfeb 30\u201d as a date) at 3pm"),
 ])
 def test_missing_or_vague_parts_ask_one_question(text: str, fragment: str) -> None:
-    d = extract_event(text, now=NOW, timezone_name=ZONE, resolve_mention=MENTIONS)
+    d = extract_event(text, now=NOW, timezone_name=ZONE)
     assert not d.complete
     question = d.clarification()
     assert question is not None and fragment in question
@@ -144,21 +144,16 @@ def test_unknown_zone_falls_back_to_utc() -> None:
     assert d.timezone == "UTC" and d.start is not None and d.start.isoformat() == "2025-03-13T09:00:00+00:00"
 
 
-def test_mentions_resolve_through_a_callback_and_failures_stay_unresolved() -> None:
-    asked: list[str] = []
-
-    def resolver(uid: str) -> str | None:
-        asked.append(uid)
-        if uid == "UBROKEN":
-            raise RuntimeError("users.info failed")
-        return {"U1AAA": "ann@example.com"}.get(uid)
-
-    d = extract_event("set up a sync with <@U1AAA>, <@U2BBB|bert> and <@UBROKEN> tomorrow at 10",
-                      now=NOW, timezone_name=ZONE, resolve_mention=resolver)
-    assert asked == ["U1AAA", "U2BBB", "UBROKEN"]
-    assert d.attendees == ["ann@example.com"]
-    assert d.unresolved_mentions == ["U2BBB", "UBROKEN"]
-    assert slack_mentions("hi <@U1AAA> and <@U2BBB|bert>, <@U1AAA>") == ["U1AAA", "U2BBB"]
+def test_plain_text_addresses_and_unresolved_at_names() -> None:
+    """Mentions arrive resolved (an e-mail address) or as ``@Name``; only the addresses become attendees,
+    and every ``@Name`` is asked about (nobody could look up its address)."""
+    d = extract_event("set up a sync with ann@example.com, @Bert and @here tomorrow at 10", now=NOW, timezone_name=ZONE)
+    assert d.attendees == ["ann@example.com"] and d.unknown_people == ["@Bert", "@here"] and not d.complete
+    question = d.clarification()
+    assert question is not None and "\u201c@Bert\u201d" in question and "\u201c@here\u201d" in question
+    assert at_names("hi @Bert, @here and bob@example.com @ 3pm, @Bert") == ["@Bert", "@here"]
+    ok = extract_event("set up a sync with ann@example.com tomorrow at 10", now=NOW, timezone_name=ZONE)
+    assert ok.complete and ok.attendees == ["ann@example.com"] and ok.title == "Sync"
 
 
 def test_video_and_room() -> None:

@@ -26,12 +26,13 @@ from google.oauth2.credentials import Credentials
 from googleapiclient.errors import HttpError
 
 from agent.models import PendingAction, Turn, idempotency_key
-from app.actions import ActionService, build_calendar_backend
+from app.actions import ActionService
 from app.settings import Settings
 from google_calendar_standin import GoogleCalendarStandin
 from state import StateStore
 from tools.base import ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
+from tools.calendar.factory import calendar_backend
 from tools.calendar.google import GoogleCalendar, GoogleCalendarError, credentials_factory
 
 TOKEN = "ya29.standin-token"
@@ -248,12 +249,18 @@ def test_oauth_user_token_refreshes_itself(tmp_path: Path) -> None:
 def test_settings_select_the_google_backend(tmp_path: Path, standin: GoogleCalendarStandin) -> None:
     settings = Settings(chatops_data_dir=tmp_path, calendar_backend="google", google_calendar_api_endpoint=standin.endpoint,
                         google_service_account_file=str(_service_account_file(tmp_path, standin)))
-    backend = build_calendar_backend(settings)
+    from app.wiring import register_action_tools
+
+    tool = register_action_tools(ToolRegistry(), settings).get("calendar.create")
+    backend = tool.backend  # built on first use, from the settings the composition root passed in
     assert isinstance(backend, GoogleCalendar) and backend.calendar_id == "primary"
     ev = backend.create(_args(), event_id=idempotency_key("google", "settings"), organizer_email="carol@example.com")
     assert ("carol@example.com", ev.event_id) in standin.events
     with pytest.raises(Exception, match="GOOGLE_SERVICE_ACCOUNT_FILE"):
-        build_calendar_backend(Settings(chatops_data_dir=tmp_path, calendar_backend="google"))
+        calendar_backend("google", state_url=settings.state_url, ics_dir=settings.ics_dir)
+    lazy = register_action_tools(ToolRegistry(), Settings(chatops_data_dir=tmp_path, calendar_backend="google"))
+    with pytest.raises(Exception, match="GOOGLE_SERVICE_ACCOUNT_FILE"):
+        assert lazy.get("calendar.create").backend is None  # raises first
 
 
 def test_confirm_flow_through_the_action_service(tmp_path: Path, standin: GoogleCalendarStandin) -> None:

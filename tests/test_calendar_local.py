@@ -25,7 +25,6 @@ from state import StateStore
 from tools.base import ToolContext, ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
 from tools.calendar.local import LocalCalendar
-from tools.errors import ToolArgumentError
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -157,12 +156,16 @@ def test_concurrent_inserts_of_one_key_make_one_event(local: LocalCalendar) -> N
 
 def test_the_tool_needs_a_confirmed_actions_key(local: LocalCalendar) -> None:
     tool = CalendarCreate(local)
-    with pytest.raises(ToolArgumentError):
-        tool.run(_args(), ToolContext(user_id="U1"))
-    with pytest.raises(ToolArgumentError):
-        tool.run(_args(), ToolContext(user_id="U1", extra={"idempotency_key": "NOT-BASE32HEX!"}))
-    ev = tool.run(_args(), ToolContext(user_id="U1", extra={"idempotency_key": idempotency_key("ok")}))
-    assert ev.created and local.get(ev.event_id) is not None
+    for bad in ("", "NOT-BASE32HEX!"):
+        res = tool.execute(_args(), bad, ToolContext(user_id="U1"))
+        assert not res.ok and not res.retryable and "nothing was booked" in res.message
+    assert local.events() == []
+    key = idempotency_key("ok")
+    res = tool.execute(_args(), key, ToolContext(user_id="U1", user_email="ann@example.com"))
+    assert res.ok and res.details["created"] and local.get(key)["organizer_email"] == "ann@example.com"
+    assert res.links == (("Open the .ics", local.ics_path(key).resolve().as_uri()),)
+    again = tool.execute(_args(), key, ToolContext(user_id="U1"))
+    assert again.ok and again.details["created"] is False and len(local.events()) == 1
 
 
 def test_the_registry_never_calls_it_directly(local: LocalCalendar) -> None:

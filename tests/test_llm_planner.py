@@ -29,6 +29,7 @@ from agent.llm import prompts
 from agent.llm.client import LLMClient, build_openai_client
 from agent.llm.planner import LLMPlanner, LLMPlannerConfig
 from agent.models import HistoryMessage, Turn
+from tools.actions import ActionWords, Clarification, Preview
 from app.settings import Settings
 from app.wiring import build_agent
 from connectors.folder import FolderSource
@@ -42,7 +43,9 @@ PASSAGE = re.compile(r'<passage n="(\d+)" source="([^"]*)">\n(.*?)\n</passage>',
 def kind(req: dict) -> str:
     """Which step of the loop a chat request is, by its system prompt."""
     system = req["messages"][0]["content"]
-    for name, prompt in [("route", prompts.ROUTER_SYSTEM), ("repair", prompts.REPAIR_SYSTEM), ("rewrite", prompts.REWRITE_SYSTEM),
+    if system.startswith(prompts.ROUTER_SYSTEM):  # followed by the registered action tools
+        return "route"
+    for name, prompt in [("repair", prompts.REPAIR_SYSTEM), ("rewrite", prompts.REWRITE_SYSTEM),
                          ("reflect", prompts.REFLECT_SYSTEM), ("answer", prompts.ANSWER_SYSTEM),
                          ("claims", prompts.CLAIMS_SYSTEM), ("compliance", prompts.COMPLIANCE_SYSTEM)]:
         if system == prompt:
@@ -109,16 +112,30 @@ class TicketArgs(BaseModel):
 
 
 class TicketCreate:
-    """A side-effect tool defined by the test: running it would be a bug, so it raises."""
+    """A side-effect tool defined by the test (the action-tool contract, LLM-only: no phrasing of its own):
+    executing it would be a bug, so it raises."""
 
     name: ClassVar[str] = "ticket.create"
     description: ClassVar[str] = "Open an IT ticket."
     Args: ClassVar[type[BaseModel]] = TicketArgs
     side_effect: ClassVar[bool] = True
     permission: ClassVar[str] = "everyone"
+    words: ClassVar[ActionWords] = ActionWords(verb="open", past="opened", done="Ticket opened")
 
-    def run(self, args, ctx):  # pragma: no cover - must never be reached
+    def intent(self, text):
+        return 0.0
+
+    def propose(self, request):
+        return Clarification("What should the ticket say?")
+
+    def preview(self, args, viewer_tz=None):
+        return Preview(args.title, (("Priority", str(args.priority)),), f"Ticket: {args.title}")
+
+    def execute(self, args, key, ctx):  # pragma: no cover - must never be reached
         raise AssertionError("a side-effect tool was executed without confirmation")
+
+    def close(self):
+        pass
 
 
 def make_agent(index, base_url: str, tmp_path: Path, extra_tool=None, **cfg) -> Agent:
@@ -225,9 +242,16 @@ def test_a_side_effect_tool_is_proposed_and_left_pending(wiki_index, tmp_path) -
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path, extra_tool=TicketCreate()).answer(
             Turn(text="open a ticket: my laptop screen is broken, priority 2", user_id="U1", platform="slack"))
+        [route] = [r for r in llm.chat_requests() if kind(r) == "route"]
     assert reply.pending_action is not None
     assert reply.pending_action.tool == "ticket.create"
     assert reply.pending_action.args == {"title": "Broken laptop screen", "priority": 2}
+    assert reply.pending_action.summary == "Ticket: Broken laptop screen"  # the tool's own preview
+    # The routing prompt lists every registered action tool with its description, generated from the registry.
+    system = route["messages"][0]["content"]
+    assert "- ticket_create: Open an IT ticket." in system
+    assert "- calendar_create: Create a calendar event" in system and "- reminder_create: Set a one-off reminder" in system
+    assert {"ticket_create", "calendar_create", "reminder_create"} <= {t["function"]["name"] for t in route["tools"]}
     assert reply.route == "action" and reply.trace.queries == []
 
 

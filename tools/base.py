@@ -3,7 +3,9 @@
 A tool is a small object with a ``name`` (dotted, e.g. ``knowledge.search``), a ``description``,
 an ``Args`` pydantic model (its JSON schema is what an LLM planner sees), a ``side_effect`` flag
 (side-effect tools never run straight from a plan: the agent turns them into pending actions),
-a ``permission`` (``"everyone"`` or ``"admin"``) and ``run(args, ctx)``.
+a ``permission`` (``"everyone"`` or ``"admin"``) and ``run(args, ctx)``. A side-effect tool follows
+the action-tool contract of :mod:`tools.actions` instead of ``run`` (recognise, propose, preview,
+execute once per idempotency key); the registry checks that as it registers one.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
+from .actions import ACTION_METHODS, ActionWords
 from .errors import ToolArgumentError, ToolPermissionError
+from .outbox import Outbox
 
 __all__ = ["Tool", "ToolContext", "ToolRegistry"]
 
@@ -23,17 +27,33 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Who is calling, for permissions and per-user defaults."""
+    """Who is calling and from where, for permissions, per-user defaults and side effects.
+
+    Attributes:
+        user_id: the platform's id of the caller (the requester of an action).
+        is_admin: whether the caller may use admin tools.
+        timezone: the caller's IANA zone.
+        platform: ``slack``, ``teams``, ``cli``... ("" when unknown).
+        channel_id: the conversation the request came from ("" when none).
+        user_email: the caller's e-mail address ("" when unknown).
+        outbox: where messages for later delivery go (:class:`tools.outbox.Outbox`, the state store),
+            or None when there is none (tools that need it then fail without side effects).
+        extra: anything else a tool needs.
+    """
 
     user_id: str = ""
     is_admin: bool = False
     timezone: str = "UTC"
+    platform: str = ""
+    channel_id: str = ""
+    user_email: str = ""
+    outbox: Outbox | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
 class Tool(Protocol):
-    """What every tool provides."""
+    """What every tool provides (a side-effect tool provides :class:`tools.actions.ActionTool` instead of ``run``)."""
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -56,7 +76,8 @@ class ToolRegistry:
         """Add ``tool``.
 
         Raises:
-            ValueError: on a malformed name, a missing ``Args`` model, an unknown permission or a duplicate.
+            ValueError: on a malformed name, a missing ``Args`` model, an unknown permission, a duplicate,
+                a tool without ``run`` or a side-effect tool missing a method of the action-tool contract.
         """
         name = getattr(tool, "name", "")
         if not _NAME.match(name):
@@ -67,6 +88,13 @@ class ToolRegistry:
             raise ValueError(f"tool {name} permission must be 'everyone' or 'admin'")
         if not isinstance(getattr(tool, "side_effect", None), bool):
             raise ValueError(f"tool {name} must say whether it has side effects (side_effect: bool)")
+        if tool.side_effect:
+            missing = [m for m in ACTION_METHODS if not callable(getattr(tool, m, None))]
+            if missing or not isinstance(getattr(tool, "words", None), ActionWords):
+                raise ValueError(f"side-effect tool {name} must follow tools.actions.ActionTool (missing: "
+                                 f"{', '.join(missing) or 'words'})")
+        elif not callable(getattr(tool, "run", None)):
+            raise ValueError(f"tool {name} needs run(args, ctx)")
         if name in self._tools:
             raise ValueError(f"tool {name} is registered twice")
         self._tools[name] = tool
@@ -86,19 +114,27 @@ class ToolRegistry:
         """Registered tool names, sorted."""
         return sorted(self._tools)
 
-    def validate(self, name: str, raw: dict[str, Any] | BaseModel) -> BaseModel:
-        """Validate raw arguments against the tool's model.
+    def actions(self) -> list[Any]:
+        """The side-effect tools (:class:`tools.actions.ActionTool`), in name order."""
+        return [self._tools[n] for n in sorted(self._tools) if self._tools[n].side_effect]
+
+    def validate(self, name: str, raw: dict[str, Any] | BaseModel,
+                 context: dict[str, Any] | None = None) -> BaseModel:
+        """Validate raw arguments against the tool's model (``context`` is pydantic's validation context,
+        e.g. ``{"now": aware_datetime}``).
 
         Raises:
-            ToolArgumentError: with pydantic's messages when they do not validate.
+            ToolArgumentError: with pydantic's messages (and their error types in ``kinds``) when they
+                do not validate.
         """
         tool = self.get(name)
-        if isinstance(raw, tool.Args):
+        if isinstance(raw, tool.Args) and context is None:
             return raw
         try:
-            return tool.Args.model_validate(raw if isinstance(raw, dict) else raw.model_dump())
+            return tool.Args.model_validate(raw if isinstance(raw, dict) else raw.model_dump(), context=context)
         except ValidationError as exc:
-            raise ToolArgumentError(f"bad arguments for {name}: {exc}") from exc
+            raise ToolArgumentError(f"bad arguments for {name}: {exc}",
+                                    kinds=frozenset(str(e.get("type", "")) for e in exc.errors())) from exc
 
     def call(self, name: str, raw: dict[str, Any] | BaseModel, ctx: ToolContext) -> Any:
         """Validate and run a tool without side effects.

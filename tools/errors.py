@@ -18,7 +18,16 @@ class ToolError(Exception):
 
 
 class ToolArgumentError(ToolError, ValueError):
-    """Arguments failed validation."""
+    """Arguments failed validation.
+
+    Attributes:
+        kinds: the pydantic error types of the failures (e.g. :data:`tools.actions.TIME_PASSED`), so
+            callers can tell them apart without reading the message.
+    """
+
+    def __init__(self, message: str, *, kinds: frozenset[str] = frozenset()) -> None:
+        super().__init__(message)
+        self.kinds = kinds
 
 
 class ToolPermissionError(ToolError):

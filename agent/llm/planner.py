@@ -2,8 +2,8 @@
 
 One turn:
 
-1. **Route** by tool calling: the model sees the registry's tools (``knowledge_search``,
-   ``calendar_create``, ...) and may also answer directly (chit-chat, general knowledge). Routing
+1. **Route** by tool calling: the model sees the registry's tools (``knowledge_search`` and every
+   action tool, listed with their descriptions in the prompt too) and may also answer directly (chit-chat, general knowledge). Routing
    decisions are cached by the normalised question (no history) for ``route_cache_ttl_s``.
 2. **Rewrite** (structured output): a standalone question from the thread history, sub-queries
    for a multi-part question, expansion keywords for the vocabulary gap, and a hypothetical
@@ -24,7 +24,8 @@ One turn:
    flags replaced by ``[left out: <kind>]``, and quotes never cover a flagged span. The agent's
    exit screens the reply again, whichever path (this loop or the fallback) wrote it.
 
-Side-effect tools are never executed: a ``calendar_create`` call becomes a pending action, and
+Side-effect tools are never executed: a call of an action tool (:mod:`tools.actions`) becomes a
+pending action summarised by the tool's own preview, and
 only a call from the routing step counts (that step sees the user's own message and history,
 never retrieved text). In a shared thread, other people's messages reach the model only as one
 quoted context block (:func:`agent.llm.prompts.format_others`), never as the user's turns; and
@@ -212,7 +213,8 @@ class LLMPlanner:
         if cached is not None:
             trace.step("route", source="cache", **{k: v for k, v in cached.items() if k != "actions"})
             return cached
-        msgs = [{"role": "system", "content": prompts.ROUTER_SYSTEM}]
+        actions = [(_tool_fn_name(t.name), t.description) for t in self.tools.actions()]
+        msgs = [{"role": "system", "content": prompts.router_system(actions)}]
         others = _others(turn) if with_others else ()
         if others:
             msgs.append({"role": "user", "content": prompts.format_others(others)})
@@ -262,14 +264,10 @@ class LLMPlanner:
                                                 "Reply with corrected arguments as a JSON object only."}],
                     budget, schema=tool.Args.model_json_schema(), schema_name="arguments")
                 raw = json.dumps(fix.data)
-        propose = getattr(tool, "propose", None)
-        if callable(propose):
-            pending = propose(args, ctx, turn)
-        else:
-            key = idempotency_key(turn.platform, turn.user_id, turn.channel_id, turn.thread_id,
-                                  getattr(turn, "message_id", "") or turn.text, call["tool"])
-            summary = getattr(args, "title", None) or call["tool"]
-            pending = PendingAction(call["tool"], _dump(args), key, str(summary))
+        key = idempotency_key(turn.platform, turn.user_id, turn.channel_id, turn.thread_id,
+                              turn.message_id or turn.text, call["tool"])
+        summary = tool.preview(args, ctx.timezone or None).summary or call["tool"]
+        pending = PendingAction(call["tool"], _dump(args), key, summary)
         trace.step("pending_action", tool=call["tool"], key=pending.idempotency_key)
         return pending
 

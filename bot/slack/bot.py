@@ -168,7 +168,7 @@ class SlackBot:
 
     # -- hooks ---------------------------------------------------------------------------------------
     def use_pending_actions(self, propose: PendingProposer, on_click: ActionHandler) -> None:
-        """Turn on side-effect actions (calendar events) for Slack.
+        """Turn on side-effect actions (calendar events, reminders...) for Slack.
 
         Args:
             propose: ``async (PendingAction, Turn) -> blocks``: store the proposal (e.g.

@@ -19,13 +19,13 @@ def slack_handlers(service: ActionService, *, default_timezone: str = "UTC"):
     - ``propose(action, turn) -> blocks`` (async): stores the proposal (:meth:`ActionService.propose`)
       and returns :func:`bot.render_actions.slack_blocks_for_record` in the requester's zone: the
       preview with Confirm / Cancel, or the settled view when a redelivered message finds the action
-      already done.
+      already done (drawn from the record's action tool, :meth:`ActionService.tool`).
     - ``on_click(ctx) -> ActionOutcome`` (async): ``ctx`` has ``action`` (``action_id``, ``value``),
       ``user_id``, ``client`` (Slack Web API) and ``respond``. It looks the clicker up with
       ``users.info`` (e-mail with scope ``users:read.email``, and ``tz``), runs
       :meth:`ActionService.handle_button`, then replaces the preview with
-      :func:`bot.render_actions.slack_outcome_blocks` when the outcome is final (booked with the event
-      link, cancelled, expired, failed) or answers only the clicker (someone else's preview, a retry).
+      :func:`bot.render_actions.slack_outcome_blocks` when the outcome is final (done with its links,
+      cancelled, expired, failed) or answers only the clicker (someone else's preview, a retry).
     """
     import asyncio
 
@@ -33,7 +33,7 @@ def slack_handlers(service: ActionService, *, default_timezone: str = "UTC"):
 
     async def propose(action: PendingAction, turn: Turn) -> list[dict[str, Any]]:
         rec = await asyncio.to_thread(service.propose, action, turn)
-        return slack_blocks_for_record(rec, viewer_tz=turn.timezone or default_timezone)
+        return slack_blocks_for_record(rec, service.tool(rec.tool), viewer_tz=turn.timezone or default_timezone)
 
     async def on_click(ctx: Any) -> ActionOutcome:
         email, tz = await slack_user_details(ctx.client, ctx.user_id)

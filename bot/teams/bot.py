@@ -198,7 +198,8 @@ class TeamsBot(ActivityHandler):
             from bot.render_actions import adaptive_card
 
             record = await asyncio.to_thread(self.actions.propose, reply.pending_action, turn)
-            attachments.append(cards.card_attachment(adaptive_card(record, viewer_tz=turn.timezone)))
+            attachments.append(cards.card_attachment(adaptive_card(record, self.actions.tool(record.tool),
+                                                                       viewer_tz=turn.timezone)))
             if not reply.citations:
                 attachments = attachments[1:]
         message = Activity(type=ActivityTypes.message, text=cards.plain_text(reply),

@@ -4,14 +4,17 @@
 - :mod:`.extract`: :func:`extract_event`, the rule-based reading of a meeting request.
 - :mod:`.series_words`: the words of a request that ask for a series.
 - :mod:`.recurrence`: RFC 5545 ``RRULE`` values checked, built, described and expanded (``dateutil``).
-- :mod:`.tool`: the :class:`CalendarCreate` side-effect tool.
+- :mod:`.intent`: whether a message asks for a meeting.
+- :mod:`.propose`: the request read into arguments or a question; the preview's lines.
+- :mod:`.tool`: the :class:`CalendarCreate` side-effect tool (the :mod:`tools.actions` contract).
+- :mod:`.factory`: the tool and its backend from plain settings values.
 - :mod:`.local`: :class:`LocalCalendar`, events in the state database with an ``.ics`` each.
 - :mod:`.google`: :class:`GoogleCalendar` via google-api-python-client.
 """
 
 from .args import CalendarCreateArgs, CreatedEvent
-from .extract import EventDraft, extract_event, parse_duration, slack_mentions
+from .extract import EventDraft, at_names, extract_event, parse_duration
 from .tool import CalendarBackend, CalendarCreate
 
-__all__ = ["CalendarCreateArgs", "CreatedEvent", "EventDraft", "extract_event", "parse_duration", "slack_mentions",
+__all__ = ["CalendarCreateArgs", "CreatedEvent", "EventDraft", "extract_event", "parse_duration", "at_names",
            "CalendarCreate", "CalendarBackend"]

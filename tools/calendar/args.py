@@ -5,7 +5,7 @@
 the model sees). Validation makes a bad event impossible to store or run:
 
 - ``start`` is time-zone aware and in the future (against ``context={"now": datetime}`` when given,
-  the wall clock otherwise);
+  the wall clock otherwise; error type :data:`tools.actions.TIME_PASSED`);
 - exactly one length: ``end`` or ``duration_minutes``; the other is filled in, so a validated
   model always has both, and ``end`` is after ``start``;
 - the length is between :data:`MIN_DURATION_MINUTES` and :data:`MAX_DURATION_MINUTES`;
@@ -23,9 +23,13 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from tools.actions import TIME_PASSED
+from tools.dates import valid_timezone
 
 from .recurrence import check_rrule, describe_rrule
 
@@ -45,17 +49,6 @@ _EMAIL = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?
 def is_email(value: str) -> bool:
     """True when ``value`` is a syntactically valid e-mail address (no DNS lookup)."""
     return len(value) <= 254 and bool(_EMAIL.match(value))
-
-
-def valid_timezone(name: str) -> bool:
-    """True when ``name`` is an IANA time zone known to this machine (``tzdata``)."""
-    if not name or name.startswith("/") or ".." in name:
-        return False
-    try:
-        ZoneInfo(name)
-        return True
-    except (ZoneInfoNotFoundError, ValueError):
-        return False
 
 
 class CalendarCreateArgs(BaseModel):
@@ -133,8 +126,9 @@ class CalendarCreateArgs(BaseModel):
     def _times(self, info: ValidationInfo) -> CalendarCreateArgs:
         now = (info.context or {}).get("now") if info and info.context else None
         now = now or datetime.now(timezone.utc)
-        if self.start <= now:
-            raise ValueError(f"the start ({self.start.isoformat()}) is not in the future")
+        if self.start <= now:  # typed, so the action service can say so without reading the text
+            raise PydanticCustomError(TIME_PASSED, "the start ({start}) is not in the future",
+                                      {"start": self.start.isoformat()})
         if self.end is None and self.duration_minutes is None:
             raise ValueError("give either end or duration_minutes")
         if self.end is not None:

@@ -28,10 +28,11 @@ What it understands:
   (``Europe/Berlin``), ``UTC+2``; the requester's zone otherwise;
 - **durations**: ``30 min``, ``45-minute``, ``an hour``, ``1.5h``, ``90 mins``, ``half an hour``,
   ``an hour and a half``, ``1h30``, ``hour-long``;
-- **attendees**: e-mail addresses (also Slack's ``<mailto:a@b.c|a@b.c>``) and Slack mentions
-  (``<@U123>``, resolved to e-mails by a callback or a mapping the adapter filled from
-  ``users.info``; the rest are reported as unresolved), and people named without an address
-  (``with bob``, ``with everyone``), which make the draft incomplete;
+- **attendees**: e-mail addresses. The text is plain: each platform adapter has already turned its
+  mentions into the person's e-mail address where it could look it up, and into ``@Name``
+  otherwise. An ``@Name`` (and ``@here``, ``@channel``, ``@everyone``) and people named without an
+  address (``with bob``, ``with everyone``) make the draft incomplete: the question asks for their
+  addresses;
 - **title**: a quoted or ``called ...`` title, else the meeting noun phrase (``release review``,
   ``incident retro``, ``Q3 planning session``), else ``about/for X``, else ``Meeting``;
 - **video** (``video call``, ``Google Meet``, ``Zoom``, ``with a meet link``) and a room
@@ -41,7 +42,7 @@ What it understands:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -53,13 +54,11 @@ from .args import MAX_DURATION_MINUTES, MIN_DURATION_MINUTES, is_email, valid_ti
 from .recurrence import WEEKDAY_CODES, build_rrule, check_rrule, next_start
 from .series_words import SeriesWords, take_series
 
-__all__ = ["EventDraft", "extract_event", "parse_duration", "slack_mentions", "MENTION"]
+__all__ = ["EventDraft", "extract_event", "parse_duration", "at_names", "AT_NAME"]
 
-#: A Slack user mention: ``<@U123>`` or ``<@U123|alice>``; group 1 is the user id.
-MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
-_SLACK_MAILTO = re.compile(r"<mailto:([^|>]+)(?:\|[^>]*)?>", re.I)
-_SLACK_GROUP = re.compile(r"<!(here|channel|everyone)(?:\|[^>]*)?>", re.I)
-_SLACK_LINK = re.compile(r"<(https?://[^|>]+)(?:\|([^>]*))?>")
+#: A person named with ``@`` whose address the adapter could not resolve (``@Bob``, ``@bob.smith``,
+#: ``@here``); never part of an e-mail address, and never ``@ 3pm``.
+AT_NAME = re.compile(r"(?<![\w.+%'-])@([A-Za-z][\w'-]*(?:\.[A-Za-z][\w'-]*)*)")
 _EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,63}\b")
 _SEP = " \u00a6 "  # what a consumed span becomes: it breaks phrases (titles, names) apart
 
@@ -195,13 +194,9 @@ def _number(s: str) -> float:
     return float(s.replace(",", "."))
 
 
-def slack_mentions(text: str) -> list[str]:
-    """Slack user ids mentioned in ``text`` (``<@U123>``), in order, without repeats.
-
-    The Slack adapter resolves each with ``users.info`` (scope ``users:read.email``) and passes the
-    e-mails as :attr:`agent.models.Turn.mention_emails`.
-    """
-    return list(dict.fromkeys(MENTION.findall(text)))
+def at_names(text: str) -> list[str]:
+    """The ``@Name`` mentions left in ``text`` (``["@Bob", "@here"]``), in order, without repeats."""
+    return list(dict.fromkeys(f"@{m}" for m in AT_NAME.findall(text)))
 
 
 def parse_duration(text: str) -> int | None:
@@ -226,9 +221,8 @@ class EventDraft:
         title: the meeting's title (``Meeting`` when nothing better was found).
         start: the start, aware, in ``timezone``; None when the day or the time is missing or vague.
         duration_minutes: the length the message gave (a range or an end counts); None when it gave none.
-        attendees: e-mail addresses (typed ones and resolved mentions), lower-case, in order.
-        unresolved_mentions: Slack user ids whose e-mail is unknown.
-        unknown_people: people named without an address (``bob``, ``everyone``).
+        attendees: e-mail addresses, lower-case, in order.
+        unknown_people: people named without an address (``bob``, ``everyone``, ``@Bob``, ``@here``).
         timezone: the IANA zone the times are read in (named in the message, else the requester's).
         zone_named: True when the message named the zone.
         video_conference: a video call was asked for.
@@ -250,7 +244,6 @@ class EventDraft:
     start: datetime | None = None
     duration_minutes: int | None = None
     attendees: list[str] = field(default_factory=list)
-    unresolved_mentions: list[str] = field(default_factory=list)
     unknown_people: list[str] = field(default_factory=list)
     timezone: str = "UTC"
     zone_named: bool = False
@@ -271,7 +264,7 @@ class EventDraft:
     def complete(self) -> bool:
         """True when nothing essential is missing, vague or wrong (the event can be proposed)."""
         return (self.start is not None and not self.missing and not self.vague and not self.past
-                and not self.bad_duration and not self.unresolved_mentions and not self.unknown_people
+                and not self.bad_duration and not self.unknown_people
                 and not (self.recurring and not self.recurrence) and not self.series_problem)
 
     def clarification(self) -> str | None:
@@ -318,25 +311,22 @@ class EventDraft:
         if self.bad_duration:
             needs.append(f"a length between {MIN_DURATION_MINUTES} minutes and {MAX_DURATION_MINUTES // 60} hours "
                          f"({self.bad_duration} minutes is out of range)")
-        for uid in self.unresolved_mentions:
-            needs.append(f"an e-mail address for <@{uid}> (I could not look it up)")
         for name in self.unknown_people:
-            needs.append(f"an e-mail address or @mention for \u201c{name}\u201d")
+            needs.append(f"an e-mail address for \u201c{name}\u201d (I could not look it up)" if name.startswith("@")
+                         else f"an e-mail address or @mention for \u201c{name}\u201d")
         listed = needs[0] if len(needs) == 1 else ", ".join(needs[:-1]) + " and " + needs[-1]
         return (f"To book {what} I still need {listed}. Could you tell me{example}? "
                 "Nothing has been booked yet.")
 
 
-def extract_event(text: str, *, now: datetime, timezone_name: str,
-                  resolve_mention: Callable[[str], str | None] | Mapping[str, str] | None = None) -> EventDraft:
+def extract_event(text: str, *, now: datetime, timezone_name: str) -> EventDraft:
     """Read a meeting request (see the module docstring).
 
     Args:
-        text: the requester's message (Slack mark-up allowed: mentions, ``<mailto:...>``).
+        text: the requester's message as plain text (mentions already resolved to e-mail addresses,
+            or ``@Name`` when they could not be).
         now: when the message was sent (aware; naive is taken as UTC): relative words count from it.
         timezone_name: the requester's IANA zone; times are read there unless the message names one.
-        resolve_mention: Slack user id -> e-mail, as a callable or a mapping; ids it cannot resolve
-            land in :attr:`EventDraft.unresolved_mentions`.
 
     Returns:
         the draft; never raises for odd input (unknown words are left out of it).
@@ -344,7 +334,7 @@ def extract_event(text: str, *, now: datetime, timezone_name: str,
     if now.tzinfo is None:
         now = now.replace(tzinfo=timezone.utc)
     draft = EventDraft()
-    s = (text.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("\u2019", "'"))
+    s = text.replace("\u2019", "'")
 
     # Title in quotes first: its words must not be read as dates or people.
     quoted = None
@@ -353,26 +343,14 @@ def extract_event(text: str, *, now: datetime, timezone_name: str,
         quoted = (m[1] or m[2]).strip()
         s = s[:m.start()] + _SEP + s[m.end():]
 
-    # People: mentions, mailto links, e-mails, @here/@channel.
-    for uid in MENTION.findall(s):
-        email = _resolve(resolve_mention, uid)
-        if email and is_email(email):
-            _add(draft.attendees, email.lower())
-        elif uid not in draft.unresolved_mentions:
-            draft.unresolved_mentions.append(uid)
-    s = MENTION.sub(_SEP, s)
-    for g in _SLACK_GROUP.findall(s):
-        draft.unknown_people.append(f"@{g.lower()}")
-    s = _SLACK_GROUP.sub(_SEP, s)
-    for addr in _SLACK_MAILTO.findall(s):
-        if is_email(addr.strip()):
-            _add(draft.attendees, addr.strip().lower())
-    s = _SLACK_MAILTO.sub(_SEP, s)
-    s = _SLACK_LINK.sub(lambda m: m[2] or m[1], s)
+    # People: e-mail addresses, then the @names nobody could resolve (@Bob, @here).
     for addr in _EMAIL.findall(s):
         if is_email(addr):
             _add(draft.attendees, addr.lower())
     s = _EMAIL.sub(_SEP, s)
+    for name in at_names(s):
+        _add(draft.unknown_people, name.lower() if name.lower() in {"@here", "@channel", "@everyone"} else name)
+    s = AT_NAME.sub(_SEP, s)
 
     # Time zone.
     zone, s = _take_zone(s)
@@ -621,17 +599,6 @@ def _last_day(phrase: str, local_now: datetime) -> date | None:
             return None
         return (first.replace(day=1) + relativedelta(months=1)) - timedelta(days=1)
     return _parse_day(phrase, local_now)
-
-
-def _resolve(resolver, uid: str) -> str | None:
-    if resolver is None:
-        return None
-    if isinstance(resolver, Mapping):
-        return resolver.get(uid)
-    try:
-        return resolver(uid)
-    except Exception:  # a failing lookup leaves the mention unresolved, which asks the user
-        return None
 
 
 def _add(items: list[str], value: str) -> None:

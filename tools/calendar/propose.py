@@ -4,12 +4,11 @@
 retrieved text): it runs :func:`~tools.calendar.extract.extract_event`, fills the defaults (a
 30-minute length, the title ``Meeting``), adds the description, and validates the result as
 :class:`~tools.calendar.args.CalendarCreateArgs`. :func:`event_lines` and :func:`summary_line`
-describe arguments for previews (the planner's text, the Slack/Teams/console renderers).
+describe arguments for the tool's preview (:meth:`tools.calendar.tool.CalendarCreate.preview`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -20,11 +19,11 @@ from .args import DEFAULT_DURATION_MINUTES, CalendarCreateArgs, valid_timezone
 from .extract import EventDraft, extract_event
 from .recurrence import describe_end, describe_rrule
 
-__all__ = ["Proposal", "propose_event", "event_lines", "summary_line", "format_when", "format_duration"]
+__all__ = ["EventProposal", "propose_event", "invalid_question", "event_lines", "summary_line", "format_when", "format_duration"]
 
 
 @dataclass(slots=True)
-class Proposal:
+class EventProposal:
     """The outcome of :func:`propose_event`: ``args`` when complete, else ``question`` or ``invalid``.
 
     Attributes:
@@ -41,9 +40,8 @@ class Proposal:
 
 
 def propose_event(request: str, *, now: datetime, timezone_name: str,
-                  resolve_mention: Callable[[str], str | None] | Mapping[str, str] | None = None,
                   default_duration: int = DEFAULT_DURATION_MINUTES, description: str = "",
-                  addresses_given_later: bool = False) -> Proposal:
+                  addresses_given_later: bool = False) -> EventProposal:
     """Read ``request`` and return arguments or a question.
 
     Args:
@@ -51,18 +49,17 @@ def propose_event(request: str, *, now: datetime, timezone_name: str,
             earlier message in the thread when this one completes it).
         now: the message time (aware); relative dates count from it and the start must follow it.
         timezone_name: the requester's IANA zone.
-        resolve_mention: Slack user id -> e-mail (callable or mapping).
         default_duration: minutes when the request gives no length.
         description: the event's description (the planner's context: the request, a cited answer).
         addresses_given_later: the request's last part supplied addresses, so names read earlier
             ("with bob") are taken as covered by them.
     """
-    draft = extract_event(request, now=now, timezone_name=timezone_name, resolve_mention=resolve_mention)
+    draft = extract_event(request, now=now, timezone_name=timezone_name)
     if addresses_given_later and draft.attendees:
         draft.unknown_people.clear()
     question = draft.clarification()
     if question:
-        return Proposal(None, question, draft)
+        return EventProposal(None, question, draft)
     assert draft.start is not None
     raw = {"title": draft.title, "start": draft.start, "duration_minutes": draft.duration_minutes or default_duration,
            "attendees": draft.attendees, "description": description, "location": draft.location,
@@ -70,8 +67,13 @@ def propose_event(request: str, *, now: datetime, timezone_name: str,
     try:
         args = CalendarCreateArgs.model_validate(raw, context={"now": now})
     except ValidationError as exc:
-        return Proposal(None, None, draft, invalid="; ".join(_problem(e) for e in exc.errors()))
-    return Proposal(args, None, draft)
+        return EventProposal(None, None, draft, invalid="; ".join(_problem(e) for e in exc.errors()))
+    return EventProposal(args, None, draft)
+
+
+def invalid_question(problems: str) -> str:
+    """The question when a meeting request's details do not validate (a bad address, a bad length)."""
+    return f"I can't book that as asked: {problems}. Could you correct it? Nothing has been booked."
 
 
 def _problem(err: dict) -> str:

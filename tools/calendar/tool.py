@@ -1,10 +1,9 @@
-"""The ``calendar.create`` tool: a side-effect tool, so it only ever runs on a confirmed pending action.
+"""The ``calendar.create`` tool: one implementation of the action-tool contract (:mod:`tools.actions`).
 
-The planner proposes it (``Reply.pending_action``); :class:`app.actions.ActionService` stores the
-proposal and, once the requester confirms, calls :meth:`CalendarCreate.run` with a
-:class:`~tools.base.ToolContext` whose ``extra`` holds the action's ``idempotency_key`` (the
-event id on every backend) and, when known, the ``requester_email``. ``ToolRegistry.call``
-refuses to run it directly.
+It recognises meeting requests (:mod:`.intent`), reads one into :class:`~.args.CalendarCreateArgs` or a
+clarifying question (:func:`.propose.propose_event`), previews the event (title, when in the viewer's
+zone, length, attendees, video, room, description) and, once the requester confirmed, books it with
+the action's idempotency key as the event id on every backend, so a repeat finds the first event.
 """
 
 from __future__ import annotations
@@ -13,11 +12,14 @@ import threading
 from collections.abc import Callable
 from typing import ClassVar, Protocol
 
+from tools.actions import ActionRequest, ActionResult, ActionWords, Clarification, Preview, Proposal
 from tools.base import ToolContext
-from tools.errors import ToolArgumentError
+from tools.errors import ToolError, ToolUnavailableError
 
-from .args import CalendarCreateArgs, CreatedEvent
+from .args import DEFAULT_DURATION_MINUTES, CalendarCreateArgs, CreatedEvent
 from .google import EVENT_ID
+from .intent import meeting_intent
+from .propose import format_duration, format_when, invalid_question, propose_event, summary_line
 
 __all__ = ["CalendarCreate", "CalendarBackend"]
 
@@ -35,11 +37,12 @@ class CalendarBackend(Protocol):
 
 
 class CalendarCreate:
-    """``calendar.create``: put one event in a calendar (Google or the local one).
+    """``calendar.create``: put one event or a series in a calendar (Google or the local one).
 
     Args:
         backend: the calendar backend, or a function building it on first use (so wiring the tool
             opens no database and reads no credentials until an action is confirmed).
+        default_duration_minutes: the length of a meeting whose request gives none.
     """
 
     name: ClassVar[str] = "calendar.create"
@@ -50,14 +53,20 @@ class CalendarCreate:
     Args: ClassVar[type[CalendarCreateArgs]] = CalendarCreateArgs
     side_effect: ClassVar[bool] = True
     permission: ClassVar[str] = "everyone"
+    words: ClassVar[ActionWords] = ActionWords(
+        verb="book", past="booked", done="Booked", lead="I can add this to the calendar:",
+        time_passed="The start time has passed, so I didn't book it. Ask me again with a new time.",
+        undo_hint="delete the event in your calendar if you don't need it")
 
-    def __init__(self, backend: CalendarBackend | Callable[[], CalendarBackend]) -> None:
+    def __init__(self, backend: CalendarBackend | Callable[[], CalendarBackend],
+                 default_duration_minutes: int = DEFAULT_DURATION_MINUTES) -> None:
         self._backend: CalendarBackend | None = None
         self._factory: Callable[[], CalendarBackend] | None = None
         if callable(backend) and not hasattr(backend, "create"):
             self._factory = backend
         else:
             self._backend = backend  # type: ignore[assignment]
+        self.default_duration_minutes = default_duration_minutes
         self._lock = threading.Lock()
 
     @property
@@ -74,19 +83,56 @@ class CalendarCreate:
         if self._backend is not None and hasattr(self._backend, "close"):
             self._backend.close()
 
-    def run(self, args: CalendarCreateArgs, ctx: ToolContext) -> CreatedEvent:  # type: ignore[override]
-        """Create the event.
+    # -- the action-tool contract ---------------------------------------------------------------
+    def intent(self, text: str) -> float:
+        """0.7 for a meeting request (:func:`.intent.meeting_intent`), else 0.0."""
+        return meeting_intent(text)
 
-        ``ctx.extra["idempotency_key"]`` (required, base32hex) becomes the event id;
-        ``ctx.extra["requester_email"]`` (optional) the organizer / delegated user.
+    def propose(self, request: ActionRequest) -> Proposal | Clarification:
+        """Read the request into arguments (the event's description is ``request.background``), or ask.
 
-        Raises:
-            ToolArgumentError: without a valid idempotency key.
-            ToolError: the backend's errors (e.g. :class:`~tools.calendar.google.GoogleCalendarError`).
+        Addresses in the message that completes an earlier request ("bob@example.com") stand for the
+        people that request named without one ("with bob").
         """
-        key = str(ctx.extra.get("idempotency_key") or "")
+        given_later = bool(request.completion) and "@" in request.completion
+        p = propose_event(request.text, now=request.sent_at, timezone_name=request.timezone,
+                          default_duration=self.default_duration_minutes, description=request.background,
+                          addresses_given_later=given_later)
+        d = p.draft
+        trace = {"title": d.title, "start": d.start.isoformat() if d.start else None, "duration": d.duration_minutes,
+                 "attendees": d.attendees, "missing": d.missing, "vague": d.vague, "unknown_people": d.unknown_people}
+        if p.args is None:
+            return Clarification(p.question or invalid_question(p.invalid), trace)
+        return Proposal(p.args, summary_line(p.args, request.timezone), trace)
+
+    def preview(self, args: CalendarCreateArgs, viewer_tz: str | None = None) -> Preview:  # type: ignore[override]
+        """Title; When (the viewer's zone, a series in words), Length, Attendees, Video, Where; the description."""
+        fields = [("When", format_when(args, viewer_tz) if args.start else "(no time)"),
+                  ("Length", format_duration(args.duration_minutes)),
+                  ("Attendees", ", ".join(args.attendees) if args.attendees else "only you")]
+        if args.video_conference:
+            fields.append(("Video", "yes"))
+        if args.location:
+            fields.append(("Where", args.location))
+        return Preview(args.title, tuple(fields), summary_line(args, viewer_tz), args.description)
+
+    def execute(self, args: CalendarCreateArgs, key: str, ctx: ToolContext) -> ActionResult:  # type: ignore[override]
+        """Book the event with ``key`` (base32hex) as its id, organised by ``ctx.user_email`` when known.
+
+        Returns:
+            ok with the event's link (Google's page, or the local ``.ics`` as a ``file://`` URL) and
+            the video call's; a backend failure as not ok, ``retryable`` when Google may answer later.
+        """
         if not EVENT_ID.match(key):
-            raise ToolArgumentError("calendar.create runs only for a confirmed pending action with a base32hex "
-                                    "idempotency key")
-        return self.backend.create(args, event_id=key, requester=ctx.user_id,
-                                   organizer_email=ctx.extra.get("requester_email") or None)
+            return ActionResult(False, "This request has no valid event id, so nothing was booked.")
+        try:
+            ev = self.backend.create(args, event_id=key, requester=ctx.user_id,
+                                     organizer_email=ctx.user_email or None)
+        except ToolError as exc:
+            retry = bool(getattr(exc, "retryable", False)) or isinstance(exc, ToolUnavailableError)
+            return ActionResult(False, str(exc), retryable=retry, details={"error": str(exc)})
+        links = [("Open in Google Calendar" if ev.backend == "google" else "Open the .ics", ev.link)]
+        if ev.conference_link:
+            links.append(("Join the video call", ev.conference_link))
+        return ActionResult(True, f"Booked: {summary_line(args, ctx.timezone or args.timezone)}.",
+                            links=tuple(links), details=ev.as_dict())

@@ -1,0 +1,138 @@
+"""``reminder.create`` on Slack end to end: the real Bolt app behind ``bot.server.create_app`` over signed
+HTTP (``tests/slack_standin.py``), the real agent over the session index, the real SQLite state store,
+the action service wired as ``chatops serve`` wires it, with an in-memory outbox.
+
+A mention asking for a reminder gets the generic preview (Reminder; When / What) with Confirm /
+Cancel; someone else's click is refused privately; the requester's click schedules the direct message
+once and replaces the preview; a second click schedules nothing new; a preview confirmed after its
+expiry says so and schedules nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.actions import ActionService
+from app.jobs import IndexJobs
+from app.settings import Settings
+from app.wiring import build_agent
+from bot.slack import render
+from bot.slack.pending import slack_handlers
+from connectors.folder import FolderSource
+from memory_outbox import MemoryOutbox
+from slack_standin import BOT_USER_ID, TEAM_ID, Call, SlackHarness
+from state import StateStore
+from state.store import sqlite_url
+
+ALICE, BOB = "UALICE01", "UBOB0002"
+_ids = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory):
+    s = StateStore(sqlite_url(tmp_path_factory.mktemp("reminder-slack-state") / "state.sqlite"))
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory, wiki_index, session_wiki: Path, store: StateStore):
+    settings = Settings(chatops_data_dir=tmp_path_factory.mktemp("reminder-slack-data"))
+    runtime = build_agent(settings, index=wiki_index)  # not closed: the index belongs to the session
+    h = SlackHarness(runtime, store, IndexJobs(runtime, store, [FolderSource(session_wiki)]))
+    for user in (ALICE, BOB):
+        h.standin.add_user(user, tz="Europe/Berlin")
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def wired(harness: SlackHarness, store: StateStore):
+    """The action service as ``chatops serve`` wires it, with an in-memory outbox and a clock tests can move."""
+    outbox, shift = MemoryOutbox(), [timedelta(0)]
+    service = ActionService(store, harness.bot.runtime.tools, outbox=outbox,
+                            clock=lambda: datetime.now(timezone.utc) + shift[0])
+    harness.bot.use_pending_actions(*slack_handlers(service, default_timezone="Europe/Berlin"))
+    return service, outbox, shift
+
+
+def new_channel(h: SlackHarness) -> str:
+    cid = f"CR{next(_ids):08d}"
+    h.standin.add_conversation(cid, "channel", True)
+    return cid
+
+
+def mention(h: SlackHarness, channel: str, text: str, user: str = ALICE) -> dict[str, Any]:
+    msg = h.standin.user_message(channel, user, f"<@{BOT_USER_ID}> {text}", None)
+    resp, _ = h.sender.event({"type": "app_mention", "user": user, "text": msg["text"], "ts": msg["ts"],
+                              "channel": channel, "event_ts": msg["ts"], "team": TEAM_ID})
+    assert resp.status_code == 200
+    return msg
+
+
+def preview_post(h: SlackHarness, channel: str, ts: str) -> Call:
+    return h.standin.wait_for(lambda s: next((c for c in s.calls_to("chat.postMessage", channel=channel)
+                                              if c.ok and c.params.get("thread_ts") == ts), None))
+
+
+def confirm_button(blocks: list[dict]) -> dict:
+    return next(e for b in blocks if b["type"] == "actions" for e in b["elements"]
+                if e["action_id"].startswith(render.PENDING_CONFIRM))
+
+
+def click(h: SlackHarness, who: str, button: dict, channel: str, post: Call, rkey: str) -> Call:
+    message = {"type": "message", "ts": post.result["ts"], "text": post.params["text"], "blocks": post.params["blocks"]}
+    resp = h.sender.click(who, button, h.standin.response_url(rkey), channel_id=channel, message=message)
+    assert resp.status_code == 200 and resp.elapsed.total_seconds() < 3
+    return h.standin.wait_for(lambda s: next((c for c in s.calls_to("response_url") if c.key == rkey), None))
+
+
+def test_a_reminder_is_previewed_and_scheduled_once_by_its_requester(harness: SlackHarness, wired) -> None:
+    service, outbox, _ = wired
+    h = harness
+    ch = new_channel(h)
+    msg = mention(h, ch, "remind me to send the report tomorrow at 9")
+    post = preview_post(h, ch, msg["ts"])
+    shown = json.dumps(post.params["blocks"], ensure_ascii=False)
+    assert "I can remind you:" in shown and "*Reminder*" in shown and "*What:* send the report" in shown
+    assert "*When:* " in shown and ", 09:00 (Europe/Berlin)" in shown
+    button = confirm_button(post.params["blocks"])
+    key = button["value"]
+    rec = service.get(key)
+    assert rec.tool == "reminder.create" and rec.requester == ALICE and rec.status == "pending"
+
+    bob = click(h, BOB, button, ch, post, "rem-bob")
+    assert bob.params["response_type"] == "ephemeral" and bob.params.get("replace_original") is False
+    assert outbox.messages == {}
+    first = click(h, ALICE, button, ch, post, "rem-1")
+    assert first.params["replace_original"] is True and render.PENDING_CONFIRM not in json.dumps(first.params)
+    assert "Reminder set" in json.dumps(first.params["blocks"]) and first.params["text"].startswith("Reminder set")
+    second = click(h, ALICE, button, ch, post, "rem-2")
+    assert second.params["replace_original"] is True and "already scheduled" in second.params["text"]
+    assert service.get(key).status == "done"
+    assert list(outbox.messages) == [key]
+    sent = outbox.messages[key]
+    assert (sent["platform"], sent["user_id"], sent["channel_id"]) == ("slack", ALICE, ch)
+    assert sent["text"] == "Reminder: send the report" and sent["at"] == datetime.fromisoformat(rec.args["at"])
+    audit = [e for e in service.store.audit_entries(action="reminder.create") if e.target == key]
+    assert sorted(e.outcome for e in audit) == ["denied", "ok"]
+
+
+def test_an_expired_reminder_preview_schedules_nothing(harness: SlackHarness, wired) -> None:
+    service, outbox, shift = wired
+    h = harness
+    ch = new_channel(h)
+    msg = mention(h, ch, "remind me in 2 hours to call Bob")
+    post = preview_post(h, ch, msg["ts"])
+    button = confirm_button(post.params["blocks"])
+    shift[0] = timedelta(hours=1, minutes=1)  # past the preview's one-hour expiry
+    out = click(h, ALICE, button, ch, post, "rem-expired")
+    assert out.params["replace_original"] is True
+    assert "Preview expired, nothing was scheduled" in json.dumps(out.params["blocks"])
+    assert service.get(button["value"]).status == "expired" and outbox.messages == {}

@@ -1,0 +1,59 @@
+"""Whether a message asks to put a meeting in a calendar (``calendar.create``'s ``intent``).
+
+A clause is a meeting request when it has an action verb (book, schedule, set up, ...), a meeting
+object (meeting, call, sync, review, 1:1, ...) and either a party (an e-mail address, an ``@name``)
+or a when (tomorrow, friday, 3pm, ...). A clause that asks how to do it ("how do I book a meeting
+room on friday?") is not a request. A message whose clauses mix a question and a request ("when
+does the release go out, and book a sync with bob@example.com on Friday at 10") is a request too:
+the planner splits it and answers the question part.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["meeting_intent", "is_meeting_request"]
+
+_ACTION_VERB = re.compile(
+    r"\b(?:book|schedule|set ?up|create|arrange|organi[sz]e|put|add|send (?:an? )?invite|invite)\b", re.I)
+_ACTION_OBJECT = re.compile(
+    r"\b(?:meeting|call|sync|review|retro(?:spective)?|1[:-]1|one[- ]on[- ]one|standup|stand-up|event|"
+    r"invite|session|chat|catch[- ]?up|demo|interview|huddle|workshop|hour|min(?:ute)?s?|calendar|"
+    r"planning|all[- ]hands|offsite|kick[- ]?off|town[- ]?hall|check[- ]?in|1on1)\b", re.I)
+_WHEN = re.compile(
+    r"\b(?:today|tomorrow|tonight|next|this|on (?:mon|tue|wed|thu|fri|sat|sun)|"
+    r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|satur|sun)(?:day)?|\d{1,2}(?::\d{2})?\s*(?:am|pm)|"
+    r"at \d{1,2}|noon|morning|afternoon)\b", re.I)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+_AT_NAME = re.compile(r"(?<![\w.+-])@[A-Za-z][\w.'-]*")
+_HOWTO = re.compile(r"^\s*(?:how|where|who|what|whats|what's|which|why|when|whom|do i|do we|does|am i|is it|is there|"
+                    r"are we|are there|should i|should we|may i|can i|could i|is|are)\b", re.I)
+# Clause boundaries: after ?/!/;, before an action verb or a question word after a comma or "and".
+_POLITE = r"(?:(?:then|also|please|pls|plz|can you|could you|would you|can u|could u)\s+)*"
+_CLAUSE_SPLIT = re.compile(
+    r"(?<=[?!;])\s+"
+    r"|\s*,\s*(?:and\s+)?(?=" + _POLITE + _ACTION_VERB.pattern + r")"
+    r"|\s+and\s+(?=" + _POLITE + _ACTION_VERB.pattern + r")"
+    r"|\s*,\s*(?:and\s+)?(?=(?:what|when|where|why|how|who|which)\b)"
+    r"|\s+(?:and\s+)?(?:also\s+)?(?=(?:tell me|let me know)\b)", re.I)
+
+
+def _request_clause(text: str) -> bool:
+    if not _ACTION_VERB.search(text) or _HOWTO.match(text):
+        return False
+    has_party = bool(_EMAIL.search(text) or _AT_NAME.search(text))
+    return bool(_ACTION_OBJECT.search(text)) and (has_party or bool(_WHEN.search(text)))
+
+
+def is_meeting_request(text: str) -> bool:
+    """True when ``text`` (or one clause of it) asks to put a meeting in a calendar."""
+    if _request_clause(text):
+        return True
+    parts = [c.strip(" ,") for c in _CLAUSE_SPLIT.split(text) if c and c.strip(" ,")]
+    return len(parts) > 1 and any(_request_clause(p) for p in parts)
+
+
+def meeting_intent(text: str) -> float:
+    """``calendar.create``'s intent score: 0.7 for a meeting request, else 0.0 (a reminder's "remind me
+    to book ..." scores higher with its own tool)."""
+    return 0.7 if is_meeting_request(text) else 0.0

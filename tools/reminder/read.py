@@ -1,0 +1,274 @@
+"""A reminder request read without an LLM: "remind me to send the report tomorrow at 9".
+
+:func:`read_reminder` takes the requester's own words and returns a :class:`ReminderDraft`: what to
+remind them of and when, or what is missing. What it understands:
+
+- **the ask**: ``remind me ...``, ``set a reminder ...`` (with ``please``/``can you`` before it);
+  the rest, minus the time words and a leading ``to``/``that``/``about``, is the text;
+- **relative times**: ``in 2 hours``, ``in 30 minutes``, ``in half an hour``, ``in 3 days``
+  (counted from the message time);
+- **days**: ``today``, ``tonight``, ``tomorrow``, ``the day after tomorrow``, a weekday (``on friday``,
+  ``next monday``), ``March 20``, ``the 14th``, ``2025-03-20``, read with ``dateparser`` relative to
+  the message time in the requester's zone, future preferred;
+- **times**: ``9``, ``9am``, ``3:30 pm``, ``15:00``, ``noon``, ``midnight`` (a bare hour in office
+  hours: 1-6 is pm, 7-11 am); a part of the day stands for a time (morning 09:00, afternoon 14:00,
+  evening 18:00, tonight 20:00); a time alone is today's, or tomorrow's when it has passed;
+- **one-off only**: a repeating reminder ("every Monday", "daily") is refused with a question for
+  one time.
+
+A day without a time, no time at all, a time that has passed, or nothing to remind of leaves the
+draft incomplete; :meth:`ReminderDraft.clarification` asks one question.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import dateparser
+
+from tools.dates import valid_timezone
+
+__all__ = ["ReminderDraft", "read_reminder", "is_reminder_request"]
+
+_SEP = " \u00a6 "
+_LEAD = re.compile(
+    r"^\s*(?:(?:hey|hi|ok|okay)\b[\s,]*)?(?:(?:please|pls|plz|can you|could you|would you|can u|could u|"
+    r"kindly)\s+)*(?:remind\s+me|set\s+(?:me\s+)?(?:a\s+|an\s+)?reminder)\b[\s,:]*", re.I)
+_ASK = re.compile(r"\bremind\s+me\b|\bset\s+(?:me\s+)?(?:a\s+|an\s+)?reminder\b", re.I)
+_HOWTO = re.compile(r"^\s*(?:how|where|what|whats|what's|why|can i|could i|do i|does|is there|is it)\b", re.I)
+_REPEAT = re.compile(r"\b(?:every|each)\s+(?:day|morning|evening|night|week|weekday|month|year|other|"
+                     r"mon|tue|wed|thu|fri|sat|sun)\w*|\b(?:daily|weekly|monthly|hourly|yearly|annually)\b", re.I)
+
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30, "forty-five": 45,
+            "forty five": 45, "ninety": 90}
+_NUM = r"(?:\d+(?:[.,]\d+)?|an?|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|" \
+       r"forty[- ]five|ninety)"
+_RELATIVE = re.compile(rf"\bin\s+(?:(half\s+an\s+hour)|({_NUM})\s*(minutes?|mins?|m|hours?|hrs?|h|days?|weeks?))\b",
+                       re.I)
+_WEEKDAY = r"(?:mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day)?"
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_DAYS = [
+    re.compile(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", re.I),
+    re.compile(r"\b(?:today|tomorrow|tmrw|tmr)\b", re.I),
+    re.compile(rf"\b(?:(?:on|this|next|coming)\s+)*{_WEEKDAY}\b", re.I),
+    re.compile(r"\b(?:on\s+)?\d{4}-\d{2}-\d{2}\b"),
+    re.compile(rf"\b(?:on\s+)?(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b", re.I),
+    re.compile(rf"\b(?:on\s+)?{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b", re.I),
+    re.compile(r"\b(?:on\s+)?the\s+\d{1,2}(?:st|nd|rd|th)\b", re.I),
+]
+_TIMES = [
+    re.compile(r"\b(?:at\s+|@\s*)?(\d{1,2})(?::(\d{2}))?\s*([ap])\.?m\.?(?!\w)", re.I),
+    re.compile(r"\b(?:at\s+|@\s*)?(\d{1,2}):(\d{2})\b", re.I),
+    re.compile(r"(?:\bat\s+|@\s*)(\d{1,2})\b(?!\s*(?:%|people|days?|weeks?|minutes?|mins?|hours?))", re.I),
+    re.compile(r"\b(?:at\s+)?(noon|midday|midnight)\b", re.I),
+]
+_DAYPART = re.compile(r"\b(?:(?:in\s+the|this|tomorrow)\s+)?(morning|afternoon|evening)\b|\b(tonight)\b", re.I)
+_DAYPART_TIME = {"morning": time(9), "afternoon": time(14), "evening": time(18), "tonight": time(20)}
+_TEXT_LEAD = re.compile(r"^(?:(?:to|that|about|of|re|regarding)\b\s*)+", re.I)
+
+
+def is_reminder_request(text: str) -> bool:
+    """True when ``text`` asks for a reminder ("remind me ...", "set a reminder ..."), not how to set one."""
+    return bool(_ASK.search(text)) and not _HOWTO.match(text)
+
+
+@dataclass(slots=True)
+class ReminderDraft:
+    """What :func:`read_reminder` understood.
+
+    Attributes:
+        text: what to remind of ("" when nothing was left).
+        at: when (aware, in ``timezone``), or None.
+        timezone: the zone the time was read in (the requester's).
+        when_phrase: the words read as the time ("tomorrow at 9").
+        day_phrase: the words read as the day, when a day was named without a time.
+        repeating: the words asking for a repeating reminder ("every Monday"), or "".
+        past: True when the time read is not after the message.
+        bad_day: a day phrase that names no date ("feb 30"), or "".
+    """
+
+    text: str = ""
+    at: datetime | None = None
+    timezone: str = "UTC"
+    when_phrase: str = ""
+    day_phrase: str = ""
+    repeating: str = ""
+    past: bool = False
+    bad_day: str = ""
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """True when the reminder can be proposed."""
+        return bool(self.text) and self.at is not None and not self.past and not self.repeating and not self.bad_day
+
+    def clarification(self) -> str | None:
+        """One question for what is missing or wrong, or None when complete."""
+        if self.complete:
+            return None
+        tail = " Nothing has been scheduled yet."
+        if self.repeating:
+            return (f"I can only set one-off reminders, not repeating ones (\u201c{self.repeating}\u201d). When should "
+                    f"I remind you, once, e.g. \u201ctomorrow at 9\u201d?{tail}")
+        if self.bad_day:
+            return f"I can't read \u201c{self.bad_day}\u201d as a date. When should I remind you, e.g. \u201cFriday at 9\u201d?{tail}"
+        if self.past and self.at is not None:
+            return (f"{self.at:%a %d %b at %H:%M} has already passed. When should I remind you instead, e.g. "
+                    f"\u201ctomorrow at 9\u201d?{tail}")
+        if self.at is None and self.day_phrase:
+            return f"At what time {self.day_phrase} should I remind you, e.g. \u201cat 9am\u201d?{tail}"
+        if self.at is None:
+            return f"When should I remind you, e.g. \u201ctomorrow at 9\u201d or \u201cin 2 hours\u201d?{tail}"
+        return f"What should I remind you about, e.g. \u201cto send the report\u201d?{tail}"
+
+
+def read_reminder(text: str, *, now: datetime, timezone_name: str) -> ReminderDraft:
+    """Read a reminder request (see the module docstring).
+
+    Args:
+        text: the requester's own words, plain text.
+        now: when the message was sent (aware; naive is taken as UTC).
+        timezone_name: the requester's IANA zone (UTC when not a valid one).
+
+    Returns:
+        the draft; never raises for odd input.
+    """
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=timezone.utc)
+    tz_name = timezone_name if valid_timezone(timezone_name) else "UTC"
+    tz = ZoneInfo(tz_name)
+    local_now = now.astimezone(tz)
+    draft = ReminderDraft(timezone=tz_name)
+    s = _LEAD.sub("", text.replace("\u2019", "'"), count=1)
+    m = _REPEAT.search(s)
+    if m:
+        draft.repeating = m[0]
+        s = s[:m.start()] + _SEP + s[m.end():]
+    phrases: list[str] = []
+    m = _RELATIVE.search(s)
+    if m:
+        phrases.append(m[0])
+        s = s[:m.start()] + _SEP + s[m.end():]
+        draft.at = _relative(m, local_now)
+    else:
+        day, day_phrase, s = _take_day(s, local_now, draft)
+        at_time, time_phrase, s = _take_time(s)
+        phrases += [p for p in (day_phrase, time_phrase) if p]
+        if at_time is not None and day is not None:
+            draft.at = datetime.combine(day, at_time, tz)
+        elif at_time is not None and not day_phrase:
+            candidate = datetime.combine(local_now.date(), at_time, tz)
+            draft.at = candidate if candidate > local_now else datetime.combine(
+                local_now.date() + timedelta(days=1), at_time, tz)
+        elif day is not None:
+            draft.day_phrase = day_phrase
+    draft.when_phrase = " ".join(phrases)
+    if draft.at is not None and draft.at <= now:
+        draft.past = True
+    draft.text = _text(s)
+    return draft
+
+
+def _relative(m: re.Match[str], local_now: datetime) -> datetime:
+    if m[1]:
+        delta = timedelta(minutes=30)
+    else:
+        raw = m[2].lower().replace("-", " ")
+        n = float(_NUMBERS[raw]) if raw in _NUMBERS else float(raw.replace(",", "."))
+        unit = m[3].lower()
+        delta = (timedelta(weeks=n) if unit.startswith("w") else timedelta(days=n) if unit.startswith("d")
+                 else timedelta(hours=n) if unit.startswith("h") else timedelta(minutes=n))
+    at = local_now + delta
+    if at.second or at.microsecond:  # to the next whole minute
+        at = at.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    return at
+
+
+def _take_day(s: str, local_now: datetime, draft: ReminderDraft) -> tuple[date | None, str, str]:
+    for pattern in _DAYS:
+        m = pattern.search(s)
+        if not m:
+            continue
+        phrase = m[0].strip()
+        day = _parse_day(phrase, local_now)
+        if day is None:
+            draft.bad_day = re.sub(r"^on\s+", "", phrase, flags=re.I)
+        return day, phrase, s[:m.start()] + _SEP + s[m.end():]
+    return None, "", s
+
+
+def _parse_day(phrase: str, local_now: datetime) -> date | None:
+    m = re.fullmatch(r"(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)", phrase.strip(), re.I)
+    if m:  # "the 14th": this month's when it is still to come, else the next month that has it
+        return _next_monthday(int(m[1]), local_now.date())
+    p = phrase.lower()
+    p = re.sub(r"\b(?:tmrw|tmr)\b", "tomorrow", p)
+    p = re.sub(r"^(?:on\s+)+", "", p)
+    p = re.sub(r"\b(?:this\s+coming|coming|this)\s+", "", p)
+    p = re.sub(r"\bthe\s+(?=\d)", "", p)
+    settings = {"RELATIVE_BASE": local_now.replace(tzinfo=None), "PREFER_DATES_FROM": "future",
+                "RETURN_AS_TIMEZONE_AWARE": False, "DATE_ORDER": "MDY", "PREFER_DAY_OF_MONTH": "first"}
+    parsed = dateparser.parse(p, languages=["en"], settings=settings)  # type: ignore[arg-type]
+    return parsed.date() if parsed else None
+
+
+def _next_monthday(n: int, today: date) -> date | None:
+    if not 1 <= n <= 31:
+        return None
+    year, month = today.year, today.month
+    for _ in range(13):
+        try:
+            day = date(year, month, n)
+        except ValueError:
+            day = None
+        if day is not None and day >= today:
+            return day
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return None
+
+
+def _take_time(s: str) -> tuple[time | None, str, str]:
+    for i, pattern in enumerate(_TIMES):
+        m = pattern.search(s)
+        if not m:
+            continue
+        t = _time(i, m)
+        if t is not None:
+            return t, m[0].strip(), s[:m.start()] + _SEP + s[m.end():]
+    m = _DAYPART.search(s)
+    if m:
+        return _DAYPART_TIME[(m[1] or m[2]).lower()], m[0].strip(), s[:m.start()] + _SEP + s[m.end():]
+    return None, "", s
+
+
+def _time(kind: int, m: re.Match[str]) -> time | None:
+    if kind == 3:
+        return time(0) if m[1].lower() == "midnight" else time(12)
+    hour, minute = int(m[1]), int(m[2] or 0) if kind in (0, 1) else 0
+    if minute > 59:
+        return None
+    if kind == 0:
+        if not 1 <= hour <= 12:
+            return None
+        return time(hour % 12 + (12 if m[3].lower() == "p" else 0), minute)
+    if hour > 23:
+        return None
+    if kind == 1 and (hour >= 13 or m[1].startswith("0")):
+        return time(hour, minute)
+    if 1 <= hour <= 6:  # a bare hour in office hours: "at 5" is 17:00
+        return time(hour + 12, minute)
+    return time(hour, minute)
+
+
+def _text(s: str) -> str:
+    parts = [p.strip(" ,;:.!?-") for p in s.split("\u00a6")]
+    text = " ".join(p for p in parts if p and p.lower() not in {"for", "on", "at", "by", "in", "from", "and"})
+    text = " ".join(text.split())
+    text = _TEXT_LEAD.sub("", text).strip(" ,;:.!?-")
+    text = re.sub(r"\s+(?:on|at|by)$", "", text, flags=re.I)
+    return text
