@@ -136,3 +136,38 @@ def test_an_expired_reminder_preview_schedules_nothing(harness: SlackHarness, wi
     assert out.params["replace_original"] is True
     assert "Preview expired, nothing was scheduled" in json.dumps(out.params["blocks"])
     assert service.get(button["value"]).status == "expired" and outbox.messages == {}
+
+
+def test_a_confirmed_reminder_reaches_the_requester_as_a_dm_at_its_time(harness: SlackHarness, store: StateStore) -> None:
+    """End to end on the real pieces: the service's outbox is the state store itself (as ``chatops serve``
+    wires it), and the outbox job's delivery posts the due message to the requester's DM through the real
+    Slack sender, once; before its time nothing is sent."""
+    import asyncio
+
+    from app.outbox import Outbox
+    from bot.slack.config import SlackConfig
+    from bot.slack.client import build_web_client
+    from bot.slack.outbox import SlackDmSender
+    from slack_standin import BOT_TOKEN
+
+    h = harness
+    service = ActionService(store, h.bot.runtime.tools)
+    h.bot.use_pending_actions(*slack_handlers(service, default_timezone="Europe/Berlin"))
+    ch = new_channel(h)
+    msg = mention(h, ch, "remind me in 2 hours to water the office plants")
+    post = preview_post(h, ch, msg["ts"])
+    button = confirm_button(post.params["blocks"])
+    click(h, ALICE, button, ch, post, "rem-e2e")
+    key = button["value"]
+    row = store.scheduled_message(key)
+    assert row is not None and row.status == "pending" and row.user_id == ALICE and row.platform == "slack"
+
+    sender = SlackDmSender(build_web_client(SlackConfig(bot_token=BOT_TOKEN, api_url=h.standin.api_url)))
+    outbox = Outbox(store, {"slack": sender})
+    dms = lambda: [c.params["text"] for c in h.standin.calls_to("chat.postMessage", channel=ALICE) if c.ok]  # noqa: E731
+    assert asyncio.run(outbox.deliver_due()).delivered == [] and dms() == []  # not due yet
+    later = row.at + timedelta(seconds=1)
+    assert asyncio.run(outbox.deliver_due(now=later)).delivered == [key]
+    assert asyncio.run(outbox.deliver_due(now=later)).delivered == []
+    assert dms() == ["Reminder: water the office plants"]
+    assert store.scheduled_message(key).status == "delivered"  # type: ignore[union-attr]
