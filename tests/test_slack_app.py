@@ -434,7 +434,7 @@ def test_the_pending_action_hook_routes_confirm_and_cancel(harness: SlackHarness
         assert sorted(clicks) == [("action_cancel:k2", "k2", BOB), ("action_confirm:k1", "k1", BOB)]
         assert h.bot.conversations.propose is propose and h.bot.kb.propose is propose
     finally:
-        register_builtin_actions(h.app.actions)
+        register_builtin_actions(h.bot.actions)
         h.bot.conversations.propose = h.bot.kb.propose = None
 
 
@@ -470,7 +470,7 @@ def test_a_calendar_request_is_previewed_and_booked_once_by_its_requester(harnes
         booked = [e for e in store.audit_entries(limit=20) if e.actor == ALICE and key in json.dumps(e.detail)]
         assert len([e for e in booked if e.outcome in {"ok", "done"}]) == 1, booked
     finally:
-        register_builtin_actions(h.app.actions)
+        register_builtin_actions(h.bot.actions)
         h.bot.conversations.propose = h.bot.kb.propose = None
 
 
@@ -508,7 +508,7 @@ def test_another_persons_thread_message_never_completes_the_requesters_meeting(h
         assert record.args["title"] == "Sprint planning" and record.args["attendees"] == ["bob@example.com"]
         assert "T15:00:00" in record.args["start"]
     finally:
-        register_builtin_actions(h.app.actions)
+        register_builtin_actions(h.bot.actions)
         h.bot.conversations.propose = h.bot.kb.propose = None
 
 
