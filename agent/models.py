@@ -42,24 +42,33 @@ class HistoryMessage:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One user message, as every adapter hands it to the agent.
+    """One user message, as the agent reads it.
+
+    Built in one place only, :func:`app.turns.build_turn`, from the platform-neutral
+    :class:`app.inbound.InboundMessage` every adapter produces (``tests/test_turns.py`` checks that no
+    other module constructs a ``Turn``; tests may).
 
     Attributes:
-        text: the message with platform mark-up removed (mentions stripped).
+        text: the message as plain text: platform mark-up removed, the bot's own mention dropped, other
+            people's mentions already resolved (their e-mail when the platform gives one, else ``@Name``).
         history: earlier messages by people in the same thread or conversation, oldest first, each with
             its author (:class:`HistoryMessage`); a plain string is refused (``TypeError``), so no
             producer can forget to say who wrote what. :attr:`own_history` is the requester's part.
-        platform: ``"slack"``, ``"teams"``, ``"cli"``...
-        user_id, channel_id, thread_id: platform ids (``thread_id`` is Slack's ``thread_ts``).
+        platform: ``"slack"``, ``"teams"``, ``"cli"``, ``"console"``, ``"eval"``.
+        user_id, channel_id, thread_id: platform ids (``thread_id`` is Slack's ``thread_ts``, Teams'
+            conversation id).
+        user_email: the requester's e-mail when the platform gave it ("" when unknown).
+        channel_kind: ``"dm"``, ``"group"`` (a group DM or group chat) or ``"channel"``; "" when unknown.
         is_admin: whether the user may run admin commands.
         locale, timezone: the user's locale and IANA time zone (Slack: ``users.info`` ``tz``); an empty
             time zone means unknown, and the planner uses the ``DEFAULT_TIMEZONE`` setting.
         message_id: the platform's id of this message (Slack ``ts``, Teams activity id); a redelivered
             message has the same id, so the pending action it proposes gets the same idempotency key.
         sent_at: when the message was sent (aware); relative dates ("tomorrow") count from it (now when None).
-        mention_emails: Slack user id -> e-mail for the users mentioned in ``text`` (``<@U123>``, left in
-            the text), resolved by the adapter with ``users.info`` (scope ``users:read.email``); mentions
-            missing here make a meeting request ask for the address.
+        mention_emails: platform user id -> e-mail of the people mentioned in the message whose e-mail is
+            known. The e-mails are already in ``text``; this map is the structured list of the same
+            people, and lets a reader that still meets a ``<@U123>`` token (the calendar extraction's
+            ``resolve_mention``) resolve it.
     """
 
     text: str
@@ -74,6 +83,8 @@ class Turn:
     message_id: str = ""
     sent_at: datetime | None = None
     mention_emails: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    user_email: str = ""
+    channel_kind: str = ""
 
     def __post_init__(self) -> None:
         bad = [h for h in self.history if not isinstance(h, HistoryMessage)]

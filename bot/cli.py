@@ -112,10 +112,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """``chatops ask QUESTION [--history H]... [--json]``."""
-    from agent.models import HistoryMessage, Turn
+    from agent.models import HistoryMessage
 
     from .cli_actions import cli_propose, cli_user
     from .console import render_reply
+    from app.inbound import InboundMessage
+    from app.turns import build_turn
     from app.wiring import build_agent
 
     settings = _settings()
@@ -124,8 +126,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
         empty = rt.index.stats()["pages"] == 0
         user = cli_user()
         # --history is the user's own earlier questions: they may complete a request.
-        turn = Turn(text=args.question, history=tuple(HistoryMessage.own(h, user) for h in args.history or ()),
-                    platform="cli", user_id=user)
+        # No message id: the same `chatops ask` run again proposes the same action (keyed on the words).
+        turn = build_turn(InboundMessage(platform="cli", text=args.question, user_id=user,
+                                         history=tuple(HistoryMessage.own(h, user) for h in args.history or ())))
         reply = rt.agent.answer(turn)
         pending = cli_propose(settings, rt.tools, reply.pending_action, turn) if reply.pending_action else ""
     finally:
@@ -151,10 +154,12 @@ def empty_index_message(settings: Settings) -> str:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     """``chatops chat``: a console conversation; earlier questions are the thread history."""
-    from agent.models import HistoryMessage, Turn
+    from agent.models import HistoryMessage
 
     from .cli_actions import cli_action, cli_propose, cli_user
     from .console import render_reply
+    from app.inbound import InboundMessage
+    from app.turns import build_turn
     from app.wiring import build_agent
 
     settings = _settings()
@@ -186,9 +191,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 cli_action(settings, op, pending_key)
                 pending_key = ""
                 continue
-            turn = Turn(text=text, history=tuple(HistoryMessage.own(h, cli_user()) for h in history),
-                        platform="console", user_id=cli_user(),
-                        message_id=f"console-{uuid.uuid4().hex}")
+            turn = build_turn(InboundMessage(
+                platform="console", text=text, user_id=cli_user(), channel_kind="dm",
+                history=tuple(HistoryMessage.own(h, cli_user()) for h in history),
+                message_id=f"console-{uuid.uuid4().hex}"))
             reply = rt.agent.answer(turn)
             print("bot> " + render_reply(reply).replace("\n", "\n     "))
             if reply.pending_action:

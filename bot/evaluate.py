@@ -37,7 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.agent import Agent
-from agent.models import HistoryMessage, Reply, Turn
+from agent.models import HistoryMessage, Reply
+from app.inbound import InboundMessage
+from app.turns import build_turn
 from connectors.models import Chunk
 
 __all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE", "action_scores", "title_matches"]
@@ -144,7 +146,7 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
     for q in questions:
         t = time.perf_counter()
         history = tuple(HistoryMessage.own(h) for h in q.history)  # the asker's own earlier messages
-        reply = agent.answer(Turn(text=q.question, history=history, platform="eval"))
+        reply = agent.answer(build_turn(InboundMessage(platform="eval", text=q.question, history=history)))
         ms = (time.perf_counter() - t) * 1000
         row = {"id": q.id, "kind": q.kind, "route": reply.route, "refused": reply.refused,
                "latency_ms": ms, "citations": len(reply.citations), "text": reply.text,

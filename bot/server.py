@@ -304,7 +304,8 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     if teams_wanted:
         from .teams.adapter import build_teams_adapter
 
-        adapters.append(build_teams_adapter(settings, runtime.agent, store, actions=action_service, jobs=jobs))
+        adapters.append(build_teams_adapter(settings, runtime.agent, store, actions=action_service, jobs=jobs,
+                                            job_executor=executor))
 
     async def state_ready() -> tuple[bool, str]:
         ok = await asyncio.to_thread(store.ping)

@@ -5,6 +5,11 @@ to an activity, update an activity) with ``{"id": ...}`` bodies, records every c
 decoded conversation id, JSON body), and can fail the next calls with given statuses (e.g. 429
 with ``Retry-After``, 503) to exercise retries: ``failures`` is a list, one entry per coming call,
 ``None`` to let that call through.
+
+It also answers roster look-ups (``GET /v3/conversations/{id}/members/{member}``, what
+``TeamsInfo.get_member`` calls) from ``members`` (member id -> account: ``name``, ``email``...; an
+unknown member gets 404 like Teams). Look-ups are recorded in ``lookups``, not ``calls``, and are
+never failed by ``failures`` (which count the replies and updates a test sequences).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from urllib.parse import unquote
 __all__ = ["ConnectorStandIn", "Call"]
 
 _PATH = re.compile(r"^/v3/conversations/([^/]+)/activities(?:/([^/?]+))?")
+_MEMBER = re.compile(r"^/v3/conversations/([^/]+)/members/([^/?]+)")
 
 
 @dataclass
@@ -39,6 +45,8 @@ class ConnectorStandIn:
 
     def __init__(self) -> None:
         self.calls: list[Call] = []
+        self.lookups: list[Call] = []
+        self.members: dict[str, dict[str, Any]] = {}
         self.failures: list[tuple[int, dict[str, str]] | None] = []
         self._ids = itertools.count(1)
         stand_in = self
@@ -66,6 +74,18 @@ class ConnectorStandIn:
                 if self.command == "PUT":
                     return self._send(200, {"id": call.activity_id})
                 return self._send(200, {"id": f"reply-{next(stand_in._ids)}"})
+
+            def do_GET(self) -> None:
+                m = _MEMBER.match(self.path)
+                if not m:
+                    return self._send(404, {"error": {"code": "NotFound", "message": self.path}})
+                member_id = unquote(m.group(2))
+                stand_in.lookups.append(Call("GET", self.path, unquote(m.group(1)), member_id, {}))
+                account = stand_in.members.get(member_id)
+                if account is None:
+                    return self._send(404, {"error": {"code": "MemberNotFoundInConversation",
+                                                      "message": "The member could not be found"}})
+                return self._send(200, {"id": member_id, **account})
 
             do_POST = _handle
             do_PUT = _handle

@@ -351,7 +351,7 @@ def test_kb_reindex_is_refused_politely_to_non_admins_and_audited(harness: Slack
     body = resp.json()
     assert body["response_type"] == "ephemeral" and "re-indexing is for the knowledge base's admins" in body["text"]
     h.idle()
-    [entry] = [e for e in store.audit_entries(action="kb.reindex") if e.actor == BOB]
+    [entry] = [e for e in store.audit_entries(action="admin.reindex") if e.actor == BOB]
     assert entry.outcome == "denied" and entry.platform == "slack" and entry.target == "*"
     assert entry.detail["full"] is True
     assert store.last_runs("wiki") == []  # nothing ran
@@ -360,7 +360,7 @@ def test_kb_reindex_is_refused_politely_to_non_admins_and_audited(harness: Slack
     resp = h.sender.command("reindex nosuch", ADMIN, ch, h.standin.response_url())
     acked(resp)
     assert "no source named `nosuch`" in resp.json()["text"] and "`wiki`" in resp.json()["text"]
-    assert store.audit_entries(action="kb.reindex")[0].outcome == "invalid"
+    assert store.audit_entries(action="admin.reindex")[0].outcome == "invalid"
 
 
 def test_kb_usage_errors_and_unknown_commands_get_an_answer(harness: SlackHarness) -> None:
@@ -696,7 +696,7 @@ def test_admin_reindex_acks_at_once_runs_the_job_and_posts_a_summary(reindex_har
     text = section_text(summary.params["blocks"])
     assert summary.params["response_type"] == "ephemeral"
     assert "*Re-index finished*" in text and "*handbook*: 1 added, 0 updated, 0 deleted, 13 unchanged" in text
-    outcomes = [e.outcome for e in store.audit_entries(action="kb.reindex") if e.actor == ADMIN][:2]
+    outcomes = [e.outcome for e in store.audit_entries(action="admin.reindex") if e.actor == ADMIN][:2]
     assert outcomes == ["ok", "started"]
     assert store.last_runs("handbook")[0].summary["added"] == 1
     # the new page answers questions at once

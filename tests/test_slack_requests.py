@@ -147,7 +147,7 @@ def test_a_replayed_admin_reindex_runs_once(harness: SlackHarness, store: StateS
     assert "Started an incremental re-index of *handbook*" in first.json()["text"]
     h.standin.wait_for(lambda s: responses(h, "ri") or None, timeout=60)
     h.idle()
-    assert [e.outcome for e in store.audit_entries(action="kb.reindex") if e.actor == ADMIN] == ["ok", "started"]
+    assert [e.outcome for e in store.audit_entries(action="admin.reindex") if e.actor == ADMIN] == ["ok", "started"]
     assert len(store.last_runs("handbook")) == runs_before + 1
     assert len(responses(h, "ri")) == 1
 

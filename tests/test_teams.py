@@ -221,17 +221,28 @@ def test_universal_action_invoke_returns_the_outcome_card(teams) -> None:
 
 
 def test_admin_commands_in_personal_chat(teams) -> None:
-    post(teams, message(teams.connector.url, "status", activity_id="a1", user=USER))
+    # status and sources are reads anyone may run (as Slack's /kb status); re-indexing is for admins
+    post(teams, message(teams.connector.url, "status", activity_id="a0", user=USER))
+    assert "**wiki**:" in teams.connector.messages()[-1].body["text"]
+    post(teams, message(teams.connector.url, "reindex wiki", activity_id="a1", user=USER))
     refusal = teams.connector.messages()[-1]
     assert "only admins" in refusal.body["text"]
+    assert teams.store.last_runs("wiki") == []
+    n = len(teams.connector.messages())
     post(teams, message(teams.connector.url, "reindex wiki", activity_id="a2", user=ADMIN))
-    texts = [c.body["text"] for c in teams.connector.messages()[1:]]
+    texts = [c.body["text"] for c in teams.connector.messages()[n:]]
     assert any(t.startswith("Re-indexing wiki") for t in texts)
     assert any("Re-index finished" in t and "**wiki**" in t and "added" in t for t in texts)
     post(teams, message(teams.connector.url, "status", activity_id="a3", user=ADMIN))
     assert "**wiki**: 13 pages" in teams.connector.messages()[-1].body["text"]
-    audit = [(e.action, e.outcome) for e in teams.store.audit_entries()]
-    assert ("admin:status", "refused") in audit and ("admin:reindex", "ok") in audit
+    post(teams, message(teams.connector.url, "sources", activity_id="a4", user=USER))
+    assert teams.connector.messages()[-1].body["text"] == "- **wiki**: 13 pages"
+    post(teams, message(teams.connector.url, "reindex nosuch", activity_id="a5", user=ADMIN))
+    assert "no source named `nosuch`" in teams.connector.messages()[-1].body["text"]
+    audit = [(e.actor, e.platform, e.action, e.outcome) for e in teams.store.audit_entries()]
+    assert (USER, "teams", "admin.status", "ok") in audit and (USER, "teams", "admin.reindex", "denied") in audit
+    assert (ADMIN, "teams", "admin.reindex", "started") in audit and (ADMIN, "teams", "admin.reindex", "ok") in audit
+    assert (USER, "teams", "admin.sources", "ok") in audit and (ADMIN, "teams", "admin.reindex", "invalid") in audit
 
 
 def test_conversation_update_greets_when_the_bot_is_added(teams) -> None:

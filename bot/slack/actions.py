@@ -27,7 +27,8 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent.models import Turn
+from app.inbound import InboundMessage
+from app.turns import build_turn
 from state import StateStore
 
 from . import render
@@ -153,8 +154,9 @@ async def share_handler(ctx: ActionContext) -> None:
     if found is not None:
         question, reply = found
     elif question:
-        reply = await runner.answer(Turn(text=question, platform="slack", user_id=ctx.user_id,
-                                         channel_id=ctx.channel_id))
+        # A re-ask of a knowledge question (not a message of its own: no message id or time).
+        reply = await runner.answer(build_turn(InboundMessage(platform="slack", text=question, user_id=ctx.user_id,
+                                                              channel_id=ctx.channel_id)))
         replies.put(question, reply)
     else:
         raise ValueError("the share button carries no question")

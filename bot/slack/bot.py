@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from state import StateStore
 
+from app.admin import AdminService
 from app.jobs import IndexJobs
 from app.wiring import Runtime
 from . import render
@@ -61,13 +62,14 @@ class SlackBot:
         config: the validated Slack settings.
         runtime: the index, tools and agent (:func:`app.wiring.build_agent`).
         store: the state store (event ids, feedback, audit log).
-        jobs: the index jobs behind ``/kb reindex`` and ``/kb status``.
+        jobs: the index jobs behind ``/kb reindex`` and ``/kb status`` (through :class:`app.admin.AdminService`).
         client: a Web API client (default: :func:`bot.slack.client.build_web_client`).
         job_executor: where ``/kb reindex`` runs index jobs (default: a one-thread executor of its own,
             shut down by :meth:`close`); pass a shared one to serialise them with other jobs.
 
     Attributes:
         app: the Bolt ``AsyncApp``.
+        admin: the admin commands' service (shared vocabulary and permissions with Teams).
         actions: the button registry; ``actions.register(prefix, handler)`` adds buttons
             (:meth:`use_pending_actions` registers Confirm / Cancel).
         identity: ``auth.test``'s answer once :meth:`check_auth` succeeded, else None.
@@ -82,14 +84,15 @@ class SlackBot:
         self.client = client or build_web_client(config)
         self.tasks = BackgroundTasks()
         self.runner = AgentRunner(runtime.agent, config.agent_concurrency)
-        self.threads = ThreadHistory(self.client, config.history_limit, config.history_pages)
         self.users = UserDirectory(self.client)
+        self.threads = ThreadHistory(self.client, config.history_limit, config.history_pages, users=self.users)
         self.replies = RecentReplies()
         self.conversations = Conversations(self.client, self.runner, self.threads, self.users, config.admin_ids)
         self._own_executor = job_executor is None
         self.job_executor = job_executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatops-jobs")
-        self.kb = KbCommands(self.client, self.runner, jobs, store, self.users, self.replies, self.tasks,
-                             config.admin_ids, self.job_executor)
+        self.admin = AdminService(jobs, store, self.job_executor)
+        self.kb = KbCommands(self.client, self.runner, self.admin, self.users, self.replies, self.tasks,
+                             config.admin_ids)
         self.actions = ActionRegistry()
         register_builtin_actions(self.actions)
         self.services: dict[str, Any] = {"store": store, "runner": self.runner, "replies": self.replies,

@@ -28,10 +28,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.agent import Agent
 from agent.models import PendingAction, Reply, Turn
+from app.inbound import InboundMessage, utc_from_epoch
+from app.turns import build_turn
 
 from . import render
 from .client import CHANNEL_ERRORS, FORMAT_ERRORS, api_error_code, describe_api_error
-from .inbound import mentions, to_plain
+from .inbound import event_channel_kind, mentioned_users, mentions, to_plain
 from .mrkdwn import truncate
 from .threads import HUMAN_SUBTYPES, ThreadHistory, ThreadInfo, UserDirectory
 
@@ -259,10 +261,7 @@ class Conversations:
         try:
             if info is None and event.get("thread_ts") and event.get("thread_ts") != ts:
                 info = await self.threads.read(channel, thread_ts, ts, bot_user_id, bot_id, requester=user)
-            profile = await self.users.profile(user)
-            turn = Turn(text=to_plain(event.get("text", ""), bot_user_id), history=info.history if info else (),
-                        platform="slack", user_id=user, channel_id=channel, thread_id=thread_ts,
-                        is_admin=user in self.admin_ids, locale=profile.locale, timezone=profile.timezone)
+            turn = build_turn(await self.inbound(event, bot_user_id, info))
             reply = await self.runner.answer(turn)
             log.info("answered in %s thread %s: route=%s refused=%s trace=%s", channel, thread_ts, reply.route,
                      reply.refused, reply.trace.trace_id)
@@ -278,6 +277,26 @@ class Conversations:
         finally:
             await self._progress_stop(progress)
         return reply
+
+    async def inbound(self, event: dict[str, Any], bot_user_id: str, info: ThreadInfo | None = None) -> InboundMessage:
+        """The inbound message of a message event (``app_mention``, ``message``, assistant message).
+
+        ``message_id`` is the event's ``ts`` (the same on a redelivery, whatever its ``event_id``),
+        ``sent_at`` that ``ts`` as UTC, the thread the event's ``thread_ts`` (or its ``ts``), the
+        requester's e-mail, locale and zone from ``users.info``, and every ``<@U...>`` but the bot's
+        resolved through ``users.info`` (cached): the e-mail when Slack gives it, else ``@Display Name``.
+        Never raises for Web API failures (less is known, see :class:`UserDirectory`).
+        """
+        user, ts = str(event.get("user", "")), str(event.get("ts", ""))
+        raw = event.get("text", "")
+        profile = await self.users.profile(user)
+        found = await self.users.mentions(mentioned_users([raw], bot_user_id))
+        return InboundMessage(
+            platform="slack", text=to_plain(raw, bot_user_id, {m.user_id: m.as_text for m in found}),
+            user_id=user, user_email=profile.email, channel_id=str(event.get("channel", "")),
+            channel_kind=event_channel_kind(event), thread_id=str(event.get("thread_ts") or ts), message_id=ts,
+            sent_at=utc_from_epoch(ts), history=info.history if info else (), mentions=found,
+            is_admin=user in self.admin_ids, locale=profile.locale, timezone=profile.timezone)
 
     async def _progress_start(self, channel: str, ts: str, thread_ts: str, assistant: bool) -> tuple[str, str, str]:
         if assistant:

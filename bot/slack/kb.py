@@ -8,38 +8,46 @@ answers through the command's ``response_url``:
 - ``/kb help``: answered in the ack;
 - ``/kb status`` and ``/kb sources``: read the index and the state store, then answer ephemerally;
 - ``/kb reindex [SOURCE] [--full]``: admins only (``ADMIN_USER_IDS``). The ack says it started; the
-  job (:class:`app.jobs.IndexJobs`, the same routine as the scheduled sync) runs in a worker thread of
+  job (:class:`app.jobs.IndexJobs`, the same routine as the scheduled sync) runs on the job executor of
   this process, and a summary follows when it ends (ephemeral via ``response_url``; by DM if that
-  fails or expired). A non-admin gets a polite refusal. Requests, refusals and outcomes go to the
-  audit log (action ``kb.reindex``).
+  fails or expired). A non-admin gets a polite refusal.
+
+Status, sources and re-index are :class:`app.admin.AdminService`'s (the same as Teams'): it decides who
+may run what and audits every use (``admin.status``, ``admin.sources``, ``admin.reindex``). This module
+only acknowledges and renders.
+
+The inbound message of a ``/kb`` question (:meth:`KbCommands.inbound`) has no ``message_id``: a slash
+command has no ``ts``, and its ``trigger_id`` is new on every invocation (Slack never redelivers a
+command), so it would never match anything. Without one, the agent keys a proposed action on the words
+and the arguments, so the same ``/kb`` request typed again finds the first proposal. ``sent_at`` is when
+the command arrived.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from concurrent.futures import Executor
+from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent.models import Turn
-from state import StateStore
+from app.admin import AdminResult, AdminService
+from app.inbound import InboundMessage
+from app.turns import build_turn
 
-from app.jobs import IndexJobs
 from . import render
 from .commands import KbCommand, parse_kb
 from .conversation import AgentRunner, PendingProposer, RecentReplies, error_reference
+from .inbound import command_channel_kind
 from .mrkdwn import escape, truncate
 from .tasks import BackgroundTasks
-from .threads import UserDirectory
+from .threads import UserDirectory, UserProfile
 
-__all__ = ["KbCommands", "AUDIT_ACTION", "respond_checked"]
+__all__ = ["KbCommands", "respond_checked"]
 
 log = logging.getLogger(__name__)
 
-AUDIT_ACTION = "kb.reindex"
 RESPONSE_URL_TTL = 25 * 60  # Slack accepts response_url posts for 30 minutes
 
 Ack = Callable[..., Awaitable[Any]]
@@ -52,28 +60,22 @@ class KbCommands:
     Args:
         client: the Web API client (DM fallback for re-index summaries).
         runner: runs the agent.
-        jobs: the index jobs (sources from ``CHATOPS_SOURCES``).
-        store: the state store (audit log).
+        admin: status, sources and re-index (permissions and audit included).
         users: user profiles.
         replies: recent replies (for "Share in channel").
         tasks: background tasks.
-        admin_ids: who may re-index.
-        job_executor: where index jobs run (one worker serialises them with any other job of the process,
-            such as ``chatops serve``'s start-up sync); the caller owns it.
+        admin_ids: ``ADMIN_USER_IDS`` (``InboundMessage.is_admin``).
     """
 
-    def __init__(self, client: AsyncWebClient, runner: AgentRunner, jobs: IndexJobs, store: StateStore,
-                 users: UserDirectory, replies: RecentReplies, tasks: BackgroundTasks,
-                 admin_ids: frozenset[str], job_executor: Executor) -> None:
+    def __init__(self, client: AsyncWebClient, runner: AgentRunner, admin: AdminService, users: UserDirectory,
+                 replies: RecentReplies, tasks: BackgroundTasks, admin_ids: frozenset[str]) -> None:
         self.client = client
         self.runner = runner
-        self.jobs = jobs
-        self.store = store
+        self.admin = admin
         self.users = users
         self.replies = replies
         self.tasks = tasks
         self.admin_ids = admin_ids
-        self.job_executor = job_executor
         self.propose: PendingProposer | None = None
 
     async def handle(self, command: dict[str, Any], ack: Ack, respond: Respond) -> None:
@@ -91,17 +93,30 @@ class KbCommands:
             self.tasks.spawn(self._question(command, cmd.question, respond), name=f"kb-question-{user}")
         elif cmd.kind in {"status", "sources"}:
             await ack()
-            self.tasks.spawn(self._status(cmd.kind, respond), name=f"kb-{cmd.kind}-{user}")
+            self.tasks.spawn(self._status(command, cmd.kind, respond), name=f"kb-{cmd.kind}-{user}")
         elif cmd.kind == "reindex":
             await self._reindex(command, cmd, ack, respond)
 
+    async def inbound(self, command: dict[str, Any], text: str, profile: bool = True) -> InboundMessage:
+        """The inbound message of a ``/kb`` invocation (``text``: the question or the admin command).
+
+        No ``message_id`` (see the module docstring); ``sent_at`` is now; the requester's e-mail,
+        locale and zone come from ``users.info`` (skipped with ``profile=False``: admin commands need
+        none, and are acknowledged before any Web API call). ``/kb`` is registered with
+        ``should_escape: false``, so Slack sends mentions in its text as ``@name``: nothing to resolve.
+        """
+        user = str(command.get("user_id", ""))
+        prof = await self.users.profile(user) if profile else UserProfile(timezone="")
+        return InboundMessage(
+            platform="slack", text=text, user_id=user, user_email=prof.email,
+            channel_id=str(command.get("channel_id", "")), channel_kind=command_channel_kind(command),
+            sent_at=datetime.now(timezone.utc), is_admin=user in self.admin_ids, locale=prof.locale,
+            timezone=prof.timezone)
+
     # -- questions ----------------------------------------------------------------------------------
     async def _question(self, command: dict[str, Any], question: str, respond: Respond) -> None:
-        user = str(command.get("user_id", ""))
         try:
-            profile = await self.users.profile(user)
-            turn = Turn(text=question, platform="slack", user_id=user, channel_id=str(command.get("channel_id", "")),
-                        is_admin=user in self.admin_ids, locale=profile.locale, timezone=profile.timezone)
+            turn = build_turn(await self.inbound(command, question))
             reply = await self.runner.answer(turn)
             self.replies.put(question, reply)
             pending = None
@@ -118,65 +133,52 @@ class KbCommands:
                                                               "Please try again.", ref))
 
     # -- status and sources ---------------------------------------------------------------------------
-    async def _status(self, kind: str, respond: Respond) -> None:
+    async def _status(self, command: dict[str, Any], kind: str, respond: Respond) -> None:
         try:
-            rows = await asyncio.to_thread(self.jobs.status)
-            msg = render.status_message(rows) if kind == "status" else render.sources_message(self.jobs.names(), rows)
-            await respond_checked(respond, response_type="ephemeral", **msg)
+            msg = await self.inbound(command, str(command.get("text", "")), profile=False)
+            result = await (self.admin.status(msg) if kind == "status" else self.admin.sources(msg))
+            if result.outcome == "failed":
+                ref = error_reference()
+                log.error("/kb %s failed (reference %s): %s", kind, ref, result.error)
+                await _safe_respond(respond, render.error_message(f"Sorry, I couldn't read the {kind} right now.",
+                                                                  ref))
+                return
+            out = render.status_message(result.rows) if kind == "status" else render.sources_message(result.names,
+                                                                                                      result.rows)
+            await respond_checked(respond, response_type="ephemeral", **out)
         except Exception:  # noqa: BLE001
             ref = error_reference()
             log.exception("/kb %s failed (reference %s)", kind, ref)
             await _safe_respond(respond, render.error_message(f"Sorry, I couldn't read the {kind} right now.", ref))
 
     # -- reindex --------------------------------------------------------------------------------------
-    async def _audit(self, actor: str, target: str, outcome: str, detail: dict[str, Any]) -> None:
-        try:
-            await asyncio.to_thread(self.store.audit, actor, "slack", AUDIT_ACTION, target, outcome, detail)
-        except Exception:  # noqa: BLE001 - an audit failure is logged loudly but does not hide the reply
-            log.exception("could not write the audit log entry %s %s %s", actor, AUDIT_ACTION, outcome)
-
     async def _reindex(self, command: dict[str, Any], cmd: KbCommand, ack: Ack, respond: Respond) -> None:
-        user = str(command.get("user_id", ""))
-        target = cmd.source or "*"
-        detail = {"full": cmd.full, "channel": command.get("channel_id", ""), "text": command.get("text", "")}
-        if user not in self.admin_ids:
+        msg = await self.inbound(command, str(command.get("text", "")), profile=False)
+        started = await self.admin.request_reindex(msg, cmd.source, cmd.full)
+        if started.outcome == "denied":
             await ack(response_type="ephemeral", **render.notice(
                 "Sorry, re-indexing is for the knowledge base's admins. Ask one of them, or use `/kb status` to "
                 "see when the sources were last synced.", ":lock:"))
-            await self._audit(user, target, "denied", detail)
-            log.info("denied /kb reindex to %s (not in ADMIN_USER_IDS)", user)
             return
-        names = self.jobs.names()
-        if not names or (cmd.source and cmd.source not in names):
-            known = ", ".join(f"`{escape(n)}`" for n in names) or "none (set `CHATOPS_SOURCES`)"
+        if started.outcome == "invalid":
+            known = ", ".join(f"`{escape(n)}`" for n in started.names) or "none (set `CHATOPS_SOURCES`)"
             what = f"There is no source named `{escape(cmd.source)}`." if cmd.source else "No sources are configured."
             await ack(response_type="ephemeral", **render.notice(f"{what} Known sources: {known}.",
                                                                  ":information_source:"))
-            await self._audit(user, target, "invalid", detail)
             return
         await ack(response_type="ephemeral", **render.reindex_started(cmd.source, cmd.full))
-        await self._audit(user, target, "started", detail)
-        self.tasks.spawn(self._run_reindex(user, cmd, detail, respond), name=f"kb-reindex-{target}")
+        self.tasks.spawn(self._run_reindex(msg, started, respond), name=f"kb-reindex-{cmd.source or '*'}")
 
-    async def _run_reindex(self, user: str, cmd: KbCommand, detail: dict[str, Any], respond: Respond) -> None:
+    async def _run_reindex(self, msg: InboundMessage, started: AdminResult, respond: Respond) -> None:
         t0 = time.monotonic()
-        target = cmd.source or "*"
-        try:
-            loop = asyncio.get_running_loop()
-            results = await loop.run_in_executor(self.job_executor, self.jobs.run, cmd.source, cmd.full)
-        except Exception as exc:  # noqa: BLE001 - IndexJobs.run reports source failures itself; this is the rest
+        result = await self.admin.run_reindex(msg, started)
+        if not result.results:
             ref = error_reference()
-            log.exception("/kb reindex %s failed (reference %s)", target, ref)
-            await self._audit(user, target, "failed", {**detail, "error": f"{type(exc).__name__}: {exc}"})
-            await self._deliver(user, respond, render.error_message("The re-index failed before it could start.", ref),
-                                t0)
+            log.error("/kb reindex %s failed (reference %s): %s", started.source or "*", ref, result.error)
+            await self._deliver(msg.user_id, respond,
+                                render.error_message("The re-index failed before it could start.", ref), t0)
             return
-        seconds = time.monotonic() - t0
-        outcome = "ok" if all(r.status == "ok" for r in results) else "failed"
-        await self._audit(user, target, outcome, {**detail, "seconds": round(seconds, 2), "results": [
-            r.as_dict() for r in results]})
-        log.info("/kb reindex %s by %s: %s in %.1f s", target, user, outcome, seconds)
-        await self._deliver(user, respond, render.reindex_summary(results, seconds), t0)
+        await self._deliver(msg.user_id, respond, render.reindex_summary(result.results, result.seconds), t0)
 
     async def _deliver(self, user: str, respond: Respond, msg: dict[str, Any], t0: float) -> None:
         """Post to the command's response_url while it is valid, else (or if that fails) by DM."""

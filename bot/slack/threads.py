@@ -7,7 +7,9 @@
   the bot already answered in that thread (remembered locally for threads it answered itself; a thread
   found without the bot is remembered for ``absent_ttl`` seconds, so a busy thread the bot is not part
   of costs one Web API call per ``absent_ttl``, not one per message).
-- :class:`UserDirectory` reads ``users.info`` (locale and time zone) and caches it for an hour.
+- :class:`UserDirectory` reads ``users.info`` (locale, time zone, display name and, with the scope
+  ``users:read.email``, e-mail) and caches it per process for an hour; it resolves the people
+  mentioned in a message (``<@U123>``) to :class:`app.inbound.Mention` values.
 
 A Web API failure here never stops an answer: it is logged and the caller gets less context.
 """
@@ -26,9 +28,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.models import HistoryMessage
+from app.inbound import Mention
 
 from .client import api_error_code
-from .inbound import to_plain
+from .inbound import mentioned_users, to_plain
 
 __all__ = ["ThreadHistory", "ThreadInfo", "UserDirectory", "UserProfile", "HUMAN_SUBTYPES"]
 
@@ -65,11 +68,14 @@ class ThreadHistory:
         pages: at most this many pages are read for one thread.
         remember: how many answered threads are remembered locally.
         absent_ttl: seconds a thread read without the bot in it is taken as still without it.
+        users: resolves the mentions in earlier messages (``<@U123>`` -> e-mail or ``@Name``, as in the
+            message being answered); None leaves them as ``@name``.
     """
 
     def __init__(self, client: AsyncWebClient, limit: int = 100, pages: int = 3, remember: int = 10_000,
-                 absent_ttl: float = 120.0) -> None:
+                 absent_ttl: float = 120.0, users: "UserDirectory | None" = None) -> None:
         self.client = client
+        self.users = users
         self.limit = limit
         self.pages = pages
         self.remember = remember
@@ -148,6 +154,11 @@ class ThreadHistory:
             return ThreadInfo((), self.known_answered(channel, thread_ts), ok=False)
         participated = self.known_answered(channel, thread_ts)
         history: list[HistoryMessage] = []
+        resolved: dict[str, str] = {}
+        if self.users is not None:
+            earlier = [m.get("text", "") for m in messages if not m.get("bot_id") and _ts(m.get("ts")) < _ts(before_ts)]
+            resolved = {m.user_id: m.as_text
+                        for m in await self.users.mentions(mentioned_users(earlier[-MAX_HISTORY:], bot_user_id))}
         for m in messages:
             if (bot_user_id and m.get("user") == bot_user_id) or (bot_id and m.get("bot_id") == bot_id):
                 participated = True
@@ -156,7 +167,7 @@ class ThreadHistory:
                 continue
             if _ts(m.get("ts")) >= _ts(before_ts):
                 continue
-            text = to_plain(m.get("text", ""), bot_user_id)
+            text = to_plain(m.get("text", ""), bot_user_id, resolved)
             if text:
                 author = str(m.get("user") or "")
                 history.append(HistoryMessage(text, author, bool(requester) and author == requester))
@@ -176,14 +187,17 @@ def _ts(value) -> float:
 
 @dataclass(frozen=True, slots=True)
 class UserProfile:
-    """A user's locale (``en-US``) and IANA time zone (``Europe/Paris``)."""
+    """A user's locale (``en-US``), IANA time zone (``Europe/Paris``), display name and e-mail ("" when
+    Slack did not give one: the scope ``users:read.email`` is needed)."""
 
     locale: str = "en"
     timezone: str = "UTC"
+    name: str = ""
+    email: str = ""
 
 
 class UserDirectory:
-    """``users.info`` with an in-memory cache (``ttl`` seconds, at most ``size`` users)."""
+    """``users.info`` with an in-memory cache per process (``ttl`` seconds, at most ``size`` users)."""
 
     def __init__(self, client: AsyncWebClient, ttl: float = 3600.0, size: int = 5000) -> None:
         self.client = client
@@ -192,7 +206,7 @@ class UserDirectory:
         self._cache: OrderedDict[str, tuple[float, UserProfile]] = OrderedDict()
 
     async def profile(self, user_id: str) -> UserProfile:
-        """The user's locale and time zone; defaults (``en``, ``UTC``) when Slack cannot say. Never raises."""
+        """The user's profile; defaults (``en``, ``UTC``, no name or e-mail) when Slack cannot say. Never raises."""
         if not user_id:
             return UserProfile()
         hit = self._cache.get(user_id)
@@ -202,7 +216,10 @@ class UserDirectory:
         try:
             resp = await self.client.users_info(user=user_id, include_locale=True)
             user = resp.get("user") or {}
-            prof = UserProfile(locale=str(user.get("locale") or "en"), timezone=str(user.get("tz") or "UTC"))
+            about = user.get("profile") or {}
+            name = about.get("display_name") or about.get("real_name") or user.get("real_name") or user.get("name")
+            prof = UserProfile(locale=str(user.get("locale") or "en"), timezone=str(user.get("tz") or "UTC"),
+                               name=str(name or ""), email=str(about.get("email") or "").strip())
         except SlackApiError as exc:
             log.warning("users.info failed for %s: %s", user_id, api_error_code(exc))
             prof = UserProfile()
@@ -214,3 +231,12 @@ class UserDirectory:
         while len(self._cache) > self.size:
             self._cache.popitem(last=False)
         return prof
+
+    async def mentions(self, user_ids: list[str]) -> tuple[Mention, ...]:
+        """The people behind ``user_ids`` (``users.info``, cached), in order: each with the e-mail when
+        Slack gives it, else the display name. Never raises; an unknown user keeps only the id."""
+        out = []
+        for uid in user_ids:
+            prof = await self.profile(uid)
+            out.append(Mention(uid, prof.name, prof.email))
+        return tuple(out)

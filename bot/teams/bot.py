@@ -1,7 +1,10 @@
 """The Teams bot: activities in, turns to the agent, Adaptive Cards out.
 
 - ``message`` in a channel (the bot @mentioned: the ``<at>`` text is stripped), a group chat or a
-  personal chat becomes a :class:`~agent.models.Turn`; the reply goes to the same reply chain
+  personal chat becomes an :class:`app.inbound.InboundMessage` (message id: the activity id; time: the
+  activity's ``timestamp``; other people's ``<at>`` mentions replaced by their e-mail from the roster,
+  else ``@Name``; the requester's e-mail from the roster) and so a :class:`~agent.models.Turn`
+  (:func:`app.turns.build_turn`); the reply goes to the same reply chain
   (``replyToId``). A typing indicator is sent first. History for follow-ups is the conversation's
   last user messages, kept in the state store with each message's author so a restart loses
   nothing; only the requester's own messages may complete their request (a group chat or channel
@@ -11,8 +14,10 @@
   (``{"chatops": "feedback", ...}``, stored with the turn's trace id) or a pending action's
   Confirm / Cancel (``{"action": "action_confirm" | "action_cancel", "key": ...}``), executed at
   most once by :class:`app.actions.ActionService`; the card is then replaced by the outcome.
-- In a personal chat, ``status`` and ``reindex [SOURCE] [--full]`` are admin commands for the AAD
-  object ids in ``TEAMS_ADMIN_IDS``; every use and refusal is audited.
+- In a personal chat, ``status``, ``sources`` and ``reindex [SOURCE] [--full]`` are the admin commands
+  of :class:`app.admin.AdminService` (the same as Slack's ``/kb``): everyone may read the status and
+  the sources, only the AAD object ids in ``TEAMS_ADMIN_IDS`` may re-index; every use and refusal is
+  audited (``admin.status``, ``admin.sources``, ``admin.reindex``).
 - Redelivered activities (same activity id) are answered once. Unknown activity types are logged
   and ignored. Sending a reply is retried on 429, 412 and 5xx with exponential backoff and jitter
   (honouring ``Retry-After``), as Microsoft's guidance for the Bot Connector asks, then logged.
@@ -21,10 +26,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import re
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from datetime import datetime, timezone
 from typing import Any
 
 from botbuilder.core import ActivityHandler, InvokeResponse, TurnContext
@@ -32,9 +40,13 @@ from botbuilder.schema import Activity, ActivityTypes, AdaptiveCardInvokeRespons
 
 from agent.agent import Agent
 from agent.models import HistoryMessage, Reply, Turn
+from app.admin import AdminService
+from app.inbound import InboundMessage, Mention
+from app.turns import build_turn
 from state import StateStore
 
 from . import cards
+from .members import MemberDirectory
 
 __all__ = ["TeamsBot", "send_with_retry"]
 
@@ -104,17 +116,20 @@ class TeamsBot(ActivityHandler):
         agent: answers turns (synchronous; run in a worker thread).
         store: state store (de-duplication, feedback, history, audit).
         actions: the pending-action service (Confirm / Cancel), or ``None`` when actions are off.
-        jobs: index jobs for ``reindex`` / ``status`` (``IndexJobs``), or ``None``.
+        jobs: index jobs for ``reindex`` / ``status`` / ``sources`` (``IndexJobs``), or ``None``.
         admin_ids: AAD object ids allowed to run admin commands.
         default_timezone: the requester's zone when Teams does not give one.
+        job_executor: where re-index jobs run (``chatops serve`` shares its one job worker with Slack).
     """
 
     def __init__(self, agent: Agent, store: StateStore, actions=None, jobs=None, admin_ids: frozenset[str] = frozenset(),
-                 default_timezone: str = "UTC", history_turns: int = 10) -> None:
+                 default_timezone: str = "UTC", history_turns: int = 10, job_executor: Executor | None = None) -> None:
         self.agent = agent
         self.store = store
         self.actions = actions
         self.jobs = jobs
+        self.admin = AdminService(jobs, store, job_executor)
+        self.members = MemberDirectory()
         self.admin_ids = admin_ids
         self.default_timezone = default_timezone
         self.history_turns = history_turns
@@ -149,11 +164,11 @@ class TeamsBot(ActivityHandler):
                                   attachments=[Attachment(**_att(cards.card_attachment(card)))])
                 await send_with_retry(lambda: turn_context.update_activity(update), "card update")
             return
-        text = _AT.sub("", TurnContext.remove_recipient_mention(activity) or activity.text or "").strip()
-        if self._is_personal(activity) and _admin_command(text):
-            await self._admin(turn_context, text)
+        msg = await self.inbound(turn_context)
+        if self._is_personal(activity) and _admin_command(msg.text):
+            await self._admin(turn_context, msg)
             return
-        await self._answer(turn_context, text)
+        await self._answer(turn_context, msg)
 
     async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse:
         """Universal Actions (``adaptiveCard/action``): handle the data, answer with the new card."""
@@ -169,18 +184,49 @@ class TeamsBot(ActivityHandler):
         return InvokeResponse(status=200, body=AdaptiveCardInvokeResponse(
             status_code=200, type="application/vnd.microsoft.card.adaptive", value=card))
 
-    # -- answering -------------------------------------------------------------------------------
-    async def _answer(self, turn_context: TurnContext, text: str) -> None:
+    # -- the inbound message -----------------------------------------------------------------------
+    async def inbound(self, turn_context: TurnContext, history: tuple[HistoryMessage, ...] = ()) -> InboundMessage:
+        """The inbound message of a ``message`` activity (see the module docstring). Never raises for a
+        roster failure (the mention then reads ``@Name`` and the e-mail is unknown)."""
         activity = turn_context.activity
+        text = TurnContext.remove_recipient_mention(activity) or activity.text or ""
+        bot_id = activity.recipient.id if activity.recipient else ""
+        found: list[Mention] = []
+        for entity in TurnContext.get_mentions(activity):
+            props = getattr(entity, "additional_properties", None) or {}
+            who = props.get("mentioned") or {}
+            uid, name = str(who.get("id") or ""), str(who.get("name") or "")
+            if not uid or uid == bot_id:
+                continue
+            member = await self.members.get(turn_context, uid, name)
+            mention = Mention(uid, member.name or name, member.email)
+            found.append(mention)
+            tag = str(props.get("text") or f"<at>{name}</at>")
+            text = text.replace(tag, mention.as_text)
+        text = _AT.sub("", text).strip()
+        user = self._user(activity)
+        sender = activity.from_property
+        me = await self.members.get(turn_context, sender.id, sender.name or "") if sender and sender.id else None
+        aad = sender.aad_object_id if sender else None
+        return InboundMessage(
+            platform="teams", text=text, user_id=user, user_email=me.email if me else "",
+            channel_id=activity.conversation.id, channel_kind=_channel_kind(activity),
+            thread_id=activity.conversation.id, message_id=activity.id or "", sent_at=_sent_at(activity),
+            history=history, mentions=tuple(dict((m.user_id, m) for m in found).values()),
+            is_admin=bool(aad) and aad in self.admin_ids, locale=activity.locale or "en",
+            timezone=_tz(activity) or self.default_timezone)
+
+    # -- answering -------------------------------------------------------------------------------
+    async def _answer(self, turn_context: TurnContext, msg: InboundMessage) -> None:
+        activity = turn_context.activity
+        text = msg.text
         await send_with_retry(lambda: turn_context.send_activity(Activity(type=ActivityTypes.typing)), "typing indicator")
         key = f"teams:{activity.conversation.id}"
-        user = self._user(activity)
+        user = msg.user_id
         stored = await asyncio.to_thread(self.store.get_history_entries, key)
         # A message counts as the requester's only when stored with their id (old rows have no author).
         history = tuple(HistoryMessage(m.text, m.author, bool(user) and m.author == user) for m in stored)
-        turn = Turn(text=text, history=history, platform="teams", user_id=user,
-                    channel_id=activity.conversation.id, thread_id=activity.conversation.id,
-                    locale=activity.locale or "en", timezone=_tz(activity) or self.default_timezone)
+        turn = build_turn(dataclasses.replace(msg, history=history))
         try:
             reply = await asyncio.to_thread(self.agent.answer, turn)
         except Exception:  # noqa: BLE001 - the user is always told something
@@ -232,39 +278,25 @@ class TeamsBot(ActivityHandler):
         return None
 
     # -- admin -----------------------------------------------------------------------------------
-    async def _admin(self, turn_context: TurnContext, text: str) -> None:
-        activity = turn_context.activity
-        aad = activity.from_property.aad_object_id if activity.from_property else None
-        words = text.split()
+    async def _admin(self, turn_context: TurnContext, msg: InboundMessage) -> None:
+        """``status``, ``sources`` or ``reindex [SOURCE] [--full]`` through :class:`AdminService`."""
+        words = msg.text.split()
         command = words[0].lower()
-        if not aad or aad not in self.admin_ids:
-            await asyncio.to_thread(self.store.audit, aad or self._user(activity), "teams", f"admin:{command}",
-                                    " ".join(words[1:]), "refused", {"reason": "not in TEAMS_ADMIN_IDS"})
-            await send_with_retry(lambda: turn_context.send_activity(
-                "Sorry, only admins can run that. Ask one of the bot's admins if the index needs a refresh."),
-                "admin refusal")
-            return
-        if self.jobs is None:
-            await send_with_retry(lambda: turn_context.send_activity("No sources are configured on this bot."),
-                                  "admin reply")
-            return
-        if command == "status":
-            rows = await asyncio.to_thread(self.jobs.status)
-            await asyncio.to_thread(self.store.audit, aad, "teams", "admin:status", "", "ok", {})
-            await send_with_retry(lambda: turn_context.send_activity(_status_text(rows)), "status reply")
+
+        async def say(text: str, what: str) -> None:
+            await send_with_retry(lambda: turn_context.send_activity(text), what)
+
+        if command in {"status", "sources"}:
+            result = await (self.admin.status(msg) if command == "status" else self.admin.sources(msg))
+            await say(result.text, f"{command} reply")
             return
         args = [w for w in words[1:] if w != "--full"]
-        full = "--full" in words[1:]
-        source = args[0] if args else None
-        await asyncio.to_thread(self.store.audit, aad, "teams", "admin:reindex", source or "*", "started", {"full": full})
-        await send_with_retry(lambda: turn_context.send_activity(
-            f"Re-indexing {source or 'all sources'}{' from scratch' if full else ''}. I'll post a summary here."),
-            "reindex ack")
-        results = await asyncio.to_thread(self.jobs.run, source, full)
-        await asyncio.to_thread(self.store.audit, aad, "teams", "admin:reindex", source or "*",
-                                "ok" if all(r.status == "ok" for r in results) else "failed",
-                                {"results": [r.status for r in results]})
-        await send_with_retry(lambda: turn_context.send_activity(_reindex_text(results)), "reindex summary")
+        started = await self.admin.request_reindex(msg, args[0] if args else None, "--full" in words[1:])
+        await say(started.text, "reindex ack" if started.outcome == "started" else "admin refusal")
+        if started.outcome != "started":
+            return
+        result = await self.admin.run_reindex(msg, started)
+        await say(result.text, "reindex summary")
 
     # -- helpers ---------------------------------------------------------------------------------
     @staticmethod
@@ -278,8 +310,30 @@ class TeamsBot(ActivityHandler):
 
 
 def _admin_command(text: str) -> bool:
-    first = text.split()[0].lower() if text.split() else ""
+    words = text.split()
+    first = words[0].lower() if words else ""
+    if first == "sources":  # alone, as in /kb: "sources of the release process" is a question
+        return len(words) == 1
     return first in {"reindex", "status"} and len(text) < 200
+
+
+def _channel_kind(activity: Activity) -> str:
+    """``dm`` (personal), ``group`` (groupChat) or ``channel``; "" for anything else."""
+    kind = (activity.conversation.conversation_type if activity.conversation else None) or "personal"
+    return {"personal": "dm", "groupChat": "group", "channel": "channel"}.get(kind, "")
+
+
+def _sent_at(activity: Activity) -> datetime | None:
+    """The activity's ``timestamp`` as an aware datetime (UTC when Teams sent none), or None."""
+    ts = activity.timestamp
+    if isinstance(ts, str):
+        try:
+            ts = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if not isinstance(ts, datetime):
+        return None
+    return ts if ts.utcoffset() is not None else ts.replace(tzinfo=timezone.utc)
 
 
 def _tz(activity: Activity) -> str | None:
@@ -289,29 +343,3 @@ def _tz(activity: Activity) -> str | None:
 
 def _att(a: dict) -> dict:
     return {"content_type": a["contentType"], "content": a["content"]}
-
-
-def _status_text(rows: list[dict]) -> str:
-    if not rows:
-        return "No sources are configured."
-    lines = []
-    for r in rows:
-        last = r.get("last_run") or "never"
-        err = f"; last error: {r['last_error']}" if r.get("last_error") else ""
-        nxt = f"; next: {r['next_run']}" if r.get("next_run") else ""
-        lines.append(f"- **{r['source']}**: {r['pages']} pages, {r['chunks']} chunks; last sync {last} "
-                     f"({r.get('last_status') or '-'}){nxt}{err}")
-    return "\n".join(lines)
-
-
-def _reindex_text(results) -> str:
-    lines = []
-    for r in results:
-        if r.status == "ok" and r.summary is not None:
-            s = r.summary
-            lines.append(f"- **{r.source}**: {s.added} added, {s.updated} updated, "
-                         f"{s.deleted} deleted, {s.unchanged} unchanged "
-                         f"({s.seconds:.1f} s)")
-        else:
-            lines.append(f"- **{r.source}**: {r.status}: {r.error}")
-    return "Re-index finished:\n" + "\n".join(lines)

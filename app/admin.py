@@ -1,0 +1,231 @@
+"""Admin commands, once for every platform: status, sources and re-index, with one audit vocabulary.
+
+Slack's ``/kb status|sources|reindex`` and Teams' ``status|sources|reindex`` (personal chat) both call
+:class:`AdminService`; each platform only renders the :class:`AdminResult` its own way.
+
+Permissions are decided here, from the requester's :attr:`app.inbound.InboundMessage.is_admin` (which the
+adapter sets from ``ADMIN_USER_IDS`` / ``TEAMS_ADMIN_IDS``):
+
+- ``status`` and ``sources`` are reads: everyone may run them (as ``/kb status`` always allowed);
+- ``reindex`` is for admins; anyone else is denied.
+
+Every command is audited (``StateStore.audit``) with the actor's platform id and platform:
+
+=================  ==========================================================================
+action             outcomes
+=================  ==========================================================================
+``admin.status``   ``ok``, ``failed`` (the status could not be read)
+``admin.sources``  ``ok``, ``failed``
+``admin.reindex``  ``denied`` (not an admin), ``invalid`` (no such source / none configured),
+                   ``started`` (accepted; the job follows), then ``ok`` or ``failed``
+=================  ==========================================================================
+
+Re-index jobs run on the service's executor (``chatops serve`` passes its one-worker job executor, so
+a ``/kb reindex``, a Teams ``reindex`` and the start-up sync never run at once in one process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from state import StateStore
+
+from .inbound import InboundMessage
+from .jobs import IndexJobs, JobResult
+
+__all__ = ["AdminService", "AdminResult", "AUDIT_STATUS", "AUDIT_SOURCES", "AUDIT_REINDEX", "status_text",
+           "sources_text", "reindex_text"]
+
+log = logging.getLogger(__name__)
+
+AUDIT_STATUS = "admin.status"
+AUDIT_SOURCES = "admin.sources"
+AUDIT_REINDEX = "admin.reindex"
+
+Command = Literal["status", "sources", "reindex"]
+Outcome = Literal["ok", "denied", "invalid", "started", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class AdminResult:
+    """What an admin command did, as data for the platform renderers plus a plain-text rendering.
+
+    Attributes:
+        command: ``status``, ``sources`` or ``reindex``.
+        outcome: ``ok``, ``denied``, ``invalid``, ``started`` or ``failed`` (see the module docstring).
+        rows: ``IndexJobs.status()`` rows (``status``, ``sources``).
+        names: the configured source names.
+        source: the source asked for (``reindex``; None: all).
+        full: ``--full`` was asked (``reindex``).
+        results: the job results of a finished re-index.
+        seconds: how long the re-index took.
+        error: why it failed (``failed``), for logs; not shown to users.
+    """
+
+    command: Command
+    outcome: Outcome
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    source: str | None = None
+    full: bool = False
+    results: list[JobResult] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str = ""
+
+    @property
+    def text(self) -> str:
+        """The result as plain Markdown (what Teams and logs show)."""
+        if self.outcome == "denied":
+            return "Sorry, only admins can run that. Ask one of the bot's admins if the index needs a refresh."
+        if self.outcome == "invalid":
+            return _invalid_text(self.source, self.names)
+        if self.command == "reindex" and self.outcome == "started":
+            what = self.source or "all sources"
+            return f"Re-indexing {what}{' from scratch' if self.full else ''}. I'll post a summary here."
+        if self.outcome == "failed" and not self.results:
+            if self.command == "reindex":
+                return "The re-index failed before it could start."
+            return f"Sorry, I couldn't read the {self.command} right now."
+        if self.command == "status":
+            return status_text(self.rows)
+        if self.command == "sources":
+            return sources_text(self.names, self.rows)
+        return reindex_text(self.results)
+
+
+class AdminService:
+    """Status, sources and re-index for every platform (see the module docstring).
+
+    Args:
+        jobs: the index jobs, or None when the bot has none (every command then reports no sources).
+        store: the state store (audit log).
+        executor: where re-index jobs run (None: asyncio's default executor); the caller owns it.
+    """
+
+    def __init__(self, jobs: IndexJobs | None, store: StateStore, executor: Executor | None = None) -> None:
+        self.jobs = jobs
+        self.store = store
+        self.executor = executor
+
+    # -- reads ------------------------------------------------------------------------------------
+    async def status(self, msg: InboundMessage) -> AdminResult:
+        """Per source: pages, chunks, last and next sync, last error. Never raises (``failed`` instead)."""
+        return await self._read("status", AUDIT_STATUS, msg)
+
+    async def sources(self, msg: InboundMessage) -> AdminResult:
+        """The configured sources with their status rows. Never raises (``failed`` instead)."""
+        return await self._read("sources", AUDIT_SOURCES, msg)
+
+    async def _read(self, command: Command, action: str, msg: InboundMessage) -> AdminResult:
+        try:
+            rows = await asyncio.to_thread(self.jobs.status) if self.jobs is not None else []
+            names = self.jobs.names() if self.jobs is not None else []
+        except Exception as exc:  # noqa: BLE001 - told to the user as "couldn't read", logged here
+            log.exception("admin %s failed", command)
+            await self._audit(msg, action, "", "failed", {"error": f"{type(exc).__name__}: {exc}"})
+            return AdminResult(command, "failed", error=f"{type(exc).__name__}: {exc}")
+        await self._audit(msg, action, "", "ok", {})
+        return AdminResult(command, "ok", rows=rows, names=names)
+
+    # -- re-index ---------------------------------------------------------------------------------
+    async def request_reindex(self, msg: InboundMessage, source: str | None, full: bool = False) -> AdminResult:
+        """Check a re-index request: ``denied`` (not an admin), ``invalid`` (unknown source, or none
+        configured) or ``started`` (audited; pass it to :meth:`run_reindex`). Never raises."""
+        target = source or "*"
+        detail = self._detail(msg, full)
+        names = self.jobs.names() if self.jobs is not None else []
+        if not msg.is_admin:
+            await self._audit(msg, AUDIT_REINDEX, target, "denied", detail)
+            log.info("denied a re-index to %s on %s (not an admin)", msg.user_id, msg.platform)
+            return AdminResult("reindex", "denied", names=names, source=source, full=full)
+        if not names or (source and source not in names):
+            await self._audit(msg, AUDIT_REINDEX, target, "invalid", detail)
+            return AdminResult("reindex", "invalid", names=names, source=source, full=full)
+        await self._audit(msg, AUDIT_REINDEX, target, "started", detail)
+        return AdminResult("reindex", "started", names=names, source=source, full=full)
+
+    async def run_reindex(self, msg: InboundMessage, started: AdminResult) -> AdminResult:
+        """Run the re-index that :meth:`request_reindex` accepted, on the executor; ``ok`` when every
+        source synced, else ``failed`` (audited with each source's outcome). Never raises.
+
+        Raises:
+            ValueError: when ``started`` is not an accepted request (a programming error).
+        """
+        if started.command != "reindex" or started.outcome != "started" or not msg.is_admin or self.jobs is None:
+            raise ValueError("run_reindex needs the 'started' result of request_reindex for an admin")
+        target = started.source or "*"
+        detail = self._detail(msg, started.full)
+        t0 = time.monotonic()
+        try:
+            loop = asyncio.get_running_loop()
+            results = await loop.run_in_executor(self.executor, self.jobs.run, started.source, started.full)
+        except Exception as exc:  # noqa: BLE001 - IndexJobs.run reports source failures itself; this is the rest
+            log.exception("re-index of %s failed before it could start", target)
+            error = f"{type(exc).__name__}: {exc}"
+            await self._audit(msg, AUDIT_REINDEX, target, "failed", {**detail, "error": error})
+            return AdminResult("reindex", "failed", names=started.names, source=started.source, full=started.full,
+                               seconds=time.monotonic() - t0, error=error)
+        seconds = time.monotonic() - t0
+        outcome: Outcome = "ok" if all(r.status == "ok" for r in results) else "failed"
+        await self._audit(msg, AUDIT_REINDEX, target, outcome, {**detail, "seconds": round(seconds, 2), "results": [
+            r.as_dict() for r in results]})
+        log.info("re-index of %s by %s on %s: %s in %.1f s", target, msg.user_id, msg.platform, outcome, seconds)
+        return AdminResult("reindex", outcome, names=started.names, source=started.source, full=started.full,
+                           results=results, seconds=seconds)
+
+    # -- audit ------------------------------------------------------------------------------------
+    @staticmethod
+    def _detail(msg: InboundMessage, full: bool) -> dict[str, Any]:
+        return {"full": full, "channel": msg.channel_id, "text": msg.text}
+
+    async def _audit(self, msg: InboundMessage, action: str, target: str, outcome: str, detail: dict[str, Any]) -> None:
+        try:
+            await asyncio.to_thread(self.store.audit, msg.user_id, msg.platform, action, target, outcome, detail)
+        except Exception:  # noqa: BLE001 - an audit failure is logged loudly but does not hide the reply
+            log.exception("could not write the audit log entry %s %s %s", msg.user_id, action, outcome)
+
+
+def _invalid_text(source: str | None, names: list[str]) -> str:
+    known = ", ".join(f"`{n}`" for n in names) or "none (set `CHATOPS_SOURCES`)"
+    what = f"There is no source named `{source}`." if source else "No sources are configured."
+    return f"{what} Known sources: {known}."
+
+
+def status_text(rows: list[dict[str, Any]]) -> str:
+    """Status rows as Markdown, one bullet per source (pages, chunks, last sync and outcome, next, error)."""
+    if not rows:
+        return "No sources are configured."
+    lines = []
+    for r in rows:
+        last = r.get("last_run") or "never"
+        err = f"; last error: {r['last_error']}" if r.get("last_error") else ""
+        nxt = f"; next: {r['next_run']}" if r.get("next_run") else ""
+        lines.append(f"- **{r['source']}**: {r['pages']} pages, {r['chunks']} chunks; last sync {last} "
+                     f"({r.get('last_status') or '-'}){nxt}{err}")
+    return "\n".join(lines)
+
+
+def sources_text(names: list[str], rows: list[dict[str, Any]]) -> str:
+    """The configured sources with their page counts, as Markdown."""
+    if not names:
+        return "No sources are configured."
+    pages = {row.get("source"): row.get("pages", 0) for row in rows}
+    return "\n".join(f"- **{n}**: {pages.get(n, 0)} pages" for n in names)
+
+
+def reindex_text(results: list[JobResult]) -> str:
+    """A finished re-index as Markdown, one bullet per source."""
+    lines = []
+    for r in results:
+        if r.status == "ok" and r.summary is not None:
+            s = r.summary
+            lines.append(f"- **{r.source}**: {s.added} added, {s.updated} updated, {s.deleted} deleted, "
+                         f"{s.unchanged} unchanged ({s.seconds:.1f} s)")
+        else:
+            lines.append(f"- **{r.source}**: {r.status}: {r.error}")
+    return "Re-index finished:\n" + "\n".join(lines)
