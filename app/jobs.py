@@ -22,8 +22,9 @@ from typing import Any
 
 from connectors.base import IncrementalSource, Source
 from connectors.config import (
-    DEFAULT_CONFIG_FILE, ChatopsConfig, ConfigFileError, Schedule, build_source, load_config, parse_config,
+    DEFAULT_CONFIG_FILE, ChatopsConfig, ConfigFileError, Schedule, load_config, parse_config,
 )
+from connectors.factory import build_source
 from connectors.errors import SourceSpecError
 from connectors.sources import parse_source_spec, spec_to_config
 from index.indexer import IndexReport

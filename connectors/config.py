@@ -15,7 +15,7 @@ Shape (see the README's "Sources and sync" section for a full example)::
         schedule: {interval: 30m}   # or {cron: "*/30 * * * *"}; none: only `chatops sync` runs it
 
 Secrets are never written in the file: ``auth`` names environment variables (``*_env`` keys),
-which are read when a source is built (:func:`build_source`). A file that does not validate
+which are read when a source is built (:func:`connectors.factory.build_source`). A file that does not validate
 raises :class:`ConfigFileError` listing every problem with its place (``sources[1] (eng).auth``)
 and what to write instead.
 """
@@ -38,7 +38,7 @@ from .errors import ConnectorError, SourceSpecError
 __all__ = [
     "ChatopsConfig", "SourceConfig", "ConfluenceConfig", "MediaWikiConfig", "FolderConfig", "Schedule",
     "SchedulerConfig", "ConfluenceAuth", "MediaWikiAuth", "ConfigFileError", "MissingCredentialError",
-    "load_config", "parse_config", "require_env", "build_source", "parse_interval", "DEFAULT_CONFIG_FILE",
+    "load_config", "parse_config", "require_env", "credential_vars", "parse_interval", "DEFAULT_CONFIG_FILE",
 ]
 
 DEFAULT_CONFIG_FILE = "chatops.yml"
@@ -359,14 +359,16 @@ class ChatopsConfig(_Strict):
         env = os.environ if environ is None else environ
         out = []
         for s in self.sources:
-            for field, var in _credential_vars(s):
+            for field, var in credential_vars(s):
                 if not env.get(var):
                     out.append(f"source {s.name!r} needs the environment variable {var} ({field}); set it "
                                f"or change auth.{field.split('.')[-1]} in the sources file")
         return out
 
 
-def _credential_vars(s: SourceConfig) -> list[tuple[str, str]]:
+def credential_vars(s: SourceConfig) -> list[tuple[str, str]]:
+    """The environment variables an entry reads its credentials from: ``[(field, VARIABLE), ...]``
+    (defaults filled in, e.g. ``("auth.token_env", "CONFLUENCE_API_TOKEN")``); empty for a folder."""
     if isinstance(s, ConfluenceConfig):
         if s.resolved_deployment == "cloud":
             return [("auth.email_env", s.auth.email_env or "CONFLUENCE_EMAIL"),
@@ -460,45 +462,3 @@ def load_config(path: str | os.PathLike[str]) -> ChatopsConfig:
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"sources file {p} is not valid YAML: {exc}") from None
     return parse_config(data, origin=f"sources file {p}")
-
-
-def build_source(cfg: SourceConfig, *, environ: Mapping[str, str] | None = None, client=None, policy=None):
-    """Build the connector a config entry describes.
-
-    Args:
-        cfg: a validated entry.
-        environ: where credentials are read (default ``os.environ``).
-        client: an ``httpx.Client`` to share (tests); by default each connector owns one.
-        policy: a :class:`connectors.http.RetryPolicy` overriding the one from ``retries``.
-
-    Returns:
-        A :class:`~connectors.folder.FolderSource`, :class:`~connectors.confluence.ConfluenceSource`
-        or :class:`~connectors.mediawiki.MediaWikiSource`.
-
-    Raises:
-        MissingCredentialError: when a credential variable the entry names is unset.
-    """
-    from .http import RetryPolicy
-
-    pol = policy or RetryPolicy(attempts=cfg.retries + 1)
-    if isinstance(cfg, FolderConfig):
-        from .folder import FolderSource
-
-        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base)
-    if isinstance(cfg, ConfluenceConfig):
-        from .confluence import ConfluenceSource
-
-        vars_ = dict(_credential_vars(cfg))
-        token = require_env(vars_["auth.token_env"], cfg.name, "auth.token_env", environ)
-        email = require_env(vars_["auth.email_env"], cfg.name, "auth.email_env", environ) \
-            if "auth.email_env" in vars_ else None
-        return ConfluenceSource(cfg, token=token, email=email, client=client, policy=pol)
-    if isinstance(cfg, MediaWikiConfig):
-        from .mediawiki import MediaWikiSource
-
-        user = password = None
-        if cfg.auth is not None:
-            user = require_env(cfg.auth.username_env, cfg.name, "auth.username_env", environ)
-            password = require_env(cfg.auth.password_env, cfg.name, "auth.password_env", environ)
-        return MediaWikiSource(cfg, username=user, password=password, client=client, policy=pol)
-    raise ConfigFileError(f"unsupported source type in {cfg!r}")  # pragma: no cover - union is closed

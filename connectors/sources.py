@@ -104,7 +104,7 @@ def parse_source_spec(spec: str):
         SourceSpecError: for an unknown type or a malformed spec, saying what is accepted.
         MissingCredentialError: when a Confluence/MediaWiki spec's credential variables are unset.
     """
-    from .config import build_source
+    from .factory import build_source
 
     kind = spec.partition(":")[0]
     if kind == "folder":

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from .fences import FenceTracker
+
 __all__ = ["strip_templates", "strip_mdx"]
 
 #: Tag names that never stand for visible text (control flow, includes, layout).
@@ -169,8 +171,6 @@ def strip_mdx(text: str) -> str:
     Returns:
         Markdown; lines that held only JSX are left empty.
     """
-    from .text import FenceTracker
-
     fence = FenceTracker()
     out: list[str] = []
     prose: list[str] = []

@@ -19,6 +19,7 @@ from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, P
 from markdown_it import MarkdownIt
 from markdownify import markdownify
 
+from .fences import FenceTracker
 from .templates import strip_templates
 
 __all__ = ["clean_markdown", "html_to_markdown", "flatten_deep_html", "slugify", "first_heading", "FenceTracker",
@@ -35,7 +36,6 @@ _BLOCK_TAGS = frozenset({
 _KEPT_BLOCKS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre"})
 _NOT_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
@@ -49,33 +49,6 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _ATX = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BLANKS = re.compile(r"\n{3,}")
-
-
-class FenceTracker:
-    """Tracks fenced code blocks line by line, as CommonMark defines them: a fence opens with three or
-    more backticks or tildes and closes only with a line of the same character at least as long, so
-    a ```` ``` ```` inside a ``~~~`` block is code, not a closing fence."""
-
-    def __init__(self) -> None:
-        self._open: str | None = None
-
-    @property
-    def inside(self) -> bool:
-        """True while inside a fenced block (after its opening line, before its closing one)."""
-        return self._open is not None
-
-    def feed(self, line: str) -> bool:
-        """Consume ``line``; returns True when it is code or a fence line (not prose)."""
-        m = _FENCE.match(line)
-        if self._open is None:
-            if m:
-                self._open = m.group(1)
-                return True
-            return False
-        if m and m.group(1)[0] == self._open[0] and len(m.group(1)) >= len(self._open) \
-                and not line.strip()[len(m.group(1)):].strip():
-            self._open = None
-        return True
 
 
 def _html_fragment_to_text(fragment: str) -> str:

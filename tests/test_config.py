@@ -19,9 +19,10 @@ from apscheduler.triggers.interval import IntervalTrigger
 from app.jobs import load_sources_config, split_specs
 from app.settings import Settings
 from connectors.config import (
-    ConfigFileError, ConfluenceConfig, FolderConfig, MediaWikiConfig, MissingCredentialError, build_source,
+    ConfigFileError, ConfluenceConfig, FolderConfig, MediaWikiConfig, MissingCredentialError,
     load_config, parse_config, parse_interval,
 )
+from connectors.factory import build_source
 from connectors.confluence import ConfluenceSource
 from connectors.errors import SourceSpecError
 from connectors.folder import FolderSource

@@ -26,7 +26,8 @@ from agent.models import Turn
 from app.settings import Settings
 from app.wiring import build_agent
 from connectors.confluence import ConfluenceSource
-from connectors.config import build_source, parse_config
+from connectors.config import parse_config
+from connectors.factory import build_source
 from connectors.http import RetryPolicy
 from index.knowledge import KnowledgeIndex
 from index.sync import RETRY_DOCS, SyncEngine

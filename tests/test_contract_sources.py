@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 
 from connectors.base import IncrementalSource, Source
-from connectors.config import build_source, parse_config
+from connectors.config import parse_config
+from connectors.factory import build_source
 from connectors.cursor import CursorUpdate
 from connectors.folder import FolderSource, SkippedPage
 from connectors.http import RetryPolicy

@@ -5,8 +5,7 @@ The import graph of every package is built with ``grimp`` (what ``import-linter`
 found: a component of more than one module is a cycle (A imports B, which imports A, perhaps through
 others). The test lists each cycle with the imports that close it.
 
-``KNOWN`` holds the cycles that another change owns (``connectors/`` is being split by another helper
-of issue 10); a known cycle that is gone fails the test too, so the list only ever shrinks.
+There are none, and the test keeps it so (issue 10).
 """
 
 from __future__ import annotations
@@ -14,13 +13,6 @@ from __future__ import annotations
 import grimp
 
 PACKAGES = ("bot", "app", "agent", "tools", "index", "connectors", "state", "screening")
-
-#: Cycles owned by other work in progress (sorted module names). Remove an entry when its cycle is gone.
-KNOWN: set[tuple[str, ...]] = {
-    ("connectors.templates", "connectors.text"),
-    ("connectors.config", "connectors.confluence", "connectors.mediawiki"),
-}
-
 
 def strongly_connected(nodes: list[str], edges: dict[str, set[str]]) -> list[list[str]]:
     """Tarjan's strongly connected components of a directed graph (iterative, so deep graphs are fine)."""
@@ -93,8 +85,5 @@ def test_strongly_connected_finds_cycles() -> None:
 
 def test_no_import_cycles_between_modules() -> None:
     cycles, edges = import_cycles()
-    new = [c for c in cycles if c not in KNOWN]
-    assert not new, "import cycles (break them; function-level imports count):\n" + "\n".join(
-        describe(c, edges) for c in new)
-    gone = sorted(KNOWN - set(cycles))
-    assert not gone, f"these known cycles are gone: remove them from KNOWN in tests/test_layering.py: {gone}"
+    assert not cycles, "import cycles (break them; function-level imports count):\n" + "\n".join(
+        describe(c, edges) for c in cycles)

@@ -19,7 +19,8 @@ import pytest
 from agent.models import Turn
 from app.settings import Settings
 from app.wiring import build_agent
-from connectors.config import build_source, parse_config
+from connectors.config import parse_config
+from connectors.factory import build_source
 from connectors.http import RetryPolicy
 from index.knowledge import KnowledgeIndex
 from connectors.mediawiki import MediaWikiSource, mediawiki_html_to_markdown

@@ -30,12 +30,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-if TYPE_CHECKING:
-    from .base import ToolContext, ToolRegistry
+from .context import ToolContext
 
 __all__ = ["ActionTool", "ActionRequest", "Proposal", "Clarification", "Preview", "ActionResult", "ActionWords",
            "TIME_PASSED", "ACTION_METHODS", "INTENT_THRESHOLD", "action_tools", "recognise", "stored_args",
@@ -232,12 +231,20 @@ class ActionTool(Protocol):
         ...
 
 
-def action_tools(registry: ToolRegistry) -> list[ActionTool]:
+class HasActions(Protocol):
+    """What :func:`recognise` needs of a registry (:class:`tools.base.ToolRegistry` has it)."""
+
+    def actions(self) -> list[ActionTool]:
+        """The registered side-effect tools, in name order."""
+        ...
+
+
+def action_tools(registry: HasActions) -> list[ActionTool]:
     """The registry's side-effect tools, in name order."""
     return registry.actions()
 
 
-def recognise(registry: ToolRegistry, text: str, threshold: float = INTENT_THRESHOLD) -> ActionTool | None:
+def recognise(registry: HasActions, text: str, threshold: float = INTENT_THRESHOLD) -> ActionTool | None:
     """The action tool ``text`` asks for (the highest intent score at or above ``threshold``), or None."""
     best, score = None, threshold
     for tool in action_tools(registry):

@@ -11,44 +11,17 @@ execute once per idempotency key); the registry checks that as it registers one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
 from .actions import ACTION_METHODS, ActionWords
+from .context import ToolContext
 from .errors import ToolArgumentError, ToolPermissionError
-from .outbox import Outbox
 
 __all__ = ["Tool", "ToolContext", "ToolRegistry"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
-
-
-@dataclass(frozen=True, slots=True)
-class ToolContext:
-    """Who is calling and from where, for permissions, per-user defaults and side effects.
-
-    Attributes:
-        user_id: the platform's id of the caller (the requester of an action).
-        is_admin: whether the caller may use admin tools.
-        timezone: the caller's IANA zone.
-        platform: ``slack``, ``teams``, ``cli``... ("" when unknown).
-        channel_id: the conversation the request came from ("" when none).
-        user_email: the caller's e-mail address ("" when unknown).
-        outbox: where messages for later delivery go (:class:`tools.outbox.Outbox`, the state store),
-            or None when there is none (tools that need it then fail without side effects).
-        extra: anything else a tool needs.
-    """
-
-    user_id: str = ""
-    is_admin: bool = False
-    timezone: str = "UTC"
-    platform: str = ""
-    channel_id: str = ""
-    user_email: str = ""
-    outbox: Outbox | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -1,0 +1,36 @@
+"""Who calls a tool and from where: the context every tool receives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .outbox import Outbox
+
+__all__ = ["ToolContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Who is calling and from where, for permissions, per-user defaults and side effects.
+
+    Attributes:
+        user_id: the platform's id of the caller (the requester of an action).
+        is_admin: whether the caller may use admin tools.
+        timezone: the caller's IANA zone.
+        platform: ``slack``, ``teams``, ``cli``... ("" when unknown).
+        channel_id: the conversation the request came from ("" when none).
+        user_email: the caller's e-mail address ("" when unknown).
+        outbox: where messages for later delivery go (:class:`tools.outbox.Outbox`, the state store),
+            or None when there is none (tools that need it then fail without side effects).
+        extra: anything else a tool needs.
+    """
+
+    user_id: str = ""
+    is_admin: bool = False
+    timezone: str = "UTC"
+    platform: str = ""
+    channel_id: str = ""
+    user_email: str = ""
+    outbox: Outbox | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
