@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from connectors.access import Viewer
+
 __all__ = ["Turn", "HistoryMessage", "Reply", "Citation", "PendingAction", "Trace", "Route", "idempotency_key"]
 
 Route = Literal["knowledge", "followup", "action", "chitchat", "general", "empty"]
@@ -59,6 +61,9 @@ class Turn:
             conversation id).
         user_email: the requester's e-mail when the platform gave it ("" when unknown).
         channel_kind: ``"dm"``, ``"group"`` (a group DM or group chat) or ``"channel"``; "" when unknown.
+        viewer: who will see the answer (:class:`connectors.access.Viewer`: the asker's principals and
+            whether only public pages may be used), set by :func:`app.turns.build_turn`; retrieval
+            requires it (None is a programming error, never "everyone").
         is_admin: whether the user may run admin commands.
         locale, timezone: the user's locale and IANA time zone (Slack: ``users.info`` ``tz``); an empty
             time zone means unknown, and the planner uses the ``DEFAULT_TIMEZONE`` setting.
@@ -85,6 +90,7 @@ class Turn:
     mention_emails: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     user_email: str = ""
     channel_kind: str = ""
+    viewer: Viewer | None = field(default=None, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         bad = [h for h in self.history if not isinstance(h, HistoryMessage)]
