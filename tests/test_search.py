@@ -213,11 +213,23 @@ def test_registry_rejects_unknown_permission_and_duplicates() -> None:
 
 
 def test_registry_refuses_to_call_a_side_effect_tool() -> None:
+    """A side-effect tool must follow the action-tool contract to be registered, and even then is never
+    called straight from a plan (only through a pending action and its confirmation)."""
+    from tools.actions import ActionWords
+
     reg = ToolRegistry()
-    tool = reg.register(_tool(side_effect=True))
+    with pytest.raises(ValueError, match="must follow tools.actions.ActionTool"):
+        reg.register(_tool(side_effect=True))
+    tool = _tool(side_effect=True)
+    executed: list = []
+    for method in ("intent", "propose", "preview", "close"):
+        setattr(type(tool), method, lambda self, *a, **k: None)
+    type(tool).execute = lambda self, args, key, ctx: executed.append(key)
+    type(tool).words = ActionWords()
+    reg.register(tool)
     with pytest.raises(ValueError, match="side effects"):
         reg.call("calendar.create", {"title": "Design review"}, ToolContext(is_admin=True))
-    assert tool.runs == []
+    assert tool.runs == [] and executed == []
     # Its arguments can still be validated (for a pending action).
     assert reg.validate("calendar.create", {"title": "Design review"}).title == "Design review"
 
