@@ -9,6 +9,10 @@ and if what remains no longer has the citations the evidence gate required, the 
 refusal (saying so when the screen took the answering part). A last pass redacts anything the
 scanner finds in the final text. Nothing uncited, nothing unverifiable and nothing flagged leaves
 the agent, whichever planner wrote the reply.
+
+The access context the turn was answered with (``Turn.viewer``: how many principals, the audience,
+whether only public pages were used; never the principals themselves) is recorded in the trace
+(step ``access``) and in the turn's log record, for audit.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from .models import Reply, Trace, Turn
 from .planner import Planner
 from .screen import ScreenResult, screen_reply, scrub_text
 
-__all__ = ["Agent", "turn_outcome"]
+__all__ = ["Agent", "turn_outcome", "access_context"]
 
 log = logging.getLogger(__name__)
 
@@ -38,16 +42,30 @@ def turn_outcome(reply: Reply) -> str:
     return "answered" if reply.citations else "replied"
 
 
+def access_context(turn: Turn) -> dict:
+    """The turn's access context for audit: ``principals`` (how many; never who), ``audience`` and
+    ``public_only``; ``{"principals": None, "audience": "", "public_only": None}`` without a viewer."""
+    v = turn.viewer
+    if v is None:
+        return {"principals": None, "audience": "", "public_only": None}
+    return {"principals": len(v.principals), "audience": v.audience, "public_only": v.public_only}
+
+
 def _log_turn(turn: Turn, reply: Reply) -> None:
-    """One INFO record per turn: ids, route, outcome and timings, never the message or the answer."""
+    """One INFO record per turn: ids, route, outcome, timings and the access context (principal count and
+    audience, never the principals), never the message or the answer."""
     trace = reply.trace
+    access = access_context(turn)
     fields = {"trace_id": trace.trace_id, "platform": turn.platform, "route": reply.route or trace.route,
               "outcome": turn_outcome(reply), "citations": len({c.chunk_id for c in reply.citations}),
               "gate_reason": trace.gate.get("reason", "") if reply.refused else "",
-              "timings_ms": dict(trace.timings_ms)}
-    log.info("turn %s platform=%s route=%s outcome=%s citations=%d total_ms=%.0f", fields["trace_id"],
-             fields["platform"], fields["route"], fields["outcome"], fields["citations"],
-             trace.timings_ms.get("total", 0.0), extra=fields)
+              "timings_ms": dict(trace.timings_ms),
+              "access_principals": access["principals"], "access_audience": access["audience"],
+              "access_public_only": access["public_only"]}
+    log.info("turn %s platform=%s route=%s outcome=%s citations=%d total_ms=%.0f audience=%s principals=%s",
+             fields["trace_id"], fields["platform"], fields["route"], fields["outcome"], fields["citations"],
+             trace.timings_ms.get("total", 0.0), access["audience"] or "-",
+             "-" if access["principals"] is None else access["principals"], extra=fields)
 
 
 class Agent:
@@ -76,6 +94,7 @@ class Agent:
         history = tuple(replace(h, text=h.text[: self.max_question_chars])
                         for h in turn.history if h.text and h.text.strip())[-10:]
         turn = replace(turn, text=text, history=history)
+        trace.step("access", **access_context(turn))
         reply, evidence = self.planner.plan(turn, trace)
         reply.trace = trace
         cited = bool(reply.citations or MARKER.search(reply.text))

@@ -15,7 +15,9 @@ fits it per corpus from self-made probes:
    shape of an unanswerable question about a covered topic, as in SQuAD 2.0's adversarial
    unanswerables (Rajpurkar, Jia & Liang 2018, "Know What You Don't Know: Unanswerable Questions for
    SQuAD").
-3. Every probe runs through the real retrieval (hybrid ``knowledge.search``) and the gate's features:
+3. Every probe runs through the real retrieval (hybrid ``knowledge.search``), asked as a reader of
+   the chunk it came from (:func:`reader_of`: public pages as a public-only viewer, a restricted page
+   as its own principals; a page readable by nobody gives no probe), and the gate's features:
    the top cosine and the margin of the top cosine over the ``margin_rank``-th.
 4. The operating point is a threshold chosen on held-out scores for a target false-refusal rate, as in
    Platt (1999, "Probabilistic outputs for support vector machines") where a score is mapped to a
@@ -43,6 +45,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from connectors.access import Access, Viewer
+from tools.context import ToolContext
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 
 from .gate import GateConfig
@@ -78,11 +82,23 @@ class Probe:
         question: the probe's text.
         kind: ``"answerable"`` or ``"near_miss"``.
         chunk_id: the chunk it was made from (the answer, for an answerable probe).
+        viewer: who asks it: a reader of that chunk (:func:`reader_of`).
     """
 
     question: str
     kind: str
     chunk_id: str
+    viewer: Viewer = Viewer.public("calibration")
+
+
+def reader_of(access: Access) -> Viewer | None:
+    """A viewer who may read a chunk of ``access``: public-only for a public page, its principals for a
+    restricted one; ``None`` for a page readable by nobody."""
+    if not access.tokens():
+        return None
+    if access.public:
+        return Viewer.public("calibration")
+    return Viewer.person(access.principals, audience="calibration")
 
 
 def absent_nouns(search: KnowledgeSearch) -> list[str]:
@@ -113,7 +129,8 @@ def make_probes(search: KnowledgeSearch, n: int = 100, seed: int = 15) -> list[P
                 break
             heading = (chunk.section_path[-1] if chunk.section_path else chunk.title).strip()
             spans = [s for s in sentence_spans(chunk.text) if len(s.text.split()) >= 5]
-            if not heading or not spans:
+            viewer = reader_of(chunk.access)
+            if not heading or not spans or viewer is None:
                 continue
             words = []
             for w in dict.fromkeys(w.lower() for w in _WORD.findall(spans[0].text)):
@@ -124,14 +141,14 @@ def make_probes(search: KnowledgeSearch, n: int = 100, seed: int = 15) -> list[P
                 continue
             phrase = [w for _, w in sorted(words, reverse=True)[:3]]
             question = f"{heading}: {' '.join(phrase)}?"
-            probes.append(Probe(question, "answerable", cid))
+            probes.append(Probe(question, "answerable", cid, viewer))
             if nouns:
                 candidates = [(search.idf(s[0]), w) for w in re.findall(r"[A-Za-z][\w-]+", question)
                               if (s := search.analyze(w)) and w.lower() not in QUESTION_STOPWORDS]
                 if candidates:
                     rarest = max(candidates)[1]
                     swapped = re.sub(rf"\b{re.escape(rarest)}\b", rng.choice(nouns), question, count=1)
-                    probes.append(Probe(swapped, "near_miss", cid))
+                    probes.append(Probe(swapped, "near_miss", cid, viewer))
     return probes
 
 
@@ -167,7 +184,7 @@ def calibrate(search: KnowledgeSearch, base: GateConfig | None = None, n: int = 
     probes = make_probes(search, n=n, seed=seed)
     rows: dict[str, list[tuple[float, float, bool]]] = {"answerable": [], "near_miss": []}
     for p in probes:
-        res = search.run(KnowledgeSearchArgs(query=p.question, k=30, retriever="hybrid"))
+        res = search.run(KnowledgeSearchArgs(query=p.question, k=30, retriever="hybrid"), ToolContext(viewer=p.viewer))
         cos = sorted((e.cosine for e in res.evidence if e.cosine is not None), reverse=True)
         if not cos:
             continue

@@ -170,7 +170,7 @@ class RuleBasedPlanner:
             if rewrite != turn.text:
                 alternative = rewrite
                 trace.step("rewrite_followup", standalone=rewrite, explicit=decision.route == "followup")
-        ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone)
+        ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone, viewer=turn.viewer)
         return self._knowledge(question, turn, trace, decision.route, ctx, alternative=alternative)
 
     def _specific(self, word: str) -> bool:
@@ -223,7 +223,8 @@ class RuleBasedPlanner:
         evidence: list[Evidence] = []
         if question:
             trace.step("split_request", question=question, request=request)
-            ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=self._timezone(turn))
+            ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=self._timezone(turn),
+                              viewer=turn.viewer)
             answer, evidence = self._knowledge(question, turn, trace, "action", ctx)
             answer = self._checked_answer(answer, evidence, trace)
             t = time.perf_counter()

@@ -491,7 +491,8 @@ def cli_status(settings, as_json: bool = False) -> int:
 
 
 def flag_lines(row: dict) -> list[str]:
-    """The index-time scan's counts of a :func:`~index.sync.sources_status` row, one line each (none when clean)."""
+    """The index-time scan's counts of a :func:`~index.sync.sources_status` row, and its pages whose read
+    access is unresolved, one line each (none when clean)."""
     lines = []
     if row.get("pages_sensitive"):
         lines.append(f"pages with secrets or personal data: {row['pages_sensitive']} (they are never quoted)")
@@ -499,4 +500,7 @@ def flag_lines(row: dict) -> list[str]:
         lines.append(f"pages with instructions addressed to the bot: {row['pages_injection']} (left out of answers)")
     if row.get("pages_unscanned"):
         lines.append(f"pages not yet scanned for secrets: {row['pages_unscanned']} (`chatops index` or `chatops sync --full` scans them)")
+    if row.get("pages_unresolved_access"):
+        lines.append(f"pages with unresolved access: {row['pages_unresolved_access']} (readable by nobody, never "
+                     "cited, until a sync can read their permissions)")
     return lines

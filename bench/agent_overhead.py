@@ -26,6 +26,7 @@ from agent.agent import Agent  # noqa: E402
 from agent.llm.client import LLMClient, build_openai_client  # noqa: E402
 from agent.llm.planner import LLMPlanner, LLMPlannerConfig  # noqa: E402
 from agent.models import Turn  # noqa: E402
+from connectors.access import Viewer  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.wiring import build_agent  # noqa: E402
 from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
@@ -69,12 +70,12 @@ def main() -> None:
                                  LLMPlannerConfig(answer_cache_ttl_s=0, route_cache_ttl_s=0))
             agent = Agent(planner)
             for q in QUESTIONS:  # warm-up: query embeddings, searcher, HTTP connection
-                agent.answer(Turn(text=q))
+                agent.answer(Turn(viewer=Viewer.public(), text=q))
             totals, inside, calls = [], [], []
             for i in range(args.turns):
                 TimedLLM.spent_ms = 0.0
                 t = time.perf_counter()
-                reply = agent.answer(Turn(text=f"{QUESTIONS[i % len(QUESTIONS)]} (#{i})"))
+                reply = agent.answer(Turn(viewer=Viewer.public(), text=f"{QUESTIONS[i % len(QUESTIONS)]} (#{i})"))
                 totals.append((time.perf_counter() - t) * 1000)
                 inside.append(TimedLLM.spent_ms)
                 calls.append(reply.trace.timings_ms.get("llm_calls", 0))

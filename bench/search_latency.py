@@ -30,6 +30,8 @@ from index.knowledge import KnowledgeIndex  # noqa: E402
 from index.indexer import Indexer  # noqa: E402
 from connectors.models import Chunk, content_hash  # noqa: E402
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs  # noqa: E402
+from tools.context import ToolContext  # noqa: E402
+from connectors.access import Access, Viewer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "eval" / "dev.jsonl"
@@ -56,7 +58,8 @@ def time_searches(search: KnowledgeSearch, qs: list[str], retriever: str) -> tup
     times = []
     for q in qs:
         t = time.perf_counter()
-        search.run(KnowledgeSearchArgs(query=q, k=30, retriever=retriever, prf=retriever == "hybrid"))
+        search.run(KnowledgeSearchArgs(query=q, k=30, retriever=retriever, prf=retriever == "hybrid"),
+                   ToolContext(viewer=Viewer.public()))
         times.append((time.perf_counter() - t) * 1000)
     times.sort()
     return statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))]
@@ -82,7 +85,7 @@ def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Rando
         text = " ".join(words)
         doc = f"synthetic/{i // 12}.md"
         batch_chunks.append(Chunk(content_hash(doc, str(i))[:32], "synthetic", doc, f"Page {i // 12}",
-                                  ("Section", words[0]), "", text, i % 12))
+                                  ("Section", words[0]), "", text, i % 12, access=Access.everyone()))
         v = nrng.standard_normal(dim).astype(np.float32)
         vecs.append(v / np.linalg.norm(v))
         if len(batch_chunks) == 2000 or i == n - 1:

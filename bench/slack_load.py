@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from agent.models import Turn  # noqa: E402
+from connectors.access import Viewer  # noqa: E402
 from app.jobs import IndexJobs  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.wiring import build_agent  # noqa: E402
@@ -89,7 +90,7 @@ def main() -> int:
     store = StateStore(sqlite_url(tmp / "state.sqlite"))
     runtime = build_agent(Settings(chatops_data_dir=tmp), index=index)
     jobs = IndexJobs(runtime, store, [])
-    runtime.agent.answer(Turn(text="warm-up question"))  # loads the model's session before the clock starts
+    runtime.agent.answer(Turn(viewer=Viewer.public(), text="warm-up question"))  # loads the model's session before the clock starts
     h = SlackHarness(runtime, store, jobs, agent_concurrency=args.concurrency)
     failures: list[str] = []
     try:

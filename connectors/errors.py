@@ -10,6 +10,7 @@ The tree, so callers can catch at the right level::
     └── IndexError_                 an index on disk is unusable
         ├── IndexCorruptError       an index file is damaged (cannot be opened or read); rebuild it
         ├── IndexLockedError        another process holds the index (local Qdrant is single-process)
+        ├── IndexOutdatedError      the index was built before read access was recorded; rebuild it
         └── DiskFullError           a write failed for lack of space (ENOSPC, EFBIG, SQLite "disk is full")
 
 Every message says what to do next.
@@ -26,6 +27,7 @@ __all__ = [
     "IndexError_",
     "IndexCorruptError",
     "IndexLockedError",
+    "IndexOutdatedError",
     "DiskFullError",
 ]
 
@@ -63,6 +65,11 @@ class IndexCorruptError(IndexError_):
 
 class IndexLockedError(IndexError_):
     """Another process holds the index open (local-mode Qdrant allows one process)."""
+
+
+class IndexOutdatedError(IndexError_):
+    """The index was built before each chunk recorded who may read it, so it cannot enforce access:
+    readers refuse it (``chatops index --full`` rebuilds it)."""
 
 
 class DiskFullError(IndexError_):

@@ -166,7 +166,7 @@ class Indexer:
             chunks.extend(cs)
             flags = flag_chunks(c.text for c in cs)
             entries.append(PageEntry(f"{doc.source}:{doc.doc_id}", doc.source, doc.doc_id, doc.hash,
-                                     tuple(c.chunk_id for c in cs), flags.sensitive, flags.injection))
+                                     tuple(c.chunk_id for c in cs), flags.sensitive, flags.injection, doc.access))
         emb = self.index.embedder
         before = (getattr(emb, "computed", 0), getattr(emb, "cached", 0))
         vectors = emb.embed([c.embedding_text() for c in chunks])

@@ -13,6 +13,13 @@ The manifest is the record of what the index holds; the two stores are derived f
 with ``repair=True`` (indexing runs), a store whose files are damaged is moved aside
 (``whoosh.corrupt-<timestamp>``) and started empty; :func:`index.reconcile.reconcile` then
 fills it from the other store. Readers (``ask``, ``serve``) get :class:`IndexCorruptError`.
+
+An index built before access control (schema below :data:`ACCESS_SCHEMA`: its chunks carry no
+``access``) cannot say who may read what. Opened by an indexing run (``repair=True``) it is cleared
+and rebuilt like any index of another schema (embeddings come from the cache; the sources list every
+page again because the manifest no longer knows them); opened by a reader it raises
+:class:`IndexOutdatedError` telling the admin to run ``chatops index --full``: never serving every
+page to everyone, and never emptying the index behind a running bot.
 """
 
 from __future__ import annotations
@@ -22,17 +29,22 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from connectors.access import Access
+
 from .embeddings import Embedder
-from connectors.errors import IndexCorruptError
+from connectors.errors import IndexCorruptError, IndexOutdatedError
 from .faults import quarantine, reason
 from .manifest import Manifest
 from .stores import QdrantStore, WhooshStore
 
-__all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION"]
+__all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION", "ACCESS_SCHEMA"]
 
 #: Bumped whenever what the stores keep changes shape or the chunker cuts pages differently;
 #: an index of another version is cleared and rebuilt (embeddings come from the cache).
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
+
+#: The first schema whose chunks carry their read access (issue 11); older indexes are refused to readers.
+ACCESS_SCHEMA = 7
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +63,14 @@ class ConsistencyReport:
         return self.whoosh == self.qdrant == self.manifest
 
 
+def _older(recorded: str | None, version: int) -> bool:
+    """True when a recorded schema version is missing, not a number, or below ``version``."""
+    try:
+        return int(recorded or "0") < version
+    except ValueError:
+        return True
+
+
 class KnowledgeIndex:
     """The pair of stores plus manifest under ``path``.
 
@@ -64,6 +84,7 @@ class KnowledgeIndex:
 
     Raises:
         IndexCorruptError, IndexLockedError, DiskFullError: from the manifest and the stores.
+        IndexOutdatedError: (``repair=False``) the index was built before read access was recorded.
     """
 
     def __init__(self, path: str | os.PathLike[str], embedder: Embedder, qdrant_url: str | None = None,
@@ -86,7 +107,14 @@ class KnowledgeIndex:
             self.manifest.close()
             raise
         recorded = (self.manifest.get("embedding_model"), self.manifest.get("schema_version"))
-        if self.manifest.all_pages() and recorded != (embedder.model_id, SCHEMA_VERSION):
+        has_pages = self.manifest.counts()[0] > 0
+        if not repair and (self.whoosh.outdated or (has_pages and _older(recorded[1], ACCESS_SCHEMA))):
+            self.close()
+            raise IndexOutdatedError(
+                f"the index in {self.path} was built before per-page read access was recorded, so it cannot "
+                "tell who may read what and is not used; rebuild it with `chatops index --full SOURCE...` "
+                "(every source), then start the bot again")
+        if self.whoosh.outdated or (has_pages and recorded != (embedder.model_id, SCHEMA_VERSION)):
             log.warning("index %s was built with model %s, schema %s; now %s, %s: clearing it, "
                         "the next index run rebuilds it (embeddings come from the cache)",
                         self.path, *recorded, embedder.model_id, SCHEMA_VERSION)
@@ -106,6 +134,25 @@ class KnowledgeIndex:
                         name, folder, reason(exc.__cause__ or exc), moved)
             self.rebuilt.append(f"{name} (the damaged copy is in {moved})")
             return open_store()
+
+    def set_access(self, source: str, doc_id: str, access: Access) -> int:
+        """Give the page ``source``/``doc_id`` a new read access in both stores and the manifest, without
+        re-embedding (for a permission sync: a changed restriction or group does not change the page).
+
+        Returns:
+            The number of chunks updated (0 for a page the index does not hold).
+
+        Raises:
+            IndexCorruptError, IndexLockedError, DiskFullError: from the stores and the manifest.
+        """
+        key = f"{source}:{doc_id}"
+        if doc_id not in self.manifest.pages_of(source):
+            return 0
+        self.manifest.begin([key])  # a run killed half-way: recovery drops the page, the next sync re-indexes it
+        n = self.whoosh.set_access({key: access})
+        self.qdrant.set_access({key: access})
+        self.manifest.set_access(key, access)  # also clears the journal entry
+        return n
 
     def damage(self) -> IndexCorruptError | None:
         """The first damage either store ran into since it was opened, else ``None`` (for readiness)."""

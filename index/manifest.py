@@ -25,6 +25,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from connectors.access import PUBLIC_TOKEN, Access
 from connectors.errors import IndexCorruptError
 from .faults import REBUILD_INDEX, guard_engine
 
@@ -39,6 +40,9 @@ class PageEntry:
         sensitive_chunks: chunks holding a credential or personal data (:func:`screening.flag_chunks`);
             ``None`` for a page indexed before the scan existed.
         injection_chunks: chunks holding an instruction addressed to an assistant; ``None`` likewise.
+        access: the page's read access as indexed (:class:`connectors.access.Access`, as its tokens and
+            ``unresolved``; a public page keeps no principals); ``None`` for a page recorded before access
+            control existed.
     """
 
     doc_key: str
@@ -48,6 +52,27 @@ class PageEntry:
     chunk_ids: tuple[str, ...]
     sensitive_chunks: int | None = None
     injection_chunks: int | None = None
+    access: Access | None = None
+
+    @property
+    def readable_by_nobody(self) -> bool:
+        """True when no viewer may read the page (its access unresolved, or no token at all)."""
+        return self.access is None or not self.access.tokens()
+
+
+def _access_columns(access: Access | None) -> dict:
+    if access is None:
+        return {"access_tokens": None, "access_unresolved": None}
+    return {"access_tokens": json.dumps(list(access.tokens())), "access_unresolved": access.unresolved}
+
+
+def _access_of(tokens: str | None, unresolved: str | None) -> Access | None:
+    if tokens is None:
+        return None
+    if unresolved:
+        return Access.nobody(unresolved)
+    toks = json.loads(tokens)
+    return Access.everyone() if PUBLIC_TOKEN in toks else Access(principals=frozenset(toks))
 
 
 class Manifest:
@@ -83,6 +108,8 @@ class Manifest:
             sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
             sa.Column("sensitive_chunks", sa.Integer, nullable=True),
             sa.Column("injection_chunks", sa.Integer, nullable=True),
+            sa.Column("access_tokens", sa.Text, nullable=True),
+            sa.Column("access_unresolved", sa.Text, nullable=True),
         )
         self.journal = sa.Table(
             "journal", md,
@@ -98,12 +125,14 @@ class Manifest:
         self._add_missing_columns()
 
     def _add_missing_columns(self) -> None:
-        """Manifests made before the flag counts existed get the columns (NULL: not scanned yet)."""
+        """Manifests made before the flag counts (or the access) existed get the columns (NULL: not
+        scanned yet; no access recorded)."""
         have = {c["name"] for c in sa.inspect(self.engine).get_columns("pages")}
         with self.engine.begin() as conn:
-            for name in ("sensitive_chunks", "injection_chunks"):
+            for name, kind in (("sensitive_chunks", "INTEGER"), ("injection_chunks", "INTEGER"),
+                               ("access_tokens", "TEXT"), ("access_unresolved", "TEXT")):
                 if name not in have:
-                    conn.execute(sa.text(f"ALTER TABLE pages ADD COLUMN {name} INTEGER"))
+                    conn.execute(sa.text(f"ALTER TABLE pages ADD COLUMN {name} {kind}"))
 
     # -- pages -------------------------------------------------------------------------------
     def pages_of(self, source: str) -> dict[str, PageEntry]:
@@ -128,7 +157,27 @@ class Manifest:
     @staticmethod
     def _entry(r) -> PageEntry:
         return PageEntry(r["doc_key"], r["source"], r["doc_id"], r["hash"], tuple(json.loads(r["chunk_ids"])),
-                         r["sensitive_chunks"], r["injection_chunks"])
+                         r["sensitive_chunks"], r["injection_chunks"],
+                         _access_of(r["access_tokens"], r["access_unresolved"]))
+
+    def unresolved_access(self, source: str | None = None) -> int:
+        """Pages readable by nobody (their access could not be read, or names no reader; pages recorded
+        before access control count too), of ``source`` or of every source; one aggregate query."""
+        q = sa.select(sa.func.count()).select_from(self.pages).where(sa.or_(
+            self.pages.c.access_tokens.is_(None), self.pages.c.access_tokens == "[]",
+            sa.func.coalesce(self.pages.c.access_unresolved, "") != ""))
+        if source is not None:
+            q = q.where(self.pages.c.source == source)
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar() or 0)
+
+    def set_access(self, doc_key: str, access: Access) -> None:
+        """Record a page's new access (its chunks' access changed in both stores; nothing else did) and
+        clear its journal entry, atomically."""
+        with self.engine.begin() as conn:
+            conn.execute(self.pages.update().where(self.pages.c.doc_key == doc_key).values(**_access_columns(access)))
+            conn.execute(self.journal.delete().where(self.journal.c.doc_key == doc_key))
+            self._bump_version(conn)
 
     # -- journal -----------------------------------------------------------------------------
     def begin(self, doc_keys: Iterable[str]) -> None:
@@ -155,7 +204,8 @@ class Manifest:
                 conn.execute(self.pages.insert(), [
                     {"doc_key": e.doc_key, "source": e.source, "doc_id": e.doc_id, "hash": e.hash,
                      "chunk_ids": json.dumps(list(e.chunk_ids)), "indexed_at": now,
-                     "sensitive_chunks": e.sensitive_chunks, "injection_chunks": e.injection_chunks} for e in ups])
+                     "sensitive_chunks": e.sensitive_chunks, "injection_chunks": e.injection_chunks,
+                     **_access_columns(e.access)} for e in ups])
             if keys:
                 self._bump_version(conn)
 

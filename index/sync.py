@@ -330,7 +330,9 @@ def sources_status(manifest: Manifest, store: SyncState, names: Iterable[str], n
         ``schedule`` (or ``None``), ``cursor`` (the saved cursor's watermark, if any), and the
         index-time scan's page counts: ``pages_sensitive`` (pages with a credential or personal
         data), ``pages_injection`` (pages with instructions addressed to an assistant) and
-        ``pages_unscanned`` (indexed before the scan existed; the next full listing scans them).
+        ``pages_unscanned`` (indexed before the scan existed; the next full listing scans them); and
+        ``pages_unresolved_access``: pages readable by nobody because their read access could not be
+        resolved (never cited until a later sync resolves it; :meth:`Manifest.unresolved_access`).
     """
     pages = manifest.all_pages()
     wanted = list(dict.fromkeys([*names, *sorted({p.source for p in pages})]))
@@ -353,5 +355,6 @@ def sources_status(manifest: Manifest, store: SyncState, names: Iterable[str], n
             "pages_sensitive": sum(1 for p in mine if p.sensitive_chunks),
             "pages_injection": sum(1 for p in mine if p.injection_chunks),
             "pages_unscanned": sum(1 for p in mine if p.sensitive_chunks is None or p.injection_chunks is None),
+            "pages_unresolved_access": sum(1 for p in mine if p.readable_by_nobody),
         })
     return out

@@ -113,3 +113,18 @@ def plant_folder(root: Path) -> Path:
     os.symlink(outside, wiki / "archive")
     os.mkfifo(wiki / "pipe.md")
     return wiki
+
+
+def public_viewer():
+    """The viewer of the tests that need no access control: public pages only (every test corpus is a
+    public folder), as ``chatops ask`` and the eval use."""
+    from connectors.access import Viewer
+
+    return Viewer.public()
+
+
+def public_ctx(**kw):
+    """A :class:`tools.context.ToolContext` for :func:`public_viewer` (``kw``: the other fields)."""
+    from tools.context import ToolContext
+
+    return ToolContext(viewer=public_viewer(), **kw)

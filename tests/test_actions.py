@@ -27,6 +27,7 @@ from state import StateStore
 from tools.base import ToolContext, ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
 from tools.calendar.local import LocalCalendar
+from helpers import public_viewer
 
 REQUESTER = "U0REQUEST"
 OTHER = "U0SOMEONE"
@@ -44,7 +45,7 @@ def env(tmp_path: Path):
 
 
 def _turn(message_id: str = "1710259200.000100") -> Turn:
-    return Turn(text="set up a 30 min release review with alice@example.com tomorrow at 3pm", platform="slack",
+    return Turn(viewer=public_viewer(), text="set up a 30 min release review with alice@example.com tomorrow at 3pm", platform="slack",
                 user_id=REQUESTER, channel_id="C0CHAN", thread_id="1710259200.000100", message_id=message_id,
                 timezone="Europe/Berlin")
 

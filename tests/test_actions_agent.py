@@ -37,7 +37,7 @@ from app.wiring import Runtime, build_agent
 from connectors.folder import FolderSource
 from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer
-from helpers import EVAL_FILE, ROOT, WIKI, run_chatops, seed_embedding_cache
+from helpers import EVAL_FILE, ROOT, WIKI, run_chatops, seed_embedding_cache, public_viewer
 
 SENT = datetime(2030, 3, 13, 15, 0, tzinfo=timezone.utc)  # a Wednesday; 16:00 in Berlin
 KEY = re.compile(r"^[a-v0-9]{32}$")
@@ -58,7 +58,7 @@ def ask(rt: Runtime, text: str, history: tuple[str | HistoryMessage, ...] = (), 
     """Answer ``text`` as the requester; plain strings in ``history`` are their own earlier messages."""
     user = kw.pop("user_id", "U0REQ")
     thread = tuple(h if isinstance(h, HistoryMessage) else HistoryMessage.own(h, user) for h in history)
-    turn = Turn(text=text, history=thread, platform="slack", user_id=user,
+    turn = Turn(viewer=public_viewer(), text=text, history=thread, platform="slack", user_id=user,
                 channel_id="C0CHAN", sent_at=kw.pop("sent_at", SENT), **kw)
     return rt.agent.answer(turn)
 
@@ -191,7 +191,7 @@ def test_someone_elses_request_is_never_completed(runtime: Runtime, earlier: His
 
 def test_a_history_without_authors_is_refused() -> None:
     with pytest.raises(TypeError, match="HistoryMessage.own"):
-        Turn(text="tomorrow at 3pm", history=("book a meeting with bob@example.com",))  # type: ignore[arg-type]
+        Turn(viewer=public_viewer(), text="tomorrow at 3pm", history=("book a meeting with bob@example.com",))  # type: ignore[arg-type]
 
 
 def test_mentions_arrive_as_addresses_or_names(runtime: Runtime) -> None:

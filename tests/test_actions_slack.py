@@ -30,6 +30,7 @@ from state import StateStore
 from tools.base import ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
 from tools.calendar.local import LocalCalendar
+from helpers import public_viewer
 
 REQUESTER, OTHER, CHANNEL = "U0REQUEST", "U0SOMEONE", "C0CHAN"
 
@@ -76,7 +77,7 @@ def test_slack_preview_confirm_once_and_refuse_others(slack: SlackStandin, servi
                               attendees=["alice@example.com"], timezone="Europe/Berlin")
     action = PendingAction("calendar.create", args.model_dump(mode="json"), idempotency_key("slack", "1"),
                            "Release review")
-    turn = Turn(text="set up a release review", platform="slack", user_id=REQUESTER, channel_id=CHANNEL,
+    turn = Turn(viewer=public_viewer(), text="set up a release review", platform="slack", user_id=REQUESTER, channel_id=CHANNEL,
                 message_id="1900000000.000100", timezone="America/New_York")
     key = action.idempotency_key
 
@@ -122,7 +123,7 @@ def test_slack_cancel(slack: SlackStandin, service: ActionService) -> None:
     args = CalendarCreateArgs(title="Incident retro", start=datetime.now(timezone.utc) + timedelta(days=1),
                               duration_minutes=60, attendees=["bob@example.com"])
     action = PendingAction("calendar.create", args.model_dump(mode="json"), idempotency_key("slack", "2"), "retro")
-    blocks = asyncio.run(propose(action, Turn(text="x", platform="slack", user_id=REQUESTER, channel_id=CHANNEL)))
+    blocks = asyncio.run(propose(action, Turn(viewer=public_viewer(), text="x", platform="slack", user_id=REQUESTER, channel_id=CHANNEL)))
     cancel = next(e for b in blocks if b["type"] == "actions" for e in b["elements"] if e["style"] == "danger")
     click = Click({"action_id": cancel["action_id"], "value": cancel["value"]}, REQUESTER, client)
     assert asyncio.run(on_click(click)).status == "cancelled"

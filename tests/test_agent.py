@@ -19,6 +19,7 @@ from app.settings import Settings
 from app.wiring import Runtime, build_agent
 from index.knowledge import KnowledgeIndex
 from tools.knowledge_search import KnowledgeSearchArgs
+from helpers import public_viewer, public_ctx
 
 MARKER = re.compile(r"\[(\d{1,3})\]")
 
@@ -32,7 +33,7 @@ def runtime(wiki_index: KnowledgeIndex, tmp_path_factory: pytest.TempPathFactory
 def ask(runtime: Runtime, text: str, history: tuple[str | HistoryMessage, ...] = ()) -> Reply:
     """Answer ``text``; plain strings in ``history`` are the asker's own earlier messages."""
     thread = tuple(h if isinstance(h, HistoryMessage) else HistoryMessage.own(h) for h in history)
-    return runtime.agent.answer(Turn(text=text, history=thread, platform="test"))
+    return runtime.agent.answer(Turn(viewer=public_viewer(), text=text, history=thread, platform="test"))
 
 
 # -- routes without retrieval -----------------------------------------------------------------------
@@ -152,7 +153,7 @@ def test_reply_serialises_for_the_cli(runtime: Runtime) -> None:
 
 def test_validate_citations_rejects_forged_quotes_and_foreign_chunks(runtime: Runtime,
                                                                      wiki_index: KnowledgeIndex) -> None:
-    evidence = runtime.search.run(KnowledgeSearchArgs(query="how do I declare an incident?", k=5)).evidence
+    evidence = runtime.search.run(KnowledgeSearchArgs(query="how do I declare an incident?", k=5), public_ctx()).evidence
     assert len(evidence) >= 2
     first, second = evidence[0].chunk, evidence[1].chunk
     real_quote = first.text[: min(60, len(first.text))]
@@ -178,7 +179,7 @@ def test_validate_citations_rejects_forged_quotes_and_foreign_chunks(runtime: Ru
 
 
 def test_validate_citations_accepts_a_clean_answer(runtime: Runtime) -> None:
-    evidence = runtime.search.run(KnowledgeSearchArgs(query="parental leave weeks", k=3)).evidence
+    evidence = runtime.search.run(KnowledgeSearchArgs(query="parental leave weeks", k=3), public_ctx()).evidence
     chunk = evidence[0].chunk
     quote = chunk.text[-50:]
     cit = Citation(1, chunk.chunk_id, chunk.doc_id, chunk.title, chunk.url, chunk.section, quote)

@@ -23,7 +23,7 @@ from connectors.folder import FolderSource
 from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer
 
-from helpers import WIKI
+from helpers import WIKI, public_viewer, public_ctx
 
 _ROWS = "\n".join(f"| E{n} | Agent stopped after an update to build {n} | Restart the agent service |"
                   for n in range(100, 160))
@@ -65,7 +65,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) 
 
 
 def ask(runtime: Runtime, text: str, history: tuple[str, ...] = ()) -> Reply:
-    return runtime.agent.answer(Turn(text=text, history=tuple(HistoryMessage.own(h) for h in history),
+    return runtime.agent.answer(Turn(viewer=public_viewer(), text=text, history=tuple(HistoryMessage.own(h) for h in history),
                                      platform="test"))
 
 
@@ -166,12 +166,11 @@ def test_a_command_is_quoted_from_a_passage_past_the_first_eight(runtime: Runtim
     # rank the one passage holding "/genie whoisoncall" ninth).
     from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
     from agent.terms import key_terms
-    from tools.base import ToolContext
     from tools.knowledge_search import KnowledgeSearchArgs
 
     q = "which slash command declares an incident?"
     res = runtime.tools.call("knowledge.search", KnowledgeSearchArgs(query=q, k=30, retriever="hybrid"),
-                             ToolContext(user_id="U1"))
+                             public_ctx(user_id="U1"))
     holding = [e for e in res.evidence if "/declare-incident" in e.chunk.text]
     others = [e for e in res.evidence if "/declare-incident" not in e.chunk.text]
     assert holding and len(others) >= 8

@@ -34,6 +34,7 @@ from tools.base import ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
 from tools.calendar.factory import calendar_backend
 from tools.calendar.google import GoogleCalendar, GoogleCalendarError, credentials_factory
+from helpers import public_viewer
 
 TOKEN = "ya29.standin-token"
 OWNER = "owner@example.com"
@@ -268,7 +269,7 @@ def test_confirm_flow_through_the_action_service(tmp_path: Path, standin: Google
     tools = ToolRegistry()
     tools.register(CalendarCreate(_backend(standin, max_attempts=1)))
     service = ActionService(store, tools)
-    turn = Turn(text="set up a release review", platform="slack", user_id="U1", channel_id="C1", message_id="1.1")
+    turn = Turn(viewer=public_viewer(), text="set up a release review", platform="slack", user_id="U1", channel_id="C1", message_id="1.1")
     args = _args(video=True)
     action = PendingAction("calendar.create", args.model_dump(mode="json"), idempotency_key("flow"), "Release review")
     service.propose(action, turn)

@@ -3,7 +3,7 @@
 Real indexes (Whoosh + local Qdrant), the real embedder and a real SQLite state store; the server is
 the stand-in serving Cloud REST v2 and Data Center REST v1 wire formats on 127.0.0.1. Covers: a
 first sync (cursor paging through ``_links.next`` and through the ``Link`` header only, page ids as
-keys, restrictions in ``acl``, section anchors in URLs); incremental syncs that fetch only changed
+keys, restrictions in ``access``, section anchors in URLs); incremental syncs that fetch only changed
 pages and prune trashed (``status: trashed``), purged (404) and moved-away pages; a 429 with
 ``Retry-After`` mid-listing (honoured; an absurd value clamped); a 500 mid-sync (the run fails,
 no cursor moves, no page is lost, the next run completes); a page that keeps failing (skipped, kept,
@@ -25,6 +25,7 @@ import pytest
 from agent.models import Turn
 from app.settings import Settings
 from app.wiring import build_agent
+from connectors.access import Access
 from connectors.confluence import ConfluenceSource
 from connectors.config import parse_config
 from connectors.factory import build_source
@@ -36,6 +37,7 @@ from state import StateStore
 from state.store import sqlite_url
 
 from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
+from helpers import public_viewer, public_ctx
 
 FAST = RetryPolicy(attempts=4, backoff_initial=0.02, backoff_max=0.1, retry_after_max=5.0)
 
@@ -141,8 +143,8 @@ def test_cloud_first_sync_pages_by_id_with_acl_anchors_and_converted_storage(sta
     assert len(listing) == 3 and "cursor" not in listing[0] and all("cursor" in q for q in listing[1:])
     chunks = chunks_of(index)
     vpn = [c for c in chunks if c.doc_id == f"page/{ids['VPN Setup']}"]
-    assert vpn and all(c.acl == ("group:engineering", "user:557058:alice") for c in vpn)
-    assert all(c.acl == () for c in chunks if c.doc_id != f"page/{ids['VPN Setup']}")
+    assert vpn and all(c.access == Access.only(["group:eng/engineering", "user:557058:alice"]) for c in vpn)
+    assert all(c.access == Access.everyone() for c in chunks if c.doc_id != f"page/{ids['VPN Setup']}")
     text = "\n".join(c.text for c in vpn)
     assert "```bash\nsudo apt install acme-vpn && acme-vpn login --key <serial>\n```" in text
     assert "> **Info: Before you start**" in text and "You need a hardware key registered with IT." in text
@@ -207,13 +209,13 @@ def test_a_trashed_page_is_never_cited_again(standin, index_factory, store, tmp_
     laptop = f"page/{ids['Laptop Refresh']}"
     agent = build_agent(Settings(chatops_data_dir=tmp_path / "agent"), index=index).agent
     question = "How often are laptops refreshed?"
-    before = agent.answer(Turn(text=question, platform="test"))
+    before = agent.answer(Turn(viewer=public_viewer(), text=question, platform="test"))
     assert not before.refused and laptop in {c.doc_id for c in before.citations}, before.text
 
     standin.trash(ids["Laptop Refresh"])
     res = engine.run(source)
     assert res.status == "ok" and res.summary.deleted == 1
-    after = agent.answer(Turn(text=question, platform="test"))
+    after = agent.answer(Turn(viewer=public_viewer(), text=question, platform="test"))
     assert laptop not in {c.doc_id for c in after.citations}
     assert "three years" not in after.text
     assert not any(c.doc_id == laptop for c in chunks_of(index))
@@ -323,7 +325,7 @@ def test_datacenter_sync_pages_through_cql_under_a_context_path(standin, index_f
     searches = [q for _, p, q in standin.requests if p.endswith("/content/search")]
     assert len(searches) == 3 and [q.get("start") for q in searches] == [["0"], ["2"], ["4"]]
     vpn = [c for c in chunks_of(index) if c.doc_id == f"page/{ids['VPN Setup']}"]
-    assert all(c.acl == ("group:engineering", "user:557058:alice") for c in vpn)
+    assert all(c.access == Access.only(["group:eng/engineering", "user:557058:alice"]) for c in vpn)
     install = next(c for c in vpn if c.section_path == ("Installing the client",))
     assert install.url == f"{standin.dc_url}/display/ENG/VPN+Setup#VPNSetup-Installingtheclient"
 
@@ -383,7 +385,7 @@ NESTED = ("<p>Intro of the nested page.</p>" + "<div>" * 500 + "<h2>Kumquat stor
 
 
 def searched(index: KnowledgeIndex, query: str) -> set[str]:
-    return {e.chunk.doc_id for e in KnowledgeSearch(index).run(KnowledgeSearchArgs(query=query, k=5)).evidence}
+    return {e.chunk.doc_id for e in KnowledgeSearch(index).run(KnowledgeSearchArgs(query=query, k=5), public_ctx()).evidence}
 
 
 def test_a_page_nested_500_divs_deep_is_flattened_and_the_run_commits(standin, index_factory, store) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from connectors.access import Access
 from connectors.base import IncrementalSource, Source
 from connectors.config import parse_config
 from connectors.factory import build_source
@@ -60,7 +61,8 @@ class Site:
         titles: the titles of the pages the test seeded (a site may serve more, e.g. a shared wiki).
         url_prefix: what every page URL starts with.
         dated: True when the source knows a page's modification time (``Document.updated_at``).
-        acl: the expected ACL of :data:`RESTRICTED` (``()`` on sources without per-page permissions).
+        access: the expected access of :data:`RESTRICTED` (public on sources without per-page permissions;
+            every other page is public).
         delete: delete the page with this title upstream.
         edit: replace the text of the page with this title by this sentence.
     """
@@ -70,7 +72,7 @@ class Site:
     titles: dict[str, str]
     url_prefix: str
     dated: bool
-    acl: tuple[str, ...]
+    access: Access
     delete: Callable[[str], None]
     edit: Callable[[str, str], None]
     opened: list = field(default_factory=list)
@@ -94,7 +96,7 @@ def _folder_site(root: Path) -> Site:
 
     for title, sentence in PAGES.items():
         write(title, sentence)
-    return Site("folder", lambda: FolderSource(root, name="handbook"), dict(PAGES), root.as_uri(), True, (),
+    return Site("folder", lambda: FolderSource(root, name="handbook"), dict(PAGES), root.as_uri(), True, Access.everyone(),
                 lambda title: path(title).unlink(), write)
 
 
@@ -113,7 +115,7 @@ def _confluence_site(standin: ConfluenceStandIn, deployment: str) -> Site:
         return build_source(parse_config({"sources": [entry]}).sources[0], environ=env, policy=FAST)
 
     return Site(f"confluence-{deployment}", make, dict(PAGES), standin.origin, True,
-                ("group:release-managers", "user:557058:rita"),
+                Access.only(["group:eng/release-managers", "user:557058:rita"]),
                 lambda title: standin.trash(ids[title]),
                 lambda title, sentence: standin.edit_page(ids[title], body=f"<p>{sentence}</p>"))
 
@@ -134,7 +136,7 @@ def _mediawiki_site(wiki) -> Site:
     def make() -> Source:
         return build_source(parse_config({"sources": [entry]}).sources[0], environ=env, policy=FAST)
 
-    return Site("mediawiki", make, titles, wiki.api_url.rsplit("/", 1)[0], False, (), wiki.delete,
+    return Site("mediawiki", make, titles, wiki.api_url.rsplit("/", 1)[0], False, Access.everyone(), wiki.delete,
                 lambda title, sentence: wiki.edit(title, f"== About ==\n{sentence}\n"))
 
 
@@ -215,7 +217,7 @@ def test_a_scan_yields_one_document_per_page_with_its_fields_filled(site: Site) 
         assert doc.url.startswith(site.url_prefix), doc.url
         assert site.titles[title] in doc.text, doc.text
         assert (doc.updated_at is not None and doc.updated_at.tzinfo is not None) == site.dated, doc.updated_at
-        assert doc.acl == (site.acl if title.startswith(RESTRICTED) else ()), (title, doc.acl)
+        assert doc.access == (site.access if title.startswith(RESTRICTED) else Access.everyone()), (title, doc.access)
 
 
 def test_a_page_deleted_upstream_is_no_longer_listed(site: Site) -> None:
@@ -241,8 +243,8 @@ def test_a_first_sync_yields_the_pages_of_a_scan_and_a_cursor_last(incremental: 
     scanned = _docs(_ours(incremental, incremental.source().scan()))
     synced = _docs(_ours(incremental, items))
     assert synced.keys() == scanned.keys() == set(incremental.titles)
-    assert {t: (d.doc_id, d.url, d.text, d.acl) for t, d in synced.items()} == \
-        {t: (d.doc_id, d.url, d.text, d.acl) for t, d in scanned.items()}
+    assert {t: (d.doc_id, d.url, d.text, d.access) for t, d in synced.items()} == \
+        {t: (d.doc_id, d.url, d.text, d.access) for t, d in scanned.items()}
     assert update.cursor and update.listed >= len(incremental.titles)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from connectors.access import Access, Viewer
 from connectors.models import Chunk, content_hash
 from index.stores import ChunkStore, QdrantStore, WhooshStore
 
@@ -40,16 +41,20 @@ def embed(text: str) -> np.ndarray:
     return v / n if n else v
 
 
-def chunk(doc_id: str, ordinal: int, text: str, *, acl: tuple[str, ...] = ()) -> Chunk:
+def chunk(doc_id: str, ordinal: int, text: str, *, access: Access | None = None) -> Chunk:
     return Chunk(chunk_id=content_hash("wiki", doc_id, str(ordinal), text), source="wiki", doc_id=doc_id,
                  title=doc_id.title(), section_path=("Policies", f"Part {ordinal}"),
                  url=f"https://wiki.example.com/{doc_id}#part-{ordinal}", text=text, ordinal=ordinal,
-                 updated_at=datetime(2026, 1, 5, 10, 30, tzinfo=timezone.utc), acl=acl)
+                 updated_at=datetime(2026, 1, 5, 10, 30, tzinfo=timezone.utc), access=access or Access.everyone())
 
 
 BIKES = [chunk("parking", 0, "Bikes are parked in the courtyard rack between seven and nine."),
-         chunk("parking", 1, "Cars need a permit from the facilities desk.", acl=("group:staff",))]
+         chunk("parking", 1, "Cars need a permit from the facilities desk.", access=Access.only(["group:wiki/staff"]))]
 PRINTER = [chunk("printer", 0, "The third floor printer is called Ada and needs a badge.")]
+
+
+#: A member of ``group:wiki/staff``: reads every chunk above.
+STAFF = Viewer.person(["user:sam@example.com", "group:wiki/staff"])
 
 
 @dataclass
@@ -102,11 +107,11 @@ def test_after_replace_a_search_finds_the_chunk_with_every_field(kind: StoreKind
     store = opened()
     kind.write(store, ["wiki:parking"], BIKES)
     kind.write(store, ["wiki:printer"], PRINTER)
-    hits = store.search(kind.query("where are bikes parked courtyard rack"), limit=3)
+    hits = store.search(kind.query("where are bikes parked courtyard rack"), limit=3, viewer=STAFF)
     assert hits and hits[0].chunk == BIKES[0], hits
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert hits[0].score > 0
-    printer = store.search(kind.query("third floor printer badge"), limit=1)
+    printer = store.search(kind.query("third floor printer badge"), limit=1, viewer=STAFF)
     assert [h.chunk for h in printer] == PRINTER
 
 
@@ -116,7 +121,7 @@ def test_replace_again_does_not_duplicate_and_drops_what_the_new_version_lacks(k
     kind.write(store, ["wiki:printer"], PRINTER)
     kind.write(store, ["wiki:parking"], BIKES)
     assert store.count == 3 and store.chunk_ids() == {c.chunk_id for c in BIKES + PRINTER}
-    hits = store.search(kind.query("bikes courtyard rack"), limit=10)
+    hits = store.search(kind.query("bikes courtyard rack"), limit=10, viewer=STAFF)
     assert [h.chunk.chunk_id for h in hits].count(BIKES[0].chunk_id) == 1
     new = [chunk("parking", 0, "Bikes now go to the basement garage.")]
     kind.write(store, ["wiki:parking"], new)
@@ -129,7 +134,7 @@ def test_delete_removes_a_documents_chunks_and_only_those(kind: StoreKind, opene
     kind.write(store, ["wiki:printer"], PRINTER)
     store.delete(["wiki:parking", "wiki:never-indexed"])
     assert store.chunk_ids() == {PRINTER[0].chunk_id} and store.count == 1
-    assert all(h.chunk.doc_id != "parking" for h in store.search(kind.query("bikes courtyard rack"), limit=5))
+    assert all(h.chunk.doc_id != "parking" for h in store.search(kind.query("bikes courtyard rack"), limit=5, viewer=STAFF))
     store.delete([])
     store.delete_chunks([PRINTER[0].chunk_id, "f" * 64])
     assert store.chunk_ids() == set() and store.count == 0
@@ -152,7 +157,7 @@ def test_a_reopened_store_holds_what_was_written(kind: StoreKind, opened) -> Non
     store.close()
     again = opened()
     assert again.chunk_ids() == {c.chunk_id for c in BIKES} and again.count == 2
-    hits = again.search(kind.query("where are bikes parked courtyard rack"), limit=1)
+    hits = again.search(kind.query("where are bikes parked courtyard rack"), limit=1, viewer=STAFF)
     assert [h.chunk for h in hits] == [BIKES[0]]
 
 
@@ -161,7 +166,7 @@ def test_clear_empties_the_store(kind: StoreKind, opened) -> None:
     kind.write(store, ["wiki:parking"], BIKES)
     store.clear()
     assert store.count == 0 and store.chunk_ids() == set()
-    assert store.search(kind.query("bikes courtyard"), limit=3) == []
+    assert store.search(kind.query("bikes courtyard"), limit=3, viewer=STAFF) == []
 
 
 def test_a_vector_store_refuses_chunks_without_vectors(kind: StoreKind, opened) -> None:
@@ -173,3 +178,98 @@ def test_a_vector_store_refuses_chunks_without_vectors(kind: StoreKind, opened) 
     else:
         store.replace(["wiki:parking"], BIKES, None)  # BM25 keeps no vectors
         assert store.count == 2
+
+
+# -- access: a pre-filter inside each store's query (issue 11) ---------------------------------------------
+HR = Access.only(["group:wiki/hr team"])  # a group name with a space stays one term
+SECRET = [chunk("salaries", i, f"Bikes courtyard rack salary band {i} is confidential.", access=HR) for i in range(12)]
+UNRESOLVED = [chunk("mystery", 0, "Bikes courtyard rack notes whose permissions could not be read.",
+                    access=Access.nobody("HTTP 403 on the restrictions"))]
+OUTSIDERS = [Viewer.public(), Viewer.person(["user:olga@example.com", "group:wiki/staff"]),
+             Viewer(frozenset(["group:wiki/hr team"]), public_only=True)]  # HR member, but in a channel
+HR_READER = Viewer.person(["user:hana@example.com", "group:wiki/HR Team"])
+
+
+def test_a_restricted_chunk_is_never_a_candidate_for_a_viewer_outside_its_principals(kind: StoreKind, opened) -> None:
+    store = opened()
+    kind.write(store, ["wiki:parking"], BIKES)
+    kind.write(store, ["wiki:salaries"], SECRET)
+    for viewer in OUTSIDERS:
+        hits = store.search(kind.query("bikes courtyard rack salary band confidential"), limit=50, viewer=viewer)
+        assert hits and not [h for h in hits if h.chunk.doc_id == "salaries"], (viewer, hits)
+    mine = store.search(kind.query("bikes courtyard rack salary band confidential"), limit=50, viewer=HR_READER)
+    assert {h.chunk.chunk_id for h in mine if h.chunk.doc_id == "salaries"} == {c.chunk_id for c in SECRET}
+    assert all(h.chunk.access == HR for h in mine if h.chunk.doc_id == "salaries")
+
+
+def test_the_filter_runs_inside_the_query_so_limit_readable_chunks_come_back(kind: StoreKind, opened) -> None:
+    """Twelve restricted chunks match better than the public one: a top-k cut afterwards would return nothing."""
+    store = opened()
+    kind.write(store, ["wiki:salaries"], SECRET)
+    kind.write(store, ["wiki:parking"], BIKES)
+    hits = store.search(kind.query("salary band confidential bikes courtyard rack"), limit=1, viewer=Viewer.public())
+    assert [h.chunk for h in hits] == [BIKES[0]]
+
+
+def test_a_reader_gets_the_same_ranking_and_scores_as_without_the_filter(kind: StoreKind, opened, tmp_path) -> None:
+    store = opened()
+    kind.write(store, ["wiki:parking"], BIKES)
+    kind.write(store, ["wiki:salaries"], SECRET)
+    open_all = kind.open(tmp_path / "everything-public")
+    try:
+        kind.write(open_all, ["wiki:parking"], [chunk(c.doc_id, c.ordinal, c.text) for c in BIKES])
+        kind.write(open_all, ["wiki:salaries"], [chunk(c.doc_id, c.ordinal, c.text) for c in SECRET])
+        q = kind.query("bikes courtyard rack salary band confidential")
+        reader = [(h.chunk.chunk_id, round(h.score, 5)) for h in store.search(q, limit=8, viewer=STAFF_AND_HR)]
+        unfiltered = [(h.chunk.chunk_id, round(h.score, 5)) for h in open_all.search(q, limit=8, viewer=Viewer.public())]
+        assert reader == unfiltered and any(cid in {c.chunk_id for c in SECRET} for cid, _ in reader)
+    finally:
+        open_all.close()
+
+
+STAFF_AND_HR = Viewer.person(["group:wiki/staff", "group:wiki/hr team"])
+
+
+def test_an_unresolved_chunk_is_readable_by_nobody(kind: StoreKind, opened) -> None:
+    store = opened()
+    kind.write(store, ["wiki:mystery"], UNRESOLVED)
+    kind.write(store, ["wiki:parking"], BIKES)
+    everyone = Viewer.person(["group:wiki/staff", "group:wiki/hr team", "user:hana@example.com"])
+    for viewer in [*OUTSIDERS, everyone]:
+        hits = store.search(kind.query("bikes courtyard rack notes permissions"), limit=50, viewer=viewer)
+        assert all(h.chunk.doc_id != "mystery" for h in hits), hits
+    assert store.chunks([UNRESOLVED[0].chunk_id])[UNRESOLVED[0].chunk_id].access == UNRESOLVED[0].access
+
+
+def test_set_access_changes_who_finds_a_chunk_and_nothing_else(kind: StoreKind, opened) -> None:
+    store = opened()
+    kind.write(store, ["wiki:parking"], BIKES)
+    kind.write(store, ["wiki:salaries"], SECRET)
+    q = kind.query("salary band confidential")
+    assert not [h for h in store.search(q, limit=50, viewer=Viewer.public()) if h.chunk.doc_id == "salaries"]
+    before = store.chunks(c.chunk_id for c in SECRET)
+    assert store.set_access({"wiki:salaries": Access.everyone(), "wiki:unknown": Access.everyone()}) == len(SECRET)
+    public = store.search(q, limit=50, viewer=Viewer.public())
+    assert {h.chunk.chunk_id for h in public if h.chunk.doc_id == "salaries"} == {c.chunk_id for c in SECRET}
+    after = store.chunks(c.chunk_id for c in SECRET)
+    assert {k: (c.text, c.title, c.section_path, c.url) for k, c in after.items()} == \
+        {k: (c.text, c.title, c.section_path, c.url) for k, c in before.items()}
+    assert all(c.access == Access.everyone() for c in after.values()) and store.count == len(BIKES) + len(SECRET)
+    store.set_access({"wiki:salaries": Access.nobody("the restrictions answered 403")})
+    assert not [h for h in store.search(q, limit=50, viewer=STAFF_AND_HR) if h.chunk.doc_id == "salaries"]
+
+
+def test_a_search_without_a_viewer_raises(kind: StoreKind, opened) -> None:
+    store = opened()
+    kind.write(store, ["wiki:parking"], BIKES)
+    with pytest.raises(ValueError, match="access context"):
+        store.search(kind.query("bikes"), limit=3, viewer=None)  # type: ignore[arg-type]
+
+
+def test_a_record_stored_before_access_control_is_readable_by_nobody() -> None:
+    from index.stores.records import chunk_from_record, chunk_to_record
+
+    rec = chunk_to_record(BIKES[0])
+    legacy = {k: v for k, v in rec.items() if not k.startswith("access")} | {"acl": ""}
+    assert chunk_from_record(rec) == BIKES[0]
+    assert not chunk_from_record(legacy).access.tokens() and chunk_from_record(legacy).access.unresolved

@@ -26,10 +26,11 @@ from connectors.errors import SourceUnavailableError
 from connectors.folder import FolderSource
 from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer, IndexReport
+from connectors.access import Access
 from connectors.models import Document
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 
-from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment
+from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, public_ctx
 
 
 def _run(index: KnowledgeIndex, wiki: Path, **kw) -> IndexReport:
@@ -143,7 +144,7 @@ def test_deleting_a_page_removes_its_chunks_from_both_stores(indexed) -> None:
     assert ids.isdisjoint(index.qdrant.chunk_ids())
     _assert_consistent(index)
     # Search no longer shows the page.
-    result = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="how many weeks of parental leave", k=10))
+    result = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="how many weeks of parental leave", k=10), public_ctx())
     assert result.evidence and all(e.chunk.doc_id != doc_id for e in result.evidence)
 
 
@@ -225,7 +226,8 @@ class FailingSource:
 def _new_doc(wiki_root: Path, n: int) -> Document:
     return Document(source="wiki", doc_id=f"synced/page-{n}.md", title=f"Synced page {n}",
                     url=(wiki_root / f"synced/page-{n}.md").as_uri(),
-                    text=f"# Synced page {n}\n\nThis page arrived from the remote wiki, item {n} of the sync.")
+                    text=f"# Synced page {n}\n\nThis page arrived from the remote wiki, item {n} of the sync.",
+                    access=Access.everyone())
 
 
 def test_source_failing_mid_scan_keeps_index_consistent_and_prunes_nothing(indexed) -> None:

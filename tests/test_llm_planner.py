@@ -34,7 +34,7 @@ from app.settings import Settings
 from app.wiring import build_agent
 from connectors.folder import FolderSource
 from index.indexer import Indexer
-from helpers import WIKI
+from helpers import WIKI, public_viewer
 from openai_standin import OpenAIStandIn, Response, chat, error, json_reply, tool_call
 
 PASSAGE = re.compile(r'<passage n="(\d+)" source="([^"]*)">\n(.*?)\n</passage>', re.S)
@@ -159,7 +159,7 @@ def assert_citations_verbatim(reply, index) -> None:
 def test_general_question_is_answered_directly_without_retrieval(wiki_index, tmp_path) -> None:
     brain = Brain(route=chat("HTTP 503 means Service Unavailable: the server cannot handle the request right now."))
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(text="what does HTTP 503 mean?"))
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="what does HTTP 503 mean?"))
         reqs = llm.chat_requests()
     assert reply.route == "general" and "Service Unavailable" in reply.text
     assert reply.trace.queries == [] and not reply.citations and not reply.refused
@@ -171,7 +171,7 @@ def test_general_question_is_answered_directly_without_retrieval(wiki_index, tmp
 def test_retrieval_then_cited_answer(wiki_index, tmp_path) -> None:
     brain = Brain()
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(text="how do I declare an incident?"))
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="how do I declare an incident?"))
         answer_req = [r for r in llm.chat_requests() if kind(r) == "answer"][0]
     assert not reply.refused and reply.route == "knowledge"
     assert brain.calls[:3] == ["route", "rewrite", "reflect"] and "answer" in brain.calls
@@ -188,7 +188,7 @@ def test_insufficient_evidence_leads_to_a_rewritten_retry(wiki_index, tmp_path) 
                    json_reply({"relevant": True, "sufficient": True, "missing": "", "next_query": ""})]
     brain = Brain(reflect=reflections)
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(text="how early must I ask for a long vacation?"))
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="how early must I ask for a long vacation?"))
     queries = [q["query"] for q in reply.trace.queries]
     assert "PTO notice period long absence approval" in queries
     gates = [s for s in reply.trace.steps if s["step"] == "gate"]
@@ -204,7 +204,7 @@ def test_failed_retries_end_in_the_knowledge_fallback(wiki_index, tmp_path) -> N
     again = json_reply({"relevant": False, "sufficient": False, "missing": "everything", "next_query": "animal insurance benefit"})
     brain = Brain(reflect=[never, again])
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(text="is pet insurance part of our benefits?"))
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="is pet insurance part of our benefits?"))
     assert reply.refused and not reply.citations
     assert "couldn't find this" in reply.text and "pet insurance" in reply.text.lower()
     assert "answer" not in brain.calls  # no generation without evidence
@@ -214,7 +214,7 @@ def test_failed_retries_end_in_the_knowledge_fallback(wiki_index, tmp_path) -> N
 def test_llm_errors_fall_back_to_the_rule_based_answer(wiki_index, tmp_path) -> None:
     brain = Brain(route=error(500, "upstream failure"))
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(text="how do I declare an incident?"))
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="how do I declare an incident?"))
     assert brain.calls == ["route", "route", "route"]  # three attempts, then the fallback
     assert any(s["step"] == "fallback" for s in reply.trace.steps)
     assert not reply.refused and any("incident-response" in c.doc_id for c in reply.citations)
@@ -229,7 +229,7 @@ def test_a_decomposed_question_searches_each_part(wiki_index, tmp_path) -> None:
     brain = Brain(rewrite=rewrite)
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
-            Turn(text="how often do laptops get replaced, and if i quit how long do i have to send mine back?"))
+            Turn(viewer=public_viewer(), text="how often do laptops get replaced, and if i quit how long do i have to send mine back?"))
     searched = [q["query"] for q in reply.trace.queries]
     assert "how often are laptops replaced" in searched and "how long to return laptop after leaving" in searched
     first = reply.trace.queries[0]
@@ -241,7 +241,7 @@ def test_a_side_effect_tool_is_proposed_and_left_pending(wiki_index, tmp_path) -
     brain = Brain(route=chat(None, [tool_call("ticket_create", {"title": "Broken laptop screen", "priority": 2})]))
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path, extra_tool=TicketCreate()).answer(
-            Turn(text="open a ticket: my laptop screen is broken, priority 2", user_id="U1", platform="slack"))
+            Turn(viewer=public_viewer(), text="open a ticket: my laptop screen is broken, priority 2", user_id="U1", platform="slack"))
         [route] = [r for r in llm.chat_requests() if kind(r) == "route"]
     assert reply.pending_action is not None
     assert reply.pending_action.tool == "ticket.create"
@@ -260,7 +260,7 @@ def test_malformed_tool_arguments_are_repaired(wiki_index, tmp_path) -> None:
     brain.steps["repair"] = lambda req: json_reply({"title": "VPN does not connect", "priority": 3})
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path, extra_tool=TicketCreate()).answer(
-            Turn(text="open a ticket, the VPN does not connect"))
+            Turn(viewer=public_viewer(), text="open a ticket, the VPN does not connect"))
         repair = llm.chat_requests()[-1]
     assert reply.pending_action is not None and reply.pending_action.args == {"title": "VPN does not connect", "priority": 3}
     assert "were invalid" in repair["messages"][-1]["content"]
@@ -272,7 +272,7 @@ def test_rate_limit_then_success(wiki_index, tmp_path) -> None:
     brain = Brain(route=[error(429, "slow down", retry_after=0.2),
                          chat("Hello! Ask me about the handbook.")])
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(text="hi there, who are you"))
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="hi there, who are you"))
     assert brain.calls == ["route", "route"]
     assert reply.text.startswith("Hello!") and not any(s["step"] == "fallback" for s in reply.trace.steps)
 
@@ -281,7 +281,7 @@ def test_an_exhausted_budget_degrades_instead_of_overrunning(wiki_index, tmp_pat
     brain = Brain()
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path, budget_calls=3).answer(
-            Turn(text="how do I declare an incident?"))
+            Turn(viewer=public_viewer(), text="how do I declare an incident?"))
     usage = [s for s in reply.trace.steps if s["step"] == "llm_usage"][0]
     assert usage["calls"] <= 3
     assert any("reflection" in d for d in usage["degraded"]) and any("claim check" in d for d in usage["degraded"])
@@ -303,7 +303,7 @@ def test_the_claim_check_removes_an_unsupported_sentence(wiki_index, tmp_path) -
 
     brain = Brain(answer=answer, claims=claims)
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(text="how do I declare an incident?"))
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="how do I declare an incident?"))
     assert "pigeon" not in reply.text and not reply.refused
     assert [s for s in reply.trace.steps if s["step"] == "claim_check"][0]["dropped"] == 1
     assert_citations_verbatim(reply, wiki_index)
@@ -316,7 +316,7 @@ def test_a_draft_echoing_a_secret_is_rewritten(wiki_index, tmp_path) -> None:
 
     brain = Brain(answer=[leaky, default_answer])
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(text="how do I declare an incident?"))
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="how do I declare an incident?"))
         answers = [r for r in llm.chat_requests() if kind(r) == "answer"]
     assert "Hunter2024" not in reply.text
     assert len(answers) == 2 and "rejected" in answers[1]["messages"][-1]["content"]
@@ -342,7 +342,7 @@ def test_an_instruction_injected_in_a_page_is_ignored(tmp_path, index_factory) -
     brain = Brain(answer=gullible_answer)
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(index, llm.base_url, tmp_path, extra_tool=TicketCreate()).answer(
-            Turn(text="where is the 2027 team offsite?"))
+            Turn(viewer=public_viewer(), text="where is the 2027 team offsite?"))
         answer_req = [r for r in llm.chat_requests() if kind(r) == "answer"][0]
         route_req = [r for r in llm.chat_requests() if kind(r) == "route"][0]
     assert reply.pending_action is None
@@ -382,7 +382,7 @@ def test_other_participants_are_quoted_context_and_never_supply_an_action(wiki_i
     history = (HistoryMessage.own(ALICE_ASKED, "UALICE"), HistoryMessage(MALLORY_SAYS, "UMALLORY"))
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
-            Turn(text="tomorrow at 3pm", history=history, user_id="UALICE", platform="slack",
+            Turn(viewer=public_viewer(), text="tomorrow at 3pm", history=history, user_id="UALICE", platform="slack",
                  timezone="Europe/Berlin"))
         first, again = [r for r in llm.chat_requests() if kind(r) == "route"]
     # Mallory's message is a quoted block marked as another participant's, never a user turn.
@@ -403,7 +403,7 @@ def test_a_colleagues_question_is_quoted_context_for_a_follow_up(wiki_index, tmp
     colleague = HistoryMessage("when do minor releases go out?", "UCOLLEAGUE")
     with OpenAIStandIn(Brain()) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
-            Turn(text="and when's the branch cut for those?", history=(colleague,), user_id="UASKER"))
+            Turn(viewer=public_viewer(), text="and when's the branch cut for those?", history=(colleague,), user_id="UASKER"))
         route = [r for r in llm.chat_requests() if kind(r) == "route"][0]
         rewrite = [r for r in llm.chat_requests() if kind(r) == "rewrite"][0]
     assert reply.route == "followup"
@@ -420,8 +420,8 @@ def test_route_decisions_are_cached(wiki_index, tmp_path, question) -> None:
     brain = Brain(route=chat("404 means Not Found."))
     with OpenAIStandIn(brain) as llm:
         agent = make_agent(wiki_index, llm.base_url, tmp_path)
-        agent.answer(Turn(text=question))
-        second = agent.answer(Turn(text=question.upper()))
+        agent.answer(Turn(viewer=public_viewer(), text=question))
+        second = agent.answer(Turn(viewer=public_viewer(), text=question.upper()))
     assert brain.calls == ["route"]
     assert [s for s in second.trace.steps if s["step"] == "route"][0]["source"] == "cache"
 
@@ -434,7 +434,7 @@ def test_the_llm_planner_turns_on_when_an_endpoint_is_configured(wiki_index, tmp
         rt = build_agent(Settings(chatops_data_dir=tmp_path / "b", openai_base_url=llm.base_url,
                                   planner_model="tiny-router", turn_budget_calls=4), index=wiki_index)
         assert isinstance(rt.agent.planner, LLMPlanner)
-        reply = rt.agent.answer(Turn(text="hello bot"))
+        reply = rt.agent.answer(Turn(viewer=public_viewer(), text="hello bot"))
         req = llm.chat_requests()[0]
     assert reply.text.startswith("Hi!") and req["model"] == "tiny-router"
     assert {t["function"]["name"] for t in req["tools"]} >= {"knowledge_search"}

@@ -29,6 +29,7 @@ from state import StateStore
 from state.store import sqlite_url
 
 from mediawiki_server import MediaWikiServer, dump_xml, ensure_mediawiki, page_xml
+from helpers import public_viewer
 
 PARENTAL = """Employees get '''16 weeks''' of fully paid parental leave after the birth or adoption of a child.
 Parental leave is available to every parent, birth parents and adoptive parents alike, and it can be taken in one
@@ -206,7 +207,7 @@ def test_html_nested_thousands_deep_is_flattened_not_a_recursion_error() -> None
 
 def _ask(index: KnowledgeIndex, tmp_path: Path, question: str):
     rt = build_agent(Settings(chatops_data_dir=tmp_path / "agent"), index=index)
-    return rt.agent.answer(Turn(text=question, platform="test"))
+    return rt.agent.answer(Turn(viewer=public_viewer(), text=question, platform="test"))
 
 
 QUESTION = "How many weeks of parental leave do employees get?"

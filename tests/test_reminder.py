@@ -33,7 +33,7 @@ from app.wiring import Runtime, build_agent
 from bot.render_actions import (adaptive_card, adaptive_card_outcome, preview_text, slack_outcome_blocks,
                                 slack_preview_blocks, terminal_outcome, terminal_preview)
 from connectors.folder import FolderSource
-from helpers import ROOT, run_chatops, seed_embedding_cache
+from helpers import ROOT, run_chatops, seed_embedding_cache, public_viewer
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
 from state import StateStore
@@ -130,7 +130,7 @@ def runtime(wiki_index: KnowledgeIndex, tmp_path_factory: pytest.TempPathFactory
 
 def ask(rt: Runtime, text: str, history: tuple[str, ...] = (), **kw: Any) -> Reply:
     thread = tuple(HistoryMessage.own(h, "U0REQ") for h in history)
-    return rt.agent.answer(Turn(text=text, history=thread, platform="slack", user_id="U0REQ", channel_id="C0CHAN",
+    return rt.agent.answer(Turn(viewer=public_viewer(), text=text, history=thread, platform="slack", user_id="U0REQ", channel_id="C0CHAN",
                                 sent_at=SENT, **kw))
 
 
@@ -182,7 +182,7 @@ def env(tmp_path: Path):
 
 
 def _turn() -> Turn:
-    return Turn(text="remind me to send the report", platform="slack", user_id=REQUESTER, channel_id="C0CHAN",
+    return Turn(viewer=public_viewer(), text="remind me to send the report", platform="slack", user_id=REQUESTER, channel_id="C0CHAN",
                 message_id="1900000000.000100", timezone=ZONE)
 
 

@@ -33,6 +33,7 @@ from state import StateStore
 from state.store import sqlite_url
 from tools.knowledge_search import Evidence
 from test_llm_planner import Brain, first_sentence, kind, passages
+from helpers import public_viewer
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +76,7 @@ def test_the_exit_drops_flagged_sentences_of_any_planner_and_keeps_citations_val
     secret_db = f"For the reporting database the password is {DB_PASSWORD} and the user is report_ro."
     secret_aws = f"Its AWS access key id is AKIAIOSFODNN7EXAMPLE and the AWS secret access key is {AWS_SECRET} for"
     rest = "and the user is report_ro."  # what a sentence splitter leaves after "hunter2-Prod!": part of it
-    reply = Agent(QuotingPlanner(index, [secret_db, clean_db, rest, secret_aws, clean_aws])).answer(Turn(text="db?"))
+    reply = Agent(QuotingPlanner(index, [secret_db, clean_db, rest, secret_aws, clean_aws])).answer(Turn(viewer=public_viewer(), text="db?"))
     assert not leaks(json.dumps(reply.as_dict())) and not reply.refused
     assert clean_db in reply.text and clean_aws in reply.text
     assert [c.quote for c in reply.citations] == [clean_db, clean_aws] and {c.n for c in reply.citations} == {1, 2}
@@ -84,7 +85,7 @@ def test_the_exit_drops_flagged_sentences_of_any_planner_and_keeps_citations_val
     assert screen["dropped_sentences"] == 3 and screen["dropped_citations"] == 3 and "report_ro" not in reply.text
 
     # only secrets left: a refusal that says why, not "not in the knowledge base"
-    reply = Agent(QuotingPlanner(index, [secret_db, secret_aws])).answer(Turn(text="what are the credentials?"))
+    reply = Agent(QuotingPlanner(index, [secret_db, secret_aws])).answer(Turn(viewer=public_viewer(), text="what are the credentials?"))
     assert reply.refused and not reply.citations and not leaks(reply.text)
     assert reply.text.startswith("I found pages about this, but the part that answers it looks like a credential")
 
@@ -107,7 +108,7 @@ def test_when_the_llm_fails_the_fallback_answer_is_screened_too(leaky, tmp_path:
     brain = Brain(route=error(500, "upstream failure"))
     with OpenAIStandIn(brain) as llm:
         agent = llm_agent(index, llm.base_url, tmp_path)
-        replies = [agent.answer(Turn(text=q)) for q in QUESTIONS]
+        replies = [agent.answer(Turn(viewer=public_viewer(), text=q)) for q in QUESTIONS]
     for reply in replies:
         assert any(s["step"] == "fallback" for s in reply.trace.steps)
         assert_clean(reply)
@@ -124,7 +125,7 @@ def test_a_model_quoting_secrets_never_gets_them_out_and_never_sees_them(leaky, 
 
     brain = Brain(answer=leaky_answer)
     with OpenAIStandIn(brain) as llm:
-        reply = llm_agent(index, llm.base_url, tmp_path).answer(Turn(text=QUESTIONS[0]))
+        reply = llm_agent(index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text=QUESTIONS[0]))
         shown = [r for r in llm.chat_requests() if kind(r) in {"answer", "reflect", "claims"}]
     assert_clean(reply)
     assert reply.refused and brain.calls.count("answer") == 3  # two fix rounds, then the safe reply
@@ -144,7 +145,7 @@ def test_a_model_relaying_a_planted_instruction_is_cut_at_the_exit(leaky, tmp_pa
 
     brain = Brain(answer=gullible)
     with OpenAIStandIn(brain) as llm:
-        reply = llm_agent(index, llm.base_url, tmp_path).answer(Turn(text="where do visitors park?"))
+        reply = llm_agent(index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="where do visitors park?"))
         answer_req = [r for r in llm.chat_requests() if kind(r) == "answer"][0]
     assert "attacker@evil.com" not in answer_req["messages"][-1]["content"]  # the model never saw it
     assert_clean(reply)  # and what it made up around the planted paragraph does not get out either
@@ -156,7 +157,7 @@ def test_a_direct_answer_with_a_token_is_redacted(leaky, tmp_path: Path) -> None
     _, index = leaky
     brain = Brain(route=chat(f"Sure: the bot token is {SLACK_TOKEN} and the SSN is 536-90-4399."))
     with OpenAIStandIn(brain) as llm:
-        reply = llm_agent(index, llm.base_url, tmp_path).answer(Turn(text="what's the slack bot token?"))
+        reply = llm_agent(index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="what's the slack bot token?"))
     assert reply.route == "general" and not leaks(reply.text)
     assert "[left out: a Slack token]" in reply.text and "[left out: a US social security number]" in reply.text
 

@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from index.knowledge import KnowledgeIndex
+from connectors.access import Viewer
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError, ToolPermissionError
 from tools.fusion import reciprocal_rank_fusion
@@ -74,7 +75,7 @@ def search(wiki_index: KnowledgeIndex) -> KnowledgeSearch:
 
 
 def _run(search: KnowledgeSearch, query: str, **kw) -> SearchResult:
-    return search.run(KnowledgeSearchArgs(query=query, **kw), ToolContext())
+    return search.run(KnowledgeSearchArgs(query=query, **kw), ToolContext(viewer=Viewer.public()))
 
 
 @pytest.mark.parametrize("retriever", ["hybrid", "bm25", "dense"])
@@ -182,7 +183,7 @@ def test_registry_accepts_knowledge_search_and_calls_it(search: KnowledgeSearch)
     reg = ToolRegistry()
     reg.register(search)
     assert reg.names() == ["knowledge.search"] and "knowledge.search" in reg
-    res = reg.call("knowledge.search", {"query": "parental leave", "k": 3}, ToolContext())
+    res = reg.call("knowledge.search", {"query": "parental leave", "k": 3}, ToolContext(viewer=Viewer.public()))
     assert isinstance(res, SearchResult) and 1 <= len(res.evidence) <= 3
     schema = reg.schemas()[0]
     assert schema["name"] == "knowledge.search" and schema["side_effect"] is False

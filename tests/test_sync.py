@@ -38,7 +38,7 @@ from state import StateStore
 from state.store import sqlite_url
 
 from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
-from helpers import ROOT, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache
+from helpers import ROOT, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, public_ctx
 
 
 @pytest.fixture
@@ -99,7 +99,7 @@ def test_a_folder_page_nested_too_deep_or_failing_to_convert_never_stops_the_syn
     first = store.get_cursor("handbook")["synced_at"]
     pantry = [index.qdrant.get(c) for c in index.manifest.pages_of("handbook")["pantry.html"].chunk_ids]
     assert any(c.section_path == ("Kumquat storage",) and "shelf nine" in c.text for c in pantry), pantry
-    hits = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="where are bikes parked", k=3)).evidence
+    hits = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="where are bikes parked", k=3), public_ctx()).evidence
     assert hits[0].chunk.doc_id == "bikes.md"
 
     real = folder.html_to_markdown

@@ -31,7 +31,7 @@ from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
 from app.wiring import build_agent
 from connectors.folder import FolderSource
-from helpers import WIKI, wait_for as _wait
+from helpers import WIKI, wait_for as _wait, public_viewer
 from state import StateStore
 from teams_standin import ConnectorStandIn
 
@@ -182,7 +182,7 @@ def _propose(teams, key: str) -> None:
     action = PendingAction("calendar.create", {"title": "Release review", "start": start, "duration_minutes": 30,
                                                "attendees": ["alice@example.com"], "timezone": "Europe/Berlin"},
                            key, "Release review")
-    teams.actions.propose(action, Turn(text="set up a release review", platform="teams", user_id=USER))
+    teams.actions.propose(action, Turn(viewer=public_viewer(), text="set up a release review", platform="teams", user_id=USER))
 
 
 def test_confirm_executes_once_and_updates_the_card(teams) -> None:

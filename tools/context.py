@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.access import Viewer
+
 from .outbox import Outbox
 
 __all__ = ["ToolContext"]
@@ -21,6 +23,9 @@ class ToolContext:
         platform: ``slack``, ``teams``, ``cli``... ("" when unknown).
         channel_id: the conversation the request came from ("" when none).
         user_email: the caller's e-mail address ("" when unknown).
+        viewer: who will see the result (:class:`connectors.access.Viewer`, from ``Turn.viewer``):
+            ``knowledge.search`` reads only what it may read and raises ``ValueError`` without one. It is
+            never a tool argument, so a language model cannot choose it.
         outbox: where messages for later delivery go (:class:`tools.outbox.Outbox`, the state store),
             or None when there is none (tools that need it then fail without side effects).
         extra: anything else a tool needs.
@@ -32,5 +37,6 @@ class ToolContext:
     platform: str = ""
     channel_id: str = ""
     user_email: str = ""
+    viewer: Viewer | None = None
     outbox: Outbox | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -12,6 +12,13 @@ A query naming a code-like exact term (a code, command, ticket id or version:
 a small dense model does not know "E42", so a dense-weighted fusion would push the one passage that
 holds it out of the evidence gate's window. Each :class:`Evidence` says which of the query's
 identifiers its text holds verbatim (``exact``), for the gate, the planner and the answerer.
+
+Access (issue 11): every search runs for the :class:`connectors.access.Viewer` in the
+:class:`~tools.context.ToolContext` (``ctx.viewer``, from ``Turn.viewer``; a missing one raises
+``ValueError``: a programming error, never "everyone"). Both stores apply it as a pre-filter inside
+their query, so every candidate, every pseudo-relevance feedback passage (taken from the filtered
+dense hits) and every returned passage is one the viewer may read; the dense-candidate cache is keyed
+by :meth:`Viewer.cache_key`. The viewer is not a tool argument: the language model cannot pick it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from index.knowledge import KnowledgeIndex
+from connectors.access import Viewer
 from connectors.models import Chunk, content_hash
 
 from .base import ToolContext
@@ -139,7 +147,7 @@ class KnowledgeSearch:
         self.config = config or SearchConfig()
         self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._qcache_size = query_cache_size
-        self._dcache: OrderedDict[tuple[str, int], list] = OrderedDict()
+        self._dcache: OrderedDict[tuple[str, int, str], list] = OrderedDict()
         self._lock = threading.Lock()
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -164,7 +172,15 @@ class KnowledgeSearch:
         the evidence gate reads); dense candidates; feedback terms from the top dense passages
         (``prf``, hybrid only); one BM25F search with the query, expansion and feedback terms;
         weighted RRF; de-duplication; chunks and vectors of BM25-only hits fetched from Qdrant.
+        Both searches are restricted to what ``ctx.viewer`` may read.
+
+        Raises:
+            ValueError: when ``ctx`` carries no :class:`~connectors.access.Viewer`.
         """
+        viewer = ctx.viewer if ctx is not None else None
+        if not isinstance(viewer, Viewer):
+            raise ValueError("knowledge.search needs the asker's access context (ToolContext.viewer, from "
+                             "Turn.viewer); without one it cannot tell what the asker may read")
         cfg = self.config
         timings: dict[str, float] = {}
         lists: dict[str, list[tuple[str, float]]] = {}
@@ -176,7 +192,7 @@ class KnowledgeSearch:
         timings["embed"] = (time.perf_counter() - t) * 1000
         if args.retriever in ("hybrid", "dense"):
             t = time.perf_counter()
-            hits = self._dense(args.dense_query or args.query, vec)
+            hits = self._dense(args.dense_query or args.query, vec, viewer)
             for h in hits:
                 chunks[h.chunk.chunk_id] = h.chunk
                 cosines[h.chunk.chunk_id] = h.score
@@ -187,12 +203,13 @@ class KnowledgeSearch:
             base = set(self.analyze(args.query))
             extra = [x for term in args.expansion for x in self.analyze(term) if x not in base]
             if args.prf and args.retriever == "hybrid" and lists.get("dense"):
+                # Only the viewer's filtered dense hits: no term of a page they may not read gets in.
                 top = [chunks[cid] for cid, _ in lists["dense"][: cfg.prf_docs]]
                 feedback = feedback_terms(top, base | set(extra), self.analyze, self.idf, cfg.prf_terms)
             added = list(dict.fromkeys(extra + feedback))
             q = " ".join([args.query, *added])
             boosts = {x: cfg.expansion_weight for x in added}
-            lists["bm25"] = self.index.whoosh.search_ids(q, limit=cfg.candidates, boosts=boosts)
+            lists["bm25"] = self.index.whoosh.search_ids(q, limit=cfg.candidates, boosts=boosts, viewer=viewer)
             timings["bm25"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         ranks: dict[str, dict[str, int]] = {}
@@ -235,14 +252,14 @@ class KnowledgeSearch:
         timings["fuse"] = (time.perf_counter() - t) * 1000
         return SearchResult(out, timings, args.query, args.retriever, feedback)
 
-    def _dense(self, text: str, vec: np.ndarray):
-        """Dense candidates, cached per (text, index version): a retry that keeps the dense query
-        does not search twice."""
-        key = (content_hash(text), self.index.version)
+    def _dense(self, text: str, vec: np.ndarray, viewer: Viewer):
+        """Dense candidates the viewer may read, cached per (text, index version, viewer's access set): a
+        retry that keeps the dense query does not search twice, and one viewer never gets another's hits."""
+        key = (content_hash(text), self.index.version, viewer.cache_key())
         with self._lock:
             hits = self._dcache.get(key)
         if hits is None:
-            hits = self.index.qdrant.search(vec, limit=self.config.candidates)
+            hits = self.index.qdrant.search(vec, limit=self.config.candidates, viewer=viewer)
             with self._lock:
                 self._dcache[key] = hits
                 if len(self._dcache) > 64:

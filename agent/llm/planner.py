@@ -174,7 +174,7 @@ class LLMPlanner:
             trace.timings_ms["llm_tokens"] = budget.usage.total_tokens
 
     def _plan(self, turn: Turn, trace: Trace, budget: TurnBudget) -> tuple[Reply, list[Evidence]]:
-        ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone)
+        ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone, viewer=turn.viewer)
         decision = self._route(turn, trace, budget)
         if decision["actions"] and _others(turn):
             # Actions come only from a routing call that saw the requester's words alone.
@@ -274,9 +274,12 @@ class LLMPlanner:
     # -- knowledge -----------------------------------------------------------------------------
     def _knowledge(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget,
                    ctx: ToolContext) -> tuple[Reply, list[Evidence]]:
+        if ctx.viewer is None:
+            raise ValueError("knowledge.search needs the asker's access context (Turn.viewer); none was given")
         rw = self._rewrite(turn, query, trace, budget)
         question = rw["standalone"]
-        cache_key = f"{_norm(question)}:{self.search.index.version}"
+        # Answers are cached per access set: one computed for a reader never reaches someone who may not read it.
+        cache_key = f"{_norm(question)}:{self.search.index.version}:{ctx.viewer.cache_key()}"
         cached = self._answers.get(cache_key)
         if cached is not None:
             trace.step("answer_cache", hit=True)

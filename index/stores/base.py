@@ -4,16 +4,18 @@ A store keeps chunks keyed by chunk id and grouped by document key (``source:doc
 :attr:`connectors.models.Chunk.key`). Writes replace a document's chunks as a whole (delete every
 chunk of the keys, then add the new ones), which is how the indexer, the journal recovery and
 reconciliation use them. Search takes the store's own kind of query: text for BM25, a vector
-for the dense store (``Q``). ``tests/contracts`` holds one test suite that every store passes.
+for the dense store (``Q``), and the :class:`~connectors.access.Viewer` who will see the result: only
+chunks whose access tokens meet the viewer's are candidates (a pre-filter inside the store's query). ``tests/contracts`` holds one test suite that every store passes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError
 from connectors.models import Chunk
 
@@ -53,8 +55,14 @@ class ChunkStore(Protocol[Q]):
         """Delete the chunks with these ids (unknown ids are ignored)."""
         ...
 
-    def search(self, query: Q, limit: int = 50) -> list[StoredChunk]:
-        """The best ``limit`` chunks for ``query``, best first, with the store's own score."""
+    def search(self, query: Q, limit: int = 50, *, viewer: Viewer) -> list[StoredChunk]:
+        """The best ``limit`` chunks ``viewer`` may read for ``query``, best first, with the store's own
+        score (the access test filters candidates inside the query; ``ValueError`` without a viewer)."""
+        ...
+
+    def set_access(self, access: Mapping[str, Access]) -> int:
+        """Give every chunk of each document key (``source:doc_id``) its new :class:`Access`, without
+        re-embedding; returns the number of chunks updated (unknown keys are ignored)."""
         ...
 
     def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:

@@ -3,6 +3,11 @@
 Embedded default: ``qdrant-client`` local mode, persisted under the data dir (exact search in
 process; one process may open the folder at a time). Setting ``QDRANT_URL`` switches to a Qdrant
 server (HNSW, shared by several processes) with no other change.
+
+Access control (issue 11): each point's payload holds ``access``, the list of its chunk's
+:meth:`connectors.access.Access.tokens` (a keyword payload index on a server), and every search takes
+the asker's :class:`connectors.access.Viewer` and runs with a ``MatchAny`` payload filter on it, inside
+the nearest-neighbour query: a point the viewer may not read is never a candidate.
 """
 
 from __future__ import annotations
@@ -12,16 +17,17 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 
+from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard, storage_error
 from connectors.models import Chunk
-from .records import StoredChunk, chunk_from_record, chunk_to_record
+from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_tokens
 
 __all__ = ["QdrantStore", "point_id"]
 
@@ -101,11 +107,14 @@ class QdrantStore:
                 raise IndexCorruptError(
                     f"the vector index holds {size}-dimensional vectors but the embedder makes {self.dim}; "
                     "run `chatops index --full SOURCE` after changing EMBEDDING_MODEL")
+            if not self._is_local and "access" not in (info.payload_schema or {}):
+                self.client.create_payload_index(self.collection, "access", models.PayloadSchemaType.KEYWORD)
             return
         self.client.create_collection(
             self.collection, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE))
         if not self._is_local:  # local mode ignores payload indexes (and warns)
             self.client.create_payload_index(self.collection, "doc_key", models.PayloadSchemaType.KEYWORD)
+            self.client.create_payload_index(self.collection, "access", models.PayloadSchemaType.KEYWORD)
 
     @property
     def _is_local(self) -> bool:
@@ -152,11 +161,38 @@ class QdrantStore:
             self.client.delete_collection(self.collection)
             self._ensure_collection()
 
-    def search(self, query: np.ndarray, limit: int = 50) -> list[StoredChunk]:
-        """Nearest chunks by cosine similarity to the vector ``query`` (shape ``(dim,)``), best first."""
+    def search(self, query: np.ndarray, limit: int = 50, *, viewer: Viewer) -> list[StoredChunk]:
+        """Nearest chunks ``viewer`` may read by cosine similarity to the vector ``query`` (shape ``(dim,)``),
+        best first: the access test is a ``MatchAny`` payload filter inside the query.
+
+        Raises:
+            ValueError: when ``viewer`` is not a :class:`Viewer`.
+        """
+        allowed = models.Filter(must=[models.FieldCondition(
+            key="access", match=models.MatchAny(any=viewer_tokens(viewer, "the vector")))])
         with self._lock:
-            res = self.client.query_points(self.collection, query=query.tolist(), limit=limit, with_payload=True)
+            res = self.client.query_points(self.collection, query=query.tolist(), query_filter=allowed,
+                                           limit=limit, with_payload=True)
         return [StoredChunk(chunk_from_record(p.payload or {}), float(p.score)) for p in res.points]
+
+    def set_access(self, access: Mapping[str, Access]) -> int:
+        """Give every point of each document key its new access (doc key to :class:`Access`) by
+        ``set_payload``: vectors are untouched, nothing is embedded. Unknown keys are ignored.
+
+        Returns:
+            The number of points updated.
+        """
+        n = 0
+        with self._guard(), self._lock:
+            for key, acc in access.items():
+                where = models.Filter(must=[models.FieldCondition(key="doc_key", match=models.MatchValue(value=key))])
+                count = self.client.count(self.collection, count_filter=where, exact=True).count
+                if count:
+                    self.client.set_payload(self.collection, payload={"access": list(acc.tokens()),
+                                                                      "access_unresolved": acc.unresolved},
+                                            points=where, wait=True)
+                    n += count
+        return n
 
     def fetch(self, chunk_ids: list[str]) -> dict[str, tuple[Chunk, np.ndarray]]:
         """Stored chunks and vectors by chunk id (unknown ids are absent)."""

@@ -8,6 +8,12 @@ the ``content`` field holds the title and the heading path twice (weight 2) and 
 One field instead of three also cuts the query's matcher tree by three, which in Whoosh's pure
 Python query engine is the difference between ~200 ms and tens of milliseconds per query.
 
+Access control (issue 11): each chunk's :meth:`connectors.access.Access.tokens` are indexed in the
+``access`` keyword field, and every search takes the asker's :class:`connectors.access.Viewer` and
+runs with a filter query (an ``Or`` of ``Term("access", token)`` over :meth:`Viewer.tokens`): a chunk
+the viewer may not read is never a candidate. The filter does not change the scores, so a page the
+viewer may read ranks exactly where it would without the filter.
+
 Scoring uses ``K1=1.2, B=0.75``. Queries are OR-ed term queries, bounded to ``max_terms``
 distinct terms; stop words are removed and terms stemmed (Porter) by the analyzer, the same one
 used at index time. In an index of at least ``prune_min_docs`` chunks, terms found in more than
@@ -21,18 +27,20 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
 import numpy as np
 from whoosh import fields, index, scoring
-from whoosh.analysis import StemmingAnalyzer
+from whoosh.analysis import RegexTokenizer, StemmingAnalyzer
 from whoosh.query import Or, Term
 
+from connectors.access import Access, Viewer
 from connectors.errors import IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard
 from connectors.models import Chunk
-from .records import StoredChunk, chunk_from_record, chunk_to_record
+from .records import SECTION_SEP, StoredChunk, chunk_from_record, chunk_to_record, viewer_tokens
 
 __all__ = ["WhooshStore"]
 
@@ -59,6 +67,14 @@ class _PreloadedOr(Or):
     matcher_type = Or.ARRAY_MATCHER
 
 
+def _access_field() -> fields.KEYWORD:
+    """The ``access`` field: one term per access token (tokens joined with ``\x1f`` in the value, so a
+    group name with spaces or commas stays one term), stored for :meth:`WhooshStore.chunks`."""
+    f = fields.KEYWORD(stored=True, scorable=False)
+    f.analyzer = RegexTokenizer(r"[^\x1f]+")
+    return f
+
+
 def _schema() -> fields.Schema:
     ana = analyzer()
     return fields.Schema(
@@ -66,7 +82,7 @@ def _schema() -> fields.Schema:
         doc_key=fields.ID(stored=True),
         source=fields.STORED(), doc_id=fields.STORED(), url=fields.STORED(),
         section_path=fields.STORED(), ordinal=fields.STORED(), updated_at=fields.STORED(),
-        acl=fields.STORED(), text=fields.STORED(), title_raw=fields.STORED(),
+        access=_access_field(), access_unresolved=fields.STORED(), text=fields.STORED(), title_raw=fields.STORED(),
         content=fields.TEXT(analyzer=ana),
     )
 
@@ -106,9 +122,17 @@ class WhooshStore:
             if index.exists_in(str(self.path)):
                 self._ix = index.open_dir(str(self.path))
                 self._ix.reader().close()  # opens every segment: a damaged one fails here, not mid-query
+                if "access" not in self._ix.schema and self._ix.doc_count_all() == 0:
+                    self._ix = index.create_in(str(self.path), _schema())  # empty and old: start it new
             else:
                 self._ix = index.create_in(str(self.path), _schema())
         self._searcher = None
+
+    @property
+    def outdated(self) -> bool:
+        """True when the index was built before access control (no ``access`` field): searches find
+        nothing in it and writes fail; :class:`index.knowledge.KnowledgeIndex` rebuilds or refuses it."""
+        return "access" not in self._ix.schema
 
     @property
     def damage(self):
@@ -130,19 +154,49 @@ class WhooshStore:
                 for key in doc_keys:
                     writer.delete_by_term("doc_key", key)
                 for c in chunks:
-                    rec = chunk_to_record(c)
-                    writer.add_document(
-                        chunk_id=rec["chunk_id"], doc_key=rec["doc_key"], source=rec["source"],
-                        doc_id=rec["doc_id"], url=rec["url"], section_path=rec["section_path"],
-                        ordinal=rec["ordinal"], updated_at=rec["updated_at"], acl=rec["acl"],
-                        text=rec["text"], title_raw=rec["title"],
-                        content=bm25f_content(c.title, " ".join(c.section_path), c.text),
-                    )
+                    self._add(writer, c)
             except BaseException:
                 writer.cancel()
                 raise
             writer.commit()
         self._invalidate()
+
+    @staticmethod
+    def _add(writer, c: Chunk) -> None:
+        rec = chunk_to_record(c)
+        writer.add_document(
+            chunk_id=rec["chunk_id"], doc_key=rec["doc_key"], source=rec["source"],
+            doc_id=rec["doc_id"], url=rec["url"], section_path=rec["section_path"],
+            ordinal=rec["ordinal"], updated_at=rec["updated_at"],
+            access=SECTION_SEP.join(rec["access"]), access_unresolved=rec["access_unresolved"],
+            text=rec["text"], title_raw=rec["title"],
+            content=bm25f_content(c.title, " ".join(c.section_path), c.text),
+        )
+
+    def set_access(self, access: Mapping[str, Access]) -> int:
+        """Give every chunk of each document key its new access (doc key to :class:`Access`), in one commit.
+
+        Whoosh cannot update one field in place: each chunk is deleted and added again from its stored
+        fields (the same ``content``, so the same BM25 scores). Nothing is embedded. Unknown keys are
+        ignored.
+
+        Returns:
+            The number of chunks updated.
+
+        Raises:
+            IndexLockedError: when another writer holds the index for more than 60 s.
+        """
+        if not access:
+            return 0
+        searcher = self._get_searcher()
+        with self._guard():
+            found = {key: [chunk_from_record({**rec, "title": rec.get("title_raw", "")})
+                           for rec in searcher.documents(doc_key=key)] for key in access}
+        keys = [k for k, cs in found.items() if cs]
+        if not keys:
+            return 0
+        self.replace(keys, [dc_replace(c, access=access[k]) for k in keys for c in found[k]])
+        return sum(len(found[k]) for k in keys)
 
     def delete(self, doc_keys: Iterable[str]) -> None:
         """Delete every chunk of ``doc_keys`` (unknown keys are ignored), in one commit.
@@ -211,9 +265,12 @@ class WhooshStore:
         """The index terms of ``text`` (lower-cased, stop words removed, stemmed), in order."""
         return [t.text for t in self._analyzer(text)]
 
-    def search_ids(self, query: str, limit: int = 50, boosts: dict[str, float] | None = None) -> list[tuple[str, float]]:
-        """BM25F search returning ``(chunk_id, score)`` pairs, best first.
+    def search_ids(self, query: str, limit: int = 50, boosts: dict[str, float] | None = None, *,
+                   viewer: Viewer) -> list[tuple[str, float]]:
+        """BM25F search over the chunks ``viewer`` may read, returning ``(chunk_id, score)`` pairs, best first.
 
+        The access test is a filter query inside the search (not a cut of a top-k afterwards), so
+        ``limit`` readable chunks come back whenever there are that many matching ones.
         Reads chunk ids from a column instead of loading stored documents, which would cost more
         than the search itself.
 
@@ -221,7 +278,12 @@ class WhooshStore:
             query: free text; analysed like the indexed text.
             limit: the number of hits to return at most.
             boosts: optional per-term weights (analysed term to weight), e.g. for expansion terms.
+            viewer: who will see the result (:class:`connectors.access.Viewer`).
+
+        Raises:
+            ValueError: when ``viewer`` is not a :class:`Viewer`.
         """
+        allowed = Or([Term("access", t) for t in viewer_tokens(viewer, "the BM25")])
         searcher = self._get_searcher()
         terms = self.query_terms(query, searcher)
         if not terms:
@@ -229,13 +291,14 @@ class WhooshStore:
         boosts = boosts or {}
         clauses = [Term("content", t, boost=boosts.get(t, 1.0)) for t in terms]
         with self._guard():
-            results = searcher.search(_PreloadedOr(clauses), limit=limit, optimize=False)
+            results = searcher.search(_PreloadedOr(clauses), limit=limit, filter=allowed, optimize=False)
             return [(col[hit.docnum], float(hit.score)) for col in [self._id_column(searcher)] for hit in results]
 
-    def search(self, query: str, limit: int = 50, boosts: dict[str, float] | None = None) -> list[StoredChunk]:
-        """BM25F search returning the stored chunks with their scores, best first (see :meth:`search_ids`,
-        which the retrieval tool uses: reading stored chunks costs more than the search itself)."""
-        hits = self.search_ids(query, limit=limit, boosts=boosts)
+    def search(self, query: str, limit: int = 50, boosts: dict[str, float] | None = None, *,
+               viewer: Viewer) -> list[StoredChunk]:
+        """BM25F search returning the stored chunks ``viewer`` may read with their scores, best first (see
+        :meth:`search_ids`, which the retrieval tool uses: reading stored chunks costs more than the search)."""
+        hits = self.search_ids(query, limit=limit, boosts=boosts, viewer=viewer)
         found = self.chunks(cid for cid, _ in hits)
         return [StoredChunk(found[cid], score) for cid, score in hits if cid in found]
 
