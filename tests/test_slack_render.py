@@ -164,6 +164,12 @@ def test_status_and_reindex_summary_render() -> None:
     text = summary["blocks"][0]["text"]["text"]
     assert "with problems" in text and "1 added" in text and "13 unchanged" in text and "gone" in text
     assert not _block_problem(summary["blocks"]) and not _block_problem(status["blocks"])
+    assert not any("Unresolved access" in f for f in fields)
+    flagged = render.status_message([{"source": "eng", "pages": 40, "chunks": 300, "last_run": None,
+                                      "last_status": None, "last_error": "", "next_run": None,
+                                      "pages_unresolved_access": 3}])
+    shown = [f["text"] for f in flagged["blocks"][1]["fields"]]
+    assert any(f.startswith("*Unresolved access*\n3 pages") for f in shown) and not _block_problem(flagged["blocks"])
 
 
 # -- /kb grammar ------------------------------------------------------------------------------------------------

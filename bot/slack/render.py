@@ -272,6 +272,9 @@ def status_message(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if row.get("pages_sensitive") or row.get("pages_injection"):
             fields.append(f"*Flagged pages*\n{row.get('pages_sensitive', 0)} with secrets or personal data (never "
                           f"quoted), {row.get('pages_injection', 0)} with instructions to the bot (left out)")
+        if row.get("pages_unresolved_access"):
+            fields.append(f"*Unresolved access*\n{row['pages_unresolved_access']} pages whose permissions could not "
+                          "be read (cited to nobody until a sync reads them)")
         blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]})
     lines = [f"{r.get('source')}: {r.get('pages', 0)} pages, {r.get('chunks', 0)} chunks" for r in rows]
     return {"text": _fallback("Knowledge base status: " + "; ".join(lines)), "blocks": blocks}
