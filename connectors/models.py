@@ -10,6 +10,8 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .access import Access
+
 __all__ = ["Document", "Tombstone", "Chunk", "content_hash"]
 
 
@@ -36,6 +38,9 @@ class Document:
         updated_at: last modification time (timezone-aware), or ``None`` when unknown.
         space: a grouping such as a Confluence space key or a top-level folder.
         acl: who may read the page (principal ids); empty means everyone.
+        access: the page's effective read access (issue 11); default readable by nobody (fail closed),
+            every source sets it. (Added by the Confluence helper; helper A's rename of ``acl`` to
+            ``access`` supersedes this.)
     """
 
     source: str
@@ -46,11 +51,12 @@ class Document:
     updated_at: datetime | None = None
     space: str = ""
     acl: tuple[str, ...] = ()
+    access: Access = field(default_factory=lambda: Access.nobody("the source gave no access"))
 
     @property
     def hash(self) -> str:
-        """Content hash over everything that changes the chunks (title, url, text, acl)."""
-        return content_hash(self.title, self.url, self.text, "\x1f".join(self.acl))
+        """Content hash over everything that changes the chunks (title, url, text, acl, access tokens)."""
+        return content_hash(self.title, self.url, self.text, "\x1f".join(self.acl), "\x1f".join(self.access.tokens()))
 
 
 @dataclass(frozen=True, slots=True)

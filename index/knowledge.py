@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .embeddings import Embedder
+from connectors.access import Access
 from connectors.errors import IndexCorruptError
 from .faults import quarantine, reason
 from .manifest import Manifest
@@ -143,6 +144,25 @@ class KnowledgeIndex:
         """Pages and chunks held (``{"pages": int, "chunks": int}``, from aggregate queries)."""
         pages, chunks = self.manifest.counts()
         return {"pages": pages, "chunks": chunks}
+
+    # TEMPORARY (issue 11, Confluence helper): a stand-in for helper A's ``set_access``, which updates
+    # both stores and the manifest. This one records the access in the manifest's metadata only, so the
+    # permission sync (index/sync.py) can be written and tested against the interface; the merge keeps A's.
+    def set_access(self, source: str, doc_id: str, access: Access) -> int:
+        """Record ``access`` as the read access of page ``doc_id`` of ``source`` without re-embedding.
+
+        Returns:
+            The page's chunks whose access changed (0 when it was already recorded, or the page is not indexed).
+        """
+        page = self.manifest.pages_of(source).get(doc_id)
+        if page is None:
+            return 0
+        key = f"access:{source}:{doc_id}"
+        value = "\x1f".join(("unresolved:" + access.unresolved,) if not access.resolved else access.tokens())
+        if self.manifest.get(key) == value:
+            return 0
+        self.manifest.set(key, value)
+        return len(page.chunk_ids)
 
     def close(self) -> None:
         """Close both stores and the manifest (releases the local Qdrant lock)."""
