@@ -103,9 +103,11 @@ def _confluence_site(standin: ConfluenceStandIn, deployment: str) -> Site:
     ids = {title: standin.add_page("ENG", title, f"<p>{sentence}</p>") for title, sentence in PAGES.items()}
     standin.pages[ids[RESTRICTED]].groups = ["release-managers"]
     standin.pages[ids[RESTRICTED]].users = ["557058:rita"]
+    standin.add_user("557058:rita", "rita@example.com")
+    standin.add_group("release-managers", ["557058:rita"])
     cloud = deployment == "cloud"
     entry = {"name": "eng", "type": "confluence", "base_url": standin.cloud_url if cloud else standin.dc_url,
-             "deployment": deployment, "spaces": ["ENG"], "page_size": 2}
+             "deployment": deployment, "spaces": ["ENG"], "page_size": 2, "public_groups": ["confluence-users"]}
     env = {"CONFLUENCE_EMAIL": CLOUD_EMAIL, "CONFLUENCE_API_TOKEN": CLOUD_TOKEN} if cloud else \
         {"CONFLUENCE_TOKEN": DC_TOKEN}
 
@@ -113,7 +115,7 @@ def _confluence_site(standin: ConfluenceStandIn, deployment: str) -> Site:
         return build_source(parse_config({"sources": [entry]}).sources[0], environ=env, policy=FAST)
 
     return Site(f"confluence-{deployment}", make, dict(PAGES), standin.origin, True,
-                ("group:release-managers", "user:557058:rita"),
+                (f"group:eng/{'id-' if cloud else ''}release-managers", "user:rita@example.com"),
                 lambda title: standin.trash(ids[title]),
                 lambda title, sentence: standin.edit_page(ids[title], body=f"<p>{sentence}</p>"))
 
@@ -215,7 +217,15 @@ def test_a_scan_yields_one_document_per_page_with_its_fields_filled(site: Site) 
         assert doc.url.startswith(site.url_prefix), doc.url
         assert site.titles[title] in doc.text, doc.text
         assert (doc.updated_at is not None and doc.updated_at.tzinfo is not None) == site.dated, doc.updated_at
-        assert doc.acl == (site.acl if title.startswith(RESTRICTED) else ()), (title, doc.acl)
+        assert _acl(site, doc) == (site.acl if title.startswith(RESTRICTED) else ()), (title, doc.acl, doc.access)
+
+
+def _acl(site: Site, doc) -> tuple[str, ...]:
+    """Who may read ``doc`` beyond everyone: Confluence's resolved access (``()`` when public), else ``doc.acl``."""
+    if site.kind.startswith("confluence"):
+        assert doc.access.resolved, doc.access
+        return () if doc.access.public else tuple(sorted(doc.access.principals))
+    return doc.acl
 
 
 def test_a_page_deleted_upstream_is_no_longer_listed(site: Site) -> None:
@@ -241,8 +251,8 @@ def test_a_first_sync_yields_the_pages_of_a_scan_and_a_cursor_last(incremental: 
     scanned = _docs(_ours(incremental, incremental.source().scan()))
     synced = _docs(_ours(incremental, items))
     assert synced.keys() == scanned.keys() == set(incremental.titles)
-    assert {t: (d.doc_id, d.url, d.text, d.acl) for t, d in synced.items()} == \
-        {t: (d.doc_id, d.url, d.text, d.acl) for t, d in scanned.items()}
+    assert {t: (d.doc_id, d.url, d.text, d.acl, d.access) for t, d in synced.items()} == \
+        {t: (d.doc_id, d.url, d.text, d.acl, d.access) for t, d in scanned.items()}
     assert update.cursor and update.listed >= len(incremental.titles)
 
 
