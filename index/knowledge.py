@@ -17,6 +17,7 @@ fills it from the other store. Readers (``ask``, ``serve``) get :class:`IndexCor
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -154,15 +155,19 @@ class KnowledgeIndex:
         Returns:
             The page's chunks whose access changed (0 when it was already recorded, or the page is not indexed).
         """
-        page = self.manifest.pages_of(source).get(doc_id)
-        if page is None:
+        import sqlalchemy as sa  # temporary code: kept out of the module's imports
+
+        pages = self.manifest.pages
+        with self.manifest.engine.connect() as conn:
+            chunk_ids = conn.execute(sa.select(pages.c.chunk_ids).where(pages.c.doc_key == f"{source}:{doc_id}")).scalar()
+        if chunk_ids is None:
             return 0
         key = f"access:{source}:{doc_id}"
         value = "\x1f".join(("unresolved:" + access.unresolved,) if not access.resolved else access.tokens())
         if self.manifest.get(key) == value:
             return 0
         self.manifest.set(key, value)
-        return len(page.chunk_ids)
+        return len(json.loads(chunk_ids))
 
     def close(self) -> None:
         """Close both stores and the manifest (releases the local Qdrant lock)."""
