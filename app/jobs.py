@@ -7,6 +7,10 @@ of a source goes through :class:`index.sync.SyncEngine`: the state store's lock
 ``sync:<name>`` (one run per source at a time, across processes), fetch, convert, chunk, index,
 then the cursor; a run summary (added, updated, deleted, unchanged, skipped, errors, seconds,
 calls) is recorded, and on failure the error, while the indexes keep serving what they had.
+
+Confluence sources also get a permission sync (:meth:`IndexJobs.run_permissions`, every
+``permissions_interval``, default 1h): under the same lock, it re-reads every indexed page's read
+access and the members of its groups (:meth:`index.sync.SyncEngine.run_permissions`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 from connectors.base import IncrementalSource, Source
 from connectors.config import (
-    DEFAULT_CONFIG_FILE, ChatopsConfig, ConfigFileError, Schedule, load_config, parse_config,
+    DEFAULT_CONFIG_FILE, ChatopsConfig, ConfigFileError, ConfluenceConfig, Schedule, load_config, parse_config,
 )
 from connectors.factory import build_source
 from connectors.errors import SourceSpecError
@@ -188,6 +192,17 @@ class IndexJobs:
             out[name] = own or self.default_schedule
         return out
 
+    def permission_schedules(self) -> dict[str, timedelta]:
+        """The permission sync's interval of each source that has one (Confluence sources from config
+        entries whose ``permissions_interval`` is not ``off``)."""
+        out: dict[str, timedelta] = {}
+        for name, s in self.sources.items():
+            if isinstance(s, ConfluenceConfig):
+                every = s.permissions_every()
+                if every is not None:
+                    out[name] = every
+        return out
+
     def source(self, name: str):
         """The connector for ``name``, built from its config entry on first use and kept.
 
@@ -223,6 +238,22 @@ class IndexJobs:
             res = self.engine.run(src, full=full)
             results.append(JobResult(name, res.status, res.summary, res.error))
         return results
+
+    def run_permissions(self, source: str) -> JobResult:
+        """Run the permission sync of one source (:meth:`SyncEngine.run_permissions`); never raises for
+        the source's failure (``failed``, ``busy`` or ``unknown`` with the reason)."""
+        if source not in self.sources:
+            return JobResult(source, "unknown", None, f"no source named {source!r}; known: "
+                             f"{', '.join(self.names()) or 'none'}")
+        try:
+            src = self.source(source)
+        except Exception as exc:  # noqa: BLE001 - e.g. a missing credential: recorded, the bot goes on
+            error = f"{type(exc).__name__}: {exc}"
+            run_id = self.store.start_run(source)
+            self.store.finish_run(run_id, "failed", SyncSummary(mode="permissions").as_dict(), error=error)
+            return JobResult(source, "failed", None, error)
+        res = self.engine.run_permissions(src)
+        return JobResult(source, res.status, res.summary, res.error)
 
     def next_runs(self) -> dict[str, datetime | None]:
         """Next scheduled run per source (empty without a running scheduler)."""

@@ -12,6 +12,11 @@ Each source with a schedule (its own ``schedule:`` in the sources file, else
 The job function is synchronous (HTTP and embedding are blocking), so APScheduler's asyncio executor
 runs it in the event loop's default thread pool; the loop keeps serving chat while a sync runs.
 
+Each Confluence source whose ``permissions_interval`` is not ``off`` (default ``1h``) also gets the job
+``permissions:<name>`` (:func:`run_scheduled_permissions`): the permission sync of
+:meth:`IndexJobs.run_permissions`, under the same per-source lock as its syncs, with the same
+``max_instances``, ``coalesce`` and grace. It is scheduled whether or not the source's content syncs are.
+
 Beside the syncs, :func:`add_outbox_job` adds the job ``outbox``: at start, then every 30 s (``max_instances=1``,
 ``coalesce``) it delivers the scheduled messages that are due (:meth:`app.outbox.Outbox.deliver_due`),
 on the event loop, through the senders of the platforms ``chatops serve`` runs.
@@ -39,11 +44,13 @@ from app.jobs import IndexJobs
 from app.outbox import DeliveryReport, Outbox
 
 __all__ = ["build_scheduler", "start_scheduler", "next_run_times", "run_scheduled_sync", "JOB_PREFIX",
+           "PERMISSIONS_PREFIX", "run_scheduled_permissions",
            "add_outbox_job", "run_outbox", "OUTBOX_JOB_ID", "OUTBOX_INTERVAL_SECONDS"]
 
 log = logging.getLogger(__name__)
 
 JOB_PREFIX = "sync:"
+PERMISSIONS_PREFIX = "permissions:"
 OUTBOX_JOB_ID = "outbox"
 OUTBOX_INTERVAL_SECONDS = 30.0
 
@@ -60,6 +67,21 @@ def run_scheduled_sync(jobs: IndexJobs, name: str) -> str:
                  s.added, s.updated, s.deleted, s.unchanged, s.seconds)
     else:
         log.warning("scheduled sync of %s: %s %s", name, result.status, result.error)
+    return result.status
+
+
+def run_scheduled_permissions(jobs: IndexJobs, name: str) -> str:
+    """The permission job's body: one permission sync of source ``name``; returns its status.
+
+    Never raises for the source's failure (it is recorded in the state store and logged).
+    """
+    result = jobs.run_permissions(name)
+    if result.status == "ok" and result.summary is not None:
+        s = result.summary
+        log.info("scheduled permission sync of %s: %s pages updated, %s unchanged, %s unresolved, %s calls in %.1f s",
+                 name, s.updated, s.unchanged, s.skipped, s.calls, s.seconds)
+    else:
+        log.warning("scheduled permission sync of %s: %s %s", name, result.status, result.error)
     return result.status
 
 
@@ -115,6 +137,11 @@ def build_scheduler(jobs: IndexJobs, config: ChatopsConfig | None = None, *, eve
         scheduler.add_job(run_scheduled_sync, trigger=schedule.trigger(opts.timezone), args=(jobs, name),
                           id=JOB_PREFIX + name, name=f"sync {name} ({schedule.describe()})",
                           max_instances=1, coalesce=True, misfire_grace_time=grace, replace_existing=True)
+    for name, every in sorted(jobs.permission_schedules().items()):
+        scheduler.add_job(run_scheduled_permissions, trigger="interval", seconds=int(every.total_seconds()),
+                          args=(jobs, name), id=PERMISSIONS_PREFIX + name,
+                          name=f"permission sync {name} (every {every})", max_instances=1, coalesce=True,
+                          misfire_grace_time=grace, replace_existing=True)
     jobs.scheduler = scheduler
     jobs.next_run_times = lambda: next_run_times(scheduler)
     return scheduler

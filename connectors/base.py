@@ -10,6 +10,15 @@ and at run time (``isinstance``) where the engine must choose a path:
   its own heading anchors, counts the HTTP requests it sent and has an HTTP client to close
   (Confluence, MediaWiki).
 
+Two optional abilities, also structural protocols (issue 11, read access):
+
+- :class:`MembershipSource`: a source whose pages' access names groups of its own, and which read
+  those groups' members during its last run (:meth:`MembershipSource.memberships`); the sync engine
+  stores them in the state store so askers can be matched to ``group:<source>/<group>`` principals.
+- :class:`PermissionSource`: a :class:`MembershipSource` that can re-read the access of every indexed
+  page without fetching bodies (:meth:`PermissionSource.permissions`), for the permission sync
+  (:meth:`index.sync.SyncEngine.run_permissions`; Confluence).
+
 What a scan and a sync yield is the contract of :mod:`connectors.models` (``Document``,
 ``Tombstone``), :class:`connectors.folder.SkippedPage` (a page that could not be read this time)
 and :class:`connectors.cursor.CursorUpdate` (the last item of a sync). ``tests/contracts`` holds
@@ -21,11 +30,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from .access import Access
 from .cursor import CursorUpdate
 from .folder import SkippedPage
 from .models import Document, Tombstone
 
-__all__ = ["Source", "IncrementalSource", "ScanItem", "SyncItem"]
+__all__ = ["Source", "IncrementalSource", "MembershipSource", "PermissionSource", "ScanItem", "SyncItem"]
 
 #: What :meth:`Source.scan` yields.
 ScanItem = Document | Tombstone | SkippedPage
@@ -96,4 +106,45 @@ class IncrementalSource(Source, Protocol):
 
     def close(self) -> None:
         """Release the source's HTTP client."""
+        ...
+
+
+@runtime_checkable
+class MembershipSource(Protocol):
+    """A source that knows the members of the groups its pages' access names."""
+
+    name: str
+
+    def memberships(self) -> Mapping[str, frozenset[str]]:
+        """The members' e-mails (lower case) of each group read during the last run, by group name as
+        it appears in ``group:<source>/<name>``; a group mapped to no one has no members (or could not
+        be read: fail closed). The engine replaces each listed group's stored members."""
+        ...
+
+
+@runtime_checkable
+class PermissionSource(MembershipSource, Protocol):
+    """A :class:`MembershipSource` whose pages' read access can be re-read without their bodies.
+
+    Attributes:
+        calls, retries: as :class:`IncrementalSource` (the engine reports the run's difference).
+    """
+
+    @property
+    def calls(self) -> int:
+        """HTTP requests sent so far (retries included)."""
+        ...
+
+    @property
+    def retries(self) -> int:
+        """HTTP requests sent again after a failure, so far."""
+        ...
+
+    def permissions(self, known: Iterable[str]) -> Iterator[tuple[str, Access]]:
+        """``(doc_id, access)`` for every page of ``known`` (doc ids in the index), read now; a page
+        whose permissions could not be read gets :meth:`Access.nobody` (never an exception).
+
+        Raises:
+            SourceUnavailableError: (and subclasses) when the listing itself fails.
+        """
         ...

@@ -213,8 +213,16 @@ class ConfluenceConfig(_SourceBase):
         timezone: the site's time zone (IANA name) in which Data Center reads CQL dates; unknown
             means the incremental window is widened by 12 hours (the largest offset west of UTC).
         overlap_minutes: how far before the last watermark each incremental listing starts again.
-        restrictions: read each changed page's read restrictions into ``Document.access`` (off: pages are public).
+        restrictions: resolve each page's effective read access (space permission, the read
+            restrictions of the page and its ancestors, group members) into ``Document.access``;
+            ``false`` skips those requests and indexes every page as readable by nobody (fail closed).
         page_size: listing page size (v2 caps it at 250, v1 at 200 without bodies).
+        public_groups: groups that mean "every employee" (e.g. ``[confluence-users]``; Cloud: group
+            names or ids): a page is public when its space is readable by one of them (or anonymously)
+            and no read restriction applies to it or an ancestor. Default none: nothing is public.
+        permissions_interval: how often the permission sync re-reads space permissions, every page's
+            read restrictions and group members (``"1h"``, like ``schedule.interval``; ``"off"``: never
+            scheduled). Default ``1h``.
     """
 
     type: Literal["confluence"]
@@ -226,6 +234,29 @@ class ConfluenceConfig(_SourceBase):
     overlap_minutes: int = Field(10, ge=0, le=24 * 60)
     restrictions: bool = True
     page_size: int = Field(100, ge=1, le=250)
+    public_groups: list[str] = Field(default_factory=list)
+    permissions_interval: str = "1h"
+
+    @field_validator("public_groups")
+    @classmethod
+    def _groups(cls, v: list[str]) -> list[str]:
+        out = [g.strip() for g in v]
+        if any(not g for g in out):
+            raise ValueError("public_groups lists group names, e.g. [confluence-users]; an empty name is not one")
+        return list(dict.fromkeys(out))
+
+    @field_validator("permissions_interval", mode="before")
+    @classmethod
+    def _perm_interval(cls, v: Any) -> str:
+        text = str(v).strip()
+        if text.lower() in {"off", "none", "0", ""}:
+            return "off"
+        parse_interval(text)
+        return text
+
+    def permissions_every(self) -> timedelta | None:
+        """The permission sync's interval (``None``: ``off``, not scheduled)."""
+        return None if self.permissions_interval == "off" else parse_interval(self.permissions_interval)
 
     @field_validator("base_url")
     @classmethod

@@ -2,9 +2,12 @@
 
 Documents are keyed by page id (``doc_id = "page/<id>"``), so a renamed or moved page keeps its
 place in the index. Bodies are read in storage format and converted by
-:mod:`connectors.storage_format`; ``Document.access`` holds the page's own read restrictions
-(``user:<e-mail, else accountId or username>``, ``group:<source>/<name>``; none: public; a restrictions
-read that failed: readable by nobody; restrictions inherited from ancestors are not resolved here).
+:mod:`connectors.storage_format`; ``Document.access`` holds the page's effective read access (the
+space's read permission AND the read restrictions of the page and of every ancestor), resolved by
+:mod:`connectors.confluence_access`, which also reads the members of the groups it names
+(:meth:`ConfluenceSource.memberships`, stored by the sync engine). :meth:`ConfluenceSource.permissions`
+re-reads the access of every indexed page for the permission sync (a restriction or group change
+does not bump a page's version, so the incremental sync cannot see it).
 
 Cloud (``deployment: cloud``), REST v2, basic auth with e-mail + API token:
 
@@ -13,14 +16,15 @@ Cloud (``deployment: cloud``), REST v2, basic auth with e-mail + API token:
   followed through ``_links.next`` or, when absent, the ``Link: <...>; rel="next"`` header;
 - one page: ``GET /wiki/api/v2/pages/{id}?body-format=storage`` (``status`` other than
   ``current``, e.g. ``trashed``, or a 404 means the page is gone);
-- read restrictions: ``GET /wiki/rest/api/content/{id}/restriction/byOperation/read`` (v2 has none).
+- read access: see :mod:`connectors.confluence_access` (space permissions, ancestors, restrictions,
+  group members, users' e-mails).
 
 Data Center (``deployment: datacenter``), REST v1, ``Authorization: Bearer <personal access token>``:
 
 - listings: ``GET /rest/api/content/search?cql=...&start=&limit=&expand=...`` following
   ``_links.next`` (relative to ``_links.base``, which already holds the context path: joining it
   to a base URL that also has one must not double ``/confluence``), else ``start += size``;
-- one page: ``GET /rest/api/content/{id}?expand=body.storage,version,space,restrictions...``
+- one page: ``GET /rest/api/content/{id}?expand=body.storage,version,space,restrictions...,ancestors``
   (a trashed page answers 404 unless ``status`` is asked for).
 
 Incremental sync (:meth:`ConfluenceSource.sync`):
@@ -57,8 +61,9 @@ from zoneinfo import ZoneInfo
 
 import httpx
 
-from .access import Access, group, user
+from .access import Access
 from .config import ConfluenceConfig
+from .confluence_access import V1_ACCESS_EXPAND, ConfluenceAccess
 from .errors import SourceUnavailableError
 from .folder import SkippedPage
 from .http import HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json
@@ -66,13 +71,14 @@ from .models import Document, Tombstone
 from .storage_format import storage_to_markdown
 from .cursor import RETRY_DOCS, CursorUpdate
 
-__all__ = ["ConfluenceSource", "cql_time", "parse_confluence_time", "confluence_anchor"]
+__all__ = ["ConfluenceSource", "cql_time", "parse_confluence_time", "confluence_anchor", "NO_ACCESS_RESOLUTION"]
 
 log = logging.getLogger(__name__)
 
 #: Extra width of the CQL window when the site's time zone is unknown (the largest offset west of UTC).
 UNKNOWN_TZ_WIDENING = timedelta(hours=12)
-_V1_RESTRICTIONS = "restrictions.read.restrictions.user,restrictions.read.restrictions.group"
+#: Why every page is readable by nobody when ``restrictions: false``.
+NO_ACCESS_RESOLUTION = "restrictions: false in chatops.yml: read access is not resolved, so nobody may read the page"
 
 
 def parse_confluence_time(value: str | None) -> datetime | None:
@@ -148,7 +154,7 @@ class ConfluenceSource:
         http: the HTTP client (``http.calls`` counts requests).
         calls, retries: HTTP requests sent so far, and of which retries.
 
-    An :class:`~connectors.base.IncrementalSource`.
+    An :class:`~connectors.base.IncrementalSource` and a :class:`~connectors.base.PermissionSource`.
     """
 
     complete_listing = True
@@ -181,6 +187,8 @@ class ConfluenceSource:
         self.http = HttpClient(root, "Confluence", auth=auth, headers=headers, timeout=cfg.timeout_seconds,
                                policy=policy, auth_hint=hint, client=client)
         self._space_keys: dict[str, str] = {}  # v2 space id -> key
+        #: resolves pages' read access; its caches last one run (see :mod:`connectors.confluence_access`).
+        self.access = ConfluenceAccess(cfg.name, self.deployment, self.http, cfg.public_groups, v1_join=self._v1_join)
 
     def __repr__(self) -> str:
         return f"ConfluenceSource({self.cfg.base_url!r}, {self.deployment}, spaces={self.cfg.spaces})"
@@ -206,6 +214,7 @@ class ConfluenceSource:
         Raises:
             SourceUnavailableError: (and subclasses) when a listing fails.
         """
+        self.access.reset()
         for item in self._full_listing({}):
             if isinstance(item, (Document, SkippedPage)):
                 yield item
@@ -213,6 +222,60 @@ class ConfluenceSource:
     def section_anchor(self, doc: Document, heading: str) -> str:
         """The URL fragment of ``heading`` on ``doc``'s page (see :func:`confluence_anchor`)."""
         return confluence_anchor(self.deployment, doc.title, heading)
+
+    # -- read access (issue 11) --------------------------------------------------------------------
+    def _page_access(self, page: Mapping[str, Any], space: str) -> Access:
+        """The page's effective read access (fail closed; see :mod:`connectors.confluence_access`)."""
+        if not self.cfg.restrictions:
+            return Access.nobody(NO_ACCESS_RESOLUTION)
+        return self.access.page_access(page, space)
+
+    def memberships(self) -> dict[str, frozenset[str]]:
+        """The e-mails of the members of every group the last run's pages or spaces named, by group key
+        (Cloud group id, Data Center group name); a group whose members could not be read maps to no one.
+
+        The sync engine stores them (``set_group_members``) after a successful run, so askers are
+        matched to ``group:<source>/<group>`` principals.
+        """
+        return self.access.memberships()
+
+    def permissions(self, known: Iterable[str]) -> Iterator[tuple[str, Access]]:
+        """The permission sync: ``(doc_id, access)`` for every indexed page, read again now.
+
+        Lists every page of the configured spaces without bodies (Cloud: v2 with ``parentId``; Data
+        Center: CQL with the restrictions and ancestors expanded), then resolves each indexed page's
+        access with fresh space permissions, restrictions and group members (caches start empty). An
+        indexed page the completed listing lacks (deleted, moved out) is readable by nobody until the
+        next sync removes or re-indexes it.
+
+        Args:
+            known: doc ids of this source in the index.
+
+        Raises:
+            SourceUnavailableError: (and subclasses) when a listing fails; pages yielded before stay valid.
+        """
+        self.access.reset()
+        wanted = {k for k in known if k.startswith("page/")}
+        listed: list[tuple[dict, str]] = []
+        if self.deployment == "cloud":
+            for space_id in self._v2_space_ids():
+                for page, _resp in self._v2_list(space_id, sort="id", body=False):
+                    listed.append((page, space_id))
+                    self.access.note(page)
+        else:
+            cql = f"type=page AND space in ({self._cql_spaces()}) ORDER BY created"
+            for page, _resp in self._v1_search(cql, V1_ACCESS_EXPAND + ",space", limit=min(self.cfg.page_size, 200)):
+                listed.append((page, str((page.get("space") or {}).get("key") or "")))
+                self.access.note(page)
+        seen: set[str] = set()
+        for page, space in listed:
+            doc_id = f"page/{page.get('id')}"
+            if doc_id in wanted and doc_id not in seen:
+                seen.add(doc_id)
+                yield doc_id, self._page_access(page, space)
+        for doc_id in sorted(wanted - seen):
+            yield doc_id, Access.nobody("the page is no longer listed in the configured spaces; the next sync "
+                                        "removes or re-indexes it")
 
     # -- incremental sync --------------------------------------------------------------------------
     def sync(self, cursor: Mapping[str, Any] | None, known: Iterable[str], full: bool = False
@@ -228,6 +291,7 @@ class ConfluenceSource:
             SourceUnavailableError: (and subclasses such as ``SourceAuthError``) when a listing
                 fails; nothing after the failure is yielded, so no deletion happens and no cursor is saved.
         """
+        self.access.reset()
         cur = dict(cursor or {})
         watermark = parse_confluence_time(cur.get("watermark"))
         seen_prev: dict[str, int] = {str(k): int(v) for k, v in (cur.get("seen") or {}).items()}
@@ -265,7 +329,7 @@ class ConfluenceSource:
                     yield item
         else:
             cql = f"type=page AND space in ({self._cql_spaces()}) ORDER BY created"
-            expand = "body.storage,version,space" + (f",{_V1_RESTRICTIONS}" if self.cfg.restrictions else "")
+            expand = "body.storage,version,space" + (f",{V1_ACCESS_EXPAND}" if self.cfg.restrictions else "")
             for page, resp in self._v1_search(cql, expand, limit=min(self.cfg.page_size, 50)):
                 st.mark_start(resp)
                 if f"page/{page.get('id')}" in st.yielded:
@@ -348,7 +412,7 @@ class ConfluenceSource:
                 if page.get("status") != "current" or key is None:
                     return Tombstone(self.name, doc_id)
                 return self._v2_document(page, key)
-            expand = "body.storage,version,space" + (f",{_V1_RESTRICTIONS}" if self.cfg.restrictions else "")
+            expand = "body.storage,version,space" + (f",{V1_ACCESS_EXPAND}" if self.cfg.restrictions else "")
             resp = self.http.get(f"/rest/api/content/{quote(pid)}", {"expand": expand}, allow_404=True)
             if resp.status_code == 404:
                 return Tombstone(self.name, doc_id)
@@ -412,21 +476,6 @@ class ConfluenceSource:
             return parts.path + (f"?{parts.query}" if parts.query else "")
         return nxt if nxt.startswith("/") else "/" + nxt
 
-    def _v2_restrictions(self, pid: str) -> Access:
-        if not self.cfg.restrictions:
-            return Access.everyone()
-        try:
-            resp = self.http.get(f"/wiki/rest/api/content/{quote(pid)}/restriction/byOperation/read", allow_404=True)
-            if resp.status_code == 404:
-                return Access.everyone()
-            return _access(self.name, decode_json(resp, "Confluence").get("restrictions") or {})
-        except SourceAuthError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - fail closed: the page is indexed, readable by nobody
-            if isinstance(exc, HttpStatusError) and exc.status == 401:
-                raise
-            return Access.nobody(f"its read restrictions could not be read ({type(exc).__name__}: {exc})"[:300])
-
     def _v2_document(self, page: Mapping[str, Any], space_key: str) -> Document | SkippedPage:
         pid = str(page.get("id"))
         try:
@@ -435,7 +484,7 @@ class ConfluenceSource:
             return Document(
                 source=self.name, doc_id=f"page/{pid}", title=str(page.get("title") or ""),
                 url=self.web_base + webui, text=storage_to_markdown(storage),
-                updated_at=self._modified(page), space=space_key, access=self._v2_restrictions(pid))
+                updated_at=self._modified(page), space=space_key, access=self._page_access(page, str(page.get("spaceId"))))
         except Exception as exc:  # noqa: BLE001 - a page that cannot be converted is skipped, the run goes on
             if isinstance(exc, HttpStatusError) and exc.status == 401:
                 raise
@@ -488,13 +537,14 @@ class ConfluenceSource:
         try:
             storage = ((page.get("body") or {}).get("storage") or {}).get("value") or ""
             webui = (page.get("_links") or {}).get("webui") or f"/pages/viewpage.action?pageId={pid}"
-            read = ((page.get("restrictions") or {}).get("read") or {}).get("restrictions") or {}
+            key = str((page.get("space") or {}).get("key") or "")
             return Document(
                 source=self.name, doc_id=f"page/{pid}", title=str(page.get("title") or ""),
                 url=self.web_base + webui, text=storage_to_markdown(storage),
-                updated_at=self._modified(page), space=str((page.get("space") or {}).get("key") or ""),
-                access=_access(self.name, read) if self.cfg.restrictions else Access.everyone())
+                updated_at=self._modified(page), space=key, access=self._page_access(page, key))
         except Exception as exc:  # noqa: BLE001 - a page that cannot be converted is skipped, the run goes on
+            if isinstance(exc, HttpStatusError) and exc.status == 401:
+                raise
             return self._skipped(pid, exc)
 
     # -- shared ------------------------------------------------------------------------------------
@@ -547,29 +597,3 @@ def _no_loop(url: str, followed: set[str]) -> None:
         raise SourceUnavailableError(f"Confluence sent the same next-page link twice ({url[:200]}); the listing "
                                      "was stopped and nothing was pruned")
     followed.add(url)
-
-
-def _access(source: str, restrictions: Mapping[str, Any]) -> Access:
-    """The :class:`Access` of a page's own v1 read restrictions (``{"user": {"results": [...]}, "group": ...}``):
-    users as ``user:<email, else accountId/username/userKey>``, groups as ``group:<source>/<name or id>``;
-    no restriction: public; a restriction naming nobody usable: readable by nobody (fail closed).
-
-    (Minimal mapping; ancestors and space permissions are not resolved here.)
-    """
-    restricted = False
-    out: set[str] = set()
-    for u in ((restrictions.get("user") or {}).get("results") or []):
-        restricted = True
-        ident = u.get("email") or u.get("accountId") or u.get("username") or u.get("userKey")
-        if ident:
-            out.add(user(str(ident)))
-    for g in ((restrictions.get("group") or {}).get("results") or []):
-        restricted = True
-        ident = g.get("name") or g.get("id")
-        if ident:
-            out.add(group(source, str(ident)))
-    if not restricted:
-        return Access.everyone()
-    if not out:
-        return Access.nobody("its read restrictions name no user or group this bot can match")
-    return Access.only(out)

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from connectors.access import Access
+from connectors.errors import IndexCorruptError, IndexOutdatedError
 
 from .embeddings import Embedder
-from connectors.errors import IndexCorruptError, IndexOutdatedError
 from .faults import quarantine, reason
 from .manifest import Manifest
 from .stores import QdrantStore, WhooshStore
@@ -140,13 +140,18 @@ class KnowledgeIndex:
         re-embedding (for a permission sync: a changed restriction or group does not change the page).
 
         Returns:
-            The number of chunks updated (0 for a page the index does not hold).
+            The number of chunks updated: 0 for a page the index does not hold, and for one whose recorded
+            access is already ``access`` (so an unchanged permission sync rewrites nothing).
 
         Raises:
             IndexCorruptError, IndexLockedError, DiskFullError: from the stores and the manifest.
         """
         key = f"{source}:{doc_id}"
-        if doc_id not in self.manifest.pages_of(source):
+        entry = self.manifest.page(key)
+        if entry is None:
+            return 0
+        if entry.access is not None and (entry.access.tokens(), entry.access.unresolved) == \
+                (access.tokens(), access.unresolved):
             return 0
         self.manifest.begin([key])  # a run killed half-way: recovery drops the page, the next sync re-indexes it
         n = self.whoosh.set_access({key: access})

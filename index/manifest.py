@@ -141,6 +141,12 @@ class Manifest:
             rows = conn.execute(sa.select(self.pages).where(self.pages.c.source == source)).mappings()
             return {r["doc_id"]: self._entry(r) for r in rows}
 
+    def page(self, doc_key: str) -> PageEntry | None:
+        """One page by its doc key (``source:doc_id``), or None when the manifest does not hold it."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(self.pages).where(self.pages.c.doc_key == doc_key)).mappings().first()
+        return self._entry(row) if row is not None else None
+
     def counts(self) -> tuple[int, int]:
         """``(pages, chunks)`` held, from one aggregate query (no row reaches Python, so probes such as
         ``/readyz`` cost the same whatever the corpus size)."""

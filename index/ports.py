@@ -8,11 +8,11 @@ deployment brings. Summaries cross the port as JSON-ready dicts
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["SyncState", "RunRecord"]
+__all__ = ["SyncState", "RunRecord", "GroupState"]
 
 
 class RunRecord(Protocol):
@@ -79,4 +79,13 @@ class SyncState(Protocol):
 
     def release_lock(self, name: str, owner: str) -> None:
         """Release ``name`` if ``owner`` holds it."""
+        ...
+
+
+@runtime_checkable
+class GroupState(Protocol):
+    """Where the sync engine keeps the members of sources' groups (:class:`state.StateStore` has it)."""
+
+    def set_group_members(self, source: str, group: str, emails: Iterable[str]) -> None:
+        """Replace the members (e-mails) of ``source``'s group ``group``."""
         ...

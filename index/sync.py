@@ -18,8 +18,17 @@ A run (:meth:`SyncEngine.run`):
    manifest's journal, saves the new cursor (``set_cursor``), with the doc ids of pages
    the indexer skipped because their chunking raised under :data:`RETRY_DOCS`, so the connector
    fetches them again next run (a skipped page is retried, never lost behind the watermark);
-5. records the :class:`~index.summary.SyncSummary` (``added``, ``updated``, ``deleted``, ``unchanged``,
+5. stores the members of the groups the source read (a :class:`~connectors.base.MembershipSource`,
+   e.g. Confluence) through the state store's ``set_group_members`` (:class:`~index.ports.GroupState`);
+6. records the :class:`~index.summary.SyncSummary` (``added``, ``updated``, ``deleted``, ``unchanged``,
    ``skipped``, ``errors``, ``seconds``, ``calls``, ...) with ``finish_run``, and releases the lock.
+
+The permission sync (:meth:`SyncEngine.run_permissions`, a :class:`~connectors.base.PermissionSource`)
+runs under the same lock and is recorded the same way (mode ``permissions``): it asks the source for
+the read access of every indexed page, read again now, writes it with
+:meth:`~index.knowledge.KnowledgeIndex.set_access` (both stores and the manifest, no re-embedding), and
+stores the group members the source read. Restriction and group changes do not change a page's
+version, so only this run sees them; a user removed from a group stops matching within one cycle.
 
 A lock whose holder is a process of this host that no longer exists (killed before it could
 release) is taken over at once (``take_over_lock``, one atomic swap in the state store).
@@ -50,7 +59,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from connectors.base import IncrementalSource, Source, SyncItem
+from connectors.base import IncrementalSource, MembershipSource, PermissionSource, Source, SyncItem
 from connectors.folder import SkippedPage
 from connectors.models import Chunk, Document, Tombstone
 
@@ -58,7 +67,7 @@ from .chunker import Chunker, ChunkerConfig
 from .indexer import Indexer, IndexReport
 from .knowledge import KnowledgeIndex
 from .manifest import Manifest
-from .ports import SyncState
+from .ports import GroupState, SyncState
 from .reconcile import reconcile
 from .summary import SyncSummary
 
@@ -211,6 +220,7 @@ class SyncEngine:
                     if rep.failed_pages:
                         cursor[RETRY_DOCS] = sorted(set(rep.failed_pages))
                     self.store.set_cursor(name, cursor)
+                    self._store_memberships(source)
                 else:
                     mode = "full" if full else "listing"
                     rep = Indexer(self.index, Chunker(self.chunker_config)).run(source, full=full, progress=on_progress,
@@ -237,6 +247,88 @@ class SyncEngine:
                 self.store.release_lock(lock, owner)
             except Exception:  # noqa: BLE001 - the lock expires by itself
                 log.exception("cannot release lock %s", lock)
+
+    def run_permissions(self, source: Source) -> SyncResult:
+        """The permission sync of ``source``: re-read every indexed page's read access and group members.
+
+        Under the lock ``sync:<name>`` (a content sync and a permission sync of one source never overlap),
+        recorded as a run of mode ``permissions``: ``updated`` counts pages whose stored access was
+        rewritten (:meth:`KnowledgeIndex.set_access` returned chunks), ``unchanged`` the others, ``errors``
+        the pages left readable by nobody (with why), ``calls`` the requests. Nothing is re-embedded.
+
+        Returns:
+            The result; never raises for the source's failure (``failed`` with the error; pages already
+            updated keep their new access, which was read in this run). A source that is not a
+            :class:`~connectors.base.PermissionSource` fails with a clear error.
+        """
+        name = source.name
+        lock = f"sync:{name}"
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        if not self.store.acquire_lock(lock, owner, ttl=self.lock_ttl) and not self._take_over_dead(lock, owner):
+            return SyncResult(name, "busy", None, f"a sync of {name!r} is already running (lock {lock} is held)")
+        run_id = self.store.start_run(name)
+        t0 = time.perf_counter()
+        calls0, retries0 = (source.calls, source.retries) if isinstance(source, PermissionSource) else (0, 0)
+        renew = _Renewer(self.store, lock, owner, self.lock_ttl)
+        summary = SyncSummary(mode="permissions")
+        try:
+            if not isinstance(source, PermissionSource):
+                raise TypeError(f"source {name!r} has no per-page permissions to sync")
+            known = self.index.manifest.pages_of(name)
+            summary.pages = len(known)
+            with self.write_lock or nullcontext():
+                for doc_id, access in source.permissions(list(known)):
+                    renew()
+                    if doc_id not in known:
+                        continue
+                    written = self.index.set_access(name, doc_id, access)
+                    if written:
+                        summary.updated += 1
+                        summary.chunks_written += written
+                    else:
+                        summary.unchanged += 1
+                    if not access.resolved:
+                        summary.skipped += 1
+                        if len(summary.errors) < 20:
+                            summary.errors.append(f"{doc_id}: readable by nobody: {access.unresolved}")
+            self._store_memberships(source)
+            summary.seconds = round(time.perf_counter() - t0, 3)
+            summary.calls, summary.retries = source.calls - calls0, source.retries - retries0
+            self.store.finish_run(run_id, "ok", summary.as_dict(), error="; ".join(summary.errors[:5]))
+            log.info("permission sync of %s: %d pages updated, %d unchanged, %d unresolved, %d calls in %.1f s",
+                     name, summary.updated, summary.unchanged, summary.skipped, summary.calls, summary.seconds)
+            return SyncResult(name, "ok", summary, "", run_id)
+        except Exception as exc:  # noqa: BLE001 - a failed run is recorded and reported, the caller goes on
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("permission sync of %s failed: %s", name, error)
+            summary.seconds = round(time.perf_counter() - t0, 3)
+            if isinstance(source, PermissionSource):
+                summary.calls, summary.retries = source.calls - calls0, source.retries - retries0
+            summary.errors.append(error)
+            try:
+                self.store.finish_run(run_id, "failed", summary.as_dict(), error=error)
+            except Exception:  # noqa: BLE001 - the store itself may be what failed
+                log.exception("cannot record the failed permission sync of %s", name)
+            return SyncResult(name, "failed", summary, error, run_id)
+        finally:
+            try:
+                self.store.release_lock(lock, owner)
+            except Exception:  # noqa: BLE001 - the lock expires by itself
+                log.exception("cannot release lock %s", lock)
+
+    def _store_memberships(self, source: Source) -> None:
+        """Replace the stored members of every group ``source`` read this run (a no-op for other sources
+        or a state store without groups)."""
+        if not isinstance(source, MembershipSource):
+            return
+        groups = source.memberships()
+        if not groups:
+            return
+        if not isinstance(self.store, GroupState):
+            log.warning("the state store keeps no group members; askers are not matched to %s's groups", source.name)
+            return
+        for group_name, emails in groups.items():
+            self.store.set_group_members(source.name, group_name, emails)
 
     def _take_over_dead(self, lock: str, owner: str) -> bool:
         """Take ``lock`` over when its holder is a process of this host that no longer exists.

@@ -9,6 +9,8 @@ here through :class:`state.store.StateStore`:
 - pending actions (side-effect tool calls waiting for confirmation, executed once),
 - the audit log,
 - sync cursors, per-source run summaries and cross-process locks,
+- the members of each source's groups (``set_group_members``, ``groups_of``: who belongs to the groups
+  that pages' read access names, issue 11),
 - conversation history for platforms that do not keep threads (Teams), each message with its author,
 - scheduled messages (the outbox: a message to a user at a time, claimed and delivered once by
   :mod:`app.outbox`).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -296,6 +296,14 @@ class StateStore:
             sa.Index("ix_scheduled_messages_status_due", "status", "due_at"),
             sa.Index("ix_scheduled_messages_user", "user_id", "status"),
         )
+        self.group_members = sa.Table(
+            "group_members", md,
+            sa.Column("source", sa.String(200), primary_key=True),
+            sa.Column("group_name", sa.String(300), primary_key=True),
+            sa.Column("email", sa.String(320), primary_key=True),
+            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+            sa.Index("ix_group_members_email", "email"),
+        )
         self.metadata = md
         try:
             md.create_all(self.engine)
@@ -413,10 +421,12 @@ class StateStore:
         return json.loads(v) if v else None
 
     def forget_source(self, source: str) -> None:
-        """Drop ``source``'s cursor and run history (its pages were removed from the index on purpose)."""
+        """Drop ``source``'s cursor, run history and group memberships (its pages were removed from the
+        index on purpose)."""
         with self.engine.begin() as conn:
             conn.execute(self.cursors.delete().where(self.cursors.c.source == source))
             conn.execute(self.runs.delete().where(self.runs.c.source == source))
+            conn.execute(self.group_members.delete().where(self.group_members.c.source == _principal_part(source)))
 
     def set_cursor(self, source: str, cursor: dict[str, Any]) -> None:
         """Save the sync cursor of ``source`` (call only after the indexes committed)."""
@@ -505,6 +515,51 @@ class StateStore:
         t = self.locks
         with self.engine.begin() as conn:
             conn.execute(t.delete().where(t.c.name == name, t.c.owner == owner))
+
+    # -- group memberships (issue 11) ------------------------------------------------------------
+    def set_group_members(self, source: str, group: str, emails: Iterable[str]) -> None:
+        """Replace the members of ``source``'s group ``group`` with ``emails`` (one transaction).
+
+        Source and group names and e-mails are trimmed and lower-cased, as principals are compared
+        (``group:<source>/<group>``, ``user:<e-mail>``); empty e-mails are dropped. An empty
+        ``emails`` leaves the group without members.
+
+        Raises:
+            ValueError: for an empty source or group name.
+        """
+        src, name = _principal_part(source), _principal_part(group)
+        if not src or not name:
+            raise ValueError("a group needs a source and a name")
+        members = sorted({e for e in (_principal_part(x) for x in emails) if e})
+        t = self.group_members
+        now = _now()
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.source == src, t.c.group_name == name))
+            if members:
+                conn.execute(t.insert(), [{"source": src, "group_name": name, "email": e, "updated_at": now}
+                                          for e in members])
+
+    def groups_of(self, email: str) -> frozenset[str]:
+        """The group principals (``group:<source>/<group>``, lower case) whose members include ``email``.
+
+        Spelled exactly as :func:`connectors.access.group` spells them (this package imports nothing of
+        ours, so the spelling is repeated here and a test keeps the two equal). An empty e-mail has none.
+        """
+        e = _principal_part(email)
+        if not e:
+            return frozenset()
+        t = self.group_members
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t.c.source, t.c.group_name).where(t.c.email == e))
+            return frozenset(f"group:{src}/{name}" for src, name in rows)
+
+    def group_members_of(self, source: str, group: str) -> frozenset[str]:
+        """The e-mails stored for ``source``'s group ``group`` (lower case; empty when unknown)."""
+        t = self.group_members
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t.c.email).where(t.c.source == _principal_part(source),
+                                                          t.c.group_name == _principal_part(group)))
+            return frozenset(r[0] for r in rows)
 
     # -- conversations -------------------------------------------------------------------------
     def get_history(self, key: str) -> list[str]:
@@ -717,6 +772,11 @@ class StateStore:
     def close(self) -> None:
         """Release connections."""
         self.engine.dispose()
+
+
+def _principal_part(text: str) -> str:
+    """A source name, group name or e-mail as principals compare it: trimmed, lower case."""
+    return (text or "").strip().lower()
 
 
 def _scheduled(r: Any) -> ScheduledMessage:

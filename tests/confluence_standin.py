@@ -14,7 +14,14 @@ Cloud, under ``/wiki`` (basic auth ``email:token``):
   drops the former, as some endpoints do); ``limit`` capped at 250;
 - ``GET /wiki/api/v2/pages/{id}?body-format=storage`` - a page single; a trashed page answers
   with ``"status": "trashed"``, a purged one ``404`` with ``{"errors": [...]}``;
-- ``GET /wiki/rest/api/content/{id}/restriction/byOperation/read`` - v1 restrictions.
+- ``GET /wiki/rest/api/content/{id}/restriction/byOperation/read`` - v1 restrictions (users without
+  their e-mail, groups with ``name`` and ``id``);
+- permissions (issue 11): ``GET /wiki/api/v2/spaces/{id}/permissions`` (assignments ``{id, principal
+  {type: user|group|role, id}, operation {key, targetType}}``, cursor-paged), ``GET
+  /wiki/api/v2/pages/{id}/ancestors`` (top to bottom), ``GET /wiki/rest/api/group/{groupId}/membersByGroupId``
+  (``start``/``limit`` paged, at most :attr:`ConfluenceStandIn.member_page_cap` a page, members with
+  their ``email``, ``""`` when hidden), ``GET /wiki/rest/api/group/by-name?name=`` and ``GET
+  /wiki/rest/api/user?accountId=`` (``email`` left out when the user hides it).
 
 Data Center, under the context path ``/confluence`` (``Authorization: Bearer <PAT>``):
 
@@ -23,7 +30,18 @@ Data Center, under the context path ``/confluence`` (``Authorization: Bearer <PA
   path); ``limit`` capped at 200 (50 with bodies). The CQL subset: ``type=page``, ``space = "K"``
   / ``space in ("A","B")``, ``lastmodified >= "yyyy/MM/dd HH:mm"`` **read in the site's time
   zone** (``site_tz``), ``ORDER BY lastmodified|created|id [ASC|DESC]``; only current pages;
-- ``GET /confluence/rest/api/content/{id}?expand=...`` - one page; trashed or purged: ``404``.
+- ``GET /confluence/rest/api/content/{id}?expand=...`` - one page; trashed or purged: ``404``;
+  ``expand=ancestors`` gives the ancestors top to bottom;
+- permissions: ``GET /confluence/rest/api/space/{key}/permissions`` (a list of ``{operation
+  {operationKey, targetType}, subject {type: user|group|anonymous, ...}}``), ``GET
+  /confluence/rest/api/group/{name}/member`` (``start``/``limit`` paged, no e-mails) and ``GET
+  /confluence/rest/api/user?username=`` (with ``email``, left out when hidden).
+
+Permissions model: :meth:`ConfluenceStandIn.grant` gives a space's read permission (a space nobody was
+granted is readable by the group ``confluence-users``), :meth:`ConfluenceStandIn.add_user` and
+:meth:`ConfluenceStandIn.add_group` make people and groups (a group's Cloud id is ``id-<name>``), page
+restrictions are ``Page.users``/``Page.groups`` (:meth:`ConfluenceStandIn.restrict` changes them without
+a new version, as Confluence does) and ``Page.parent`` places a page under another.
 
 Faults are injected with :meth:`ConfluenceStandIn.fail` (e.g. a ``429`` with ``Retry-After`` on the
 second listing page, a ``500`` mid-sync). Every request is logged in :attr:`ConfluenceStandIn.requests`.
@@ -62,6 +80,7 @@ class Page:
     status: str = "current"  # current | trashed
     users: list[str] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
+    parent: str | None = None
 
 
 @dataclass
@@ -96,6 +115,15 @@ class ConfluenceStandIn:
         self.pages: dict[str, Page] = {}
         self.requests: list[tuple[str, str, dict[str, list[str]]]] = []
         self.faults: list[Fault] = []
+        #: space key -> read grants ``(type, id)``: ``("group", name)``, ``("user", id)``, ``("role", id)``,
+        #: ``("anonymous", "")``; a space without an entry is readable by ``confluence-users``.
+        self.space_grants: dict[str, list[tuple[str, str]]] = {}
+        #: user id (Cloud accountId, Data Center username) -> e-mail, ``None`` when the user hides it.
+        self.users: dict[str, str | None] = {}
+        #: group name -> member user ids.
+        self.groups: dict[str, list[str]] = {}
+        #: the most members a group's member listing answers at once.
+        self.member_page_cap = 2
         self.lock = threading.RLock()
         self._next_id = 65537
         self._server: ThreadingHTTPServer | None = None
@@ -153,15 +181,62 @@ class ConfluenceStandIn:
             return sid
 
     def add_page(self, space: str, title: str, body: str, *, modified: datetime | None = None,
-                 users: list[str] | None = None, groups: list[str] | None = None) -> str:
-        """Create a page (version 1); returns its id."""
+                 users: list[str] | None = None, groups: list[str] | None = None, parent: str | None = None) -> str:
+        """Create a page (version 1), under ``parent`` when given; returns its id."""
         with self.lock:
             pid = str(self._next_id)
             self._next_id += 1
             now = modified or datetime.now(timezone.utc)
             self.pages[pid] = Page(pid, space, title, body, 1, now, now, users=list(users or []),
-                                   groups=list(groups or []))
+                                   groups=list(groups or []), parent=parent)
             return pid
+
+    # -- permissions -------------------------------------------------------------------------------
+    def grant(self, space: str, *grants: tuple[str, str]) -> None:
+        """Set ``space``'s read permission to ``grants`` (``("group", "eng")``, ``("user", id)``,
+        ``("role", id)``, ``("anonymous", "")``)."""
+        with self.lock:
+            self.space_grants[space] = list(grants)
+
+    def add_user(self, uid: str, email: str | None) -> str:
+        """A user (``email=None``: the e-mail is hidden by the user's privacy setting); returns ``uid``."""
+        with self.lock:
+            self.users[uid] = email
+            return uid
+
+    def add_group(self, name: str, members: list[str]) -> str:
+        """A group with ``members`` (user ids; replaces an existing one); returns its Cloud id."""
+        with self.lock:
+            self.groups[name] = list(members)
+            return f"id-{name}"
+
+    def restrict(self, pid: str, users: list[str] | None = None, groups: list[str] | None = None) -> None:
+        """Set a page's read restrictions; the version does not change (as in Confluence)."""
+        with self.lock:
+            p = self.pages[pid]
+            p.users, p.groups = list(users or []), list(groups or [])
+
+    def ancestors(self, pid: str) -> list[Page]:
+        """The ancestors of a page, top to bottom."""
+        out: list[Page] = []
+        p = self.pages.get(pid)
+        while p is not None and p.parent and p.parent in self.pages:
+            p = self.pages[p.parent]
+            out.append(p)
+        return out[::-1]
+
+    def _grants(self, space: str) -> list[tuple[str, str]]:
+        return self.space_grants.get(space, [("group", "confluence-users")])
+
+    def _user(self, uid: str, v1: bool) -> dict[str, Any]:
+        if v1:
+            d: dict[str, Any] = {"type": "known", "username": uid, "userKey": f"key-{uid}", "displayName": uid}
+        else:
+            d = {"type": "known", "accountId": uid, "accountType": "atlassian", "displayName": uid, "publicName": uid}
+        email = self.users.get(uid)
+        if email:
+            d["email"] = email
+        return d
 
     def edit_page(self, pid: str, body: str | None = None, title: str | None = None,
                   modified: datetime | None = None) -> None:
@@ -221,7 +296,7 @@ class ConfluenceStandIn:
     def _v2_page(self, p: Page, body: bool) -> dict[str, Any]:
         d: dict[str, Any] = {
             "id": p.id, "status": p.status, "title": p.title, "spaceId": self.spaces[p.space],
-            "parentId": None, "parentType": None, "position": int(p.id) % 1000, "authorId": "557058:author",
+            "parentId": p.parent, "parentType": "page" if p.parent else None, "position": int(p.id) % 1000, "authorId": "557058:author",
             "ownerId": "557058:author", "lastOwnerId": None, "createdAt": _iso_z(p.created),
             "version": {"createdAt": _iso_z(p.modified), "message": "", "number": p.version, "minorEdit": False,
                         "authorId": "557058:author"},
@@ -255,6 +330,9 @@ class ConfluenceStandIn:
             d["body"] = {"storage": {"value": p.body, "representation": "storage"}}
         if any(e.startswith("restrictions") for e in expand):
             d["restrictions"] = {"read": {"operation": "read", "restrictions": self._restrictions(p, v1=True)}}
+        if "ancestors" in expand:
+            d["ancestors"] = [{"id": a.id, "type": "page", "status": a.status, "title": a.title}
+                              for a in self.ancestors(p.id)]
         return d
 
     def _restrictions(self, p: Page, v1: bool = False) -> dict[str, Any]:
@@ -415,6 +493,8 @@ class _Handler(BaseHTTPRequestHandler):
                 d["_links"]["base"] = st.cloud_url
                 self._send(200, d)
                 return
+            if self._cloud_permissions(path, q, one):
+                return
             if m := re.fullmatch(r"/wiki/rest/api/content/(\d+)/restriction/byOperation/read", path):
                 p = st.pages.get(m.group(1))
                 if p is None:
@@ -424,6 +504,79 @@ class _Handler(BaseHTTPRequestHandler):
                                  "_links": {"base": st.cloud_url, "context": "/wiki"}})
                 return
         self._send(404, {"errors": [{"status": 404, "code": "NOT_FOUND", "title": "Not Found"}]})
+
+    def _cloud_permissions(self, path: str, q: dict[str, list[str]], one: dict[str, str]) -> bool:
+        """Answer the Cloud permission endpoints; False when ``path`` is none of them."""
+        st = self.server_state
+        if m := re.fullmatch(r"/wiki/api/v2/spaces/(\d+)/permissions", path):
+            key = next((k for k, v in st.spaces.items() if v == m.group(1)), None)
+            if key is None:
+                self._send(404, {"errors": [{"status": 404, "code": "NOT_FOUND", "title": "Space not found"}]})
+                return True
+            rows = []
+            for i, (kind, ident) in enumerate(st._grants(key)):
+                pid = f"id-{ident}" if kind == "group" else ident
+                rows.append({"id": str(1000 + i), "principal": {"type": kind, "id": pid or None},
+                             "operation": {"key": "read", "targetType": "space"}})
+                rows.append({"id": str(5000 + i), "principal": {"type": kind, "id": pid or None},
+                             "operation": {"key": "create", "targetType": "page"}})
+            offset = _decode_cursor(one["cursor"]) if one.get("cursor") else 0
+            limit = max(1, min(250, int(one.get("limit", "25"))))
+            payload: dict[str, Any] = {"results": rows[offset: offset + limit], "_links": {"base": st.cloud_url}}
+            if offset + limit < len(rows):
+                payload["_links"]["next"] = (f"/wiki/api/v2/spaces/{m.group(1)}/permissions?"
+                                             f"{urlencode({'cursor': _encode_cursor(offset + limit), 'limit': limit})}")
+            self._send(200, payload)
+            return True
+        if m := re.fullmatch(r"/wiki/api/v2/pages/(\d+)/ancestors", path):
+            if m.group(1) not in st.pages:
+                self._send(404, {"errors": [{"status": 404, "code": "NOT_FOUND", "title": "Not Found"}]})
+                return True
+            self._send(200, {"results": [{"id": a.id, "type": "page"} for a in st.ancestors(m.group(1))],
+                             "_links": {"base": st.cloud_url}})
+            return True
+        if m := re.fullmatch(r"/wiki/rest/api/group/([^/]+)/membersByGroupId", path):
+            name = m.group(1)[3:] if m.group(1).startswith("id-") else None
+            if name is None or name not in st.groups:
+                self._send(404, {"statusCode": 404, "message": "group not found"})
+                return True
+            # v1 links are relative to _links.base (.../wiki)
+            self._members(st.groups[name], one, v1=False, base=f"/rest/api/group/{m.group(1)}/membersByGroupId")
+            return True
+        if path == "/wiki/rest/api/group/by-name":
+            name = one.get("name", "")
+            if name not in st.groups and not any(g == ("group", name) for gs in st.space_grants.values() for g in gs) \
+                    and name != "confluence-users":
+                self._send(404, {"statusCode": 404, "message": "group not found"})
+                return True
+            self._send(200, {"type": "group", "name": name, "id": f"id-{name}"})
+            return True
+        if path == "/wiki/rest/api/user":
+            uid = one.get("accountId", "")
+            if uid not in st.users:
+                self._send(404, {"statusCode": 404, "message": "user not found"})
+                return True
+            self._send(200, st._user(uid, v1=False))
+            return True
+        return False
+
+    def _members(self, members: list[str], one: dict[str, str], v1: bool, base: str) -> None:
+        st = self.server_state
+        start = int(one.get("start", "0"))
+        limit = max(1, min(st.member_page_cap, int(one.get("limit", "200"))))
+        window = members[start: start + limit]
+        results = []
+        for uid in window:
+            u = st._user(uid, v1)
+            if not v1:
+                u["email"] = st.users.get(uid) or ""  # membersByGroupId: "" when the user hides it
+            else:
+                u.pop("email", None)  # Data Center member listings carry no e-mail
+            results.append(u)
+        links: dict[str, str] = {"base": st.cloud_url if not v1 else st.dc_url}
+        if start + limit < len(members):
+            links["next"] = f"{base}?{urlencode({'start': start + limit, 'limit': limit})}"
+        self._send(200, {"results": results, "start": start, "limit": limit, "size": len(results), "_links": links})
 
     def _v2_list(self, space_id: str, q: dict[str, list[str]], one: dict[str, str]) -> None:
         st = self.server_state
@@ -486,6 +639,35 @@ class _Handler(BaseHTTPRequestHandler):
                     links["prev"] = f"/rest/api/content/search?{urlencode({'cql': cql, 'limit': limit, 'start': max(0, start - limit)})}"
                 self._send(200, {"results": [st._v1_content(p, expand) for p in window], "start": start,
                                  "limit": limit, "size": len(window), "_links": links})
+                return
+            if m := re.fullmatch(r"/confluence/rest/api/space/([\w~]+)/permissions", path):
+                if m.group(1) not in st.spaces:
+                    self._send(404, {"statusCode": 404, "message": "No space with key"})
+                    return
+                out = []
+                for kind, ident in st._grants(m.group(1)):
+                    subject: dict[str, Any] = {"type": kind, "displayName": ident or "Anonymous"}
+                    if kind == "group":
+                        subject["name"] = ident
+                    elif kind == "user":
+                        subject.update({"username": ident, "userKey": f"key-{ident}"})
+                    for op, target in (("read", "space"), ("create", "page")):
+                        out.append({"operation": {"operationKey": op, "targetType": target}, "subject": subject,
+                                    "spaceKey": m.group(1), "spaceId": int(st.spaces[m.group(1)])})
+                self._send(200, out)
+                return
+            if m := re.fullmatch(r"/confluence/rest/api/group/([^/]+)/member", path):
+                if m.group(1) not in st.groups:
+                    self._send(404, {"statusCode": 404, "message": "group not found"})
+                    return
+                self._members(st.groups[m.group(1)], one, v1=True, base=f"/rest/api/group/{m.group(1)}/member")
+                return
+            if path == "/confluence/rest/api/user":
+                uid = one.get("username", "")
+                if uid not in st.users:
+                    self._send(404, {"statusCode": 404, "message": "user not found"})
+                    return
+                self._send(200, st._user(uid, v1=True))
                 return
             if m := re.fullmatch(r"/confluence/rest/api/content/(\d+)", path):
                 p = st.pages.get(m.group(1))

@@ -3,7 +3,7 @@
 Real indexes (Whoosh + local Qdrant), the real embedder and a real SQLite state store; the server is
 the stand-in serving Cloud REST v2 and Data Center REST v1 wire formats on 127.0.0.1. Covers: a
 first sync (cursor paging through ``_links.next`` and through the ``Link`` header only, page ids as
-keys, restrictions in ``access``, section anchors in URLs); incremental syncs that fetch only changed
+keys, read access in ``access`` (the group members stored), section anchors in URLs); incremental syncs that fetch only changed
 pages and prune trashed (``status: trashed``), purged (404) and moved-away pages; a 429 with
 ``Retry-After`` mid-listing (honoured; an absurd value clamped); a 500 mid-sync (the run fails,
 no cursor moves, no page is lost, the next run completes); a page that keeps failing (skipped, kept,
@@ -79,20 +79,24 @@ def seed(s: ConfluenceStandIn) -> dict[str, str]:
     ids = {title: s.add_page("ENG", title, body) for title, body in PAGES.items()}
     s.pages[ids["VPN Setup"]].groups = ["engineering"]
     s.pages[ids["VPN Setup"]].users = ["557058:alice"]
+    s.add_user("557058:alice", "Alice@Example.com")
+    s.add_user("557058:bob", "bob@example.com")
+    s.add_group("engineering", ["557058:alice", "557058:bob"])
     ids["ops"] = s.add_page("OPS", "Ops Runbook", "<p>Only for the ops team.</p>")
     return ids
 
 
 def cloud(s: ConfluenceStandIn, policy: RetryPolicy = FAST, token: str = CLOUD_TOKEN, **overrides) -> ConfluenceSource:
     cfg = parse_config({"sources": [{"name": "eng", "type": "confluence", "base_url": s.cloud_url, "deployment": "cloud",
-                                     "spaces": ["ENG"], "page_size": 2, **overrides}]}).sources[0]
+                                     "spaces": ["ENG"], "page_size": 2, "public_groups": ["confluence-users"],
+                                     **overrides}]}).sources[0]
     return build_source(cfg, environ={"CONFLUENCE_EMAIL": CLOUD_EMAIL, "CONFLUENCE_API_TOKEN": token}, policy=policy)
 
 
 def datacenter(s: ConfluenceStandIn, **overrides) -> ConfluenceSource:
     cfg = parse_config({"sources": [{"name": "eng", "type": "confluence", "base_url": s.dc_url,
                                      "deployment": "datacenter", "spaces": ["ENG"], "page_size": 2,
-                                     **overrides}]}).sources[0]
+                                     "public_groups": ["confluence-users"], **overrides}]}).sources[0]
     return build_source(cfg, environ={"CONFLUENCE_TOKEN": DC_TOKEN}, policy=FAST)
 
 
@@ -143,8 +147,11 @@ def test_cloud_first_sync_pages_by_id_with_acl_anchors_and_converted_storage(sta
     assert len(listing) == 3 and "cursor" not in listing[0] and all("cursor" in q for q in listing[1:])
     chunks = chunks_of(index)
     vpn = [c for c in chunks if c.doc_id == f"page/{ids['VPN Setup']}"]
-    assert vpn and all(c.access == Access.only(["group:eng/engineering", "user:557058:alice"]) for c in vpn)
-    assert all(c.access == Access.everyone() for c in chunks if c.doc_id != f"page/{ids['VPN Setup']}")
+    assert vpn
+    docs = {d.doc_id: d for d in cloud(standin).scan()}
+    assert docs[f"page/{ids['VPN Setup']}"].access == Access.only({"group:eng/id-engineering", "user:alice@example.com"})
+    assert all(d.access == Access.everyone() for k, d in docs.items() if k != f"page/{ids['VPN Setup']}")
+    assert store.groups_of("bob@example.com") == {"group:eng/id-engineering"}
     text = "\n".join(c.text for c in vpn)
     assert "```bash\nsudo apt install acme-vpn && acme-vpn login --key <serial>\n```" in text
     assert "> **Info: Before you start**" in text and "You need a hardware key registered with IT." in text
@@ -325,7 +332,9 @@ def test_datacenter_sync_pages_through_cql_under_a_context_path(standin, index_f
     searches = [q for _, p, q in standin.requests if p.endswith("/content/search")]
     assert len(searches) == 3 and [q.get("start") for q in searches] == [["0"], ["2"], ["4"]]
     vpn = [c for c in chunks_of(index) if c.doc_id == f"page/{ids['VPN Setup']}"]
-    assert all(c.access == Access.only(["group:eng/engineering", "user:557058:alice"]) for c in vpn)
+    docs = {d.doc_id: d for d in datacenter(standin).scan()}
+    assert docs[f"page/{ids['VPN Setup']}"].access == Access.only({"group:eng/engineering", "user:alice@example.com"})
+    assert store.groups_of("alice@example.com") == {"group:eng/engineering"}
     install = next(c for c in vpn if c.section_path == ("Installing the client",))
     assert install.url == f"{standin.dc_url}/display/ENG/VPN+Setup#VPNSetup-Installingtheclient"
 

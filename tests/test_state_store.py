@@ -421,3 +421,47 @@ def test_a_database_made_before_the_outbox_gets_its_table_on_open(store: StateSt
         assert [m.key for m in again.scheduled_messages()] == ["after-upgrade"]
     finally:
         again.close()
+
+
+# -- group memberships (issue 11) ----------------------------------------------------------------------
+
+def test_group_members_are_replaced_and_looked_up_by_email(store: StateStore) -> None:
+    store.set_group_members("Eng", "HR", ["Ann@Example.com", " bob@example.com ", ""])
+    store.set_group_members("eng", "engineering", ["bob@example.com"])
+    store.set_group_members("wiki", "hr", ["ann@example.com"])
+    assert store.groups_of("ANN@example.com") == {"group:eng/hr", "group:wiki/hr"}
+    assert store.groups_of("bob@example.com") == {"group:eng/hr", "group:eng/engineering"}
+    assert store.group_members_of("ENG", "hr") == {"ann@example.com", "bob@example.com"}
+    # Replacing the set removes who is no longer listed (a user removed from a group stops matching).
+    store.set_group_members("eng", "hr", ["ann@example.com"])
+    assert store.groups_of("bob@example.com") == {"group:eng/engineering"}
+    store.set_group_members("eng", "hr", [])
+    assert store.groups_of("ann@example.com") == {"group:wiki/hr"}
+    assert store.groups_of("") == frozenset() and store.groups_of("nobody@example.com") == frozenset()
+    with pytest.raises(ValueError):
+        store.set_group_members("eng", " ", ["x@example.com"])
+    store.forget_source("eng")
+    assert store.groups_of("bob@example.com") == frozenset()
+    assert store.groups_of("ann@example.com") == {"group:wiki/hr"}
+
+
+def test_group_principals_are_spelled_as_connectors_access_spells_them(store: StateStore) -> None:
+    from connectors.access import Viewer, group, user
+
+    for source, name in [("Eng", "Release-Managers"), ("wiki.2", " id-5B10AC "), ("a_b", "x y")]:
+        store.set_group_members(source, name, ["Person@Example.com"])
+        assert group(source, name) in store.groups_of("person@example.com")
+    # What the store returns is what a viewer is built from, unchanged by normalising.
+    viewer = Viewer.person({user("person@example.com"), *store.groups_of("person@example.com")})
+    assert viewer.principals == {user("person@example.com"), *store.groups_of("person@example.com")}
+
+
+def test_the_group_table_is_added_to_an_older_database(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    first = StateStore(url)
+    first.group_members.drop(first.engine)  # a database made before group memberships existed
+    first.close()
+    again = StateStore(url)
+    again.set_group_members("eng", "hr", ["a@example.com"])
+    assert again.groups_of("a@example.com") == {"group:eng/hr"}
+    again.close()
