@@ -213,7 +213,7 @@ class ConfluenceConfig(_SourceBase):
         timezone: the site's time zone (IANA name) in which Data Center reads CQL dates; unknown
             means the incremental window is widened by 12 hours (the largest offset west of UTC).
         overlap_minutes: how far before the last watermark each incremental listing starts again.
-        restrictions: read each changed page's read restrictions into ``Document.acl``.
+        restrictions: read each changed page's read restrictions into ``Document.access`` (off: pages are public).
         page_size: listing page size (v2 caps it at 250, v1 at 200 without bodies).
     """
 

@@ -2,9 +2,9 @@
 
 Documents are keyed by page id (``doc_id = "page/<id>"``), so a renamed or moved page keeps its
 place in the index. Bodies are read in storage format and converted by
-:mod:`connectors.storage_format`; ``Document.acl`` holds the page's own read restrictions
-(``user:<accountId or username>``, ``group:<name>``; restrictions inherited from ancestors are not
-resolved here).
+:mod:`connectors.storage_format`; ``Document.access`` holds the page's own read restrictions
+(``user:<e-mail, else accountId or username>``, ``group:<source>/<name>``; none: public; a restrictions
+read that failed: readable by nobody; restrictions inherited from ancestors are not resolved here).
 
 Cloud (``deployment: cloud``), REST v2, basic auth with e-mail + API token:
 
@@ -57,6 +57,7 @@ from zoneinfo import ZoneInfo
 
 import httpx
 
+from .access import Access, group, user
 from .config import ConfluenceConfig
 from .errors import SourceUnavailableError
 from .folder import SkippedPage
@@ -411,13 +412,20 @@ class ConfluenceSource:
             return parts.path + (f"?{parts.query}" if parts.query else "")
         return nxt if nxt.startswith("/") else "/" + nxt
 
-    def _v2_restrictions(self, pid: str) -> tuple[str, ...]:
+    def _v2_restrictions(self, pid: str) -> Access:
         if not self.cfg.restrictions:
-            return ()
-        resp = self.http.get(f"/wiki/rest/api/content/{quote(pid)}/restriction/byOperation/read", allow_404=True)
-        if resp.status_code == 404:
-            return ()
-        return _acl(decode_json(resp, "Confluence").get("restrictions") or {})
+            return Access.everyone()
+        try:
+            resp = self.http.get(f"/wiki/rest/api/content/{quote(pid)}/restriction/byOperation/read", allow_404=True)
+            if resp.status_code == 404:
+                return Access.everyone()
+            return _access(self.name, decode_json(resp, "Confluence").get("restrictions") or {})
+        except SourceAuthError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - fail closed: the page is indexed, readable by nobody
+            if isinstance(exc, HttpStatusError) and exc.status == 401:
+                raise
+            return Access.nobody(f"its read restrictions could not be read ({type(exc).__name__}: {exc})"[:300])
 
     def _v2_document(self, page: Mapping[str, Any], space_key: str) -> Document | SkippedPage:
         pid = str(page.get("id"))
@@ -427,7 +435,7 @@ class ConfluenceSource:
             return Document(
                 source=self.name, doc_id=f"page/{pid}", title=str(page.get("title") or ""),
                 url=self.web_base + webui, text=storage_to_markdown(storage),
-                updated_at=self._modified(page), space=space_key, acl=self._v2_restrictions(pid))
+                updated_at=self._modified(page), space=space_key, access=self._v2_restrictions(pid))
         except Exception as exc:  # noqa: BLE001 - a page that cannot be converted is skipped, the run goes on
             if isinstance(exc, HttpStatusError) and exc.status == 401:
                 raise
@@ -485,7 +493,7 @@ class ConfluenceSource:
                 source=self.name, doc_id=f"page/{pid}", title=str(page.get("title") or ""),
                 url=self.web_base + webui, text=storage_to_markdown(storage),
                 updated_at=self._modified(page), space=str((page.get("space") or {}).get("key") or ""),
-                acl=_acl(read))
+                access=_access(self.name, read) if self.cfg.restrictions else Access.everyone())
         except Exception as exc:  # noqa: BLE001 - a page that cannot be converted is skipped, the run goes on
             return self._skipped(pid, exc)
 
@@ -541,15 +549,27 @@ def _no_loop(url: str, followed: set[str]) -> None:
     followed.add(url)
 
 
-def _acl(restrictions: Mapping[str, Any]) -> tuple[str, ...]:
-    """``("group:hr", "user:5b10...")`` from a v1 restrictions object (``{"user": {"results": [...]}, "group": ...}``)."""
+def _access(source: str, restrictions: Mapping[str, Any]) -> Access:
+    """The :class:`Access` of a page's own v1 read restrictions (``{"user": {"results": [...]}, "group": ...}``):
+    users as ``user:<email, else accountId/username/userKey>``, groups as ``group:<source>/<name or id>``;
+    no restriction: public; a restriction naming nobody usable: readable by nobody (fail closed).
+
+    (Minimal mapping; ancestors and space permissions are not resolved here.)
+    """
+    restricted = False
     out: set[str] = set()
     for u in ((restrictions.get("user") or {}).get("results") or []):
-        ident = u.get("accountId") or u.get("username") or u.get("userKey")
+        restricted = True
+        ident = u.get("email") or u.get("accountId") or u.get("username") or u.get("userKey")
         if ident:
-            out.add(f"user:{ident}")
+            out.add(user(str(ident)))
     for g in ((restrictions.get("group") or {}).get("results") or []):
+        restricted = True
         ident = g.get("name") or g.get("id")
         if ident:
-            out.add(f"group:{ident}")
-    return tuple(sorted(out))
+            out.add(group(source, str(ident)))
+    if not restricted:
+        return Access.everyone()
+    if not out:
+        return Access.nobody("its read restrictions name no user or group this bot can match")
+    return Access.only(out)

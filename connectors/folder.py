@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 import frontmatter
 
+from .access import Access
 from .errors import SourceUnavailableError
 from .models import Document
 from .safe_files import RefusedFileError, read_regular_file
@@ -169,6 +170,7 @@ class FolderSource:
         return Document(
             source=self.name, doc_id=doc_id, title=title, url=self.url_for(doc_id), text=body,
             updated_at=mtime, space=space,
+            access=Access.everyone(),  # a folder has no per-page read control (issue 11: a configurable audience)
         )
 
 

@@ -38,6 +38,7 @@ from urllib.parse import quote
 import httpx
 from bs4 import BeautifulSoup, NavigableString
 
+from .access import Access
 from .config import MediaWikiConfig
 from .errors import SourceUnavailableError
 from .folder import SkippedPage
@@ -445,7 +446,8 @@ class MediaWikiSource:
             ns = int(parse.get("ns", 0)) if "ns" in parse else None
             return Document(source=self.name, doc_id=doc_id, title=title, url=self.page_url(title),
                             text=mediawiki_html_to_markdown(parse.get("text", "")),
-                            updated_at=None, space=self.namespace_name(ns) if ns is not None else "")
+                            updated_at=None, space=self.namespace_name(ns) if ns is not None else "",
+                            access=Access.everyone())  # no per-page read control (issue 11: a configurable audience)
         except SourceAuthError:
             raise  # the site info behind page_url needs the login: not a page's problem
         except Exception as exc:  # noqa: BLE001 - a page that cannot be converted is skipped, the run goes on

@@ -10,6 +10,8 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .access import Access
+
 __all__ = ["Document", "Tombstone", "Chunk", "content_hash"]
 
 
@@ -35,7 +37,9 @@ class Document:
         text: the page body as Markdown, headings kept as ``#`` lines (what the chunker reads).
         updated_at: last modification time (timezone-aware), or ``None`` when unknown.
         space: a grouping such as a Confluence space key or a top-level folder.
-        acl: who may read the page (principal ids); empty means everyone.
+        access: who may read the page (:class:`connectors.access.Access`); every source sets it
+            explicitly. The default, :meth:`Access.nobody`, fails closed: a document whose source said
+            nothing about access is readable by nobody.
     """
 
     source: str
@@ -45,12 +49,14 @@ class Document:
     text: str
     updated_at: datetime | None = None
     space: str = ""
-    acl: tuple[str, ...] = ()
+    access: Access = field(default_factory=lambda: Access.nobody("the source gave no access"))
 
     @property
     def hash(self) -> str:
-        """Content hash over everything that changes the chunks (title, url, text, acl)."""
-        return content_hash(self.title, self.url, self.text, "\x1f".join(self.acl))
+        """Content hash over everything that changes the chunks (title, url, text, and the access:
+        its tokens and why it is unresolved), so a page whose access changed is written again."""
+        return content_hash(self.title, self.url, self.text, "\x1f".join(self.access.tokens()),
+                            self.access.unresolved)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +79,7 @@ class Chunk:
         text: the passage text (what quotes must be verbatim spans of).
         ordinal: position of the chunk within its document, from 0.
         updated_at: copied from the document.
-        acl: copied from the document.
+        access: copied from the document (who may read the chunk; the stores filter on its tokens).
     """
 
     chunk_id: str
@@ -85,7 +91,7 @@ class Chunk:
     text: str
     ordinal: int = 0
     updated_at: datetime | None = None
-    acl: tuple[str, ...] = field(default_factory=tuple)
+    access: Access = field(default_factory=lambda: Access.nobody("the chunk was made without access"))
 
     @property
     def section(self) -> str:

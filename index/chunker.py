@@ -127,7 +127,7 @@ class Chunker:
                 chunks.append(Chunk(
                     chunk_id=chunk_id, source=doc.source, doc_id=doc.doc_id, title=doc.title,
                     section_path=path, url=url, text=text, ordinal=len(chunks),
-                    updated_at=doc.updated_at, acl=doc.acl,
+                    updated_at=doc.updated_at, access=doc.access,
                 ))
         return chunks
 
