@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from connectors.access import PUBLIC_TOKEN, Access
 from connectors.models import Chunk
 
 __all__ = ["StoredChunk", "chunk_to_record", "chunk_from_record", "SECTION_SEP"]
@@ -27,7 +28,7 @@ def chunk_to_record(c: Chunk) -> dict:
         "title": c.title, "section_path": SECTION_SEP.join(c.section_path), "url": c.url,
         "text": c.text, "ordinal": c.ordinal,
         "updated_at": c.updated_at.isoformat() if c.updated_at else "",
-        "acl": SECTION_SEP.join(c.acl),
+        "acl": SECTION_SEP.join(c.access.tokens()),  # bridge until the stores index access (issue 11)
     }
 
 
@@ -41,5 +42,14 @@ def chunk_from_record(r: dict) -> Chunk:
         section_path=tuple(sp.split(SECTION_SEP)) if sp else (), url=r.get("url", ""),
         text=r.get("text", ""), ordinal=int(r.get("ordinal", 0)),
         updated_at=datetime.fromisoformat(ts) if ts else None,
-        acl=tuple(acl.split(SECTION_SEP)) if acl else (),
+        access=_access(tuple(acl.split(SECTION_SEP)) if acl else ()),
     )
+
+
+def _access(tokens: tuple[str, ...]) -> Access:
+    """The access stored as tokens (bridge: ``()`` is readable by nobody)."""
+    if not tokens:
+        return Access.nobody("no access stored")
+    if PUBLIC_TOKEN in tokens:
+        return Access.everyone()
+    return Access.only(tokens)
