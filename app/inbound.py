@@ -80,6 +80,8 @@ class InboundMessage:
         is_guest: the requester is a guest or from another organisation (Slack ``is_restricted``,
             ``is_ultra_restricted`` or another team; Teams ``userRole: guest`` or another tenant): public
             pages only (see :mod:`app.access`).
+        private_reply: the answer is shown to the requester alone wherever they asked (an ephemeral
+            ``/kb`` answer, the assistant pane): their own access applies, as in a DM.
         audience_members: the people (bots excluded) who can read the conversation, when the adapter
             listed them for ``CHANNEL_ACCESS=members``; None when not listed (or the listing failed, or
             the conversation is larger than ``CHANNEL_MEMBERS_MAX``): a channel is then public only.
@@ -104,6 +106,7 @@ class InboundMessage:
     locale: str = "en"
     timezone: str = ""
     is_guest: bool = False
+    private_reply: bool = False
     audience_members: tuple[AudienceMember, ...] | None = None
 
     def __post_init__(self) -> None:

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from agent.models import Turn
 
+from .access import AccessPolicy
 from .inbound import InboundMessage
 
 __all__ = ["build_turn"]
 
 
-def build_turn(msg: InboundMessage) -> Turn:
-    """The agent's turn for ``msg``: every field copied, the mentions' e-mails as ``Turn.mention_emails``.
+_DEFAULT_POLICY = AccessPolicy()
+
+
+def build_turn(msg: InboundMessage, access: AccessPolicy | None = None) -> Turn:
+    """The agent's turn for ``msg``: every field copied, the mentions' e-mails as ``Turn.mention_emails``,
+    and ``Turn.viewer`` (who will see the answer) from ``access`` (:meth:`AccessPolicy.viewer`; None:
+    the defaults, no groups and ``CHANNEL_ACCESS=public``, which can only narrow what is shown).
 
     Never raises for a valid :class:`InboundMessage`.
     """
@@ -25,4 +31,5 @@ def build_turn(msg: InboundMessage) -> Turn:
         channel_id=msg.channel_id, thread_id=msg.thread_id, is_admin=msg.is_admin, locale=msg.locale,
         timezone=msg.timezone, message_id=msg.message_id, sent_at=msg.sent_at,
         mention_emails=msg.mention_emails, user_email=msg.user_email, channel_kind=msg.channel_kind,
+        viewer=(access or _DEFAULT_POLICY).viewer(msg),
     )
