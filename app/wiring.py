@@ -14,7 +14,7 @@ from index.knowledge import KnowledgeIndex
 from tools.base import ToolRegistry
 from tools.knowledge_search import KnowledgeSearch, SearchConfig
 
-from .access import AccessPolicy, access_policy
+from .access import AccessPolicy, access_policy, unreadable_citations
 from .settings import Settings
 
 __all__ = ["build_embedder", "open_index", "build_agent", "register_action_tools", "Runtime"]
@@ -71,6 +71,11 @@ class Runtime:
     tools: ToolRegistry
     agent: Agent
     access: AccessPolicy = AccessPolicy()
+
+    def unreadable_citations(self, citations, viewer) -> list:
+        """The citations whose stored chunk ``viewer`` may not read (a chunk that is gone counts as
+        unreadable): :func:`app.access.unreadable_citations` over this index, for "Share in channel"."""
+        return unreadable_citations(citations, viewer, self.index.qdrant.get)
 
     def close(self) -> None:
         """Release the index and whatever the action tools opened (the calendar backend)."""

@@ -38,7 +38,6 @@ from urllib.parse import quote
 import httpx
 from bs4 import BeautifulSoup, NavigableString
 
-from .access import Access
 from .config import MediaWikiConfig, audience_access
 from .errors import SourceUnavailableError
 from .folder import SkippedPage
