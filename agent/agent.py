@@ -6,7 +6,9 @@ personal data and instructions planted for an assistant (:func:`agent.screen.scr
 flagged cited sentences and quotes are dropped, uncited text is redacted), then validates every
 citation (:func:`agent.citations.validate_citations`): sentences whose citation fails are dropped,
 and if what remains no longer has the citations the evidence gate required, the reply becomes a
-refusal (saying so when the screen took the answering part). A last pass redacts anything the
+refusal (saying so when the screen took the answering part). A knowledge refusal to a channel
+audience (``Turn.viewer.audience == "channel"``) is always :data:`agent.messages.ACCESS_REFUSAL`,
+which names nothing, so it never tells a channel that a restricted page exists. A last pass redacts anything the
 scanner finds in the final text. Nothing uncited, nothing unverifiable and nothing flagged leaves
 the agent, whichever planner wrote the reply.
 
@@ -104,6 +106,12 @@ class Agent:
         trace.add_time("screen", (time.perf_counter() - t) * 1000)
         if cited or (not reply.text.strip() and not reply.refused):
             reply = self._guard(reply, evidence, screen)
+        if reply.refused and _channel_audience(turn) and reply.route in {"knowledge", "followup"} \
+                and reply.pending_action is None and not screen.categories:
+            # Whatever was (or was not) found for others, a channel hears the same words (issue 11).
+            trace.step("access_refusal", audience="channel")
+            reply = Reply(messages.ACCESS_REFUSAL, refused=True, route=reply.route, searched=reply.searched,
+                          trace=trace)
         if screen.categories and not reply.refused:
             trace.notes.append(messages.withheld_note(screen.categories))
         if trace.notes and not reply.refused:
@@ -138,3 +146,8 @@ class Agent:
             reply = Reply(text, refused=True, route=reply.route, searched=reply.searched, trace=reply.trace)
         reply.trace.add_time("validate", (time.perf_counter() - t) * 1000)
         return reply
+
+
+def _channel_audience(turn: Turn) -> bool:
+    """Whether others than the asker will read the answer (``Turn.viewer.audience == "channel"``)."""
+    return turn.viewer is not None and turn.viewer.audience == "channel"

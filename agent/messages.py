@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tools.actions import ActionWords, Preview
 
-__all__ = ["refusal", "CHITCHAT", "EMPTY", "ACTION_UNAVAILABLE", "truncated_note", "COMPLIANCE_REFUSAL",
+__all__ = ["refusal", "ACCESS_REFUSAL", "CHITCHAT", "EMPTY", "ACTION_UNAVAILABLE", "truncated_note", "COMPLIANCE_REFUSAL",
            "action_preview", "question_refused_note", "withheld_note", "withheld_refusal"]
 
 CHITCHAT = ("Hi! I answer questions from the company knowledge base, always with links to my sources. "
@@ -13,6 +13,12 @@ CHITCHAT = ("Hi! I answer questions from the company knowledge base, always with
 EMPTY = "Your message was empty. Ask me a question about the company, its policies, processes or tools."
 
 ACTION_UNAVAILABLE = "That looks like a request for an action, but no action tool here can do it, so I did nothing."
+
+
+#: The refusal of a knowledge question answered where others read it (a channel audience): it names
+#: nothing that was found, so it cannot reveal that a restricted page exists (issue 11).
+ACCESS_REFUSAL = ("I couldn't find anything you can see about that here. "
+                  "Ask me in a DM if it may be in a restricted space.")
 
 
 def refusal(searched: list[str], reason: str) -> str:

@@ -15,7 +15,7 @@ from typing import Literal
 
 from agent.models import HistoryMessage
 
-__all__ = ["InboundMessage", "Mention", "ChannelKind", "CHANNEL_KINDS", "utc_from_epoch"]
+__all__ = ["InboundMessage", "Mention", "AudienceMember", "ChannelKind", "CHANNEL_KINDS", "utc_from_epoch"]
 
 #: Where a message was written: a one-to-one chat with the bot, a group DM / group chat, or a channel.
 #: A thread is not a kind: it is :attr:`InboundMessage.thread_id` within any of them.
@@ -44,6 +44,19 @@ class Mention:
 
 
 @dataclass(frozen=True, slots=True)
+class AudienceMember:
+    """One person who can read the conversation (for ``CHANNEL_ACCESS=members``).
+
+    Attributes:
+        email: their e-mail ("" when the platform gave none: the audience is then public only).
+        is_guest: a guest or a person from another organisation (public pages only).
+    """
+
+    email: str = ""
+    is_guest: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class InboundMessage:
     """One message as an adapter understood it (see the module docstring).
 
@@ -64,6 +77,14 @@ class InboundMessage:
             settings: ``ADMIN_USER_IDS``, ``TEAMS_ADMIN_IDS``).
         locale: the requester's locale (``en-US``).
         timezone: the requester's IANA zone ("" when unknown: ``DEFAULT_TIMEZONE`` applies).
+        is_guest: the requester is a guest or from another organisation (Slack ``is_restricted``,
+            ``is_ultra_restricted`` or another team; Teams ``userRole: guest`` or another tenant): public
+            pages only (see :mod:`app.access`).
+        private_reply: the answer is shown to the requester alone wherever they asked (an ephemeral
+            ``/kb`` answer, the assistant pane): their own access applies, as in a DM.
+        audience_members: the people (bots excluded) who can read the conversation, when the adapter
+            listed them for ``CHANNEL_ACCESS=members``; None when not listed (or the listing failed, or
+            the conversation is larger than ``CHANNEL_MEMBERS_MAX``): a channel is then public only.
 
     Raises:
         ValueError: for an unknown ``channel_kind`` or a naive ``sent_at``.
@@ -84,6 +105,9 @@ class InboundMessage:
     is_admin: bool = False
     locale: str = "en"
     timezone: str = ""
+    is_guest: bool = False
+    private_reply: bool = False
+    audience_members: tuple[AudienceMember, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.channel_kind and self.channel_kind not in CHANNEL_KINDS:
@@ -94,6 +118,8 @@ class InboundMessage:
             object.__setattr__(self, "history", tuple(self.history))
         if not isinstance(self.mentions, tuple):
             object.__setattr__(self, "mentions", tuple(self.mentions))
+        if self.audience_members is not None and not isinstance(self.audience_members, tuple):
+            object.__setattr__(self, "audience_members", tuple(self.audience_members))
         bad = [h for h in self.history if not isinstance(h, HistoryMessage)]
         if bad:
             raise TypeError(f"InboundMessage.history takes HistoryMessage entries, got {type(bad[0]).__name__}")

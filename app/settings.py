@@ -60,6 +60,14 @@ class Settings(BaseSettings):
             parse_interval(v)
         return v
 
+    # Permissions (issue 11)
+    channel_access: Literal["public", "members"] = Field(
+        "public", description="What answers posted where others read them (channels, group DMs, Teams channels "
+        "and group chats) may cite: 'public' pages only, or 'members': what every member may read (conversations "
+        "of at most CHANNEL_MEMBERS_MAX members; larger ones are public only). DMs use the asker's own access.")
+    channel_members_max: int = Field(50, ge=1, le=1000, description="With CHANNEL_ACCESS=members, conversations "
+                                     "with more members than this use public pages only.")
+
     # Microsoft Teams (the Bot Framework reads these names as they are)
     microsoft_app_id: str = Field("", validation_alias=AliasChoices("MicrosoftAppId", "MICROSOFT_APP_ID"),
                                   description="Azure Bot's app (client) id; empty: Teams answers 401 unless "

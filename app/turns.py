@@ -9,29 +9,20 @@ a ``Turn``.
 from __future__ import annotations
 
 from agent.models import Turn
-from connectors.access import Viewer, user
 
+from .access import AccessPolicy
 from .inbound import InboundMessage
 
-__all__ = ["build_turn", "default_viewer"]
+__all__ = ["build_turn"]
 
 
-def default_viewer(msg: InboundMessage) -> Viewer:
-    """A conservative viewer until the real one is built (issue 11): public pages only, except in a DM
-    with a known e-mail, where the asker's own ``user:<email>`` is added (no groups yet).
-
-    Channels, group chats and an unknown kind (the CLI, the eval) see public pages only.
-
-    TODO(issue 11, helper C): replace with ``app.access.viewer_for`` (groups, guests, CHANNEL_ACCESS).
-    """
-    if msg.channel_kind == "dm" and (msg.user_email or "").strip():
-        return Viewer.person([user(msg.user_email)], audience="dm")
-    return Viewer.public()
+_DEFAULT_POLICY = AccessPolicy()
 
 
-def build_turn(msg: InboundMessage) -> Turn:
+def build_turn(msg: InboundMessage, access: AccessPolicy | None = None) -> Turn:
     """The agent's turn for ``msg``: every field copied, the mentions' e-mails as ``Turn.mention_emails``,
-    and ``Turn.viewer`` (who will see the answer; :func:`default_viewer`).
+    and ``Turn.viewer`` (who will see the answer) from ``access`` (:meth:`AccessPolicy.viewer`; None:
+    the defaults, no groups and ``CHANNEL_ACCESS=public``, which can only narrow what is shown).
 
     Never raises for a valid :class:`InboundMessage`.
     """
@@ -40,5 +31,5 @@ def build_turn(msg: InboundMessage) -> Turn:
         channel_id=msg.channel_id, thread_id=msg.thread_id, is_admin=msg.is_admin, locale=msg.locale,
         timezone=msg.timezone, message_id=msg.message_id, sent_at=msg.sent_at,
         mention_emails=msg.mention_emails, user_email=msg.user_email, channel_kind=msg.channel_kind,
-        viewer=default_viewer(msg),
+        viewer=(access or _DEFAULT_POLICY).viewer(msg),
     )

@@ -14,6 +14,7 @@ from index.knowledge import KnowledgeIndex
 from tools.base import ToolRegistry
 from tools.knowledge_search import KnowledgeSearch, SearchConfig
 
+from .access import AccessPolicy, access_policy, unreadable_citations
 from .settings import Settings
 
 __all__ = ["build_embedder", "open_index", "build_agent", "register_action_tools", "Runtime"]
@@ -57,13 +58,24 @@ def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repai
 
 @dataclass(slots=True)
 class Runtime:
-    """Everything a command needs, built once."""
+    """Everything a command needs, built once.
+
+    ``access`` is who sees what (:class:`app.access.AccessPolicy`, for :func:`app.turns.build_turn`):
+    built from the settings and the sources file's ``groups:``; a server that has the state store
+    sets its ``groups_of`` (the groups the sources reported).
+    """
 
     settings: Settings
     index: KnowledgeIndex
     search: KnowledgeSearch
     tools: ToolRegistry
     agent: Agent
+    access: AccessPolicy = AccessPolicy()
+
+    def unreadable_citations(self, citations, viewer) -> list:
+        """The citations whose stored chunk ``viewer`` may not read (a chunk that is gone counts as
+        unreadable): :func:`app.access.unreadable_citations` over this index, for "Share in channel"."""
+        return unreadable_citations(citations, viewer, self.index.qdrant.get)
 
     def close(self) -> None:
         """Release the index and whatever the action tools opened (the calendar backend)."""
@@ -107,7 +119,7 @@ def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriev
     if settings.llm_enabled:
         planner = build_llm_planner(settings, tools, planner)
     agent = Agent(planner, min_citations=settings.min_citations, max_question_chars=settings.max_question_chars)
-    return Runtime(settings, index, search, tools, agent)
+    return Runtime(settings, index, search, tools, agent, access_policy(settings))
 
 
 def build_llm_planner(settings: Settings, tools: ToolRegistry, fallback):

@@ -125,10 +125,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
     try:
         empty = rt.index.stats()["pages"] == 0
         user = cli_user()
+        access = _cli_access(settings, rt.access, args.as_user)
         # --history is the user's own earlier questions: they may complete a request.
         # No message id: the same `chatops ask` run again proposes the same action (keyed on the words).
-        turn = build_turn(InboundMessage(platform="cli", text=args.question, user_id=user,
-                                         history=tuple(HistoryMessage.own(h, user) for h in args.history or ())))
+        # The answer is the asker's alone (a DM): --as EMAIL's own access, or public pages only without it.
+        turn = build_turn(InboundMessage(platform="cli", text=args.question, user_id=user, channel_kind="dm",
+                                         user_email=args.as_user or "",
+                                         history=tuple(HistoryMessage.own(h, user) for h in args.history or ())),
+                          access)
         reply = rt.agent.answer(turn)
         pending = cli_propose(settings, rt.tools, reply.pending_action, turn) if reply.pending_action else ""
     finally:
@@ -143,6 +147,28 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if pending:
             print("\n" + pending)
     return 0
+
+
+def _cli_access(settings: Settings, policy, as_user: str | None):
+    """The access policy of ``chatops ask``/``chat``: with ``--as EMAIL``, the groups the sources
+    reported for that person (the state store's) join the static ones; without it the asker has no
+    e-mail, so public pages only (fail closed: the CLI runs on the server, but is not an admin bypass)."""
+    import dataclasses
+
+    if not as_user:
+        return policy
+    if "@" not in as_user or any(c.isspace() for c in as_user.strip()):
+        raise ConfigError(f"--as needs an e-mail address, got {as_user!r}")
+    from state import StateStore
+
+    def groups(email: str) -> frozenset[str]:
+        store = StateStore(settings.state_url)
+        try:
+            return store.groups_of(email)
+        finally:
+            store.close()
+
+    return dataclasses.replace(policy, groups_of=groups)
 
 
 def empty_index_message(settings: Settings) -> str:
@@ -164,6 +190,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     settings = _settings()
     rt = build_agent(settings, retriever=args.retriever)
+    access = _cli_access(settings, rt.access, args.as_user)
     if rt.index.stats()["pages"] == 0:
         print(f"chatops: {empty_index_message(settings)}; only meeting requests can be answered now", file=sys.stderr)
     history: list[str] = []
@@ -192,9 +219,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 pending_key = ""
                 continue
             turn = build_turn(InboundMessage(
-                platform="console", text=text, user_id=cli_user(), channel_kind="dm",
+                platform="console", text=text, user_id=cli_user(), channel_kind="dm", user_email=args.as_user or "",
                 history=tuple(HistoryMessage.own(h, cli_user()) for h in history),
-                message_id=f"console-{uuid.uuid4().hex}"))
+                message_id=f"console-{uuid.uuid4().hex}"), access)
             reply = rt.agent.answer(turn)
             print("bot> " + render_reply(reply).replace("\n", "\n     "))
             if reply.pending_action:
@@ -211,7 +238,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """``chatops eval --questions FILE --source SPEC [--retriever R] [--k K] [--json]``."""
-    from .evaluate import format_table, load_questions, run_eval
+    from .evaluate import doc_chunks, format_table, load_questions, run_eval
     from app.wiring import build_agent, open_index
 
     settings = _settings()
@@ -221,7 +248,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for spec in args.source or []:
             _index_sources(settings, [spec], full=False, index=index, quiet=args.json)
         rt = build_agent(settings, index=index, retriever=args.retriever)
-        result = run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k)
+        result = run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k, access=rt.access,
+                          doc_chunks=doc_chunks(index))
     finally:
         index.close()
     result["retriever"] = args.retriever
@@ -323,20 +351,26 @@ def build_parser() -> argparse.ArgumentParser:
     pi.set_defaults(func=cmd_index)
     pa = _command(sub, "ask", "ask one question",
                   "Answer one question from the index, with numbered citations, or refuse when the sources do "
-                  "not support an answer; a meeting request gets a preview and the key to confirm it.",
+                  "not support an answer; a meeting request gets a preview and the key to confirm it. --as EMAIL "
+                  "answers with that person's own access (as in a DM); without it only public pages are used.",
                   ['chatops ask "how do I declare an incident?"',
+                   'chatops ask --as ana@acme.com "what are the salary bands?"',
                    'chatops ask --history "when do minor releases go out?" "and the branch cut?"',
                    'chatops ask --json "what is the home office budget?"'])
     pa.add_argument("question")
     pa.add_argument("--history", action="append", metavar="EARLIER_QUESTION", help="earlier question(s) of the thread")
     pa.add_argument("--json", action="store_true", help="print one JSON object")
     pa.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
+    pa.add_argument("--as", dest="as_user", metavar="EMAIL", help="answer as this person would see it in a DM "
+                    "(their own access); without it, public pages only")
     pa.set_defaults(func=cmd_ask)
     pc = _command(sub, "chat", "a console conversation with thread memory",
                   "A conversation in the terminal: earlier messages are the thread's history. /new starts a new "
                   "thread, /confirm and /cancel settle a proposed meeting, /quit or Ctrl-D ends.",
-                  ["chatops chat", "chatops chat --retriever dense"])
+                  ["chatops chat", "chatops chat --as ana@acme.com", "chatops chat --retriever dense"])
     pc.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
+    pc.add_argument("--as", dest="as_user", metavar="EMAIL", help="converse as this person (their own access, "
+                    "as in a DM); without it, public pages only")
     pc.set_defaults(func=cmd_chat)
     pe = _command(sub, "eval", "score the bot on an eval file",
                   "Run every question of a JSONL eval file through the agent and print retrieval (recall@k, MRR, "

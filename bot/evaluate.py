@@ -2,7 +2,9 @@
 
 The file format is one JSON object per line (``id``, ``question``, ``kind``, ``gold_docs``,
 ``answer_contains``, optional ``history`` (the asker's own earlier messages), ``expected_tool``,
-``expected_args``).
+``expected_args``, ``as_user`` (the asker's e-mail; without it the asker has none: public pages only)
+and ``audience`` (``dm``, the default: only the asker reads the answer; ``channel``: others do, so
+``CHANNEL_ACCESS`` applies)).
 
 Retrieval metrics use the first search of each turn (the standalone question for follow-ups),
 reduced to distinct documents in rank order, over the answerable kinds:
@@ -24,6 +26,13 @@ the expected tool (``expected_tool``, ``calendar.create`` when absent) as its pe
 list (``attendees``) as a set, case-insensitive; ``title`` and ``text`` loosely (case-insensitive,
 extra words allowed, each expected word equal to or a prefix of a proposed word: "Incident retro"
 matches "Incident retrospective"); anything else (``duration_minutes``) exactly.
+
+Permissions (issue 11), re-checked against the stored chunks' access for the question's viewer
+(``as_user`` and ``audience`` through :func:`app.turns.build_turn`): ``acl_leaks`` counts the chunks
+the viewer may not read that were cited (quotes included) or handed to the planner as evidence (the
+turn's retrieved hits); it must be 0. ``acl_recall`` is the fraction of questions whose gold page is
+restricted (not public) and readable by the viewer that were answered citing a gold page (None when
+there are none).
 """
 
 from __future__ import annotations
@@ -38,11 +47,14 @@ from pathlib import Path
 
 from agent.agent import Agent
 from agent.models import HistoryMessage, Reply
+from app.access import AccessPolicy
 from app.inbound import InboundMessage
 from app.turns import build_turn
+from connectors.access import Viewer
 from connectors.models import Chunk
 
-__all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE", "action_scores", "title_matches"]
+__all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE", "action_scores", "title_matches",
+           "acl_scores", "doc_chunks"]
 
 ANSWERABLE = frozenset({"single", "multi", "paraphrase", "exact_term", "followup"})
 
@@ -59,6 +71,8 @@ class EvalQuestion:
     history: tuple[str, ...] = ()
     expected_tool: str | None = None
     expected_args: dict | None = None
+    as_user: str = ""
+    audience: str = "dm"
 
 
 def load_questions(path: str | Path) -> list[EvalQuestion]:
@@ -77,7 +91,10 @@ def load_questions(path: str | Path) -> list[EvalQuestion]:
                 id=str(d["id"]), question=str(d["question"]), kind=str(d["kind"]),
                 gold_docs=tuple(d.get("gold_docs") or ()), answer_contains=tuple(d.get("answer_contains") or ()),
                 history=tuple(str(h) for h in d.get("history") or ()), expected_tool=d.get("expected_tool"),
-                expected_args=d.get("expected_args")))
+                expected_args=d.get("expected_args"), as_user=str(d.get("as_user") or ""),
+                audience=str(d.get("audience") or "dm")))
+            if out[-1].audience not in {"dm", "channel"}:
+                raise TypeError(f"audience must be dm or channel, not {out[-1].audience!r}")
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}:{n}: not a valid eval question ({exc}); see the eval README for the format") from exc
     return out
@@ -129,8 +146,36 @@ def _pct(xs: list[float], p: float) -> float | None:
     return round(xs[i], 1)
 
 
+def doc_chunks(index) -> dict[str, str]:
+    """Doc id -> one of its chunk ids, from the index's manifest (for :func:`acl_scores`)."""
+    return {p.doc_id: p.chunk_ids[0] for p in index.manifest.all_pages() if p.chunk_ids}
+
+
+def acl_scores(q: EvalQuestion, reply: Reply, viewer: Viewer | None, lookup: Callable[[str], Chunk | None],
+               doc_chunks: dict[str, str] | None = None) -> dict:
+    """``acl_leaks`` (chunks cited or retrieved that ``viewer`` may not read; a chunk gone from the
+    store counts) and ``acl_restricted_gold`` (the gold page is restricted and readable by ``viewer``:
+    the question counts for ``acl_recall``) with ``acl_answered`` (then answered citing a gold page)."""
+    if viewer is None:
+        viewer = Viewer.public()
+    seen = {c.chunk_id for c in reply.citations} | {h["chunk_id"] for qq in reply.trace.queries for h in qq["hits"]}
+    leaks = 0
+    for cid in sorted(seen):
+        chunk = lookup(cid)
+        if chunk is None or not chunk.access.readable_by(viewer):
+            leaks += 1
+    restricted = False
+    for doc in q.gold_docs:
+        chunk = lookup(doc_chunks[doc]) if doc_chunks and doc in doc_chunks else None
+        if chunk is not None and not chunk.access.public and chunk.access.readable_by(viewer):
+            restricted = True
+    answered = restricted and not reply.refused and any(c.doc_id in set(q.gold_docs) for c in reply.citations)
+    return {"acl_leaks": leaks, "acl_restricted_gold": restricted, "acl_answered": answered}
+
+
 def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str], Chunk | None],
-             k: int = 10, progress=None) -> dict:
+             k: int = 10, progress=None, access: AccessPolicy | None = None,
+             doc_chunks: dict[str, str] | None = None) -> dict:
     """Ask each question and score it; returns the ``--json`` object (see module docstring).
 
     Args:
@@ -141,16 +186,22 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
             chunk must be among the turn's retrieved hits).
         k: also report ``recall@k`` (distinct documents).
         progress: optional callback ``(question, reply, row)``.
+        access: who sees what (the runtime's :class:`app.access.AccessPolicy`: static groups,
+            ``CHANNEL_ACCESS``); None: the defaults.
+        doc_chunks: doc id -> a chunk id (:func:`doc_chunks`), to tell restricted gold pages (``acl_recall``).
     """
     rows = []
     for q in questions:
         t = time.perf_counter()
         history = tuple(HistoryMessage.own(h) for h in q.history)  # the asker's own earlier messages
-        reply = agent.answer(build_turn(InboundMessage(platform="eval", text=q.question, history=history)))
+        turn = build_turn(InboundMessage(platform="eval", text=q.question, history=history, user_email=q.as_user,
+                                         channel_kind="dm" if q.audience == "dm" else "channel"), access)
+        reply = agent.answer(turn)
         ms = (time.perf_counter() - t) * 1000
         row = {"id": q.id, "kind": q.kind, "route": reply.route, "refused": reply.refused,
                "latency_ms": ms, "citations": len(reply.citations), "text": reply.text,
                "citation_valid": citations_valid(reply, lookup)}
+        row.update(acl_scores(q, reply, turn.viewer, lookup, doc_chunks))
         if q.kind in ANSWERABLE:
             docs = ranked_docs(reply)
             row["docs"] = docs[:max(10, k)]
@@ -237,6 +288,10 @@ def _figures(rows: list[dict]) -> dict:
     act = [r for r in rows if r["kind"] == "action"]
     out["answers"]["action_tool"] = _mean([float(r["action_tool"]) for r in act])
     out["answers"]["action_args"] = _mean([float(r["action_args"]) for r in act])
+    restricted = [r for r in rows if r.get("acl_restricted_gold")]
+    out["access"] = {"acl_leaks": sum(int(r.get("acl_leaks", 0)) for r in rows),
+                     "acl_recall": _mean([float(r["acl_answered"]) for r in restricted]),
+                     "acl_questions": len(restricted)}
     calls = [float(r.get("llm_calls", 0)) for r in rows]
     tokens = [float(r.get("llm_tokens", 0)) for r in rows]
     out["cost"] = {"llm_calls_mean": _mean(calls), "llm_calls_p95": _pct(calls, 0.95),
@@ -271,6 +326,9 @@ def format_table(result: dict, label: str = "") -> str:
              f"answers    answer_contains {f(a['answer_contains'])}  citation_validity {f(a['citation_validity'])}  "
              f"refusal_unanswerable {f(a['refusal_unanswerable'])}  false_refusal {f(a['false_refusal'])}",
              f"actions    action_tool {f(a.get('action_tool'))}  action_args {f(a.get('action_args'))}",
+             f"access     acl_leaks {result.get('access', {}).get('acl_leaks', 0)}  "
+             f"acl_recall {f(result.get('access', {}).get('acl_recall'))} "
+             f"({result.get('access', {}).get('acl_questions', 0)} restricted questions)",
              f"latency    p50 {lat['p50']} ms  p95 {lat['p95']} ms",
              "", "by kind      n   R@5   R@10  contains refused"]
     for k, v in result["by_kind"].items():

@@ -17,6 +17,7 @@ work and closes everything. Index jobs (start-up sync, ``/kb reindex``) share on
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import signal
 import sys
@@ -278,6 +279,8 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     except ConnectorError:
         store.close()
         raise
+    # Who sees what: the groups the sources reported (the state store's, issue 11) join the static ones.
+    runtime.access = dataclasses.replace(runtime.access, groups_of=store.groups_of)
     # A store that fails while serving (damaged, disk full) gets users a short reply, not an error.
     runtime.agent = IndexGuardedAgent(runtime.agent)  # type: ignore[assignment]
     try:
@@ -305,7 +308,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         from .teams.adapter import build_teams_adapter
 
         adapters.append(build_teams_adapter(settings, runtime.agent, store, actions=action_service, jobs=jobs,
-                                            job_executor=executor))
+                                            job_executor=executor, access=runtime.access))
 
     async def state_ready() -> tuple[bool, str]:
         ok = await asyncio.to_thread(store.ping)

@@ -33,12 +33,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from .access import Access, group, normalise, user
 from .errors import ConnectorError, SourceSpecError
 
 __all__ = [
     "ChatopsConfig", "SourceConfig", "ConfluenceConfig", "MediaWikiConfig", "FolderConfig", "Schedule",
     "SchedulerConfig", "ConfluenceAuth", "MediaWikiAuth", "ConfigFileError", "MissingCredentialError",
     "load_config", "parse_config", "require_env", "credential_vars", "parse_interval", "DEFAULT_CONFIG_FILE",
+    "Audience", "audience_access", "STATIC_GROUP_SOURCE",
 ]
 
 DEFAULT_CONFIG_FILE = "chatops.yml"
@@ -179,6 +181,65 @@ class MediaWikiAuth(_Auth):
         return _env_name(v, info.field_name or "") or v
 
 
+#: The source part of the principals of the groups declared at the top of the sources file
+#: (``groups: {hr: [...]}`` -> ``group:chatops/hr``).
+STATIC_GROUP_SOURCE = "chatops"
+
+#: Who may read a folder's or a wiki's pages: ``"public"`` (every employee) or a list of e-mails,
+#: group names declared under ``groups:`` and ``group:<source>/<name>`` principals.
+Audience = Union[Literal["public"], list[str]]
+
+
+def _audience_principal(entry: str) -> str:
+    """One audience entry as a principal: an e-mail -> ``user:``, ``group:src/name`` kept, a bare
+    name -> ``group:chatops/<name>`` (a group of the sources file). Raises ``ValueError`` otherwise."""
+    e = str(entry).strip()
+    if e.lower().startswith(("user:", "group:")):
+        return normalise(e)
+    if "@" in e and " " not in e:
+        return user(e)
+    if _NAME.match(e):
+        return group(STATIC_GROUP_SOURCE, e)
+    raise ValueError(f"audience entry {entry!r} is neither an e-mail, a group name declared under groups: "
+                     "nor group:<source>/<name>")
+
+
+def _check_audience(v: Any) -> Any:
+    if isinstance(v, str):
+        if v.strip().lower() != "public":
+            raise ValueError("audience is public or a list of e-mails and group names, e.g. [hr, a@x.com]")
+        return "public"
+    if isinstance(v, list):
+        if not v:
+            raise ValueError("an empty audience would hide every page: write public, or list e-mails and groups")
+        for e in v:
+            _audience_principal(e)
+        return [str(e).strip() for e in v]
+    return v
+
+
+def audience_access(audience: "Audience") -> Access:
+    """The :class:`Access` of every page of a source with this ``audience``: public, or only the
+    listed principals (see :data:`Audience`).
+
+    Raises:
+        ValueError: for an entry that is neither an e-mail nor a group.
+    """
+    if isinstance(audience, str):
+        if audience.strip().lower() == "public":
+            return Access.everyone()
+        audience = [audience]
+    return Access.only(_audience_principal(e) for e in audience)
+
+
+def audience_groups(audience: "Audience") -> list[str]:
+    """The bare group names (groups of the sources file) an audience names."""
+    if isinstance(audience, str):
+        return []
+    return [str(e).strip() for e in audience
+            if not str(e).strip().lower().startswith(("user:", "group:")) and "@" not in str(e)]
+
+
 class _SourceBase(_Strict):
     name: str
     schedule: Schedule | None = None
@@ -304,6 +365,12 @@ class MediaWikiConfig(_SourceBase):
     auth: MediaWikiAuth | None = None
     overlap_seconds: int = Field(120, ge=0, le=86400)
     full_sync_after_days: int = Field(30, ge=1, le=365)
+    audience: Audience = "public"
+
+    @field_validator("audience", mode="before")
+    @classmethod
+    def _audience(cls, v: Any) -> Any:
+        return _check_audience(v)
 
     @field_validator("api_url")
     @classmethod
@@ -322,11 +389,22 @@ class MediaWikiConfig(_SourceBase):
 
 
 class FolderConfig(_SourceBase):
-    """A folder of Markdown/HTML files (see :class:`connectors.folder.FolderSource`)."""
+    """A folder of Markdown/HTML files (see :class:`connectors.folder.FolderSource`).
+
+    Attributes:
+        audience: who may read its pages (:data:`Audience`; ``public`` by default): a folder has no
+            per-page read control.
+    """
 
     type: Literal["folder"]
     path: str
     url_base: str | None = None
+    audience: Audience = "public"
+
+    @field_validator("audience", mode="before")
+    @classmethod
+    def _audience(cls, v: Any) -> Any:
+        return _check_audience(v)
 
 
 SourceConfig = Annotated[Union[ConfluenceConfig, MediaWikiConfig, FolderConfig], Field(discriminator="type")]
@@ -361,10 +439,28 @@ class SchedulerConfig(_Strict):
 
 
 class ChatopsConfig(_Strict):
-    """The whole file: ``sources`` (unique names) and optional ``scheduler`` options."""
+    """The whole file: ``sources`` (unique names), optional ``scheduler`` options and ``groups``.
+
+    ``groups`` declares static groups once (``{hr: [a@x.com, b@x.com]}``): a folder's or a wiki's
+    ``audience`` may name them, and their members get the principal ``group:chatops/<name>``.
+    """
 
     sources: list[SourceConfig] = Field(default_factory=list)
     scheduler: SchedulerConfig = SchedulerConfig()
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        out = {}
+        for name, emails in v.items():
+            if not _NAME.match(str(name)):
+                raise ValueError(f"group name {name!r} must be letters, digits, '.', '_' or '-'")
+            bad = [e for e in emails if "@" not in str(e) or " " in str(e).strip()]
+            if bad:
+                raise ValueError(f"group {name!r} lists {bad[:3]}: members are e-mail addresses")
+            out[str(name).lower()] = sorted({str(e).strip().lower() for e in emails})
+        return out
 
     @model_validator(mode="after")
     def _unique(self) -> ChatopsConfig:
@@ -372,7 +468,16 @@ class ChatopsConfig(_Strict):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"several sources are named {', '.join(dupes)}; source names must be unique")
+        for s in self.sources:
+            unknown = [g for g in audience_groups(getattr(s, "audience", "public")) if g.lower() not in self.groups]
+            if unknown:
+                raise ValueError(f"the audience of source {s.name!r} names {', '.join(unknown)}, not declared under "
+                                 "groups: (declare it there, or write an e-mail or group:<source>/<name>)")
         return self
+
+    def static_groups(self) -> dict[str, frozenset[str]]:
+        """Group name -> its members' e-mails (lower case), as declared under ``groups:``."""
+        return {name: frozenset(emails) for name, emails in self.groups.items()}
 
     def source(self, name: str) -> SourceConfig:
         """The source called ``name``.

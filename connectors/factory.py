@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .config import (
-    ConfigFileError, ConfluenceConfig, FolderConfig, MediaWikiConfig, SourceConfig, credential_vars, require_env,
+    ConfigFileError, ConfluenceConfig, FolderConfig, MediaWikiConfig, SourceConfig, audience_access, credential_vars,
+    require_env,
 )
 from .confluence import ConfluenceSource
 from .folder import FolderSource
@@ -33,7 +34,7 @@ def build_source(cfg: SourceConfig, *, environ: Mapping[str, str] | None = None,
     """
     pol = policy or RetryPolicy(attempts=cfg.retries + 1)
     if isinstance(cfg, FolderConfig):
-        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base)
+        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base, access=audience_access(cfg.audience))
     if isinstance(cfg, ConfluenceConfig):
         vars_ = dict(credential_vars(cfg))
         token = require_env(vars_["auth.token_env"], cfg.name, "auth.token_env", environ)

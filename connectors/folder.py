@@ -63,6 +63,9 @@ class FolderSource:
         url_base: when set, page URLs are ``url_base`` + the path without its suffix
             (``a/index.md`` maps to ``a/``, ``a/b.md`` to ``a/b``), as static-site generators
             publish them; otherwise ``file://`` URLs of the files.
+        access: who may read every page (a folder has no per-page read control): public by
+            default; a source's ``audience`` in ``chatops.yml`` sets it
+            (:func:`connectors.config.audience_access`).
 
     Raises:
         SourceUnavailableError: from :meth:`scan` when ``root`` is not a readable directory.
@@ -71,8 +74,10 @@ class FolderSource:
     #: the folder is listed completely on every scan, so pages not seen were deleted.
     complete_listing = True
 
-    def __init__(self, root: str | os.PathLike[str], name: str | None = None, url_base: str | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str], name: str | None = None, url_base: str | None = None,
+                 access: Access | None = None) -> None:
         self.root = Path(root).expanduser().resolve()
+        self.access = access if access is not None else Access.everyone()
         self.name = name or folder_source_name(self.root)
         self.url_base = url_base.rstrip("/") + "/" if url_base else None
 
@@ -170,7 +175,7 @@ class FolderSource:
         return Document(
             source=self.name, doc_id=doc_id, title=title, url=self.url_for(doc_id), text=body,
             updated_at=mtime, space=space,
-            access=Access.everyone(),  # a folder has no per-page read control (issue 11: a configurable audience)
+            access=self.access,  # a folder has no per-page read control: its audience (public by default)
         )
 
 

@@ -38,8 +38,7 @@ from urllib.parse import quote
 import httpx
 from bs4 import BeautifulSoup, NavigableString
 
-from .access import Access
-from .config import MediaWikiConfig
+from .config import MediaWikiConfig, audience_access
 from .errors import SourceUnavailableError
 from .folder import SkippedPage
 from .http import HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json, parse_retry_after
@@ -129,6 +128,7 @@ class MediaWikiSource:
 
     Attributes:
         name: the source name.
+        access: who may read every page (the entry's ``audience``; a wiki has no per-page read control here).
         complete_listing: True: :meth:`scan` lists every page, for :class:`~index.indexer.Indexer`.
         http: the HTTP client (``http.calls`` counts requests).
         calls, retries: HTTP requests sent so far, and of which retries.
@@ -142,6 +142,7 @@ class MediaWikiSource:
                  client: httpx.Client | None = None, policy: RetryPolicy | None = None) -> None:
         self.cfg = cfg
         self.name = cfg.name
+        self.access = audience_access(cfg.audience)
         self.api_url = cfg.api_url
         self.username = username
         self.password = password
@@ -447,7 +448,7 @@ class MediaWikiSource:
             return Document(source=self.name, doc_id=doc_id, title=title, url=self.page_url(title),
                             text=mediawiki_html_to_markdown(parse.get("text", "")),
                             updated_at=None, space=self.namespace_name(ns) if ns is not None else "",
-                            access=Access.everyone())  # no per-page read control (issue 11: a configurable audience)
+                            access=self.access)  # no per-page read control: the source's audience
         except SourceAuthError:
             raise  # the site info behind page_url needs the login: not a page's problem
         except Exception as exc:  # noqa: BLE001 - a page that cannot be converted is skipped, the run goes on

@@ -1,11 +1,15 @@
 """Source spec strings for one-off runs and ``CHATOPS_SOURCES``.
 
-- ``folder:PATH[?name=NAME&url_base=URL]`` (without ``name=``, the folder's own name: two folders are
-  two sources, and indexing one never deletes the other's pages)
+- ``folder:PATH[?name=NAME&url_base=URL&audience=A]`` (without ``name=``, the folder's own name: two
+  folders are two sources, and indexing one never deletes the other's pages)
 - ``confluence:URL?space=KEY[&space=KEY2|,KEY2][&name=NAME&deployment=cloud|datacenter&timezone=TZ
   &email_env=VAR&token_env=VAR]`` (credentials by environment variable name; defaults
   ``CONFLUENCE_EMAIL``/``CONFLUENCE_API_TOKEN`` for Cloud, ``CONFLUENCE_TOKEN`` for Data Center)
-- ``mediawiki:API_URL[?name=NAME&namespaces=0,4&username_env=VAR&password_env=VAR]``
+- ``mediawiki:API_URL[?name=NAME&namespaces=0,4&username_env=VAR&password_env=VAR&audience=A]``
+
+``audience`` (folders and wikis, see :data:`connectors.config.Audience`): ``public`` (the default), or
+e-mails and group names separated by ``|`` or given as repeated ``audience=`` options
+(``audience=hr|ceo@acme.com``); a group name is one declared under ``groups:`` in ``chatops.yml``.
 
 A spec becomes the same validated config entry as a ``chatops.yml`` source
 (:func:`spec_to_config`), then a connector (:func:`parse_source_spec`).
@@ -23,9 +27,9 @@ __all__ = ["parse_source_spec", "spec_to_config", "default_source_name"]
 _EXAMPLES = ("folder:./examples/wiki, confluence:https://acme.atlassian.net/wiki?space=ENG or "
              "mediawiki:https://wiki.acme.com/w/api.php")
 _OPTIONS = {
-    "folder": {"name", "url_base"},
+    "folder": {"name", "url_base", "audience"},
     "confluence": {"name", "space", "deployment", "timezone", "email_env", "token_env"},
-    "mediawiki": {"name", "namespaces", "username_env", "password_env"},
+    "mediawiki": {"name", "namespaces", "username_env", "password_env", "audience"},
 }
 
 
@@ -65,6 +69,9 @@ def spec_to_config(spec: str):
         allowed = ", ".join(f"{o}=" for o in sorted(_OPTIONS[kind]))
         raise SourceSpecError(f"unknown option(s) {', '.join(sorted(unknown))} in {spec!r}; use {allowed}")
     data: dict = {"type": kind, "name": params.get("name") or default_source_name(kind, location)}
+    if "audience" in params:
+        entries = [e.strip() for v in multi["audience"] for e in v.split("|") if e.strip()]
+        data["audience"] = "public" if entries == ["public"] else entries
     if kind == "folder":
         data.update(path=location, url_base=params.get("url_base"))
     elif kind == "confluence":
@@ -104,11 +111,12 @@ def parse_source_spec(spec: str):
         SourceSpecError: for an unknown type or a malformed spec, saying what is accepted.
         MissingCredentialError: when a Confluence/MediaWiki spec's credential variables are unset.
     """
+    from .config import audience_access
     from .factory import build_source
 
     kind = spec.partition(":")[0]
     if kind == "folder":
         # Kept exactly as before the connectors arrived (messages name name= and url_base=).
         cfg = spec_to_config(spec)
-        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base)
+        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base, access=audience_access(cfg.audience))
     return build_source(spec_to_config(spec))

@@ -117,10 +117,10 @@ def plant_folder(root: Path) -> Path:
 
 def public_viewer():
     """The viewer of the tests that need no access control: public pages only (every test corpus is a
-    public folder), as ``chatops ask`` and the eval use."""
+    public folder), answered as in a DM, as ``chatops ask`` without ``--as`` and the eval are."""
     from connectors.access import Viewer
 
-    return Viewer.public()
+    return Viewer.public("dm")
 
 
 def public_ctx(**kw):

@@ -32,7 +32,8 @@ from aiohttp import WSMsgType, web
 
 from bot.server import ServerThread
 
-__all__ = ["SlackStandin", "SlackSender", "SlackHarness", "Call", "METHOD_SCOPES", "HISTORY_SCOPES", "TEAM_ID", "BOT_USER_ID",
+__all__ = ["SlackStandin", "SlackSender", "SlackHarness", "Call", "METHOD_SCOPES", "HISTORY_SCOPES", "MEMBERS_SCOPES",
+           "TEAM_ID", "BOT_USER_ID",
            "BOT_TOKEN", "APP_TOKEN", "SIGNING_SECRET", "manifest_scopes",
            "BOT_ID", "sign"]
 
@@ -56,10 +57,13 @@ METHOD_SCOPES: dict[str, frozenset[str]] = {
     "assistant.threads.setTitle": frozenset({"assistant:write"}),
     "conversations.replies": frozenset(),  # per conversation type: HISTORY_SCOPES
     "conversations.history": frozenset(),  # per conversation type: HISTORY_SCOPES
+    "conversations.members": frozenset(),  # per conversation type: MEMBERS_SCOPES
 }
 #: ``conversations.replies``/``history`` scope per conversation type.
 HISTORY_SCOPES = {"channel": "channels:history", "group": "groups:history", "im": "im:history",
                   "mpim": "mpim:history"}
+#: ``conversations.members`` scope per conversation type.
+MEMBERS_SCOPES = {"channel": "channels:read", "group": "groups:read", "im": "im:read", "mpim": "mpim:read"}
 #: Methods called with the app-level token (scopes of the app token, not the bot's).
 APP_TOKEN_METHODS = {"apps.connections.open"}
 
@@ -107,6 +111,7 @@ class Conversation:
     member: bool = True
     messages: list[dict[str, Any]] = field(default_factory=list)
     reactions: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    people: list[str] = field(default_factory=list)  # user ids conversations.members lists
 
 
 def _block_problem(blocks: Any) -> str | None:
@@ -216,16 +221,22 @@ class SlackStandin:
         return app
 
     # -- test set-up -------------------------------------------------------------------------------
-    def add_conversation(self, channel: str, kind: str = "channel", member: bool = True) -> None:
-        """Create a conversation (``kind``: channel, group, im, mpim) the bot is or is not a member of."""
+    def add_conversation(self, channel: str, kind: str = "channel", member: bool = True,
+                         people: list[str] | None = None) -> None:
+        """Create a conversation (``kind``: channel, group, im, mpim) the bot is or is not a member of;
+        ``people``: the user ids ``conversations.members`` lists (the bot's own is added when a member)."""
         with self._cond:
-            self.conversations[channel] = Conversation(kind, member)
+            self.conversations[channel] = Conversation(kind, member, people=[*(people or []),
+                                                                             *([BOT_USER_ID] if member else [])])
 
-    def add_user(self, user_id: str, tz: str = "Europe/Paris", locale: str = "en-US", is_bot: bool = False) -> None:
-        """Create a user ``users.info`` knows."""
+    def add_user(self, user_id: str, tz: str = "Europe/Paris", locale: str = "en-US", is_bot: bool = False,
+                 email: str | None = None, **extra: Any) -> None:
+        """Create a user ``users.info`` knows (e-mail ``<id lower case>@example.com`` unless given; ``extra``:
+        more fields of the user object, e.g. ``is_restricted=True`` or ``team_id="T0OTHER"``)."""
         with self._cond:
             self.users[user_id] = {"id": user_id, "name": user_id.lower(), "tz": tz, "locale": locale,
-                                   "is_bot": is_bot, "real_name": f"User {user_id}"}
+                                   "is_bot": is_bot, "real_name": f"User {user_id}", "team_id": TEAM_ID,
+                                   "_email": email or f"{user_id.lower()}@example.com", **extra}
 
     def next_ts(self) -> str:
         """A new message timestamp, increasing, shaped like Slack's (``1700000000.000123``)."""
@@ -325,9 +336,10 @@ class SlackStandin:
             return {"ok": False, "error": "unknown_method"}
         if method not in APP_TOKEN_METHODS and self.scopes is not None:
             needed = set(METHOD_SCOPES.get(method, frozenset({"?"})))
-            if method in {"conversations.replies", "conversations.history"}:
+            if method in {"conversations.replies", "conversations.history", "conversations.members"}:
                 conv = self.conversations.get(str(p.get("channel", "")))
-                needed = {HISTORY_SCOPES[conv.kind]} if conv else set()
+                scopes = MEMBERS_SCOPES if method == "conversations.members" else HISTORY_SCOPES
+                needed = {scopes[conv.kind]} if conv else set()
             if needed and not needed & self.scopes:
                 return {"ok": False, "error": "missing_scope", "needed": ",".join(sorted(needed)),
                         "provided": ",".join(sorted(self.scopes))}
@@ -458,16 +470,29 @@ class SlackStandin:
         return {"ok": True, "messages": [dict(m) for m in page], "has_more": more,
                 "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
+    def _m_conversations_members(self, p: dict[str, Any]) -> dict[str, Any]:
+        cid, conv, err = self._conv(p)
+        if err:
+            return err
+        assert conv is not None
+        if not conv.member and conv.kind in {"group", "im", "mpim"}:
+            return {"ok": False, "error": "channel_not_found"}
+        limit = max(1, min(int(p.get("limit", 100) or 100), 1000))
+        start = int(p.get("cursor") or 0)
+        page = conv.people[start:start + limit]
+        more = start + limit < len(conv.people)
+        return {"ok": True, "members": list(page), "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
     def _m_users_info(self, p: dict[str, Any]) -> dict[str, Any]:
         user = self.users.get(str(p.get("user", "")))
         if user is None:
             return {"ok": False, "error": "user_not_found"}
-        out = dict(user)
+        out = {k: v for k, v in user.items() if not k.startswith("_")}
         if str(p.get("include_locale", "")).lower() not in {"1", "true"}:
             out.pop("locale", None)
         profile = {"real_name": user["real_name"], "display_name": user["name"]}
         if self.scopes is None or "users:read.email" in self.scopes:  # Slack shows e-mails only with the scope
-            profile["email"] = f"{user['name']}@example.com"
+            profile["email"] = user["_email"]
         out["profile"] = profile
         return {"ok": True, "user": out}
 

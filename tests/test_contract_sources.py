@@ -117,7 +117,7 @@ def _confluence_site(standin: ConfluenceStandIn, deployment: str) -> Site:
         return build_source(parse_config({"sources": [entry]}).sources[0], environ=env, policy=FAST)
 
     return Site(f"confluence-{deployment}", make, dict(PAGES), standin.origin, True,
-                (f"group:eng/{'id-' if cloud else ''}release-managers", "user:rita@example.com"),
+                Access.only((f"group:eng/{'id-' if cloud else ''}release-managers", "user:rita@example.com")),
                 lambda title: standin.trash(ids[title]),
                 lambda title, sentence: standin.edit_page(ids[title], body=f"<p>{sentence}</p>"))
 
@@ -219,13 +219,7 @@ def test_a_scan_yields_one_document_per_page_with_its_fields_filled(site: Site) 
         assert doc.url.startswith(site.url_prefix), doc.url
         assert site.titles[title] in doc.text, doc.text
         assert (doc.updated_at is not None and doc.updated_at.tzinfo is not None) == site.dated, doc.updated_at
-        assert _acl(doc) == (site.acl if title.startswith(RESTRICTED) else ()), (title, doc.access)
-
-
-def _acl(doc) -> tuple[str, ...]:
-    """Who may read ``doc`` beyond everyone: its resolved access's principals (``()`` when public)."""
-    assert doc.access.resolved, doc.access
-    return () if doc.access.public else tuple(sorted(doc.access.principals))
+        assert doc.access == (site.access if title.startswith(RESTRICTED) else Access.everyone()), (title, doc.access)
 
 
 def test_a_page_deleted_upstream_is_no_longer_listed(site: Site) -> None:

@@ -220,7 +220,9 @@ def test_a_refusal_says_so_and_what_was_searched(harness: SlackHarness) -> None:
     msg, _ = mention(h, ch, "what is the office wifi password?")
     [post] = wait_posts(h, ch, msg["ts"])
     text = section_text(post.params["blocks"])
-    assert "couldn't find this in the knowledge base" in text and "wifi password" in text
+    # in a channel a refusal names nothing (issue 11): not what was found for others, not the query
+    assert "couldn't find anything you can see about that here" in text and "Ask me in a DM" in text
+    assert "wifi password" not in text
     assert source_lines(post.params["blocks"]) == []
     assert set(buttons(post.params["blocks"])) == {render.FEEDBACK_HELPFUL, render.FEEDBACK_NOT_HELPFUL}
 

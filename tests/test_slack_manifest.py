@@ -23,7 +23,7 @@ from bot.slack.conversation import MESSAGE_CHANNEL_TYPES
 from bot.slack.http import EVENTS_PATH
 
 from helpers import ROOT
-from slack_standin import HISTORY_SCOPES, METHOD_SCOPES
+from slack_standin import HISTORY_SCOPES, MEMBERS_SCOPES, METHOD_SCOPES
 
 SLACK_CODE = ROOT / "bot" / "slack"
 #: Code that ``chatops serve`` wires into the Slack bot from outside bot/slack/ (the calendar actions' hooks).
@@ -140,6 +140,12 @@ def test_every_method_has_its_scope_and_no_scope_is_unused() -> None:
             for kind in MESSAGE_CHANNEL_TYPES:
                 assert HISTORY_SCOPES[kind] in granted, (method, kind)
                 needed.add(HISTORY_SCOPES[kind])
+            continue
+        if method == "conversations.members":
+            # CHANNEL_ACCESS=members lists the people of channels, private channels and group DMs
+            for kind in ("channel", "group", "mpim"):
+                assert MEMBERS_SCOPES[kind] in granted, (method, kind)
+                needed.add(MEMBERS_SCOPES[kind])
             continue
         if options:
             assert options & granted, f"{method} needs one of {sorted(options)}"

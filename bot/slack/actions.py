@@ -7,7 +7,9 @@ afterwards with an :class:`ActionContext`. Built in:
   the state store, thanked ephemerally;
 - ``share:`` (``share:channel``, value: trace id and question): the ephemeral ``/kb`` answer is posted
   in the channel (through the ``response_url``, so the bot need not be a member) and the ephemeral
-  copy is deleted;
+  copy is deleted, once every citation was re-checked against the channel's audience (the stored
+  chunks' access, :meth:`app.wiring.Runtime.unreadable_citations`; ``CHANNEL_ACCESS``): an answer
+  citing a page not everyone there may read is not shared, and the user is told why;
 - ``action_confirm:`` / ``action_cancel:`` (``action_confirm:<key>``, value: the pending action's
   idempotency key): a placeholder that says actions are not enabled, until the action service is
   plugged in with :meth:`bot.slack.bot.SlackBot.use_pending_actions` (which also makes replies with
@@ -27,14 +29,16 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from app.access import AccessPolicy
 from app.inbound import InboundMessage
 from app.turns import build_turn
 from state import StateStore
 
 from . import render
-from .conversation import AgentRunner, RecentReplies, error_reference
+from .conversation import AgentRunner, RecentReplies, error_reference, with_members
 from .kb import respond_checked
 from .mrkdwn import escape, truncate
+from .threads import UserProfile
 
 __all__ = ["ActionContext", "ActionHandler", "ActionRegistry", "register_builtin_actions"]
 
@@ -145,25 +149,53 @@ async def share_handler(ctx: ActionContext) -> None:
     """``share:channel``: post the ephemeral answer in the channel for everyone, then delete the ephemeral copy.
 
     The answer is the one the user saw (remembered by trace id); if it was forgotten (a restart), the
-    question is asked again.
+    question is asked again for the channel's audience. Either way every citation is re-checked against
+    the channel's audience first (``services["citations"]``: citations, viewer -> the unreadable ones);
+    one that not everyone there may read stops the share with a reason (fail closed: so does a missing
+    check).
     """
     replies: RecentReplies = ctx.services["replies"]
     runner: AgentRunner = ctx.services["runner"]
+    access: AccessPolicy = ctx.services.get("access") or AccessPolicy()
+    users = ctx.services.get("users")
+    check = ctx.services.get("citations")
     trace_id, question = render.parse_share_value(ctx.value)
     found = replies.get(trace_id) if trace_id else None
     if found is not None:
-        question, reply = found
-    elif question:
-        # A re-ask of a knowledge question (not a message of its own: no message id or time).
-        reply = await runner.answer(build_turn(InboundMessage(platform="slack", text=question, user_id=ctx.user_id,
-                                                              channel_id=ctx.channel_id)))
-        replies.put(question, reply)
-    else:
+        question, _ = found
+    elif not question:
         raise ValueError("the share button carries no question")
+    prof = await users.profile(ctx.user_id) if users is not None else UserProfile()
+    # Whoever can read the channel will see it: a channel audience, never the asker's own access.
+    audience = await with_members(InboundMessage(
+        platform="slack", text=question, user_id=ctx.user_id, user_email=prof.email, is_guest=prof.is_guest,
+        channel_id=ctx.channel_id, channel_kind="channel"), access, ctx.services.get("members"))
+    if found is not None:
+        reply = found[1]
+    else:
+        # A re-ask of a knowledge question (not a message of its own: no message id or time).
+        reply = await runner.answer(build_turn(audience, access))
+        replies.put(question, reply)
+    if reply.citations:
+        viewer = access.viewer(audience)
+        bad = await asyncio.to_thread(check, reply.citations, viewer) if check is not None else reply.citations
+        if bad:
+            log.info("share refused in %s: %d citation(s) not readable by the channel's audience",
+                     ctx.channel_id, len(bad))
+            await respond_checked(ctx.respond, response_type="ephemeral", replace_original=False,
+                                  **render.notice(share_refusal([c.n for c in bad]), ":lock:"))
+            return
     intro = f"<@{ctx.user_id}> asked: “{escape(truncate(question, 300))}”"
     for msg in render.answer_messages(reply, intro=intro):
         await respond_checked(ctx.respond, response_type="in_channel", replace_original=False, **msg)
     await respond_checked(ctx.respond, delete_original=True)
+
+
+def share_refusal(numbers: list[int]) -> str:
+    """Why an answer was not shared: the citations (by number) not everyone in the channel may read."""
+    cited = ", ".join(f"[{n}]" for n in sorted(set(numbers)))
+    return (f"I didn't share this answer: {cited} comes from a page not everyone in this channel may read. "
+            "Only you can see it here; ask me in the channel for an answer from pages everyone there may read.")
 
 
 async def pending_not_enabled(ctx: ActionContext) -> None:

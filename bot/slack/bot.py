@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from state import StateStore
 
+from app.access import ChannelMembersCache
 from app.admin import AdminService
 from app.jobs import IndexJobs
 from app.wiring import Runtime
@@ -70,6 +71,7 @@ class SlackBot:
     Attributes:
         app: the Bolt ``AsyncApp``.
         admin: the admin commands' service (shared vocabulary and permissions with Teams).
+        access: who sees what (``runtime.access``); members: the channel members' port (cached).
         actions: the button registry; ``actions.register(prefix, handler)`` adds buttons
             (:meth:`use_pending_actions` registers Confirm / Cancel).
         identity: ``auth.test``'s answer once :meth:`check_auth` succeeded, else None.
@@ -87,16 +89,20 @@ class SlackBot:
         self.users = UserDirectory(self.client)
         self.threads = ThreadHistory(self.client, config.history_limit, config.history_pages, users=self.users)
         self.replies = RecentReplies()
-        self.conversations = Conversations(self.client, self.runner, self.threads, self.users, config.admin_ids)
+        self.access = runtime.access
+        self.members = ChannelMembersCache(self.users.channel_members, limit=self.access.channel_members_max)
+        self.conversations = Conversations(self.client, self.runner, self.threads, self.users, config.admin_ids,
+                                           access=self.access, members=self.members)
         self._own_executor = job_executor is None
         self.job_executor = job_executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatops-jobs")
         self.admin = AdminService(jobs, store, self.job_executor)
         self.kb = KbCommands(self.client, self.runner, self.admin, self.users, self.replies, self.tasks,
-                             config.admin_ids)
+                             config.admin_ids, access=self.access)
         self.actions = ActionRegistry()
         register_builtin_actions(self.actions)
         self.services: dict[str, Any] = {"store": store, "runner": self.runner, "replies": self.replies,
-                                         "jobs": jobs, "bot": self}
+                                         "jobs": jobs, "bot": self, "access": self.access, "users": self.users,
+                                         "members": self.members, "citations": runtime.unreadable_citations}
         self.identity: dict[str, Any] | None = None
         self._upkeep: asyncio.Task[None] | None = None
         self.app = self._build_app()
@@ -195,6 +201,8 @@ class SlackBot:
         """
         resp = await self.client.auth_test()
         self.identity = {k: resp.get(k) for k in ("team", "team_id", "user", "user_id", "bot_id", "url")}
+        self.users.home_team = str(resp.get("team_id") or "")  # users of other teams are guests
+        self.users.home_enterprise = str(resp.get("enterprise_id") or "")
         log.info("connected to Slack as @%s (%s) in %s", self.identity.get("user"), self.identity.get("user_id"),
                  self.identity.get("team"))
         return self.identity

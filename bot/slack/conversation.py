@@ -16,6 +16,7 @@ removed once the answer is posted. Every failure tells the user something (see :
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections import OrderedDict
@@ -28,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.agent import Agent
 from agent.models import PendingAction, Reply, Turn
+from app.access import AccessPolicy, ChannelMembersCache
 from app.inbound import InboundMessage, utc_from_epoch
 from app.turns import build_turn
 
@@ -37,7 +39,7 @@ from .inbound import event_channel_kind, mentioned_users, mentions, to_plain
 from .mrkdwn import truncate
 from .threads import HUMAN_SUBTYPES, ThreadHistory, ThreadInfo, UserDirectory
 
-__all__ = ["AgentRunner", "Conversations", "Poster", "RecentReplies", "PendingProposer", "STATUS_TEXT",
+__all__ = ["AgentRunner", "Conversations", "Poster", "RecentReplies", "PendingProposer", "STATUS_TEXT", "with_members",
            "PROGRESS_REACTION", "MESSAGE_CHANNEL_TYPES"]
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,14 @@ class RecentReplies:
     def get(self, trace_id: str) -> tuple[str, Reply] | None:
         """``(question, reply)`` for ``trace_id``, or None when forgotten."""
         return self._items.get(trace_id)
+
+
+async def with_members(msg: InboundMessage, access: AccessPolicy, members: ChannelMembersCache | None) -> InboundMessage:
+    """``msg`` with its conversation's members (:attr:`InboundMessage.audience_members`) when the policy
+    wants them (``CHANNEL_ACCESS=members`` and an audience other than the asker); else ``msg``."""
+    if members is None or not access.wants_members(msg):
+        return msg
+    return dataclasses.replace(msg, audience_members=await members.members(msg.channel_id))
 
 
 def error_reference() -> str:
@@ -175,18 +185,23 @@ class Conversations:
         threads: thread history and participation.
         users: user profiles (locale, time zone).
         admin_ids: user ids with admin rights (``Turn.is_admin``).
+        access: who sees what (:class:`app.access.AccessPolicy`: ``Turn.viewer``).
+        members: the conversation members' port (``CHANNEL_ACCESS=members``); None: never listed.
 
     Attributes:
         propose: stores a reply's pending action and renders it (None: the default preview, nothing stored).
     """
 
     def __init__(self, client: AsyncWebClient, runner: AgentRunner, threads: ThreadHistory, users: UserDirectory,
-                 admin_ids: frozenset[str] = frozenset()) -> None:
+                 admin_ids: frozenset[str] = frozenset(), access: AccessPolicy | None = None,
+                 members: ChannelMembersCache | None = None) -> None:
         self.client = client
         self.runner = runner
         self.threads = threads
         self.users = users
         self.admin_ids = admin_ids
+        self.access = access or AccessPolicy()
+        self.members = members
         self.poster = Poster(client)
         self.propose: PendingProposer | None = None
 
@@ -261,7 +276,7 @@ class Conversations:
         try:
             if info is None and event.get("thread_ts") and event.get("thread_ts") != ts:
                 info = await self.threads.read(channel, thread_ts, ts, bot_user_id, bot_id, requester=user)
-            turn = build_turn(await self.inbound(event, bot_user_id, info))
+            turn = build_turn(await self.inbound(event, bot_user_id, info, private=assistant), self.access)
             reply = await self.runner.answer(turn)
             log.info("answered in %s thread %s: route=%s refused=%s trace=%s", channel, thread_ts, reply.route,
                      reply.refused, reply.trace.trace_id)
@@ -278,25 +293,30 @@ class Conversations:
             await self._progress_stop(progress)
         return reply
 
-    async def inbound(self, event: dict[str, Any], bot_user_id: str, info: ThreadInfo | None = None) -> InboundMessage:
+    async def inbound(self, event: dict[str, Any], bot_user_id: str, info: ThreadInfo | None = None,
+                      private: bool = False) -> InboundMessage:
         """The inbound message of a message event (``app_mention``, ``message``, assistant message).
 
         ``message_id`` is the event's ``ts`` (the same on a redelivery, whatever its ``event_id``),
         ``sent_at`` that ``ts`` as UTC, the thread the event's ``thread_ts`` (or its ``ts``), the
-        requester's e-mail, locale and zone from ``users.info``, and every ``<@U...>`` but the bot's
-        resolved through ``users.info`` (cached): the e-mail when Slack gives it, else ``@Display Name``.
-        Never raises for Web API failures (less is known, see :class:`UserDirectory`).
+        requester's e-mail, locale, zone and guest status from ``users.info``, and every ``<@U...>`` but
+        the bot's resolved through ``users.info`` (cached): the e-mail when Slack gives it, else
+        ``@Display Name``. ``private`` (the assistant pane) marks an answer only the requester sees.
+        With ``CHANNEL_ACCESS=members`` the conversation's members are listed (cached) for the viewer.
+        Never raises for Web API failures (less is known, see :class:`UserDirectory`: public pages only).
         """
         user, ts = str(event.get("user", "")), str(event.get("ts", ""))
         raw = event.get("text", "")
         profile = await self.users.profile(user)
         found = await self.users.mentions(mentioned_users([raw], bot_user_id))
-        return InboundMessage(
+        msg = InboundMessage(
             platform="slack", text=to_plain(raw, bot_user_id, {m.user_id: m.as_text for m in found}),
             user_id=user, user_email=profile.email, channel_id=str(event.get("channel", "")),
             channel_kind=event_channel_kind(event), thread_id=str(event.get("thread_ts") or ts), message_id=ts,
             sent_at=utc_from_epoch(ts), history=info.history if info else (), mentions=found,
-            is_admin=user in self.admin_ids, locale=profile.locale, timezone=profile.timezone)
+            is_admin=user in self.admin_ids, locale=profile.locale, timezone=profile.timezone,
+            is_guest=profile.is_guest, private_reply=private)
+        return await with_members(msg, self.access, self.members)
 
     async def _progress_start(self, channel: str, ts: str, thread_ts: str, assistant: bool) -> tuple[str, str, str]:
         if assistant:

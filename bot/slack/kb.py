@@ -32,6 +32,7 @@ from typing import Any, Awaitable, Callable
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from app.access import AccessPolicy
 from app.admin import AdminResult, AdminService
 from app.inbound import InboundMessage
 from app.turns import build_turn
@@ -65,10 +66,12 @@ class KbCommands:
         replies: recent replies (for "Share in channel").
         tasks: background tasks.
         admin_ids: ``ADMIN_USER_IDS`` (``InboundMessage.is_admin``).
+        access: who sees what (``Turn.viewer``): a ``/kb`` answer is ephemeral, so the asker's own access.
     """
 
     def __init__(self, client: AsyncWebClient, runner: AgentRunner, admin: AdminService, users: UserDirectory,
-                 replies: RecentReplies, tasks: BackgroundTasks, admin_ids: frozenset[str]) -> None:
+                 replies: RecentReplies, tasks: BackgroundTasks, admin_ids: frozenset[str],
+                 access: AccessPolicy | None = None) -> None:
         self.client = client
         self.runner = runner
         self.admin = admin
@@ -76,6 +79,7 @@ class KbCommands:
         self.replies = replies
         self.tasks = tasks
         self.admin_ids = admin_ids
+        self.access = access or AccessPolicy()
         self.propose: PendingProposer | None = None
 
     async def handle(self, command: dict[str, Any], ack: Ack, respond: Respond) -> None:
@@ -101,9 +105,11 @@ class KbCommands:
         """The inbound message of a ``/kb`` invocation (``text``: the question or the admin command).
 
         No ``message_id`` (see the module docstring); ``sent_at`` is now; the requester's e-mail,
-        locale and zone come from ``users.info`` (skipped with ``profile=False``: admin commands need
-        none, and are acknowledged before any Web API call). ``/kb`` is registered with
+        locale, zone and guest status come from ``users.info`` (skipped with ``profile=False``: admin
+        commands need none, and are acknowledged before any Web API call). ``/kb`` is registered with
         ``should_escape: false``, so Slack sends mentions in its text as ``@name``: nothing to resolve.
+        The answer is ephemeral (``private_reply``): the asker's own access, wherever they typed it;
+        "Share in channel" re-checks it against the channel (:mod:`bot.slack.actions`).
         """
         user = str(command.get("user_id", ""))
         prof = await self.users.profile(user) if profile else UserProfile(timezone="")
@@ -111,12 +117,12 @@ class KbCommands:
             platform="slack", text=text, user_id=user, user_email=prof.email,
             channel_id=str(command.get("channel_id", "")), channel_kind=command_channel_kind(command),
             sent_at=datetime.now(timezone.utc), is_admin=user in self.admin_ids, locale=prof.locale,
-            timezone=prof.timezone)
+            timezone=prof.timezone, is_guest=prof.is_guest, private_reply=True)
 
     # -- questions ----------------------------------------------------------------------------------
     async def _question(self, command: dict[str, Any], question: str, respond: Respond) -> None:
         try:
-            turn = build_turn(await self.inbound(command, question))
+            turn = build_turn(await self.inbound(command, question), self.access)
             reply = await self.runner.answer(turn)
             self.replies.put(question, reply)
             pending = None

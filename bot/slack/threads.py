@@ -7,9 +7,12 @@
   the bot already answered in that thread (remembered locally for threads it answered itself; a thread
   found without the bot is remembered for ``absent_ttl`` seconds, so a busy thread the bot is not part
   of costs one Web API call per ``absent_ttl``, not one per message).
-- :class:`UserDirectory` reads ``users.info`` (locale, time zone, display name and, with the scope
-  ``users:read.email``, e-mail) and caches it per process for an hour; it resolves the people
-  mentioned in a message (``<@U123>``) to :class:`app.inbound.Mention` values.
+- :class:`UserDirectory` reads ``users.info`` (locale, time zone, display name, whether the user is
+  a guest or a bot and, with the scope ``users:read.email``, e-mail) and caches it per process for an
+  hour; it resolves the people mentioned in a message (``<@U123>``) to :class:`app.inbound.Mention`
+  values. A guest is a user Slack marks ``is_restricted`` / ``is_ultra_restricted`` (or
+  ``is_stranger``), or one whose ``team_id`` is not this workspace's (Slack Connect) unless both
+  belong to the same Enterprise Grid organisation; guests see public pages only (issue 11).
 
 A Web API failure here never stops an answer: it is logged and the caller gets less context.
 """
@@ -28,7 +31,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.models import HistoryMessage
-from app.inbound import Mention
+from app.inbound import AudienceMember, Mention
 
 from .client import api_error_code
 from .inbound import mentioned_users, to_plain
@@ -187,23 +190,56 @@ def _ts(value) -> float:
 
 @dataclass(frozen=True, slots=True)
 class UserProfile:
-    """A user's locale (``en-US``), IANA time zone (``Europe/Paris``), display name and e-mail ("" when
-    Slack did not give one: the scope ``users:read.email`` is needed)."""
+    """A user's locale (``en-US``), IANA time zone (``Europe/Paris``), display name, e-mail ("" when
+    Slack did not give one: the scope ``users:read.email`` is needed), whether they are a guest or
+    from another organisation (``is_guest``, see the module docstring) and whether they are a bot."""
 
     locale: str = "en"
     timezone: str = "UTC"
     name: str = ""
     email: str = ""
+    is_guest: bool = False
+    is_bot: bool = False
 
 
 class UserDirectory:
-    """``users.info`` with an in-memory cache per process (``ttl`` seconds, at most ``size`` users)."""
+    """``users.info`` with an in-memory cache per process (``ttl`` seconds, at most ``size`` users).
+
+    Attributes:
+        home_team, home_enterprise: this workspace's team id and Enterprise Grid id (``auth.test``, set
+            by :meth:`bot.slack.bot.SlackBot.check_auth` or read on first need); a user of another
+            team is a guest. While they are unknown (``auth.test`` failed) every user counts as a guest.
+    """
 
     def __init__(self, client: AsyncWebClient, ttl: float = 3600.0, size: int = 5000) -> None:
         self.client = client
         self.ttl = ttl
         self.size = size
+        self.home_team = ""
+        self.home_enterprise = ""
         self._cache: OrderedDict[str, tuple[float, UserProfile]] = OrderedDict()
+
+    async def _home(self) -> str:
+        if not self.home_team:
+            try:
+                resp = await self.client.auth_test()
+                self.home_team = str(resp.get("team_id") or "")
+                self.home_enterprise = str(resp.get("enterprise_id") or "")
+            except Exception as exc:  # noqa: BLE001 - unknown home: everyone is a guest (fail closed)
+                log.warning("auth.test failed, so every user counts as a guest for now: %s", api_error_code(exc))
+        return self.home_team
+
+    async def _guest(self, user: dict) -> bool:
+        if user.get("is_restricted") or user.get("is_ultra_restricted") or user.get("is_stranger"):
+            return True
+        home = await self._home()
+        if not home:
+            return True
+        team = str(user.get("team_id") or user.get("team") or "")
+        if not team or team == home:
+            return False
+        enterprise = str((user.get("enterprise_user") or {}).get("enterprise_id") or "")
+        return not (enterprise and enterprise == self.home_enterprise)
 
     async def profile(self, user_id: str) -> UserProfile:
         """The user's profile; defaults (``en``, ``UTC``, no name or e-mail) when Slack cannot say. Never raises."""
@@ -218,8 +254,13 @@ class UserDirectory:
             user = resp.get("user") or {}
             about = user.get("profile") or {}
             name = about.get("display_name") or about.get("real_name") or user.get("real_name") or user.get("name")
+            bot = bool(user.get("is_bot")) or user.get("id") == "USLACKBOT"
+            guest = False if bot else await self._guest(user)
             prof = UserProfile(locale=str(user.get("locale") or "en"), timezone=str(user.get("tz") or "UTC"),
-                               name=str(name or ""), email=str(about.get("email") or "").strip())
+                               name=str(name or ""), email=str(about.get("email") or "").strip(),
+                               is_guest=guest, is_bot=bot)
+            if not bot and not self.home_team:
+                return prof  # not cached: the guest check is tried again once auth.test answers
         except SlackApiError as exc:
             log.warning("users.info failed for %s: %s", user_id, api_error_code(exc))
             prof = UserProfile()
@@ -231,6 +272,34 @@ class UserDirectory:
         while len(self._cache) > self.size:
             self._cache.popitem(last=False)
         return prof
+
+    async def channel_members(self, channel: str, limit: int) -> tuple[AudienceMember, ...] | None:
+        """The people of ``channel`` (``conversations.members``, then ``users.info`` for each, cached),
+        bots left out: for ``CHANNEL_ACCESS=members``. None when the channel has more than ``limit``
+        people or the listing failed (the caller then uses public pages only). Never raises."""
+        ids: list[str] = []
+        cursor = None
+        try:
+            while True:
+                kwargs: dict = {"channel": channel, "limit": 200}
+                if cursor:
+                    kwargs["cursor"] = cursor
+                resp = await self.client.conversations_members(**kwargs)
+                ids.extend(str(m) for m in resp.get("members") or [])
+                if len(ids) > limit + 20:  # bots are a few of them; a crowd is public anyway
+                    return None
+                cursor = (resp.get("response_metadata") or {}).get("next_cursor")
+                if not cursor:
+                    break
+        except Exception as exc:  # noqa: BLE001 - a failed listing means public pages only
+            log.warning("conversations.members failed for %s: %s", channel, api_error_code(exc))
+            return None
+        people = []
+        for uid in dict.fromkeys(ids):
+            prof = await self.profile(uid)
+            if not prof.is_bot:
+                people.append(AudienceMember(prof.email, prof.is_guest))
+        return tuple(people) if len(people) <= limit else None
 
     async def mentions(self, user_ids: list[str]) -> tuple[Mention, ...]:
         """The people behind ``user_ids`` (``users.info``, cached), in order: each with the e-mail when

@@ -167,13 +167,16 @@ class TeamsWebAdapter:
 
 
 
-def build_teams_adapter(settings, agent, store, actions=None, jobs=None, job_executor=None) -> TeamsWebAdapter:
+def build_teams_adapter(settings, agent, store, actions=None, jobs=None, job_executor=None,
+                        access=None) -> TeamsWebAdapter:
     """The Teams adapter configured from :class:`app.settings.Settings` (``job_executor``: where re-index
-    jobs run; ``chatops serve`` passes the one it shares with Slack)."""
+    jobs run; ``chatops serve`` passes the one it shares with Slack; ``access``: the runtime's
+    :class:`app.access.AccessPolicy`)."""
     password = settings.microsoft_app_password.get_secret_value() if settings.microsoft_app_password else ""
     auth = TeamsAuthConfig(APP_ID=settings.microsoft_app_id, APP_PASSWORD=password,
                            APP_TYPE=settings.microsoft_app_type, APP_TENANTID=settings.microsoft_app_tenant_id)
     admins = frozenset(x.strip() for x in settings.teams_admin_ids.split(",") if x.strip())
     bot = TeamsBot(agent, store, actions=actions, jobs=jobs, admin_ids=admins,
-                   default_timezone=getattr(settings, "default_timezone", "UTC"), job_executor=job_executor)
+                   default_timezone=getattr(settings, "default_timezone", "UTC"), job_executor=job_executor,
+                   access=access)
     return TeamsWebAdapter(bot, auth, allow_unauthenticated=settings.teams_allow_unauthenticated)

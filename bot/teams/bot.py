@@ -3,7 +3,8 @@
 - ``message`` in a channel (the bot @mentioned: the ``<at>`` text is stripped), a group chat or a
   personal chat becomes an :class:`app.inbound.InboundMessage` (message id: the activity id; time: the
   activity's ``timestamp``; other people's ``<at>`` mentions replaced by their e-mail from the roster,
-  else ``@Name``; the requester's e-mail from the roster) and so a :class:`~agent.models.Turn`
+  else ``@Name``; the requester's e-mail, role and tenant from the roster: a guest or someone of
+  another tenant sees public pages only) and so a :class:`~agent.models.Turn`
   (:func:`app.turns.build_turn`); the reply goes to the same reply chain
   (``replyToId``). A typing indicator is sent first. History for follow-ups is the conversation's
   last user messages, kept in the state store with each message's author so a restart loses
@@ -40,13 +41,14 @@ from botbuilder.schema import Activity, ActivityTypes, AdaptiveCardInvokeRespons
 
 from agent.agent import Agent
 from agent.models import HistoryMessage, Reply, Turn
+from app.access import AccessPolicy
 from app.admin import AdminService
 from app.inbound import InboundMessage, Mention
 from app.turns import build_turn
 from state import StateStore
 
 from . import cards
-from .members import MemberDirectory
+from .members import MemberDirectory, home_tenant
 
 __all__ = ["TeamsBot", "send_with_retry"]
 
@@ -120,11 +122,16 @@ class TeamsBot(ActivityHandler):
         admin_ids: AAD object ids allowed to run admin commands.
         default_timezone: the requester's zone when Teams does not give one.
         job_executor: where re-index jobs run (``chatops serve`` shares its one job worker with Slack).
+        access: who sees what (``Turn.viewer``, :class:`app.access.AccessPolicy`): a personal chat uses
+            the asker's own access, a channel or group chat ``CHANNEL_ACCESS``; guests and people of
+            another tenant see public pages only.
     """
 
     def __init__(self, agent: Agent, store: StateStore, actions=None, jobs=None, admin_ids: frozenset[str] = frozenset(),
-                 default_timezone: str = "UTC", history_turns: int = 10, job_executor: Executor | None = None) -> None:
+                 default_timezone: str = "UTC", history_turns: int = 10, job_executor: Executor | None = None,
+                 access: AccessPolicy | None = None) -> None:
         self.agent = agent
+        self.access = access or AccessPolicy()
         self.store = store
         self.actions = actions
         self.jobs = jobs
@@ -208,13 +215,18 @@ class TeamsBot(ActivityHandler):
         sender = activity.from_property
         me = await self.members.get(turn_context, sender.id, sender.name or "") if sender and sender.id else None
         aad = sender.aad_object_id if sender else None
-        return InboundMessage(
+        msg = InboundMessage(
             platform="teams", text=text, user_id=user, user_email=me.email if me else "",
             channel_id=activity.conversation.id, channel_kind=_channel_kind(activity),
             thread_id=activity.conversation.id, message_id=activity.id or "", sent_at=_sent_at(activity),
             history=history, mentions=tuple(dict((m.user_id, m) for m in found).values()),
             is_admin=bool(aad) and aad in self.admin_ids, locale=activity.locale or "en",
-            timezone=_tz(activity) or self.default_timezone)
+            timezone=_tz(activity) or self.default_timezone,
+            is_guest=me.is_guest(home_tenant(turn_context)) if me else False)
+        if self.access.wants_members(msg):
+            members = await self.members.conversation_members(turn_context, self.access.channel_members_max)
+            msg = dataclasses.replace(msg, audience_members=members)
+        return msg
 
     # -- answering -------------------------------------------------------------------------------
     async def _answer(self, turn_context: TurnContext, msg: InboundMessage) -> None:
@@ -226,7 +238,7 @@ class TeamsBot(ActivityHandler):
         stored = await asyncio.to_thread(self.store.get_history_entries, key)
         # A message counts as the requester's only when stored with their id (old rows have no author).
         history = tuple(HistoryMessage(m.text, m.author, bool(user) and m.author == user) for m in stored)
-        turn = build_turn(dataclasses.replace(msg, history=history))
+        turn = build_turn(dataclasses.replace(msg, history=history), self.access)
         try:
             reply = await asyncio.to_thread(self.agent.answer, turn)
         except Exception:  # noqa: BLE001 - the user is always told something

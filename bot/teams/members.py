@@ -4,11 +4,17 @@
 ``GET /v3/conversations/{id}/members/{member}``, or the team's roster in a channel) and keeps the
 answer ``ttl`` seconds. A failure (the member left, the connector is down) is logged, cached like an
 answer for ``failure_ttl`` seconds, and gives a :class:`Member` without an e-mail: a lookup never
-stops an answer.
+stops an answer (and such a member sees public pages only).
+
+A member is a guest (public pages only, issue 11) when the roster says ``userRole: guest`` or their
+``tenantId`` is not the conversation's tenant (another organisation). :meth:`MemberDirectory.conversation_members`
+lists a conversation's people (``TeamsInfo.get_paged_members``: the team's roster in a channel) for
+``CHANNEL_ACCESS=members``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import OrderedDict
@@ -17,17 +23,43 @@ from dataclasses import dataclass
 from botbuilder.core import TurnContext
 from botbuilder.core.teams import TeamsInfo
 
-__all__ = ["MemberDirectory", "Member"]
+from app.inbound import AudienceMember
+
+__all__ = ["MemberDirectory", "Member", "home_tenant"]
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """A member's display name and e-mail ("" when the roster gave none)."""
+    """A member's display name, e-mail ("" when the roster gave none), roster role (``userRole``:
+    ``user``, ``guest``...) and tenant id ("" when unknown)."""
 
     name: str = ""
     email: str = ""
+    role: str = ""
+    tenant: str = ""
+
+    def is_guest(self, home_tenant: str) -> bool:
+        """A guest or someone from another tenant than ``home_tenant`` (the conversation's)."""
+        if self.role.lower() in {"guest", "anonymous"}:
+            return True
+        return bool(self.tenant and home_tenant and self.tenant.lower() != home_tenant.lower())
+
+
+def home_tenant(turn_context: TurnContext) -> str:
+    """The tenant the conversation belongs to ("" when the activity does not say)."""
+    activity = turn_context.activity
+    tenant = getattr(activity.conversation, "tenant_id", None) if activity.conversation else None
+    if not tenant and isinstance(activity.channel_data, dict):
+        tenant = (activity.channel_data.get("tenant") or {}).get("id")
+    return str(tenant or "")
+
+
+def _member(account, name: str = "") -> Member:
+    # only ``email``: a userPrincipalName looks like an address but need not receive mail
+    return Member(str(getattr(account, "name", "") or name), str(getattr(account, "email", "") or "").strip(),
+                  str(getattr(account, "user_role", "") or ""), str(getattr(account, "tenant_id", "") or ""))
 
 
 class MemberDirectory:
@@ -55,12 +87,10 @@ class MemberDirectory:
         hit = self._cache.get(member_id)
         now = time.monotonic()
         if hit and hit[0] > now:
-            return hit[1] if hit[1].name or not name else Member(name, hit[1].email)
+            return hit[1] if hit[1].name or not name else dataclasses.replace(hit[1], name=name)
         try:
             account = await TeamsInfo.get_member(turn_context, member_id)
-            # only ``email``: a userPrincipalName looks like an address but need not receive mail
-            email = str(getattr(account, "email", "") or "").strip()
-            member = Member(str(getattr(account, "name", "") or name), email)
+            member = _member(account, name)
             until = now + self.ttl
         except Exception as exc:  # noqa: BLE001 - a roster look-up is a nicety; the SDK raises assorted errors
             log.info("Teams: could not look up member %s: %s", member_id, type(exc).__name__)
@@ -71,3 +101,28 @@ class MemberDirectory:
         while len(self._cache) > self.size:
             self._cache.popitem(last=False)
         return member
+
+    async def conversation_members(self, turn_context: TurnContext, limit: int) -> tuple[AudienceMember, ...] | None:
+        """The people of the activity's conversation (the team's roster in a channel), bots left out, or
+        None when there are more than ``limit`` or the roster could not be read. Never raises."""
+        home = home_tenant(turn_context)
+        bot_id = turn_context.activity.recipient.id if turn_context.activity.recipient else ""
+        people: list[AudienceMember] = []
+        token = None
+        try:
+            while True:
+                page = await TeamsInfo.get_paged_members(turn_context, token, 100)
+                for account in page.members or []:
+                    if getattr(account, "id", "") == bot_id or str(getattr(account, "id", "")).startswith("28:"):
+                        continue
+                    m = _member(account)
+                    people.append(AudienceMember(m.email, m.is_guest(home)))
+                if len(people) > limit:
+                    return None
+                token = page.continuation_token
+                if not token:
+                    break
+        except Exception as exc:  # noqa: BLE001 - the roster failed: public pages only
+            log.info("Teams: could not list the members of the conversation: %s", type(exc).__name__)
+            return None
+        return tuple(people)
