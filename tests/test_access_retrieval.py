@@ -52,11 +52,11 @@ class RestrictingFolder(FolderSource):
 
     def __init__(self, root: Path, access: dict[str, Access]) -> None:
         super().__init__(root, name="handbook")
-        self.access = access
+        self.per_page = access
 
     def _read(self, path, doc_id):
         doc = super()._read(path, doc_id)
-        return dataclasses.replace(doc, access=self.access.get(doc_id, doc.access))
+        return dataclasses.replace(doc, access=self.per_page.get(doc_id, doc.access))
 
 
 def _index(path: Path, wiki: Path, embedder, access: dict[str, Access]) -> KnowledgeIndex:
@@ -266,15 +266,15 @@ def test_the_llm_never_receives_a_passage_the_viewer_may_not_read_and_answers_ar
     assert "91,000" not in outsider.text
 
 
-# -- the turn builder's conservative default (until the app layer builds the real viewer) ----------------------
+# -- the turn builder's viewer without configured groups or channel access (app.access.AccessPolicy()) --------
 @pytest.mark.parametrize("kind_, email, expected", [
     ("dm", "Hana@Example.com", Viewer.person(["user:hana@example.com"], audience="dm")),
-    ("dm", "", Viewer.public()),
+    ("dm", "", Viewer.public("dm")),
     ("channel", "hana@example.com", Viewer.public()),
     ("group", "hana@example.com", Viewer.public()),
     ("", "hana@example.com", Viewer.public()),
 ])
-def test_build_turn_sets_a_conservative_viewer(kind_: str, email: str, expected: Viewer) -> None:
+def test_build_turn_sets_the_viewer_from_who_asks_and_where(kind_: str, email: str, expected: Viewer) -> None:
     turn = build_turn(InboundMessage(platform="slack", text="hi", user_id="U1", user_email=email, channel_kind=kind_))
     assert turn.viewer == expected
 
