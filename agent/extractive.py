@@ -35,7 +35,8 @@ with ``/genie whoisoncall`` may sit in the ninth passage). A multi-part question
 part's own key terms, with the answer type that part asks for (a figure for "how fast", a command
 for "which channel"); a part no sentence speaks to is named in a closing line ("Nothing found on:
 ..."). When the gate asked for several citations, the picks span at least that many distinct
-chunks. Each picked sentence becomes a citation whose quote is the sentence's exact
+chunks. A sentence alone between two picked sentences of one paragraph is quoted too (an answer
+with a hole in the middle of a paragraph reads as a non sequitur). Each picked sentence becomes a citation whose quote is the sentence's exact
 text in the chunk.
 """
 
@@ -302,7 +303,37 @@ class ExtractiveAnswerer:
                     continue
                 picked.append(c)
                 distinct = {p.ev.chunk.chunk_id for p in picked}
-        return self._render(picked, unanswered)
+        return self._render(self._fill_gaps(picked), unanswered)
+
+    def _fill_gaps(self, picked: list[_Cand]) -> list[_Cand]:
+        """``picked`` plus each sentence that sits alone between two picked sentences of one paragraph.
+
+        "Moving cross-border is more complex. [...] Notify the team 30 days prior." quoted without the
+        sentence between them reads as a non sequitur and drops what it says (whom to notify), so the
+        gap is quoted too, verbatim, while the answer stays within ``max_chars``. A paragraph is a run
+        of prose without a blank line; a gap that is a question, a heading, a table row or flagged by
+        :mod:`screening` is left out.
+        """
+        used = sum(len(c.span.text) for c in picked)
+        at = {(c.ev.chunk.chunk_id, c.span.start) for c in picked}
+        extra: list[_Cand] = []
+        for c in picked:
+            text = c.ev.chunk.text
+            spans = _spans(text)
+            idx = next((i for i, s in enumerate(spans) if s.start == c.span.start), None)
+            if idx is None or idx + 2 >= len(spans) or (c.ev.chunk.chunk_id, spans[idx + 2].start) not in at:
+                continue
+            gap, after = spans[idx + 1], spans[idx + 2]
+            if (c.ev.chunk.chunk_id, gap.start) in at or "\n\n" in text[c.span.start:after.end]:
+                continue  # already quoted, or the three are not one paragraph
+            line = text[:gap.start].rsplit("\n", 1)[-1].lstrip()
+            if (gap.text.rstrip().endswith("?") or line.startswith(("#", "|")) or _is_row(text, gap)
+                    or span_flagged(text, gap.start, gap.end) or used + len(gap.text) > self.config.max_chars):
+                continue
+            at.add((c.ev.chunk.chunk_id, gap.start))
+            used += len(gap.text)
+            extra.append(_Cand(c.ev, gap, set(self.analyze(gap.text)), 0.0, c.chunk_rank))
+        return [*picked, *extra]
 
     def _gain(self, c: _Cand, terms: KeyTerms, covered: set[str], picked: list[_Cand]) -> float:
         total = terms.total or 1.0

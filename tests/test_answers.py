@@ -187,3 +187,24 @@ def test_a_question_in_the_text_is_never_quoted_as_the_answer(runtime: Runtime) 
     assert not reply.refused, reply.text
     assert "basement garage" in reply.text
     assert not any(c.quote.rstrip().endswith("?") for c in reply.citations), reply.text
+
+
+def test_a_sentence_between_two_quoted_sentences_of_a_paragraph_is_quoted_too() -> None:
+    # "Moving cross-border is complex. [...] Notify the team 30 days prior." without the sentence in
+    # between drops whom to notify and reads as a non sequitur: the gap is quoted, verbatim.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    text = ("Relocating abroad involves taxes and visas for every relocation. Write to moves@example.com "
+            "with your plans and your start date there. Give notice of the relocation at least 30 days ahead.\n\n"
+            "Relocation within one country needs no notice.")
+    chunk = Chunk("c1", "folder", "moving.md", "Moving", ("Abroad",), "", text)
+    analyze = lambda s: [w.strip(".,").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"relocation": 2.0, "notice": 2.0, "abroad": 1.0, "relocating": 1.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(), analyze).answer(
+        [Evidence(chunk, 1.0, cosine=0.2)], terms, question="relocating abroad, how much notice for the relocation?")
+    assert "30 days" in draft.text and "Relocating abroad" in draft.text, draft.text
+    assert "moves@example.com" in draft.text, draft.text
+    assert all(c.quote in text for c in draft.citations)
