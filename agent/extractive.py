@@ -11,7 +11,8 @@ the manner of Maximal Marginal Relevance (Carbonell & Goldstein 1998) with a cov
 - *definition*: for "what's X?", a bonus for a sentence that defines X ("Long Name (X)");
 - *answer type*: a bonus when the question asks for a quantity, time or amount ("how long",
   "how much", "when", "max") and the sentence states one, or asks for a command and the
-  sentence shows one;
+  sentence shows one, or asks which option / setting / status to pick and the sentence names one
+  in quotes or code ("use the \"Out Sick\" option");
 - *priors*: the chunk's cosine to the question and its rank;
 - *redundancy*: minus the term overlap (Jaccard) with the sentences already picked.
 
@@ -67,6 +68,11 @@ _ASKS_FIGURE = re.compile(r"\bhow (?:much|many|long|often|quickly|fast|soon|far|
                           r"expensed?|reimburs\w*|covers?|covered)\b", re.I)
 _ASKS_COMMAND = re.compile(r"\b(?:command|slash|cli|shortcut|channel)\b", re.I)
 _COMMAND = re.compile(r"(?:^|\s|`)/[a-z][\w-]*|#[a-z][\w-]+")
+# "what option do I pick?", "which status should I set?": the answer is a label the page names in
+# quotes or code ("use the \"Out Sick\" option"), not a sentence that merely mentions options.
+_ASKS_LABEL = re.compile(r"\b(?:what|which|whats|what's)\s+(?:\w+\s+)?(?:option|setting|type|field|button|label|status|"
+                         r"category|value|choice|template|form|menu|tab)s?\b", re.I)
+_LABEL = re.compile(r"\"[^\"\n]{2,40}\"|\u201c[^\u201d\n]{2,40}\u201d|`[^`\n]{2,40}`|\*\*[^*\n]{2,40}\*\*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +227,7 @@ class ExtractiveAnswerer:
         vocab = set(vocabulary or ()) - key
         wants_figure = bool(_ASKS_FIGURE.search(question))
         wants_command = bool(_ASKS_COMMAND.search(question))
+        wants_label = bool(_ASKS_LABEL.search(question))
         exact = identifiers(question)
         cands: list[_Cand] = []
         multi = bool(parts and len(parts) >= 2)
@@ -265,6 +272,7 @@ class ExtractiveAnswerer:
                     continue  # a later passage is read only for a sentence stating what was asked
                 if not multi:  # a multi-part question's answer types are its parts' (see _pick)
                     prior += 0.25 * (wants_figure and figure) + 0.25 * (wants_command and command)
+                    prior += 0.25 * (wants_label and bool(t & key) and bool(_LABEL.search(span.text)))
                 if define and defines(span.text, define):
                     prior += 0.5
                 if has_exact:

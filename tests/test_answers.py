@@ -208,3 +208,23 @@ def test_a_sentence_between_two_quoted_sentences_of_a_paragraph_is_quoted_too() 
     assert "30 days" in draft.text and "Relocating abroad" in draft.text, draft.text
     assert "moves@example.com" in draft.text, draft.text
     assert all(c.quote in text for c in draft.citations)
+
+
+def test_a_question_asking_which_option_to_pick_quotes_the_sentence_naming_one() -> None:
+    # "what option do I pick if I'm sick?" is answered by the sentence naming the option in quotes,
+    # not by one that only mentions being sick.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    general = Chunk("c1", "folder", "time-off.md", "Time off", ("Tracking time off",), "",
+                    "If you are sick or have a medical appointment, get help first and log your time off later.")
+    options = Chunk("c2", "folder", "time-off.md", "Time off", ("Short-term leave",), "",
+                    "If you or a family member is ill, use the \"Out Sick\" option in the leave list.")
+    analyze = lambda s: [w.strip(".,?\"").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"sick": 3.0, "option": 1.0, "time": 1.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze).answer(
+        [Evidence(general, 1.0, cosine=0.45), Evidence(options, 0.9, cosine=0.40)], terms,
+        question="what option do i pick if im sick?")
+    assert "Out Sick" in draft.text, draft.text
