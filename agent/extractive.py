@@ -37,7 +37,8 @@ part's own key terms, with the answer type that part asks for (a figure for "how
 for "which channel"); a part no sentence speaks to is named in a closing line ("Nothing found on:
 ..."). When the gate asked for several citations, the picks span at least that many distinct
 chunks. A sentence alone between two picked sentences of one paragraph is quoted too (an answer
-with a hole in the middle of a paragraph reads as a non sequitur). Each picked sentence becomes a citation whose quote is the sentence's exact
+with a hole in the middle of a paragraph reads as a non sequitur), and so is the sentence right after a
+picked one that opens by pointing back to it ("This means...", "If any of the above..."). Each picked sentence becomes a citation whose quote is the sentence's exact
 text in the chunk.
 """
 
@@ -156,6 +157,9 @@ def _row_display(header: str, row: str) -> str:
                      for h, c in zip(heads, cells) if c)
 
 
+# A sentence opening like this continues the one before it (discourse anaphora and result connectives).
+_POINTS_BACK = re.compile(r"(?:This|That|These|Those|Such|Otherwise|Therefore|Thus|Hence|In that case|If so|If not|"
+                          r"If (?:any|all|none|one) of (?:the )?(?:above|these|those|this|them))\b")
 _LIST_MARK = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _HEADING_LINE = re.compile(r"(?m)^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 
@@ -311,32 +315,53 @@ class ExtractiveAnswerer:
                     continue
                 picked.append(c)
                 distinct = {p.ev.chunk.chunk_id for p in picked}
-        return self._render(self._fill_gaps(picked), unanswered)
+        return self._render(self._fill_gaps(picked, min_sources, displace=not multi), unanswered)
 
-    def _fill_gaps(self, picked: list[_Cand]) -> list[_Cand]:
-        """``picked`` plus each sentence that sits alone between two picked sentences of one paragraph.
+    def _fill_gaps(self, picked: list[_Cand], min_sources: int = 1, displace: bool = True) -> list[_Cand]:
+        """``picked`` plus each sentence that sits alone between two picked sentences of one paragraph, and
+        each sentence right after a picked one, in its paragraph, that opens by pointing back to it
+        (:data:`_POINTS_BACK`: "This means you have to...", "If any of the above...": it says what
+        the picked sentence implies, often the very fact asked).
 
         "Moving cross-border is more complex. [...] Notify the team 30 days prior." quoted without the
         sentence between them reads as a non sequitur and drops what it says (whom to notify), so the
         gap is quoted too, verbatim, while the answer stays within ``max_chars``. A paragraph is a run
         of prose without a blank line; a gap that is a question, a heading, a table row or flagged by
-        :mod:`screening` is left out.
+        :mod:`screening` is left out. A continuation that does not fit displaces the picks made after
+        its sentence (weaker ones, last first) while the answer keeps ``min_sources`` distinct chunks
+        (``displace``; never in a multi-part answer, whose picks answer different parts).
         """
+        picked = list(picked)
         used = sum(len(c.span.text) for c in picked)
         at = {(c.ev.chunk.chunk_id, c.span.start) for c in picked}
         extra: list[_Cand] = []
-        for c in picked:
+        for c in list(picked):
+            if c not in picked:
+                continue  # displaced by an earlier pick's continuation
             text = c.ev.chunk.text
             spans = _spans(text)
             idx = next((i for i, s in enumerate(spans) if s.start == c.span.start), None)
-            if idx is None or idx + 2 >= len(spans) or (c.ev.chunk.chunk_id, spans[idx + 2].start) not in at:
+            if idx is None or idx + 1 >= len(spans):
                 continue
-            gap, after = spans[idx + 1], spans[idx + 2]
-            if (c.ev.chunk.chunk_id, gap.start) in at or "\n\n" in text[c.span.start:after.end]:
-                continue  # already quoted, or the three are not one paragraph
+            gap = spans[idx + 1]
+            if (c.ev.chunk.chunk_id, gap.start) in at or "\n\n" in text[c.span.start:gap.end]:
+                continue  # already quoted, or not the same paragraph
+            between = idx + 2 < len(spans) and (c.ev.chunk.chunk_id, spans[idx + 2].start) in at and (
+                "\n\n" not in text[gap.start:spans[idx + 2].end])
+            if not between and not _POINTS_BACK.match(gap.text):
+                continue
             line = text[:gap.start].rsplit("\n", 1)[-1].lstrip()
             if (gap.text.rstrip().endswith("?") or line.startswith(("#", "|")) or _is_row(text, gap)
-                    or span_flagged(text, gap.start, gap.end) or used + len(gap.text) > self.config.max_chars):
+                    or span_flagged(text, gap.start, gap.end)):
+                continue
+            while displace and not between and used + len(gap.text) > self.config.max_chars and picked[-1] is not c:
+                rest = picked[:-1]
+                if len({p.ev.chunk.chunk_id for p in rest}) < min_sources:
+                    break
+                used -= len(picked[-1].span.text)
+                at.discard((picked[-1].ev.chunk.chunk_id, picked[-1].span.start))
+                picked = rest
+            if used + len(gap.text) > self.config.max_chars:
                 continue
             at.add((c.ev.chunk.chunk_id, gap.start))
             used += len(gap.text)

@@ -228,3 +228,26 @@ def test_a_question_asking_which_option_to_pick_quotes_the_sentence_naming_one()
         [Evidence(general, 1.0, cosine=0.45), Evidence(options, 0.9, cosine=0.40)], terms,
         question="what option do i pick if im sick?")
     assert "Out Sick" in draft.text, draft.text
+
+
+def test_a_sentence_pointing_back_to_a_quoted_one_is_quoted_with_it_even_over_a_weaker_pick() -> None:
+    # "This means you have to..." says what the quoted sentence implies (here the fact asked): it is
+    # quoted right after it, and when the answer is full it displaces the weakest later pick.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    text = ("Meetings you accepted are not declined automatically by the leave event. This means you have to "
+            "create an out-of-office event in Google Calendar yourself.")
+    main = Chunk("c1", "folder", "pto.md", "PTO", ("Calendar",), "", text)
+    other = Chunk("c2", "folder", "norms.md", "Norms", ("Meetings",), "",
+                  "Meetings on Fridays are optional for the whole team and can be declined without notice.")
+    analyze = lambda s: [w.strip(".,?").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"meetings": 2.0, "declined": 2.0, "automatically": 2.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(max_chars=200), analyze).answer(
+        [Evidence(main, 1.0, cosine=0.5), Evidence(other, 0.9, cosine=0.45)], terms,
+        question="will my meetings be declined automatically?")
+    assert "Google Calendar" in draft.text, draft.text
+    assert draft.text.index("not declined") < draft.text.index("Google Calendar"), draft.text
+    assert all(c.quote in (text if c.chunk_id == "c1" else other.text) for c in draft.citations)
