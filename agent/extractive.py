@@ -12,7 +12,9 @@ the manner of Maximal Marginal Relevance (Carbonell & Goldstein 1998) with a cov
 - *answer type*: a bonus when the question asks for a quantity, time or amount ("how long",
   "how much", "when", "max") and the sentence states one, or asks for a command and the
   sentence shows one, or asks which option / setting / status to pick and the sentence names one
-  in quotes or code ("use the \"Out Sick\" option");
+  in quotes or code ("use the \"Out Sick\" option"), or asks whether something is allowed ("am
+  I allowed to...", "can I...", "do I need approval...") and the sentence states a rule (must,
+  required, approval, prohibited, allowed);
 - *priors*: the chunk's cosine to the question and its rank;
 - *redundancy*: minus the term overlap (Jaccard) with the sentences already picked.
 
@@ -73,6 +75,13 @@ _COMMAND = re.compile(r"(?:^|\s|`)/[a-z][\w-]*|#[a-z][\w-]+")
 # quotes or code ("use the \"Out Sick\" option"), not a sentence that merely mentions options.
 _ASKS_LABEL = re.compile(r"\b(?:what|which|whats|what's)\s+(?:\w+\s+)?(?:option|setting|type|field|button|label|status|"
                          r"category|value|choice|template|form|menu|tab)s?\b", re.I)
+# "am I allowed to...?", "can I...?", "do I need approval...?": the answer is a rule, so a sentence stating
+# one (an obligation, a permission, a prohibition, an approval step) is preferred to one on the topic.
+_ASKS_RULE = re.compile(r"^\W*(?:am i|are we|is it|are you)\s+(?:\w+\s+)?(?:allowed|permitted|ok|okay|fine|able)\b|"
+                        r"^\W*(?:can|may|could)\s+(?:i|we)\b|\b(?:do|does)\s+(?:i|we|it)\s+need\s+"
+                        r"(?:\w+\s+)?(?:approval|permission|sign-?off)\b", re.I)
+_RULE = re.compile(r"\b(?:must|required?|requires|allowed|not allowed|permitted|prohibited|forbidden|approval|approve[ds]?|"
+                   r"permission|may not|cannot|can't|need to|needs to|have to|has to|not permitted|exceeds?)\b", re.I)
 _LABEL = re.compile(r"\"[^\"\n]{2,40}\"|\u201c[^\u201d\n]{2,40}\u201d|`[^`\n]{2,40}`|\*\*[^*\n]{2,40}\*\*")
 
 
@@ -232,6 +241,7 @@ class ExtractiveAnswerer:
         wants_figure = bool(_ASKS_FIGURE.search(question))
         wants_command = bool(_ASKS_COMMAND.search(question))
         wants_label = bool(_ASKS_LABEL.search(question))
+        wants_rule = bool(_ASKS_RULE.search(question))
         exact = identifiers(question)
         cands: list[_Cand] = []
         multi = bool(parts and len(parts) >= 2)
@@ -277,6 +287,7 @@ class ExtractiveAnswerer:
                 if not multi:  # a multi-part question's answer types are its parts' (see _pick)
                     prior += 0.25 * (wants_figure and figure) + 0.25 * (wants_command and command)
                     prior += 0.25 * (wants_label and bool(t & key) and bool(_LABEL.search(span.text)))
+                    prior += 0.25 * (wants_rule and rank < cfg.chunks and bool(_RULE.search(span.text)))
                 if define and defines(span.text, define):
                     prior += 0.5
                 if has_exact:

@@ -251,3 +251,21 @@ def test_a_sentence_pointing_back_to_a_quoted_one_is_quoted_with_it_even_over_a_
     assert "Google Calendar" in draft.text, draft.text
     assert draft.text.index("not declined") < draft.text.index("Google Calendar"), draft.text
     assert all(c.quote in (text if c.chunk_id == "c1" else other.text) for c in draft.citations)
+
+
+def test_a_question_asking_whether_something_is_allowed_prefers_the_sentence_stating_the_rule() -> None:
+    # "am I allowed to freelance on the side?" is answered by the rule ("you must request approval if it
+    # exceeds 15 hours a week"), not by a sentence that only shares the question's words.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    text = ("Many of our engineers enjoy side projects in their spare time. "
+            "Outside work must be disclosed and needs approval if it exceeds 15 hours per week.")
+    chunk = Chunk("c1", "folder", "outside.md", "Outside employment", ("Rules",), "", text)
+    analyze = lambda s: [w.strip(".,?").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"side": 2.0, "work": 1.0, "freelance": 3.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze).answer(
+        [Evidence(chunk, 1.0, cosine=0.45)], terms, question="am i allowed to do freelance work on the side?")
+    assert "15 hours" in draft.text, draft.text
