@@ -11,7 +11,10 @@ the manner of Maximal Marginal Relevance (Carbonell & Goldstein 1998) with a cov
 - *definition*: for "what's X?", a bonus for a sentence that defines X ("Long Name (X)");
 - *answer type*: a bonus when the question asks for a quantity, time or amount ("how long",
   "how much", "when", "max") and the sentence states one, or asks for a command and the
-  sentence shows one;
+  sentence shows one, or asks which option / setting / status to pick and the sentence names one
+  in quotes or code ("use the \"Out Sick\" option"), or asks whether something is allowed ("am
+  I allowed to...", "can I...", "do I need approval...") and the sentence states a rule (must,
+  required, approval, prohibited, allowed);
 - *priors*: the chunk's cosine to the question and its rank;
 - *redundancy*: minus the term overlap (Jaccard) with the sentences already picked.
 
@@ -35,7 +38,9 @@ with ``/genie whoisoncall`` may sit in the ninth passage). A multi-part question
 part's own key terms, with the answer type that part asks for (a figure for "how fast", a command
 for "which channel"); a part no sentence speaks to is named in a closing line ("Nothing found on:
 ..."). When the gate asked for several citations, the picks span at least that many distinct
-chunks. Each picked sentence becomes a citation whose quote is the sentence's exact
+chunks. A sentence alone between two picked sentences of one paragraph is quoted too (an answer
+with a hole in the middle of a paragraph reads as a non sequitur), and so is the sentence right after a
+picked one that opens by pointing back to it ("This means...", "If any of the above..."). Each picked sentence becomes a citation whose quote is the sentence's exact
 text in the chunk.
 """
 
@@ -66,6 +71,18 @@ _ASKS_FIGURE = re.compile(r"\bhow (?:much|many|long|often|quickly|fast|soon|far|
                           r"expensed?|reimburs\w*|covers?|covered)\b", re.I)
 _ASKS_COMMAND = re.compile(r"\b(?:command|slash|cli|shortcut|channel)\b", re.I)
 _COMMAND = re.compile(r"(?:^|\s|`)/[a-z][\w-]*|#[a-z][\w-]+")
+# "what option do I pick?", "which status should I set?": the answer is a label the page names in
+# quotes or code ("use the \"Out Sick\" option"), not a sentence that merely mentions options.
+_ASKS_LABEL = re.compile(r"\b(?:what|which|whats|what's)\s+(?:\w+\s+)?(?:option|setting|type|field|button|label|status|"
+                         r"category|value|choice|template|form|menu|tab)s?\b", re.I)
+# "am I allowed to...?", "can I...?", "do I need approval...?": the answer is a rule, so a sentence stating
+# one (an obligation, a permission, a prohibition, an approval step) is preferred to one on the topic.
+_ASKS_RULE = re.compile(r"^\W*(?:am i|are we|is it|are you)\s+(?:\w+\s+)?(?:allowed|permitted|ok|okay|fine|able)\b|"
+                        r"^\W*(?:can|may|could)\s+(?:i|we)\b|\b(?:do|does)\s+(?:i|we|it)\s+need\s+"
+                        r"(?:\w+\s+)?(?:approval|permission|sign-?off)\b", re.I)
+_RULE = re.compile(r"\b(?:must|required?|requires|allowed|not allowed|permitted|prohibited|forbidden|approval|approve[ds]?|"
+                   r"permission|may not|cannot|can't|need to|needs to|have to|has to|not permitted|exceeds?)\b", re.I)
+_LABEL = re.compile(r"\"[^\"\n]{2,40}\"|\u201c[^\u201d\n]{2,40}\u201d|`[^`\n]{2,40}`|\*\*[^*\n]{2,40}\*\*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +166,9 @@ def _row_display(header: str, row: str) -> str:
                      for h, c in zip(heads, cells) if c)
 
 
+# A sentence opening like this continues the one before it (discourse anaphora and result connectives).
+_POINTS_BACK = re.compile(r"(?:This|That|These|Those|Such|Otherwise|Therefore|Thus|Hence|In that case|If so|If not|"
+                          r"If (?:any|all|none|one) of (?:the )?(?:above|these|those|this|them))\b")
 _LIST_MARK = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _HEADING_LINE = re.compile(r"(?m)^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 
@@ -220,6 +240,8 @@ class ExtractiveAnswerer:
         vocab = set(vocabulary or ()) - key
         wants_figure = bool(_ASKS_FIGURE.search(question))
         wants_command = bool(_ASKS_COMMAND.search(question))
+        wants_label = bool(_ASKS_LABEL.search(question))
+        wants_rule = bool(_ASKS_RULE.search(question))
         exact = identifiers(question)
         cands: list[_Cand] = []
         multi = bool(parts and len(parts) >= 2)
@@ -264,6 +286,8 @@ class ExtractiveAnswerer:
                     continue  # a later passage is read only for a sentence stating what was asked
                 if not multi:  # a multi-part question's answer types are its parts' (see _pick)
                     prior += 0.25 * (wants_figure and figure) + 0.25 * (wants_command and command)
+                    prior += 0.25 * (wants_label and bool(t & key) and bool(_LABEL.search(span.text)))
+                    prior += 0.25 * (wants_rule and rank < cfg.chunks and bool(_RULE.search(span.text)))
                 if define and defines(span.text, define):
                     prior += 0.5
                 if has_exact:
@@ -302,7 +326,58 @@ class ExtractiveAnswerer:
                     continue
                 picked.append(c)
                 distinct = {p.ev.chunk.chunk_id for p in picked}
-        return self._render(picked, unanswered)
+        return self._render(self._fill_gaps(picked, min_sources, displace=not multi), unanswered)
+
+    def _fill_gaps(self, picked: list[_Cand], min_sources: int = 1, displace: bool = True) -> list[_Cand]:
+        """``picked`` plus each sentence that sits alone between two picked sentences of one paragraph, and
+        each sentence right after a picked one, in its paragraph, that opens by pointing back to it
+        (:data:`_POINTS_BACK`: "This means you have to...", "If any of the above...": it says what
+        the picked sentence implies, often the very fact asked).
+
+        "Moving cross-border is more complex. [...] Notify the team 30 days prior." quoted without the
+        sentence between them reads as a non sequitur and drops what it says (whom to notify), so the
+        gap is quoted too, verbatim, while the answer stays within ``max_chars``. A paragraph is a run
+        of prose without a blank line; a gap that is a question, a heading, a table row or flagged by
+        :mod:`screening` is left out. A continuation that does not fit displaces the picks made after
+        its sentence (weaker ones, last first) while the answer keeps ``min_sources`` distinct chunks
+        (``displace``; never in a multi-part answer, whose picks answer different parts).
+        """
+        picked = list(picked)
+        used = sum(len(c.span.text) for c in picked)
+        at = {(c.ev.chunk.chunk_id, c.span.start) for c in picked}
+        extra: list[_Cand] = []
+        for c in list(picked):
+            if c not in picked:
+                continue  # displaced by an earlier pick's continuation
+            text = c.ev.chunk.text
+            spans = _spans(text)
+            idx = next((i for i, s in enumerate(spans) if s.start == c.span.start), None)
+            if idx is None or idx + 1 >= len(spans):
+                continue
+            gap = spans[idx + 1]
+            if (c.ev.chunk.chunk_id, gap.start) in at or "\n\n" in text[c.span.start:gap.end]:
+                continue  # already quoted, or not the same paragraph
+            between = idx + 2 < len(spans) and (c.ev.chunk.chunk_id, spans[idx + 2].start) in at and (
+                "\n\n" not in text[gap.start:spans[idx + 2].end])
+            if not between and not _POINTS_BACK.match(gap.text):
+                continue
+            line = text[:gap.start].rsplit("\n", 1)[-1].lstrip()
+            if (gap.text.rstrip().endswith("?") or line.startswith(("#", "|")) or _is_row(text, gap)
+                    or span_flagged(text, gap.start, gap.end)):
+                continue
+            while displace and not between and used + len(gap.text) > self.config.max_chars and picked[-1] is not c:
+                rest = picked[:-1]
+                if len({p.ev.chunk.chunk_id for p in rest}) < min_sources:
+                    break
+                used -= len(picked[-1].span.text)
+                at.discard((picked[-1].ev.chunk.chunk_id, picked[-1].span.start))
+                picked = rest
+            if used + len(gap.text) > self.config.max_chars:
+                continue
+            at.add((c.ev.chunk.chunk_id, gap.start))
+            used += len(gap.text)
+            extra.append(_Cand(c.ev, gap, set(self.analyze(gap.text)), 0.0, c.chunk_rank))
+        return [*picked, *extra]
 
     def _gain(self, c: _Cand, terms: KeyTerms, covered: set[str], picked: list[_Cand]) -> float:
         total = terms.total or 1.0

@@ -187,3 +187,85 @@ def test_a_question_in_the_text_is_never_quoted_as_the_answer(runtime: Runtime) 
     assert not reply.refused, reply.text
     assert "basement garage" in reply.text
     assert not any(c.quote.rstrip().endswith("?") for c in reply.citations), reply.text
+
+
+def test_a_sentence_between_two_quoted_sentences_of_a_paragraph_is_quoted_too() -> None:
+    # "Moving cross-border is complex. [...] Notify the team 30 days prior." without the sentence in
+    # between drops whom to notify and reads as a non sequitur: the gap is quoted, verbatim.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    text = ("Relocating abroad involves taxes and visas for every relocation. Write to moves@example.com "
+            "with your plans and your start date there. Give notice of the relocation at least 30 days ahead.\n\n"
+            "Relocation within one country needs no notice.")
+    chunk = Chunk("c1", "folder", "moving.md", "Moving", ("Abroad",), "", text)
+    analyze = lambda s: [w.strip(".,").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"relocation": 2.0, "notice": 2.0, "abroad": 1.0, "relocating": 1.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(), analyze).answer(
+        [Evidence(chunk, 1.0, cosine=0.2)], terms, question="relocating abroad, how much notice for the relocation?")
+    assert "30 days" in draft.text and "Relocating abroad" in draft.text, draft.text
+    assert "moves@example.com" in draft.text, draft.text
+    assert all(c.quote in text for c in draft.citations)
+
+
+def test_a_question_asking_which_option_to_pick_quotes_the_sentence_naming_one() -> None:
+    # "what option do I pick if I'm sick?" is answered by the sentence naming the option in quotes,
+    # not by one that only mentions being sick.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    general = Chunk("c1", "folder", "time-off.md", "Time off", ("Tracking time off",), "",
+                    "If you are sick or have a medical appointment, get help first and log your time off later.")
+    options = Chunk("c2", "folder", "time-off.md", "Time off", ("Short-term leave",), "",
+                    "If you or a family member is ill, use the \"Out Sick\" option in the leave list.")
+    analyze = lambda s: [w.strip(".,?\"").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"sick": 3.0, "option": 1.0, "time": 1.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze).answer(
+        [Evidence(general, 1.0, cosine=0.45), Evidence(options, 0.9, cosine=0.40)], terms,
+        question="what option do i pick if im sick?")
+    assert "Out Sick" in draft.text, draft.text
+
+
+def test_a_sentence_pointing_back_to_a_quoted_one_is_quoted_with_it_even_over_a_weaker_pick() -> None:
+    # "This means you have to..." says what the quoted sentence implies (here the fact asked): it is
+    # quoted right after it, and when the answer is full it displaces the weakest later pick.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    text = ("Meetings you accepted are not declined automatically by the leave event. This means you have to "
+            "create an out-of-office event in Google Calendar yourself.")
+    main = Chunk("c1", "folder", "pto.md", "PTO", ("Calendar",), "", text)
+    other = Chunk("c2", "folder", "norms.md", "Norms", ("Meetings",), "",
+                  "Meetings on Fridays are optional for the whole team and can be declined without notice.")
+    analyze = lambda s: [w.strip(".,?").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"meetings": 2.0, "declined": 2.0, "automatically": 2.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(max_chars=200), analyze).answer(
+        [Evidence(main, 1.0, cosine=0.5), Evidence(other, 0.9, cosine=0.45)], terms,
+        question="will my meetings be declined automatically?")
+    assert "Google Calendar" in draft.text, draft.text
+    assert draft.text.index("not declined") < draft.text.index("Google Calendar"), draft.text
+    assert all(c.quote in (text if c.chunk_id == "c1" else other.text) for c in draft.citations)
+
+
+def test_a_question_asking_whether_something_is_allowed_prefers_the_sentence_stating_the_rule() -> None:
+    # "am I allowed to freelance on the side?" is answered by the rule ("you must request approval if it
+    # exceeds 15 hours a week"), not by a sentence that only shares the question's words.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    text = ("Many of our engineers enjoy side projects in their spare time. "
+            "Outside work must be disclosed and needs approval if it exceeds 15 hours per week.")
+    chunk = Chunk("c1", "folder", "outside.md", "Outside employment", ("Rules",), "", text)
+    analyze = lambda s: [w.strip(".,?").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"side": 2.0, "work": 1.0, "freelance": 3.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze).answer(
+        [Evidence(chunk, 1.0, cosine=0.45)], terms, question="am i allowed to do freelance work on the side?")
+    assert "15 hours" in draft.text, draft.text
