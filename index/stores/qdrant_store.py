@@ -7,7 +7,9 @@ server (HNSW, shared by several processes) with no other change.
 Access control (issue 11): each point's payload holds ``access``, the list of its chunk's
 :meth:`connectors.access.Access.tokens` (a keyword payload index on a server), and every search takes
 the asker's :class:`connectors.access.Viewer` and runs with a ``MatchAny`` payload filter on it, inside
-the nearest-neighbour query: a point the viewer may not read is never a candidate.
+the nearest-neighbour query: a point the viewer may not read is never a candidate. In local mode,
+whose filters run in Python point by point, the same test runs on a NumPy mirror of the collection
+(:mod:`index.stores.local_dense`), rebuilt after every write.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard, storage_error
 from connectors.models import Chunk
+from .local_dense import DenseMirror, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_tokens
 
 __all__ = ["QdrantStore", "point_id"]
@@ -62,6 +65,7 @@ class QdrantStore:
         # Local mode keeps points in plain Python structures: serialise access so a re-index in a
         # background thread cannot race a search. (A Qdrant server handles concurrency itself.)
         self._lock = threading.RLock() if not url else _NoLock()
+        self._mirror: DenseMirror | None = None  # local mode: vectors and access as arrays (dropped on writes)
         # Local mode keeps every point in memory and writes through to one SQLite file per
         # collection: damage shows as sqlite3 or OS errors (reads are served from memory).
         self._guard = StoreGuard("the vector index", path or url or "", REBUILD_STORE,
@@ -143,9 +147,11 @@ class QdrantStore:
         ids = [point_id(c) for c in chunk_ids]
         if ids:
             with self._guard(), self._lock:
+                self._mirror = None
                 self.client.delete(self.collection, points_selector=models.PointIdsList(points=ids), wait=True)
 
     def _replace(self, keys: list[str], chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
+        self._mirror = None
         if keys:
             self.client.delete(self.collection, points_selector=models.FilterSelector(filter=models.Filter(
                 must=[models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys))])), wait=True)
@@ -158,6 +164,7 @@ class QdrantStore:
     def clear(self) -> None:
         """Drop and recreate the collection."""
         with self._guard(), self._lock:
+            self._mirror = None
             self.client.delete_collection(self.collection)
             self._ensure_collection()
 
@@ -168,12 +175,26 @@ class QdrantStore:
         Raises:
             ValueError: when ``viewer`` is not a :class:`Viewer`.
         """
-        allowed = models.Filter(must=[models.FieldCondition(
-            key="access", match=models.MatchAny(any=viewer_tokens(viewer, "the vector")))])
+        tokens = viewer_tokens(viewer, "the vector")
+        if self._is_local:
+            with self._lock:
+                hits = self._local_mirror().search(query, tokens, limit)
+                pts = self.client.retrieve(self.collection, ids=[h[0] for h in hits], with_payload=True,
+                                           with_vectors=False) if hits else []
+            payloads = {str(p.id): p.payload for p in pts if p.payload}
+            return [StoredChunk(chunk_from_record(payloads[pid]), score) for pid, score in hits if pid in payloads]
+        allowed = models.Filter(must=[models.FieldCondition(key="access", match=models.MatchAny(any=tokens))])
         with self._lock:
             res = self.client.query_points(self.collection, query=query.tolist(), query_filter=allowed,
                                            limit=limit, with_payload=True)
         return [StoredChunk(chunk_from_record(p.payload or {}), float(p.score)) for p in res.points]
+
+    def _local_mirror(self) -> DenseMirror:
+        """The local collection as arrays (:class:`DenseMirror`), built on first use after a write."""
+        if self._mirror is None:
+            self._mirror = DenseMirror(scroll_points(lambda offset: self.client.scroll(
+                self.collection, limit=1000, offset=offset, with_payload=["access"], with_vectors=True)), self.dim)
+        return self._mirror
 
     def set_access(self, access: Mapping[str, Access]) -> int:
         """Give every point of each document key its new access (doc key to :class:`Access`) by
@@ -184,6 +205,7 @@ class QdrantStore:
         """
         n = 0
         with self._guard(), self._lock:
+            self._mirror = None
             for key, acc in access.items():
                 where = models.Filter(must=[models.FieldCondition(key="doc_key", match=models.MatchValue(value=key))])
                 count = self.client.count(self.collection, count_filter=where, exact=True).count
