@@ -236,17 +236,9 @@ class SyncEngine:
             log.warning("sync of %s failed (cursor not advanced): %s", name, error)
             rep = progress["report"] or IndexReport(source=name)
             summary = self._summary(name, rep, mode, counters, calls0, retries0, time.perf_counter() - t0, stream)
-            summary.errors.append(error)
-            try:
-                self.store.finish_run(run_id, "failed", summary.as_dict(), error=error)
-            except Exception:  # noqa: BLE001 - the store itself may be what failed
-                log.exception("cannot record the failed run of %s", name)
-            return SyncResult(name, "failed", summary, error, run_id)
+            return self._failed(name, run_id, summary, error)
         finally:
-            try:
-                self.store.release_lock(lock, owner)
-            except Exception:  # noqa: BLE001 - the lock expires by itself
-                log.exception("cannot release lock %s", lock)
+            self._release(lock, owner)
 
     def run_permissions(self, source: Source) -> SyncResult:
         """The permission sync of ``source``: re-read every indexed page's read access and group members.
@@ -304,17 +296,26 @@ class SyncEngine:
             summary.seconds = round(time.perf_counter() - t0, 3)
             if isinstance(source, PermissionSource):
                 summary.calls, summary.retries = source.calls - calls0, source.retries - retries0
-            summary.errors.append(error)
-            try:
-                self.store.finish_run(run_id, "failed", summary.as_dict(), error=error)
-            except Exception:  # noqa: BLE001 - the store itself may be what failed
-                log.exception("cannot record the failed permission sync of %s", name)
-            return SyncResult(name, "failed", summary, error, run_id)
+            return self._failed(name, run_id, summary, error)
         finally:
-            try:
-                self.store.release_lock(lock, owner)
-            except Exception:  # noqa: BLE001 - the lock expires by itself
-                log.exception("cannot release lock %s", lock)
+            self._release(lock, owner)
+
+    def _failed(self, name: str, run_id: int, summary: SyncSummary, error: str) -> SyncResult:
+        """Record run ``run_id`` of ``name`` as failed with ``error`` (added to the summary's errors) and
+        return its result; a store that cannot record it is logged, never raised (it may be what failed)."""
+        summary.errors.append(error)
+        try:
+            self.store.finish_run(run_id, "failed", summary.as_dict(), error=error)
+        except Exception:  # noqa: BLE001 - the store itself may be what failed
+            log.exception("cannot record the failed run of %s", name)
+        return SyncResult(name, "failed", summary, error, run_id)
+
+    def _release(self, lock: str, owner: str) -> None:
+        """Release ``lock`` held by ``owner``; a failure is logged (the lock expires by itself)."""
+        try:
+            self.store.release_lock(lock, owner)
+        except Exception:  # noqa: BLE001 - the lock expires by itself
+            log.exception("cannot release lock %s", lock)
 
     def _store_memberships(self, source: Source) -> None:
         """Replace the stored members of every group ``source`` read this run (a no-op for other sources
