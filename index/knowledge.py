@@ -191,6 +191,11 @@ class KnowledgeIndex:
         """Index version: increases with every change of indexed pages."""
         return self.manifest.version
 
+    def warm(self) -> None:
+        """Prepare what the first search after a write would otherwise build (the dense store's local
+        mirror, :meth:`QdrantStore.warm`); sync runs call it after writing, off the users' path."""
+        self.qdrant.warm()
+
     def stats(self) -> dict[str, int]:
         """Pages and chunks held (``{"pages": int, "chunks": int}``, from aggregate queries)."""
         pages, chunks = self.manifest.counts()

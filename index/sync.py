@@ -230,6 +230,7 @@ class SyncEngine:
             self.store.finish_run(run_id, "ok", summary.as_dict(), error="; ".join(rep.errors[:5]))
             log.info("sync of %s: %s", name, {"added": summary.added, "updated": summary.updated,
                                               "deleted": summary.deleted, "unchanged": summary.unchanged})
+            self._warm()
             return SyncResult(name, "ok", summary, "", run_id)
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded and reported, the caller goes on
             error = f"{type(exc).__name__}: {exc}"
@@ -289,6 +290,7 @@ class SyncEngine:
             self.store.finish_run(run_id, "ok", summary.as_dict(), error="; ".join(summary.errors[:5]))
             log.info("permission sync of %s: %d pages updated, %d unchanged, %d unresolved, %d calls in %.1f s",
                      name, summary.updated, summary.unchanged, summary.skipped, summary.calls, summary.seconds)
+            self._warm()
             return SyncResult(name, "ok", summary, "", run_id)
         except Exception as exc:  # noqa: BLE001 - a failed run is recorded and reported, the caller goes on
             error = f"{type(exc).__name__}: {exc}"
@@ -309,6 +311,14 @@ class SyncEngine:
         except Exception:  # noqa: BLE001 - the store itself may be what failed
             log.exception("cannot record the failed run of %s", name)
         return SyncResult(name, "failed", summary, error, run_id)
+
+    def _warm(self) -> None:
+        """Rebuild what searches need after this run's writes (:meth:`KnowledgeIndex.warm`) here, in the
+        sync's thread, instead of in the next user's turn; a failure is logged (the search rebuilds it)."""
+        try:
+            self.index.warm()
+        except Exception:  # noqa: BLE001 - an optimisation: the next search builds it anyway
+            log.warning("could not prepare the dense search after the run", exc_info=True)
 
     def _release(self, lock: str, owner: str) -> None:
         """Release ``lock`` held by ``owner``; a failure is logged (the lock expires by itself)."""

@@ -354,3 +354,27 @@ def test_a_killed_sync_loses_nothing_and_the_next_run_completes(tmp_path: Path, 
             assert index.consistency().ok
         finally:
             rt_store.close()
+
+
+def test_a_sync_that_wrote_prepares_the_dense_search_so_the_next_turn_does_not(wiki_copy, index_factory, store) -> None:
+    """After a run's writes the local-mode mirror is rebuilt in the sync's thread: the next search reads no
+    point back from the collection (a search that had to rebuild it would scroll the whole collection)."""
+    from connectors.access import Viewer
+
+    index = index_factory()
+    assert SyncEngine(index, store).run(FolderSource(wiki_copy, name="handbook")).status == "ok"
+    calls: list = []
+    real = index.qdrant.client.scroll
+    index.qdrant.client.scroll = lambda *a, **k: calls.append(1) or real(*a, **k)
+    try:
+        hits = index.qdrant.search(index.embedder.embed(["expenses"])[0], 3, viewer=Viewer.public("dm"))
+    finally:
+        index.qdrant.client.scroll = real
+    assert hits and calls == []
+    index.qdrant.delete_chunks([hits[0].chunk.chunk_id])  # a write drops the mirror: the next search rebuilds it
+    index.qdrant.client.scroll = lambda *a, **k: calls.append(1) or real(*a, **k)
+    try:
+        index.qdrant.search(index.embedder.embed(["expenses"])[0], 3, viewer=Viewer.public("dm"))
+    finally:
+        index.qdrant.client.scroll = real
+    assert calls

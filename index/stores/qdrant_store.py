@@ -189,6 +189,13 @@ class QdrantStore:
                                            limit=limit, with_payload=True)
         return [StoredChunk(chunk_from_record(p.payload or {}), float(p.score)) for p in res.points]
 
+    def warm(self) -> None:
+        """Build the local-mode mirror now (a no-op on a server, or when it is current), so the first
+        search after a write does not pay for it: sync runs call this once they have written."""
+        if self._is_local:
+            with self._lock:
+                self._local_mirror()
+
     def _local_mirror(self) -> DenseMirror:
         """The local collection as arrays (:class:`DenseMirror`), built on first use after a write."""
         if self._mirror is None:
