@@ -4,7 +4,8 @@ It answers the Connector REST API the way Teams' service does (v3: send to a con
 to an activity, update an activity) with ``{"id": ...}`` bodies, records every call (method, path,
 decoded conversation id, JSON body), and can fail the next calls with given statuses (e.g. 429
 with ``Retry-After``, 503) to exercise retries: ``failures`` is a list, one entry per coming call,
-``None`` to let that call through.
+``None`` to let that call through. A message that shows nothing (neither ``text`` nor
+``attachments``) gets 400 ``BadArgument``, as from the service.
 
 It also answers roster look-ups (``GET /v3/conversations/{id}/members/{member}``, what
 ``TeamsInfo.get_member`` calls) from ``members`` (member id -> account: ``name``, ``email``...; an
@@ -38,6 +39,31 @@ class Call:
     conversation_id: str
     activity_id: str | None
     body: dict[str, Any]
+    #: the id the stand-in answered with (``{"id": ...}``), None when it failed the call
+    response_id: str | None = None
+
+    def card_text(self) -> str:
+        """The text of every ``TextBlock`` in the message's Adaptive Cards, one per line."""
+        lines: list[str] = []
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                if node.get("type") == "TextBlock":
+                    lines.append(str(node.get("text", "")))
+                for v in node.values():
+                    walk(v)
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v)
+
+        for att in self.body.get("attachments") or []:
+            if att.get("contentType") == "application/vnd.microsoft.card.adaptive":
+                walk(att.get("content"))
+        return "\n".join(lines)
+
+    def shown(self) -> str:
+        """What the user reads: the message's ``text`` and its cards' text."""
+        return "\n".join(x for x in (self.body.get("text") or "", self.card_text()) if x)
 
 
 class ConnectorStandIn:
@@ -67,13 +93,16 @@ class ConnectorStandIn:
                     return self._send(404, {"error": {"code": "NotFound", "message": self.path}})
                 call = Call(self.command, self.path, unquote(m.group(1)), unquote(m.group(2)) if m.group(2) else None, body)
                 stand_in.calls.append(call)
+                if body.get("type") == "message" and not body.get("text") and not body.get("attachments"):
+                    # what the Bot Connector answers for a message that shows nothing
+                    return self._send(400, {"error": {"code": "BadArgument",
+                                                      "message": "Activity must have text or attachments"}})
                 failure = stand_in.failures.pop(0) if stand_in.failures else None
                 if failure is not None:
                     status, headers = failure
                     return self._send(status, {"error": {"code": "ServiceError", "message": f"HTTP {status}"}}, headers)
-                if self.command == "PUT":
-                    return self._send(200, {"id": call.activity_id})
-                return self._send(200, {"id": f"reply-{next(stand_in._ids)}"})
+                call.response_id = call.activity_id if self.command == "PUT" else f"reply-{next(stand_in._ids)}"
+                return self._send(200, {"id": call.response_id})
 
             def do_GET(self) -> None:
                 m = _MEMBER.match(self.path)

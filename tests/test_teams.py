@@ -100,14 +100,20 @@ def test_channel_mention_gets_a_cited_card_in_the_reply_chain(teams) -> None:
     assert reply.body["replyToId"] == "1700000000001"
     card = reply.body["attachments"][0]
     assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
-    urls = [a["url"] for a in card["content"]["actions"] if a["type"] == "Action.OpenUrl"]
-    texts = [a for a in card["content"]["actions"] if a["type"] == "Action.Submit"]
+    urls = [a["url"] for a in card["content"].get("actions", []) if a["type"] == "Action.OpenUrl"]
     assert any("incident-response.md" in u for u in urls) or any("incident" in b["text"].lower()
                                                                    for b in card["content"]["body"])
-    assert {a["data"]["value"] for a in texts} == {"helpful", "not_helpful"}
-    assert "<at>" not in reply.body["text"] and "/declare-incident" in reply.body["text"]
-    citation = reply.body["entities"][0]
+    assert "<at>" not in reply.card_text() and "/declare-incident" in reply.card_text()
+    # one rendering: the card alone; the answer's first words are the notification's summary
+    assert not reply.body.get("text") and len(reply.body["attachments"]) == 1
+    assert "/declare-incident" in reply.body["summary"] and "[1]" not in reply.body["summary"]
+    # Teams' own feedback loop instead of card buttons
+    assert reply.body["channelData"]["feedbackLoopEnabled"] is True
+    assert not [a for a in card["content"].get("actions", []) if a["type"] == "Action.Submit"]
+    # one entity: the citations, marked AI-generated
+    [citation] = reply.body["entities"]
     assert citation["@type"] == "Message" and citation["citation"][0]["@type"] == "Claim"
+    assert citation["additionalType"] == ["AIGeneratedContent"]
 
 
 def test_personal_chat_follow_up_uses_the_stored_history(teams) -> None:
@@ -116,7 +122,7 @@ def test_personal_chat_follow_up_uses_the_stored_history(teams) -> None:
     assert teams.store.get_history(f"teams:a:personal-{USER}") == ["when do minor releases go out?",
                                                                     "and when's the branch cut for those?"]
     replies = teams.connector.messages()
-    assert len(replies) == 2 and "cut" in replies[1].body["text"].lower()
+    assert len(replies) == 2 and "cut" in replies[1].card_text().lower()
 
 
 def test_another_persons_message_in_a_channel_never_completes_the_requesters_meeting(teams) -> None:
@@ -130,7 +136,7 @@ def test_another_persons_message_in_a_channel_never_completes_the_requesters_mee
     post(teams, message(url, "<at>chatops</at> tomorrow at 3pm", activity_id="t3", conversation=CHANNEL,
                         mention=True))
     asked_alice, asked_mallory, preview = teams.connector.messages()
-    assert "day and a time" in asked_alice.body["text"] and "day and a time" in asked_mallory.body["text"]
+    assert "day and a time" in asked_alice.card_text() and "day and a time" in asked_mallory.card_text()
     shown = json.dumps(preview.body)
     assert "Sprint planning" in shown and "bob@example.com" in shown
     assert "attacker@evil.com" not in shown and "Budget review" not in shown
@@ -164,17 +170,19 @@ def test_a_refusal_says_so_plainly(teams) -> None:
     post(teams, message(teams.connector.url, "is there a sabbatical after 5 years?", activity_id="r1"))
     [reply] = teams.connector.messages()
     body = reply.body["attachments"][0]["content"]["body"]
-    assert body[0]["text"] == "No sources found" and "couldn't find" in reply.body["text"]
-    assert "entities" not in reply.body or not reply.body["entities"]
+    assert body[0]["text"] == "No sources found" and "couldn't find" in reply.card_text()
+    # no citations: the bare AI label only
+    assert reply.body["entities"] == [{"type": "https://schema.org/Message", "@type": "Message",
+                                       "@context": "https://schema.org", "@id": "",
+                                       "additionalType": ["AIGeneratedContent"]}]
 
 
-def test_feedback_submit_is_stored_with_the_trace_id(teams) -> None:
-    post(teams, message(teams.connector.url, "how do I declare an incident?", activity_id="f1"))
-    card = teams.connector.messages()[0].body["attachments"][0]["content"]
-    helpful = next(a for a in card["actions"] if a.get("data", {}).get("value") == "helpful")
-    post(teams, message(teams.connector.url, "", activity_id="f2", value=helpful["data"], reply_to="reply-2"))
-    rows = teams.store.feedback_for(helpful["data"]["trace_id"])
-    assert [(r["user_id"], r["value"]) for r in rows] == [(USER, "helpful")]
+def test_feedback_from_a_card_sent_before_the_native_loop_is_still_stored(teams) -> None:
+    """Cards already in chats carry Helpful / Not helpful buttons with the trace id: a click still counts."""
+    data = {"chatops": "feedback", "value": "helpful", "trace_id": "trace-of-an-old-card"}
+    post(teams, message(teams.connector.url, "", activity_id="f2", value=data, reply_to="old-card-1"))
+    rows = teams.store.feedback_for("trace-of-an-old-card")
+    assert [(r["user_id"], r["value"], r["platform"]) for r in rows] == [(USER, "helpful", "teams")]
 
 
 def _propose(teams, key: str) -> None:
@@ -323,7 +331,7 @@ def test_chatops_serve_hosts_teams_without_slack(tmp_path, embedding_cache_dir) 
                            json=message(connector.url, "how do I declare an incident?", activity_id="serve-1"))
             assert r.status_code in (200, 201)
             [reply] = connector.messages()
-            assert "/declare-incident" in reply.body["text"] and reply.activity_id == "serve-1"
+            assert "/declare-incident" in reply.card_text() and reply.activity_id == "serve-1"
         finally:
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(30)

@@ -31,6 +31,7 @@ from botframework.connector.auth import AuthenticationConstants
 from ..jsonbody import JsonBodyError, parse_json
 from .auth import AuthenticationBusy, GuardedAuthentication, TokenRejected, check_token
 from .bot import TeamsBot
+from .entities import AiLabel
 from .openid import KeysUnavailable, OpenIdKeys
 
 __all__ = ["TeamsWebAdapter", "TeamsAuthConfig", "build_teams_adapter"]
@@ -87,6 +88,7 @@ class TeamsWebAdapter:
         self.emulator_keys.install(AuthenticationConstants.TO_BOT_FROM_EMULATOR_OPENID_METADATA_URL)
         self.authentication = GuardedAuthentication(auth, max_pending=max_pending_auth)
         self.adapter = CloudAdapter(self.authentication)
+        self.adapter.use(AiLabel())  # every message the bot sends, proactive ones included
         self.adapter.on_turn_error = self._on_turn_error
 
     def routes(self) -> Sequence[web.RouteDef]:
@@ -178,5 +180,6 @@ def build_teams_adapter(settings, agent, store, actions=None, jobs=None, job_exe
     admins = frozenset(x.strip() for x in settings.teams_admin_ids.split(",") if x.strip())
     bot = TeamsBot(agent, store, actions=actions, jobs=jobs, admin_ids=admins,
                    default_timezone=getattr(settings, "default_timezone", "UTC"), job_executor=job_executor,
-                   access=access)
+                   access=access, app_id=settings.microsoft_app_id,
+                   inline_reply_seconds=settings.teams_inline_reply_seconds)
     return TeamsWebAdapter(bot, auth, allow_unauthenticated=settings.teams_allow_unauthenticated)
