@@ -202,7 +202,7 @@ class TeamsBot(ActivityHandler):
         activity = turn_context.activity
         if activity.name == "message/submitAction":
             await self._feedback(turn_context)
-            return InvokeResponse(status=200, body={})
+            return InvokeResponse(status=200)
         if activity.name != "adaptiveCard/action":
             log.info("Teams: ignoring invoke %r", activity.name)
             return InvokeResponse(status=200)
