@@ -349,3 +349,13 @@ def test_chatops_serve_without_any_platform_says_what_to_set(tmp_path) -> None:
                           env=cli_environment(tmp_path / "data"), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "SLACK_BOT_TOKEN" in proc.stderr and "MicrosoftAppId" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_help_from_the_app_command_list_is_answered_in_every_scope(teams) -> None:
+    """``help`` is in the manifest's command list for every scope (``sources`` is covered above)."""
+    post(teams, message(teams.connector.url, "help", activity_id="h1"))
+    post(teams, message(teams.connector.url, "<at>chatops</at> help", activity_id="h2", conversation=CHANNEL,
+                        mention=True))
+    personal, channel = teams.connector.messages()
+    assert "knowledge base" in personal.body["text"] and channel.body["text"] == personal.body["text"]
+    assert channel.body["replyToId"] == "h2"

@@ -28,7 +28,8 @@
   turn's trace id) or a pending action's
   Confirm / Cancel (``{"action": "action_confirm" | "action_cancel", "key": ...}``), executed at
   most once by :class:`app.actions.ActionService`; the card is then replaced by the outcome.
-- In a personal chat, ``status``, ``sources`` and ``reindex [SOURCE] [--full]`` are the admin commands
+- ``help`` (in the app's command list, every scope) answers what the bot does. In a personal chat,
+  ``status``, ``sources`` and ``reindex [SOURCE] [--full]`` are the admin commands
   of :class:`app.admin.AdminService` (the same as Slack's ``/kb``): everyone may read the status and
   the sources, only the AAD object ids in ``TEAMS_ADMIN_IDS`` may re-index; every use and refusal is
   audited (``admin.status``, ``admin.sources``, ``admin.reindex``).
@@ -191,6 +192,9 @@ class TeamsBot(ActivityHandler):
                 await send_with_retry(lambda: turn_context.update_activity(update), "card update")
             return
         msg = await self.inbound(turn_context)
+        if msg.text.strip().lower() == "help":  # the app's command list offers it in every scope
+            await send_with_retry(lambda: turn_context.send_activity(cards.HELP_TEXT), "help")
+            return
         if self._is_personal(activity) and _admin_command(msg.text):
             await self._admin(turn_context, msg)
             return

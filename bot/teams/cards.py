@@ -27,7 +27,7 @@ MAX_SUMMARY = 200
 
 HELP_TEXT = ("Ask me anything about the company: policies, processes, tools, benefits. I answer from the "
              "knowledge base and always link my sources. In a channel, mention me; in a personal chat, just ask. "
-             "Admins can send `status` or `reindex [SOURCE] [--full]` in a personal chat.")
+             "Send `sources` in a personal chat to see what I answer from.")
 
 
 def _sources(citations: list[Citation]) -> list[Citation]:
