@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     teams_inline_reply_seconds: float = Field(
         10.0, gt=0, lt=15, description="A Teams turn that takes longer is answered proactively (the request ends, "
         "the typing indicator stays, the answer follows); below Teams' 15 s limit for a bot's answer.")
+    teams_streaming: bool = Field(True, description="Stream answers in Teams personal chats (informative updates, "
+                                  "the text, then the final message); off: the typing indicator and the card alone.")
     teams_app_name: str = Field("chatops", max_length=30, description="The bot's name in the Teams app package "
                                 "(make teams-package; Teams allows 30 characters).")
     teams_bot_domain: str = Field("", description="The host name the bot is served on (no scheme), for the Teams "

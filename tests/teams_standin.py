@@ -7,6 +7,14 @@ with ``Retry-After``, 503) to exercise retries: ``failures`` is a list, one entr
 ``None`` to let that call through. A message that shows nothing (neither ``text`` nor
 ``attachments``) gets 400 ``BadArgument``, as from the service.
 
+Streamed messages (an activity with a ``streaminfo`` entity) are checked against the streaming
+protocol as the service enforces it: personal chats only (else 403 ``ContentStreamNotAllowed``);
+informative and streaming updates are ``typing`` activities with a ``streamSequence`` that grows
+by one, the first without ``streamId`` (its answer's id is the stream's id), the others with it;
+informative updates only before the text; each streaming text starts with the one before; the
+final one is a ``message`` without a sequence, after which the stream takes nothing more (all 400
+``BadArgument`` otherwise). ``streams`` keeps each stream's accepted activities in order.
+
 It also answers roster look-ups (``GET /v3/conversations/{id}/members/{member}``, what
 ``TeamsInfo.get_member`` calls) from ``members`` (member id -> account: ``name``, ``email``...; an
 unknown member gets 404 like Teams). Look-ups are recorded in ``lookups``, not ``calls``, and are
@@ -75,6 +83,9 @@ class ConnectorStandIn:
         self.members: dict[str, dict[str, Any]] = {}
         self.failures: list[tuple[int, dict[str, str]] | None] = []
         self._ids = itertools.count(1)
+        self.streams: dict[str, list[dict[str, Any]]] = {}
+        self._finished: set[str] = set()
+        self._lock = threading.Lock()
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -97,11 +108,24 @@ class ConnectorStandIn:
                     # what the Bot Connector answers for a message that shows nothing
                     return self._send(400, {"error": {"code": "BadArgument",
                                                       "message": "Activity must have text or attachments"}})
-                failure = stand_in.failures.pop(0) if stand_in.failures else None
-                if failure is not None:
-                    status, headers = failure
-                    return self._send(status, {"error": {"code": "ServiceError", "message": f"HTTP {status}"}}, headers)
-                call.response_id = call.activity_id if self.command == "PUT" else f"reply-{next(stand_in._ids)}"
+                info = next((e for e in body.get("entities") or [] if isinstance(e, dict)
+                             and e.get("type") == "streaminfo"), None)
+                with stand_in._lock:
+                    refused = stand_in._check_stream(body, info) if info is not None else None
+                    if refused is not None:
+                        status, code, message = refused
+                        return self._send(status, {"error": {"code": code, "message": message}})
+                    failure = stand_in.failures.pop(0) if stand_in.failures else None
+                    if failure is not None:
+                        status, headers = failure
+                        return self._send(status, {"error": {"code": "ServiceError", "message": f"HTTP {status}"}},
+                                          headers)
+                    call.response_id = call.activity_id if self.command == "PUT" else f"reply-{next(stand_in._ids)}"
+                    if info is not None:
+                        stream_id = info.get("streamId") or call.response_id
+                        stand_in.streams.setdefault(stream_id, []).append({**info, "text": body.get("text", "")})
+                        if info.get("streamType") == "final":
+                            stand_in._finished.add(stream_id)
                 return self._send(200, {"id": call.response_id})
 
             def do_GET(self) -> None:
@@ -140,6 +164,29 @@ class ConnectorStandIn:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def _check_stream(self, body: dict[str, Any], info: dict[str, Any]) -> tuple[int, str, str] | None:
+        """Why the service would refuse this stream activity (status, code, message), or None."""
+        if (body.get("conversation") or {}).get("conversationType") != "personal":
+            return 403, "ContentStreamNotAllowed", "streaming is only supported in personal chats"
+        kind, stream_id, seq = info.get("streamType"), info.get("streamId"), info.get("streamSequence")
+        past = self.streams.get(stream_id, []) if stream_id else []
+        if stream_id and (not past or stream_id in self._finished):
+            return 400, "BadArgument", f"unknown or finished stream {stream_id!r}"
+        if kind == "final":
+            if body.get("type") != "message" or not stream_id or seq is not None:
+                return 400, "BadArgument", "a final stream message is a message with streamId and no streamSequence"
+            return None
+        if kind not in ("informative", "streaming") or body.get("type") != "typing":
+            return 400, "BadArgument", "stream updates are typing activities, informative or streaming"
+        if not isinstance(seq, int) or seq != (past[-1]["streamSequence"] + 1 if past else 1):
+            return 400, "BadArgument", f"streamSequence {seq!r} out of order"
+        texts = [p["text"] for p in past if p["streamType"] == "streaming"]
+        if kind == "informative" and texts:
+            return 400, "BadArgument", "informative updates come before the streamed text"
+        if kind == "streaming" and texts and not str(body.get("text", "")).startswith(texts[-1]):
+            return 400, "BadArgument", "streamed text must start with the text streamed before"
+        return None
 
     def messages(self) -> list[Call]:
         """Recorded message activities (replies, sends and updates), typing excluded."""

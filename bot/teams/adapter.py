@@ -181,5 +181,5 @@ def build_teams_adapter(settings, agent, store, actions=None, jobs=None, job_exe
     bot = TeamsBot(agent, store, actions=actions, jobs=jobs, admin_ids=admins,
                    default_timezone=getattr(settings, "default_timezone", "UTC"), job_executor=job_executor,
                    access=access, app_id=settings.microsoft_app_id,
-                   inline_reply_seconds=settings.teams_inline_reply_seconds)
+                   inline_reply_seconds=settings.teams_inline_reply_seconds, streaming=settings.teams_streaming)
     return TeamsWebAdapter(bot, auth, allow_unauthenticated=settings.teams_allow_unauthenticated)

@@ -6,9 +6,15 @@
   else ``@Name``; the requester's e-mail, role and tenant from the roster: a guest or someone of
   another tenant sees public pages only) and so a :class:`~agent.models.Turn`
   (:func:`app.turns.build_turn`); the reply goes to the same reply chain
-  (``replyToId``). A typing indicator is sent first.
-- The answer is one Adaptive Card (no ``text``: the card alone, with the answer in the activity's
-  ``summary`` for notifications), with Teams' own feedback loop (``channelData.feedbackLoopEnabled``)
+  (``replyToId``). A typing indicator is sent first. History for follow-ups is the conversation's
+  last user messages, kept in the state store with each message's author so a restart loses
+  nothing; only the requester's own messages may complete their request (a group chat or channel
+  mixes people; rows stored without an author count as someone else's).
+- In channels and group chats the answer is one Adaptive Card (no ``text``: the card alone, with the
+  answer in the activity's ``summary`` for notifications). In personal chats it is streamed
+  (:mod:`bot.teams.streaming`): an informative update ("Searching the knowledge base…") instead of
+  the typing indicator, the answer's text, then the final message with that text and the sources
+  card. Either way it comes with Teams' own feedback loop (``channelData.feedbackLoopEnabled``)
   and the AI-generated label (:mod:`bot.teams.entities`, on every message). The sent message's id is
   stored with the turn's trace id, so the thumbs up / down (an ``invoke`` named
   ``message/submitAction``, ``actionName: feedback``, naming the message in ``replyToId``) is stored
@@ -16,12 +22,10 @@
   (``actionValue.feedback``, a JSON string ``{"feedbackText": ...}``); the invoke is answered 200.
 - Fast turns are answered inside the request. A turn still running after ``inline_reply_seconds``
   (``TEAMS_INLINE_REPLY_SECONDS``; Teams gives a bot 15 s to answer a request) lets the request end,
-  keeps the typing indicator alive (one every ``typing_interval`` seconds) and sends the answer with
+  keeps the typing indicator (a streamed answer: an informative update) alive, one every
+  ``typing_interval`` seconds, and sends the answer with
   ``continue_conversation`` from the conversation reference kept for the turn, to the same reply
-  chain. History for follow-ups is the conversation's
-  last user messages, kept in the state store with each message's author so a restart loses
-  nothing; only the requester's own messages may complete their request (a group chat or channel
-  mixes people; rows stored without an author count as someone else's).
+  chain.
 - A card's ``Action.Submit`` arrives as a ``message`` with a ``value`` and no text; Universal
   Actions arrive as an ``invoke`` named ``adaptiveCard/action``. Both carry either feedback
   (``{"chatops": "feedback", ...}`` from cards sent before the native feedback loop, stored with the
@@ -66,6 +70,7 @@ from state import StateStore
 from . import cards
 from .entities import SchemaEntity
 from .members import MemberDirectory, home_tenant
+from .streaming import TeamsStream
 
 __all__ = ["TeamsBot", "send_with_retry"]
 
@@ -117,6 +122,9 @@ async def send_with_retry(op: Callable[[], Awaitable[Any]], what: str, attempts:
 
 #: The longest feedback text kept (Teams' dialog has no limit of its own).
 MAX_FEEDBACK_TEXT = 2000
+#: The informative updates of a streamed answer: the first, then while the turn is still running.
+SEARCHING = "Searching the knowledge base\u2026"
+STILL_WORKING = "Still working on your answer\u2026"
 
 
 class TeamsBot(ActivityHandler):
@@ -138,12 +146,15 @@ class TeamsBot(ActivityHandler):
             (Teams drops a request after 15 s); a slower one is answered proactively.
         typing_interval: seconds between typing indicators while a proactive answer is being prepared
             (Teams shows one for about 3 s).
+        streaming: stream answers in personal chats (:mod:`bot.teams.streaming`); else the typing
+            indicator and the card alone, as in channels and group chats.
+        stream_interval: seconds between two stream updates (Teams takes about one a second).
     """
 
     def __init__(self, agent: Agent, store: StateStore, actions=None, jobs=None, admin_ids: frozenset[str] = frozenset(),
                  default_timezone: str = "UTC", history_turns: int = 10, job_executor: Executor | None = None,
                  access: AccessPolicy | None = None, app_id: str = "", inline_reply_seconds: float = 10.0,
-                 typing_interval: float = 3.0) -> None:
+                 typing_interval: float = 3.0, streaming: bool = True, stream_interval: float = 1.0) -> None:
         if not 0 < inline_reply_seconds < 15:
             raise ValueError(f"inline_reply_seconds must be above 0 and below Teams' 15 s limit, got "
                              f"{inline_reply_seconds}; set TEAMS_INLINE_REPLY_SECONDS to e.g. 10")
@@ -151,6 +162,8 @@ class TeamsBot(ActivityHandler):
         self.app_id = app_id
         self.inline_reply_seconds = inline_reply_seconds
         self.typing_interval = typing_interval
+        self.streaming = streaming
+        self.stream_interval = stream_interval
         self.access = access or AccessPolicy()
         self.store = store
         self.actions = actions
@@ -258,7 +271,12 @@ class TeamsBot(ActivityHandler):
     # -- answering -------------------------------------------------------------------------------
     async def _answer(self, turn_context: TurnContext, msg: InboundMessage) -> None:
         activity = turn_context.activity
-        await send_with_retry(lambda: turn_context.send_activity(Activity(type=ActivityTypes.typing)), "typing indicator")
+        stream = TeamsStream(send_with_retry, self.stream_interval) if self.streaming and msg.channel_kind == "dm" \
+            else None
+        if stream is None or not await stream.inform(turn_context, SEARCHING):
+            stream = None
+            await send_with_retry(lambda: turn_context.send_activity(Activity(type=ActivityTypes.typing)),
+                                  "typing indicator")
         user = msg.user_id
         stored = await asyncio.to_thread(self.store.get_history_entries, _history_key(msg))
         # A message counts as the requester's only when stored with their id (old rows have no author).
@@ -267,37 +285,46 @@ class TeamsBot(ActivityHandler):
         work = asyncio.ensure_future(asyncio.to_thread(self.agent.answer, turn))
         done, _ = await asyncio.wait({work}, timeout=self.inline_reply_seconds)
         if done:
-            await self._finish(turn_context, work, msg, turn)
+            await self._finish(turn_context, work, msg, turn, stream)
             return
         log.info("Teams: turn %s still running after %.1f s; answering it proactively", activity.id,
                  self.inline_reply_seconds)
         reference = TurnContext.get_conversation_reference(activity)
-        task = asyncio.create_task(self._answer_later(turn_context.adapter, reference, work, msg, turn))
+        task = asyncio.create_task(self._answer_later(turn_context.adapter, reference, work, msg, turn, stream))
         self.background.add(task)
         task.add_done_callback(self.background.discard)
 
-    async def _finish(self, turn_context: TurnContext, work: asyncio.Future, msg: InboundMessage, turn: Turn) -> None:
+    async def _finish(self, turn_context: TurnContext, work: asyncio.Future, msg: InboundMessage, turn: Turn,
+                      stream: TeamsStream | None = None) -> None:
         """Send the finished turn's reply (or say it failed) and store the question in the history."""
         try:
             reply = work.result()
         except Exception:  # noqa: BLE001 - the user is always told something
             log.exception("Teams: the agent failed on a turn")
-            await send_with_retry(lambda: turn_context.send_activity(
-                "Sorry, something went wrong while answering. Please try again in a minute."), "error reply")
+            sorry = "Sorry, something went wrong while answering. Please try again in a minute."
+            if stream is not None:
+                await stream.finish(turn_context, Activity(type=ActivityTypes.message, text=sorry))
+            else:
+                await send_with_retry(lambda: turn_context.send_activity(sorry), "error reply")
             return
         if msg.text:
             await asyncio.to_thread(self.store.append_history, _history_key(msg), msg.text,
                                     self.history_turns, msg.user_id)
-        await self._send_reply(turn_context, reply, turn)
+        await self._send_reply(turn_context, reply, turn, stream)
 
     async def _answer_later(self, adapter: BotAdapter, reference: ConversationReference, work: asyncio.Future,
-                            msg: InboundMessage, turn: Turn) -> None:
-        """Keep the typing indicator alive until ``work`` is done, then send its reply proactively."""
+                            msg: InboundMessage, turn: Turn, stream: TeamsStream | None = None) -> None:
+        """Keep the typing indicator (or the stream's informative update) alive until ``work`` is done,
+        then send its reply proactively."""
         async def typing(ctx: TurnContext) -> None:
-            await send_with_retry(lambda: ctx.send_activity(Activity(type=ActivityTypes.typing)), "typing indicator")
+            if stream is not None and stream.usable:
+                await stream.inform(ctx, STILL_WORKING)
+            else:
+                await send_with_retry(lambda: ctx.send_activity(Activity(type=ActivityTypes.typing)),
+                                      "typing indicator")
 
         async def finish(ctx: TurnContext) -> None:
-            await self._finish(ctx, work, msg, turn)
+            await self._finish(ctx, work, msg, turn, stream)
 
         while not work.done():
             await asyncio.wait({work}, timeout=self.typing_interval)
@@ -319,22 +346,35 @@ class TeamsBot(ActivityHandler):
             log.exception("Teams: a proactive send to %s failed", reference.conversation.id if reference.conversation
                           else "?")
 
-    async def _send_reply(self, turn_context: TurnContext, reply: Reply, turn: Turn) -> None:
-        attachments = [cards.card_attachment(cards.answer_card(reply))]
+    async def _send_reply(self, turn_context: TurnContext, reply: Reply, turn: Turn,
+                          stream: TeamsStream | None = None) -> None:
+        """The answer: the card alone; streamed (personal chats), the text streamed and then the final
+        message with that text and the sources card. Remembers the sent message's trace id."""
+        streamed = stream is not None and await stream.append(turn_context, cards.plain_text(reply))
+        if streamed:
+            sources = cards.sources_card(reply)
+            attachments = [cards.card_attachment(sources)] if sources else []
+        else:
+            attachments = [cards.card_attachment(cards.answer_card(reply))]
         if reply.pending_action is not None and self.actions is not None:
             from bot.render_actions import adaptive_card
 
             record = await asyncio.to_thread(self.actions.propose, reply.pending_action, turn)
             attachments.append(cards.card_attachment(adaptive_card(record, self.actions.tool(record.tool),
                                                                        viewer_tz=turn.timezone)))
-            if not reply.citations:
+            if not reply.citations and not streamed:
                 attachments = attachments[1:]
         message = Activity(type=ActivityTypes.message, summary=cards.summary(reply),
                            attachments=[Attachment(**_att(a)) for a in attachments],
                            entities=[SchemaEntity.of(e) for e in cards.citation_entities(reply.citations)],
                            channel_data={"feedbackLoopEnabled": True})
-        sent = await send_with_retry(lambda: turn_context.send_activity(message),
-                                     f"reply to {turn_context.activity.id}")
+        if streamed:
+            message.text, message.text_format = cards.plain_text(reply), "markdown"
+        if stream is not None:
+            sent = await stream.finish(turn_context, message)
+        else:
+            sent = await send_with_retry(lambda: turn_context.send_activity(message),
+                                         f"reply to {turn_context.activity.id}")
         if sent is not None and getattr(sent, "id", None):
             await asyncio.to_thread(self.store.remember_reply, "teams", sent.id, reply.trace.trace_id)
 

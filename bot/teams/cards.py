@@ -5,8 +5,10 @@ One rendering per answer: the card alone carries the answer (the activity has no
 Card schema 1.4 (what Teams renders): the answer as a ``TextBlock`` (Teams supports a Markdown subset:
 bold, italic, lists, links) and numbered sources as ``Action.OpenUrl`` buttons. Feedback is Teams'
 own thumbs up / down (``channelData.feedbackLoopEnabled``, handled in :mod:`bot.teams.bot`), not card
-buttons. Citations are also sent as the Teams AI ``citation`` entity (schema.org ``Message`` with
-``Claim`` items, marked ``AIGeneratedContent``) so Teams shows its native citation pop-ups where supported.
+buttons. A streamed answer (personal chats, :mod:`bot.teams.streaming`) keeps its streamed text as the
+final message's ``text`` (still one rendering) and gets :func:`sources_card` (the sources alone) under
+it. Citations are also sent as the Teams AI ``citation`` entity (schema.org ``Message`` with ``Claim``
+items, marked ``AIGeneratedContent``) so Teams shows its native citation pop-ups where supported.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from agent.models import Citation, Reply
 
-__all__ = ["answer_card", "citation_entities", "plain_text", "summary", "HELP_TEXT", "card_attachment", "MAX_TEXT",
+__all__ = ["answer_card", "sources_card", "citation_entities", "plain_text", "summary", "HELP_TEXT", "card_attachment", "MAX_TEXT",
            "MAX_SUMMARY"]
 
 SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
@@ -60,10 +62,22 @@ def answer_card(reply: Reply) -> dict[str, Any]:
     if reply.refused:
         body.append({"type": "TextBlock", "text": "No sources found", "weight": "Bolder", "wrap": True})
     body.append({"type": "TextBlock", "text": plain_text(reply), "wrap": True})
+    return _card(body, reply)
+
+
+def sources_card(reply: Reply) -> dict[str, Any] | None:
+    """The card under a streamed answer (whose text is the message's own): its sources only; None without
+    sources."""
+    return _card([], reply) if _sources(reply.citations) else None
+
+
+def _card(body: list[dict[str, Any]], reply: Reply) -> dict[str, Any]:
+    body = list(body)
     actions: list[dict[str, Any]] = []
     sources = _sources(reply.citations)
     if sources:
-        body.append({"type": "TextBlock", "text": "Sources", "weight": "Bolder", "spacing": "Medium", "wrap": True})
+        body.append({"type": "TextBlock", "text": "Sources", "weight": "Bolder", "spacing": "Medium" if body else "None",
+                     "wrap": True})
         for c in sources:
             where = f"{c.title} \u203a {c.section}" if c.section else c.title
             body.append({"type": "TextBlock", "text": f"[{c.n}] {where}", "wrap": True, "size": "Small",
