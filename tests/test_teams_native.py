@@ -186,3 +186,33 @@ def test_a_slow_turn_that_fails_is_reported_proactively(make_teams) -> None:
 def test_the_inline_reply_limit_must_stay_below_teams_15_s(seconds) -> None:
     with pytest.raises(ValueError, match="less than 15|greater than 0"):
         Settings(teams_inline_reply_seconds=seconds)
+
+
+def test_answers_still_being_prepared_are_sent_before_the_server_stops(tmp_path, wiki_index, caplog) -> None:
+    """A deploy or restart (``chatops serve`` stopping) waits for proactive answers instead of dropping them."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="bot.teams.adapter")
+    gate = threading.Event()
+    settings = Settings(chatops_data_dir=tmp_path / "data", teams_allow_unauthenticated=True,
+                        teams_inline_reply_seconds=0.5)
+    agent = Agent(build_agent(settings, index=wiki_index).agent, gate=gate)
+    store = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    server = ServerThread(lambda: create_app([build_teams_adapter(settings, agent, store)]))
+    with ConnectorStandIn() as connector:
+        server.start()
+        try:
+            r = httpx.post(f"{server.url}/api/messages", timeout=60,
+                           json=message(connector.url, "how do I declare an incident?", activity_id="drain-1"))
+            assert r.status_code in (200, 201) and connector.messages() == []
+            stopping = threading.Thread(target=server.stop, kwargs={"timeout": 60})
+            stopping.start()
+            wait_for(lambda: "still being prepared" in caplog.text, 30, "the adapter waiting at shutdown")
+            gate.set()
+            stopping.join(60)
+            assert not stopping.is_alive()
+            [answer] = connector.messages()
+            assert answer.body["replyToId"] == "drain-1" and "/declare-incident" in answer.shown()
+        finally:
+            gate.set()
+            store.close()

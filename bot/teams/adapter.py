@@ -20,6 +20,7 @@ None of these leaves a traceback in the log.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,6 +67,8 @@ class TeamsWebAdapter:
             ``login.botframework.com`` metadata; tests point it at a stand-in).
         keys_timeout: seconds a key fetch's requests, and a request waiting for them, may take.
         max_pending_auth: requests authenticated at once; more get 503.
+        drain_seconds: at shutdown, how long answers still being prepared (slow turns answered
+            proactively) may take to be sent; what is left then is cancelled and logged.
 
     Installing the key fetcher is process-wide (the SDK's metadata cache is a class attribute): the
     latest adapter built wins.
@@ -75,8 +78,9 @@ class TeamsWebAdapter:
 
     def __init__(self, bot: TeamsBot, auth: TeamsAuthConfig, allow_unauthenticated: bool = False, *,
                  allow_emulator_tokens: bool = False, openid_metadata_url: str | None = None,
-                 keys_timeout: float = 5.0, max_pending_auth: int = 32) -> None:
+                 keys_timeout: float = 5.0, max_pending_auth: int = 32, drain_seconds: float = 25.0) -> None:
         self.bot = bot
+        self.drain_seconds = drain_seconds
         self.auth = auth
         self.allow_unauthenticated = allow_unauthenticated
         self.allow_emulator_tokens = allow_emulator_tokens
@@ -105,7 +109,17 @@ class TeamsWebAdapter:
                 log.warning("Teams: no MicrosoftAppId set; /api/messages answers 401 until the bot is registered")
 
     async def stop(self) -> None:
-        """Nothing to release."""
+        """Let the answers still being prepared be sent (at most ``drain_seconds``), then cancel the rest."""
+        pending = set(self.bot.background)
+        if not pending:
+            return
+        log.info("Teams: waiting up to %.0f s for %d answer(s) still being prepared", self.drain_seconds,
+                 len(pending))
+        _, left = await asyncio.wait(pending, timeout=self.drain_seconds)
+        for task in left:
+            task.cancel()
+        if left:
+            log.warning("Teams: %d answer(s) were still being prepared at shutdown and are lost", len(left))
 
     async def ready(self) -> tuple[bool, str]:
         """Ready when registered, or explicitly unauthenticated."""
