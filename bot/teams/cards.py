@@ -46,9 +46,10 @@ def plain_text(reply: Reply) -> str:
 
 
 def summary(reply: Reply) -> str:
-    """The activity's ``summary``: the answer on one line, without ``[n]`` markers or Markdown emphasis,
+    """The activity's ``summary``: the answer on one line, without ``[n]`` markers, link targets or Markdown emphasis,
     cut at a word boundary to at most :data:`MAX_SUMMARY` characters (with an ellipsis)."""
     text = re.sub(r"\s*\[\d+\]", "", reply.text)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [label](url) -> label
     text = re.sub(r"[*_`#>]+", "", text)
     text = re.sub(r"\s+", " ", text).strip()
     if len(text) <= MAX_SUMMARY:
