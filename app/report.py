@@ -30,13 +30,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from index.manifest import Manifest
-from index.stores import WhooshStore
 from state import StateStore, TurnRecord
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the index and NumPy are imported when a report is built, not when this module is
+    from index.manifest import Manifest
+    from index.stores import WhooshStore
+
     from .settings import Settings
 
 __all__ = ["GapReport", "PageInfo", "PageUse", "RefusedGroup", "CitedPage", "UnhelpfulAnswer", "SourceReport",
@@ -57,7 +56,8 @@ UNKNOWN_SOURCE = "(no longer indexed)"
 #: Distinct wordings kept as a group's examples.
 MAX_EXAMPLES = 3
 
-Embed = Callable[[Sequence[str]], np.ndarray]
+#: Texts to their embeddings, an ``(n, dim)`` NumPy array (``Embedder.embed``).
+Embed = Callable[[Sequence[str]], Any]
 
 _PERIOD = re.compile(r"^\s*(\d+)\s*([hdw])\s*$", re.I)
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
@@ -306,6 +306,8 @@ def group_questions(questions: Sequence[str], embed: Embed,
     """
     if not questions:
         return []
+    import numpy as np
+
     distinct: dict[str, list[int]] = {}
     for i, q in enumerate(questions):
         distinct.setdefault(_normal(q), []).append(i)
@@ -484,6 +486,9 @@ def report_from_settings(settings: Settings, since: datetime, until: datetime,
     Raises:
         ValueError, StateStoreError, IndexCorruptError: as :func:`gap_report`.
     """
+    from index.manifest import Manifest
+    from index.stores import WhooshStore
+
     from .wiring import build_embedder
 
     embedder = embed or build_embedder(settings).embed

@@ -9,13 +9,14 @@ Each table has an ``id`` (``totals``, ``refused``, ``unhelpful``, ``cited-SOURCE
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from jinja2 import Environment, select_autoescape
 
 from .report import GapReport
 
-__all__ = ["render_text", "render_html", "period_text", "rate_text"]
+__all__ = ["render_text", "render_html", "summary_markdown", "period_text", "rate_text"]
 
 #: Rows shown per list in the text report (the HTML and JSON reports show every row).
 TEXT_ROWS = 10
@@ -82,6 +83,42 @@ def render_text(report: GapReport, rows: int = TEXT_ROWS) -> str:
             out.append("  never cited:")
             out.extend(f"    {p.title}  {p.url}".rstrip() for p in s.never_cited[:rows])
             out.extend(_more(min(rows, len(s.never_cited)), len(s.never_cited)))
+    return "\n".join(out)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+|~!-])")
+
+
+def _md(text: str) -> str:
+    """Users' words and page titles as literal Markdown text (every markup character backslash-escaped)."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def summary_markdown(report: GapReport, rows: int = 5) -> str:
+    """A short Markdown summary for chat (the admins' ``report`` command): totals, the largest refused
+    groups, the answers marked not helpful, and one line per source; users' words are escaped."""
+    out = [f"**Knowledge-gap report**, {period_text(report)}",
+           f"{report.questions} questions: {report.answered} answered, {report.refused} refused (answer rate "
+           f"{rate_text(report)}); feedback: {report.helpful} helpful, {report.not_helpful} not helpful", "",
+           f"**Refused, by similar wording** ({len(report.refused_groups)} groups)"]
+    if not report.refused_groups:
+        out.append("- none")
+    for g in report.refused_groups[:rows]:
+        also = f" (also: {'; '.join(_md(e) for e in g.examples[1:])})" if len(g.examples) > 1 else ""
+        out.append(f"- {g.count} × {_md(g.examples[0])}{also}")
+    out += ["", f"**Marked not helpful** ({len(report.unhelpful)})"]
+    if not report.unhelpful:
+        out.append("- none")
+    for u in report.unhelpful[:rows]:
+        titles = ", ".join(dict.fromkeys(_md(c.title) for c in u.citations)) or "no citations"
+        comment = f"; comment: {_md(u.comments[0])}" if u.comments else ""
+        out.append(f"- {_md(u.question)} (cited: {titles}{comment})")
+    out += ["", "**Sources**"]
+    out.extend(f"- {_md(s.source)}: {s.pages} pages, {len(s.cited)} cited, {len(s.never_cited)} never cited, "
+               f"{len(s.stale)} stale" for s in report.sources)
+    if not report.sources:
+        out.append("- nothing indexed")
+    out += ["", "The full report: `chatops report --html report.html` on the bot's server."]
     return "\n".join(out)
 
 
