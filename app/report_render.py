@@ -56,6 +56,8 @@ def render_text(report: GapReport, rows: int = TEXT_ROWS) -> str:
         if g.reasons:
             out.append(f"        why refused: {'; '.join(g.reasons[:2])}")
     out.extend(_more(min(rows, len(report.refused_groups)), len(report.refused_groups), "  "))
+    if report.ungrouped:
+        out.append(f"  ({report.ungrouped} older refused questions were not grouped: narrow --since)")
     out += ["", f"== Answers marked not helpful ({len(report.unhelpful)})"]
     if not report.unhelpful:
         out.append("  none")

@@ -21,7 +21,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from app.jobs import IndexJobs
-from app.report import UNKNOWN_SOURCE, GapReport, gap_report, parse_since
+from app.report import UNKNOWN_SOURCE, GapReport, build_report, gap_report, index_pages, parse_since
 from app.report_render import render_html, render_text, summary_markdown
 from app.settings import Settings
 from app.wiring import build_agent
@@ -145,6 +145,17 @@ def test_the_stale_threshold_is_the_setting(indexed: KnowledgeIndex, store: Stat
     report = gap_report(store, indexed.manifest, indexed.whoosh, indexed.embedder.embed,
                         since=NOW - timedelta(days=7), until=NOW + timedelta(seconds=1), stale_after_days=800)
     assert report.stale_after_days == 800 and report.sources[0].stale == ()
+
+
+def test_only_the_most_recent_refused_questions_are_grouped(indexed: KnowledgeIndex, store: StateStore) -> None:
+    seed(store, indexed)
+    turns = store.turn_records(since=NOW - timedelta(days=7))
+    pages, chunk_page = index_pages(indexed.manifest, indexed.whoosh)
+    report = build_report(turns, [], pages, chunk_page, indexed.embedder.embed, since=NOW - timedelta(days=7),
+                          until=NOW + timedelta(seconds=1), max_grouped=2)
+    assert report.refused == 5 and report.ungrouped == 3
+    assert sorted(g.examples for g in report.refused_groups) == sorted([(SABBATICAL,), (SCRIPT_Q,)])
+    assert "3 older refused questions were not grouped" in render_text(report)
 
 
 def test_the_period_accepts_spans_and_dates_and_explains_anything_else() -> None:
