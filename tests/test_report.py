@@ -1,6 +1,6 @@
 """The knowledge-gap report (``app/report.py``, ``app/report_render.py``, ``chatops report``, ``/kb report``).
 
-Real components throughout: a real SQLite state store seeded with turn records and feedback as
+Real components throughout: a real state store (SQLite, and PostgreSQL for the content) seeded with turn records and feedback as
 ``chatops serve`` writes them, a real index (Whoosh, local Qdrant, manifest) of a copy of examples/wiki
 with one page last changed two years ago, the real local embedding model for the grouping, Debian's
 Chromium for the HTML page, and the real Bolt app over signed HTTP (``tests/slack_standin.py``) for
@@ -33,6 +33,7 @@ from state import StateStore, TurnRecord
 from state.store import sqlite_url
 
 from slack_standin import SlackHarness
+from test_state_store import pg_url  # noqa: F401 - the PostgreSQL database fixture
 
 NOW = datetime.now(timezone.utc)
 WIFI = ("what is the office wifi password?", "How do I connect to the office wi-fi?",
@@ -94,10 +95,13 @@ def indexed(stale_wiki: Path, index_factory) -> KnowledgeIndex:
     return index
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    s = StateStore(sqlite_url(tmp_path / "state.sqlite"))
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    """The state store on SQLite and on PostgreSQL (``pg_url``: a fresh database, as in test_state_store)."""
+    s = StateStore(sqlite_url(tmp_path / "state.sqlite") if request.param == "sqlite"
+                   else request.getfixturevalue("pg_url"))
     yield s
+    s.drop_all()
     s.close()
 
 
