@@ -39,13 +39,13 @@ from typing import Any, Literal
 
 from state import StateStore
 
-from .report import DEFAULT_SINCE, GapReport, gap_report, parse_since
-from .report_render import summary_markdown
 from .inbound import InboundMessage
 from .jobs import IndexJobs, JobResult
+from .report import DEFAULT_SINCE, GapReport, gap_report, parse_since
+from .report_render import summary_markdown
 
-__all__ = ["AdminService", "AdminResult", "AUDIT_STATUS", "AUDIT_SOURCES", "AUDIT_REINDEX", "AUDIT_REPORT", "status_text",
-           "sources_text", "reindex_text"]
+__all__ = ["AdminService", "AdminResult", "AUDIT_STATUS", "AUDIT_SOURCES", "AUDIT_REINDEX", "AUDIT_REPORT",
+           "status_text", "sources_text", "reindex_text"]
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,10 @@ class AdminResult:
     @property
     def text(self) -> str:
         """The result as plain Markdown (what Teams and logs show)."""
-        if self.command == "report" and self.outcome in {"invalid", "ok", "started"}:
+        if self.command == "report" and self.outcome in {"denied", "invalid", "ok", "started"}:
+            if self.outcome == "denied":
+                return ("Sorry, the knowledge-gap report is for the knowledge base's admins: it quotes people's "
+                        "questions. Ask one of them for it.")
             if self.outcome == "started":
                 return f"Preparing the knowledge-gap report ({self.since}); it follows here."
             return summary_markdown(self.report) if self.report is not None else self.error

@@ -182,6 +182,48 @@ def test_text_and_chat_summaries_show_groups_and_escape_users_words(report: GapR
     assert data["refused_groups"][0]["count"] == 3 and data["answer_rate"] == pytest.approx(2 / 7)
 
 
+class _ClosedRuntime:
+    """A runtime whose index cannot be read (closed, damaged: the report must fail plainly, not raise)."""
+
+    class index:  # noqa: N801
+        manifest = whoosh = None
+
+        class embedder:  # noqa: N801
+            @staticmethod
+            def embed(texts):
+                raise OSError("index unreadable")
+
+    settings = Settings()
+
+
+class _Jobs:
+    runtime = _ClosedRuntime()
+
+
+def test_the_report_service_is_admin_only_audited_and_fails_plainly(store: StateStore) -> None:
+    import asyncio
+
+    from app.admin import AUDIT_REPORT, AdminResult, AdminService
+    from app.inbound import InboundMessage
+
+    def msg(admin: bool) -> InboundMessage:
+        return InboundMessage(platform="teams", text="report", user_id="A" if admin else "U", is_admin=admin)
+
+    store.record_turn(TurnRecord("t1", "slack", "U1", "D1", "why?", "knowledge", "refused", created_at=NOW))
+    service = AdminService(_Jobs(), store)  # type: ignore[arg-type]
+    denied = asyncio.run(service.request_report(msg(False), "7d"))
+    assert denied.outcome == "denied" and "for the knowledge base's admins" in denied.text
+    with pytest.raises(ValueError):
+        asyncio.run(service.run_report(msg(True), denied))  # never run what was not accepted
+    with pytest.raises(ValueError):
+        asyncio.run(service.run_report(msg(False), AdminResult("report", "started", since="7d")))
+    started = asyncio.run(service.request_report(msg(True), ""))
+    assert (started.outcome, started.since) == ("started", "7d")
+    failed = asyncio.run(service.run_report(msg(True), started))
+    assert failed.outcome == "failed" and failed.text == "Sorry, I couldn't read the report right now."
+    assert [(e.actor, e.outcome) for e in store.audit_entries(action=AUDIT_REPORT)] == [("A", "failed"), ("U", "denied")]
+
+
 # -- the HTML page, in a real browser -------------------------------------------------------------------------------
 def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -168,9 +168,7 @@ class KbCommands:
         msg = await self.inbound(command, str(command.get("text", "")), profile=False)
         started = await self.admin.request_report(msg, cmd.since)
         if started.outcome == "denied":
-            await ack(response_type="ephemeral", **render.notice(
-                "Sorry, the knowledge-gap report is for the knowledge base's admins: it quotes people's "
-                "questions. Ask one of them for it.", ":lock:"))
+            await ack(response_type="ephemeral", **render.notice(escape(started.text), ":lock:"))
             return
         if started.outcome == "invalid":
             await ack(response_type="ephemeral", **render.notice(escape(started.error), ":information_source:"))
