@@ -39,7 +39,8 @@ if TYPE_CHECKING:  # the index and NumPy are imported when a report is built, no
     from .settings import Settings
 
 __all__ = ["GapReport", "PageInfo", "PageUse", "RefusedGroup", "CitedPage", "UnhelpfulAnswer", "SourceReport",
-           "Vote", "build_report", "gap_report", "report_from_settings", "group_questions", "index_pages", "parse_since",
+           "Vote", "build_report", "gap_report", "report_from_settings", "group_questions", "index_pages",
+           "parse_since",
            "GROUP_MIN_SIMILARITY", "DEFAULT_SINCE", "UNKNOWN_SOURCE"]
 
 #: Average cosine similarity (all-MiniLM-L6-v2) at or above which two groups of refused questions merge.
@@ -304,9 +305,9 @@ def group_questions(questions: Sequence[str], embed: Embed,
     largest first (ties: first asked first), each ordered most typical first.
 
     Identical wordings (case, spacing and final punctuation aside) are one point (how often each was asked
-    counts in the group's size and in choosing its most typical wording). The rest is average-linkage agglomerative clustering (UPGMA) on cosine distance between the
-    questions' embeddings, cut at distance ``1 - min_similarity`` (see the module docstring). The most
-    typical wording is the one with the highest mean similarity to the others of its group.
+    counts in the group's size and in choosing its most typical wording). The rest is average-linkage
+    agglomerative clustering (UPGMA) on cosine distance between the questions' embeddings, cut at distance
+    ``1 - min_similarity`` (see the module docstring). The most typical wording is the one with the highest mean similarity to the others of its group.
 
     Raises:
         ValueError: when ``embed`` returns a matrix of the wrong shape.

@@ -1,7 +1,7 @@
 """The knowledge-gap report (``app/report.py``, ``app/report_render.py``, ``chatops report``, ``/kb report``).
 
-Real components throughout: a real state store (SQLite, and PostgreSQL for the content) seeded with turn records and feedback as
-``chatops serve`` writes them, a real index (Whoosh, local Qdrant, manifest) of a copy of examples/wiki
+Real components throughout: a real state store (SQLite, and PostgreSQL for the content) seeded with turn
+records and feedback as ``chatops serve`` writes them, a real index (Whoosh, local Qdrant, manifest) of a copy of examples/wiki
 with one page last changed two years ago, the real local embedding model for the grouping, Debian's
 Chromium for the HTML page, and the real Bolt app over signed HTTP (``tests/slack_standin.py``) for
 ``/kb report``.
@@ -221,7 +221,8 @@ def test_the_report_service_is_admin_only_audited_and_fails_plainly(store: State
     assert (started.outcome, started.since) == ("started", "7d")
     failed = asyncio.run(service.run_report(msg(True), started))
     assert failed.outcome == "failed" and failed.text == "Sorry, I couldn't read the report right now."
-    assert [(e.actor, e.outcome) for e in store.audit_entries(action=AUDIT_REPORT)] == [("A", "failed"), ("U", "denied")]
+    entries = [(e.actor, e.outcome) for e in store.audit_entries(action=AUDIT_REPORT)]
+    assert entries == [("A", "failed"), ("U", "denied")]
 
 
 # -- the HTML page, in a real browser -------------------------------------------------------------------------------
@@ -272,26 +273,27 @@ def test_chatops_report_prints_text_json_and_html(stale_wiki: Path, tmp_path: Pa
     monkeypatch.setenv("CHATOPS_CACHE_DIR", str(embedding_cache_dir))
     monkeypatch.delenv("DATABASE_URL", raising=False)
     index = KnowledgeIndex(data / "index", embedder)
+    # The index stays open, as `chatops serve` holds it (local Qdrant admits one client): the report reads around it.
     try:
         Indexer(index).run(FolderSource(stale_wiki))
         store = StateStore(Settings().state_url)
         seed(store, index)
         store.close()
+        assert main(["report"]) == 0
+        text = capsys.readouterr().out
+        assert "Knowledge-gap report" in text and "  3 x " in text and SABBATICAL in text
+        assert main(["report", "--since", "30d", "--json"]) == 0
+        data_json = json.loads(capsys.readouterr().out)
+        assert data_json["questions"] == 7 and data_json["sources"][0]["stale"][0]["page"]["doc_id"] == STALE_PAGE
+        assert main(["report", "--since", "60d", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["questions"] == 8  # the old turn is inside 60 days
+        html = tmp_path / "gaps.html"
+        assert main(["report", "--html", str(html)]) == 0
+        assert "wrote" in capsys.readouterr().out and "&lt;script&gt;" in html.read_text()
+        assert main(["report", "--since", "soon"]) == 2
+        assert "not a period like 7d" in capsys.readouterr().err
     finally:
         index.close()
-    assert main(["report"]) == 0
-    text = capsys.readouterr().out
-    assert "Knowledge-gap report" in text and "  3 x " in text and SABBATICAL in text
-    assert main(["report", "--since", "30d", "--json"]) == 0
-    data_json = json.loads(capsys.readouterr().out)
-    assert data_json["questions"] == 7 and data_json["sources"][0]["stale"][0]["page"]["doc_id"] == STALE_PAGE
-    assert main(["report", "--since", "60d", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["questions"] == 8  # the old turn is inside 60 days
-    html = tmp_path / "gaps.html"
-    assert main(["report", "--html", str(html)]) == 0
-    assert "wrote" in capsys.readouterr().out and "&lt;script&gt;" in html.read_text()
-    assert main(["report", "--since", "soon"]) == 2
-    assert "not a period like 7d" in capsys.readouterr().err
 
 
 def test_report_help_has_a_description_and_examples() -> None:
