@@ -859,6 +859,19 @@ class StateStore:
         """Release connections."""
         self.engine.dispose()
 
+    # -- the knowledge-gap report's feedback read (app/report.py) ----------------------------------------
+    def feedback_for_traces(self, trace_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """Feedback rows (``trace_id``, ``platform``, ``user_id``, ``value``, ``comment``, ``created_at``)
+        of the turns ``trace_ids``, in the order given, in batches of 500 ids per query."""
+        ids = list(dict.fromkeys(trace_ids))
+        t, out = self.feedback, []
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                q = sa.select(t).where(t.c.trace_id.in_(ids[i:i + 500])).order_by(t.c.id)
+                out.extend(dict(r) for r in conn.execute(q).mappings())
+        order = {trace: i for i, trace in enumerate(ids)}
+        return sorted(out, key=lambda r: order[r["trace_id"]])
+
 
 def _principal_part(text: str) -> str:
     """A source name, group name or e-mail as principals compare it: trimmed, lower case."""
