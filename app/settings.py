@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     rrf_dense_weight: float = Field(1.0, ge=0, description="RRF weight of dense retrieval.")
     rrf_bm25_weight: float = Field(0.6, ge=0, description="RRF weight of BM25.")
     max_question_chars: int = Field(4000, ge=100, description="Longer messages are truncated.")
+    stale_after_days: int = Field(365, ge=1, description="The knowledge-gap report (chatops report, /kb report) "
+                                  "lists cited pages not updated for this many days as stale.")
 
     # Connectors
     chatops_config: Path | None = Field(None, description="The sources file (YAML); unset: ./chatops.yml when it "
