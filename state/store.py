@@ -349,6 +349,14 @@ class StateStore:
             sa.Column("total_ms", sa.Float, nullable=False, default=0.0),
             sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
         )
+        # Which turn a message the bot sent answered (Teams' feedback invoke names only the message).
+        self.sent_replies = sa.Table(
+            "sent_replies", md,
+            sa.Column("platform", sa.String(20), primary_key=True),
+            sa.Column("message_id", sa.String(300), primary_key=True),
+            sa.Column("trace_id", sa.String(64), nullable=False),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
+        )
         self.metadata = md
         try:
             md.create_all(self.engine)
@@ -393,6 +401,21 @@ class StateStore:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(t).where(t.c.trace_id == trace_id).order_by(t.c.id)).mappings()
             return [dict(r) for r in rows]
+
+    def remember_reply(self, platform: str, message_id: str, trace_id: str) -> None:
+        """Remember that the bot's message ``message_id`` answered the turn ``trace_id`` (the last write wins)."""
+        t = self.sent_replies
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.platform == platform, t.c.message_id == message_id))
+            conn.execute(t.insert().values(platform=platform, message_id=message_id, trace_id=trace_id,
+                                           created_at=_now()))
+
+    def trace_of_reply(self, platform: str, message_id: str) -> str | None:
+        """The trace id of the turn the bot's message ``message_id`` answered, or None when unknown."""
+        t = self.sent_replies
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(t.c.trace_id).where(t.c.platform == platform,
+                                                               t.c.message_id == message_id)).scalar()
 
     # -- turn log (the knowledge-gap report's input) ---------------------------------------------
     def record_turn(self, record: TurnRecord) -> None:
