@@ -35,7 +35,7 @@ from state.store import sqlite_url
 
 from helpers import PLANTED_SECRET, WIKI, WIKI_PAGES, plant_folder
 from slack_standin import (APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, TEAM_ID, Call, SlackHarness,
-                           sign)
+                           feedback_action, sign)
 
 ALICE, BOB, ADMIN, MALLORY = "UALICE01", "UBOB0002", "UADMIN01", "UMALLORY"
 TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -118,7 +118,9 @@ def block(blocks: list[dict], kind: str) -> list[dict]:
 
 
 def section_text(blocks: list[dict]) -> str:
-    return "\n".join(b["text"]["text"] for b in block(blocks, "section"))
+    """The text of the message's sections and markdown blocks (an answer is a markdown block)."""
+    return "\n".join(b["text"] if b["type"] == "markdown" else b["text"]["text"]
+                     for b in blocks if b["type"] in {"section", "markdown"} and b.get("text"))
 
 
 def source_lines(blocks: list[dict]) -> list[str]:
@@ -146,9 +148,14 @@ def test_mention_is_answered_in_its_thread_with_sources_feedback_and_progress(ha
     # the wiki is indexed without url_base: its file:// links are server paths, so the title stands alone
     assert lines and lines[0].startswith("*[1]* Incident response and on-call")
     assert "file://" not in json.dumps(post.params) and "<" not in lines[0]
-    fb = buttons(blocks)
-    assert set(fb) == {render.FEEDBACK_HELPFUL, render.FEEDBACK_NOT_HELPFUL}
-    assert TRACE_ID.match(fb[render.FEEDBACK_HELPFUL]["value"])
+    # the answer is standard Markdown in a markdown block, with a plain-text fallback; native feedback last
+    assert [b["type"] for b in blocks] == ["markdown", "context", "context_actions"]
+    assert "/declare-incident" in post.params["text"] and "```" not in post.params["text"]
+    assert buttons(blocks) == {}  # no custom Helpful / Not helpful buttons any more
+    up, down = feedback_action(blocks, True), feedback_action(blocks, False)
+    assert up["action_id"] == down["action_id"] == render.FEEDBACK
+    assert up["value"].startswith("helpful:") and down["value"].startswith("not_helpful:")
+    assert TRACE_ID.match(up["value"].split(":", 1)[1])
     assert post.params["unfurl_links"] in (False, "0", "false")
     h.idle()
     # progress: a reaction on the question while working, removed after the answer
@@ -224,7 +231,7 @@ def test_a_refusal_says_so_and_what_was_searched(harness: SlackHarness) -> None:
     assert "couldn't find anything you can see about that here" in text and "Ask me in a DM" in text
     assert "wifi password" not in text
     assert source_lines(post.params["blocks"]) == []
-    assert set(buttons(post.params["blocks"])) == {render.FEEDBACK_HELPFUL, render.FEEDBACK_NOT_HELPFUL}
+    assert [b["type"] for b in post.params["blocks"]] == ["markdown", "context_actions"]
 
 
 def test_a_redelivered_event_is_answered_once(harness: SlackHarness, store: StateStore) -> None:
@@ -322,7 +329,7 @@ def test_kb_question_is_ephemeral_and_can_be_shared(harness: SlackHarness) -> No
     assert f"<@{ALICE}> asked" in source_lines(shared.params["blocks"])[0]
     assert section_text(shared.params["blocks"]) == section_text(p["blocks"])  # the very answer she saw
     assert render.SHARE not in buttons(shared.params["blocks"])
-    assert buttons(shared.params["blocks"])[render.FEEDBACK_HELPFUL]["value"] == trace_id
+    assert feedback_action(shared.params["blocks"], True)["value"] == f"helpful:{trace_id}"
     assert deleted.params["delete_original"] is True and "blocks" not in deleted.params
 
 
@@ -384,17 +391,63 @@ def test_feedback_is_stored_with_the_trace_id(harness: SlackHarness, store: Stat
     [post] = wait_posts(h, ch, msg["ts"])
     answer = {"type": "message", "ts": post.result["ts"], "thread_ts": msg["ts"], "text": post.params["text"],
               "blocks": post.params["blocks"], "user": BOT_USER_ID, "bot_id": BOT_ID}
-    fb = buttons(post.params["blocks"])
-    trace_id = fb[render.FEEDBACK_NOT_HELPFUL]["value"]
-    for key, action_id in (("fb1", render.FEEDBACK_NOT_HELPFUL), ("fb2", render.FEEDBACK_HELPFUL)):
-        resp = h.sender.click(BOB, {**fb[action_id], "block_id": f"feedback:{trace_id}"}, h.standin.response_url(key),
-                              channel_id=ch, message=answer)
-        acked(resp)
-        [thanks] = h.standin.wait_for(lambda s: responses(h, key) or None)
-        assert thanks.params["response_type"] == "ephemeral" and thanks.params["replace_original"] is False
+    up = feedback_action(post.params["blocks"], True)
+    trace_id = up["value"].split(":", 1)[1]
+    resp = h.sender.click(BOB, up, h.standin.response_url("fb1"), channel_id=ch, message=answer)
+    acked(resp)
+    [thanks] = h.standin.wait_for(lambda s: responses(h, "fb1") or None)
+    assert thanks.params["response_type"] == "ephemeral" and thanks.params["replace_original"] is False
+    h.idle()
+    assert h.standin.calls_to("views.open") == []  # "helpful" asks nothing more
+    rows = store.feedback_for(trace_id)
+    assert [(r["user_id"], r["value"], r["platform"], r["comment"]) for r in rows] == [(BOB, "helpful", "slack", "")]
+
+
+def test_not_helpful_opens_the_reason_modal_and_stores_the_reason_with_the_trace(harness: SlackHarness,
+                                                                                 store: StateStore) -> None:
+    h = harness
+    ch = new_channel(h)
+    msg, _ = mention(h, ch, "how do I ask for time off?")
+    [post] = wait_posts(h, ch, msg["ts"])
+    answer = {"type": "message", "ts": post.result["ts"], "thread_ts": msg["ts"], "text": post.params["text"],
+              "blocks": post.params["blocks"], "user": BOT_USER_ID, "bot_id": BOT_ID}
+    down = feedback_action(post.params["blocks"], False)
+    trace_id = down["value"].split(":", 1)[1]
+    acked(h.sender.click(ALICE, down, h.standin.response_url("fbno"), channel_id=ch, message=answer))
+    [opened] = h.standin.wait_for(lambda s: s.calls_to("views.open") or None)
+    assert opened.ok, opened.result  # the stand-in checked the trigger_id of this very click and the view
+    view = opened.result["view"]
+    assert view["callback_id"] == render.FEEDBACK_MODAL and view["private_metadata"] == trace_id
+    reason = next(b for b in view["blocks"] if b["block_id"] == "reason")
+    assert [o["value"] for o in reason["element"]["options"]] == ["wrong", "outdated", "incomplete", "other"]
+    h.idle()
+    assert responses(h, "fbno") == []  # the modal is the answer to the click
+    # the vote counts at once, even if the modal is dismissed
+    assert [(r["value"], r["comment"]) for r in store.feedback_for(trace_id)] == [("not_helpful", "")]
+    values = {"reason": {"value": {"type": "radio_buttons", "selected_option": {
+                  "text": {"type": "plain_text", "text": "It's outdated"}, "value": "outdated"}}},
+              "detail": {"value": {"type": "plain_text_input", "value": "  The form moved to Workday in May. "}}}
+    resp = h.sender.submit_view(ALICE, view, values)
+    acked(resp)
+    assert resp.content == b""  # an empty 200 closes the modal
     h.idle()
     rows = store.feedback_for(trace_id)
-    assert [(r["user_id"], r["value"], r["platform"]) for r in rows] == [(BOB, "helpful", "slack")]
+    assert [(r["user_id"], r["value"], r["platform"], r["comment"]) for r in rows] == [
+        (ALICE, "not_helpful", "slack", "outdated: The form moved to Workday in May.")]
+
+
+def test_a_dead_trigger_still_stores_the_vote_and_thanks(harness: SlackHarness, store: StateStore) -> None:
+    h = harness
+    ch = new_channel(h)
+    msg, _ = mention(h, ch, "what laptop do I get?")
+    [post] = wait_posts(h, ch, msg["ts"])
+    down = feedback_action(post.params["blocks"], False)
+    h.standin.fail_next("views.open", "expired_trigger_id")
+    acked(h.sender.click(BOB, down, h.standin.response_url("fbdead"), channel_id=ch))
+    [thanks] = h.standin.wait_for(lambda s: responses(h, "fbdead") or None)
+    assert "feedback is recorded" in section_text(thanks.params["blocks"])
+    h.idle()
+    assert [r["value"] for r in store.feedback_for(down["value"].split(":", 1)[1])] == ["not_helpful"]
 
 
 def test_unknown_and_pending_buttons_tell_the_user(harness: SlackHarness) -> None:
@@ -457,7 +510,7 @@ def test_a_calendar_request_is_previewed_and_booked_once_by_its_requester(harnes
         [post] = wait_posts(h, ch, msg["ts"])
         blocks = post.params["blocks"]
         confirm = next(b for aid, b in buttons(blocks).items() if aid.startswith(render.PENDING_CONFIRM))
-        assert "Design review" in json.dumps(blocks) and render.FEEDBACK_HELPFUL not in buttons(blocks)
+        assert "Design review" in json.dumps(blocks) and not block(blocks, "context_actions")
         key = confirm["value"]
         assert service.get(key).status == "pending" and service.get(key).requester == ALICE
         answer = {"type": "message", "ts": post.result["ts"], "text": post.params["text"], "blocks": blocks}

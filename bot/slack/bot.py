@@ -11,6 +11,8 @@ assistant ``user_message``             :meth:`Conversations.on_assistant_message
 assistant ``thread_context_changed``   ignored (the bot does not use the context)
 ``/kb``                                :meth:`KbCommands.handle`
 block actions (any ``action_id``)      :meth:`ActionRegistry.dispatch`
+``view_submission`` of the feedback    :func:`bot.slack.actions.feedback_submitted`
+modal (``feedback_reason``)
 any other event or command             acknowledged, nothing else
 =====================================  =====================================================
 """
@@ -34,7 +36,7 @@ from app.admin import AdminService
 from app.jobs import IndexJobs
 from app.wiring import Runtime
 from . import render
-from .actions import ActionContext, ActionHandler, ActionRegistry, register_builtin_actions
+from .actions import ActionContext, ActionHandler, ActionRegistry, feedback_submitted, register_builtin_actions
 from .client import api_error_code, build_web_client
 from .config import COMMAND, SlackConfig
 from .conversation import AgentRunner, Conversations, PendingProposer, RecentReplies
@@ -168,6 +170,12 @@ class SlackBot:
                               or (body.get("message") or {}).get("thread_ts", "")),
                 respond=respond, client=self.client, services=self.services)
             tasks.spawn(self.actions.dispatch(ctx), name=f"action-{ctx.action_id}")
+
+        @app.view(render.FEEDBACK_MODAL)
+        async def on_feedback_reason(ack, body: dict, view: dict) -> None:
+            await ack()
+            tasks.spawn(feedback_submitted(self.store, str((body.get("user") or {}).get("id", "")), view),
+                        name="feedback-reason")
 
         @app.event(re.compile(r".*"))
         async def on_other_event(event: dict) -> None:
