@@ -28,7 +28,9 @@ from app.settings import Settings
 from bot.slack.client import describe_api_error
 from bot.slack.conversation import PROGRESS_REACTION, STATUS_TEXT
 from bot.slack import render
+from app.welcome import index_catalog
 from app.wiring import build_agent
+from connectors.config import parse_config
 from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
@@ -283,12 +285,18 @@ def test_assistant_threads_get_prompts_a_status_and_answers(harness: SlackHarnes
     resp, _ = h.sender.event(started)
     acked(resp)
     [greeting] = wait_posts(h, dm, thread_ts)
-    assert "Ask me anything" in section_text(greeting.params["blocks"])
+    # no chatops.yml greeting: built from the indexed source, never the handbook's hard-coded examples
+    assert [b["type"] for b in greeting.params["blocks"]] == ["markdown"]
+    assert "I answer from *wiki*" in section_text(greeting.params["blocks"])
     [prompts] = h.standin.calls_to("assistant.threads.setSuggestedPrompts", channel_id=dm)
-    assert prompts.ok and [p["message"] for p in prompts.params["prompts"]] == [
-        p["message"] for p in render.SUGGESTED_PROMPTS]
+    titles = index_catalog(h.bot.runtime.index)["wiki"]
+    assert prompts.ok and [p["title"] for p in prompts.params["prompts"]] == titles and titles
+    assert "time off" not in json.dumps(prompts.params["prompts"]).lower()
     msg, _ = message(h, dm, "How do I ask for time off?", "im", thread_ts=thread_ts)
     answers = wait_posts(h, dm, thread_ts, 2)
+    # the first question titles the thread, before the answer
+    [title] = h.standin.calls_to("assistant.threads.setTitle", channel_id=dm)
+    assert title.ok and title.params["title"] == "How do I ask for time off?" and title.at <= answers[1].at
     [status] = h.standin.calls_to("assistant.threads.setStatus", channel_id=dm)
     assert status.ok and status.params["status"] == STATUS_TEXT and status.params["thread_ts"] == thread_ts
     assert status.at <= answers[1].at
@@ -301,6 +309,29 @@ def test_assistant_threads_get_prompts_a_status_and_answers(harness: SlackHarnes
     acked(h.sender.event(changed)[0])
     h.idle()
     assert len(posts(h, dm, thread_ts)) == 2 and h.standin.calls_to("chat.update") == []
+    # a follow-up keeps the title
+    message(h, dm, "and how many days do I get?", "im", thread_ts=thread_ts)
+    wait_posts(h, dm, thread_ts, 3)
+    assert len(h.standin.calls_to("assistant.threads.setTitle", channel_id=dm)) == 1
+
+
+def test_the_greeting_and_prompts_come_from_chatops_yml_when_set(harness: SlackHarness) -> None:
+    h = harness
+    dm = new_channel(h, "im")
+    thread_ts = h.standin.next_ts()
+    h.standin.conversations[dm].messages.append({"type": "message", "user": ALICE, "text": "", "ts": thread_ts})
+    saved = h.bot.jobs.config
+    h.bot.jobs.config = parse_config({"greeting": "Hi from **Acme IT**! Ping <!channel> never.",
+                                      "suggested_prompts": [{"title": "VPN", "message": "How do I reset my VPN?"}]})
+    try:
+        acked(h.sender.event({"type": "assistant_thread_started", "event_ts": thread_ts,
+                              "assistant_thread": {"user_id": ALICE, "channel_id": dm, "thread_ts": thread_ts}})[0])
+        [greeting] = wait_posts(h, dm, thread_ts)
+    finally:
+        h.bot.jobs.config = saved
+    assert section_text(greeting.params["blocks"]) == "Hi from **Acme IT**! Ping &lt;!channel> never."
+    [prompts] = h.standin.calls_to("assistant.threads.setSuggestedPrompts", channel_id=dm)
+    assert prompts.params["prompts"] == [{"title": "VPN", "message": "How do I reset my VPN?"}]
 
 
 # -- /kb --------------------------------------------------------------------------------------------------------

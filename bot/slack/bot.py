@@ -34,6 +34,7 @@ from state import StateStore
 from app.access import ChannelMembersCache
 from app.admin import AdminService
 from app.jobs import IndexJobs
+from app.welcome import Welcome, index_catalog, welcome
 from app.wiring import Runtime
 from . import render
 from .actions import ActionContext, ActionHandler, ActionRegistry, feedback_submitted, register_builtin_actions
@@ -94,7 +95,7 @@ class SlackBot:
         self.access = runtime.access
         self.members = ChannelMembersCache(self.users.channel_members, limit=self.access.channel_members_max)
         self.conversations = Conversations(self.client, self.runner, self.threads, self.users, config.admin_ids,
-                                           access=self.access, members=self.members)
+                                           access=self.access, members=self.members, welcome=self.welcome)
         self._own_executor = job_executor is None
         self.job_executor = job_executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatops-jobs")
         self.admin = AdminService(jobs, store, self.job_executor)
@@ -182,6 +183,13 @@ class SlackBot:
             log.debug("ignored a %s event", event.get("type"))
 
         return app
+
+    async def welcome(self) -> Welcome:
+        """The assistant's greeting and suggested prompts: the sources file's ``greeting`` and
+        ``suggested_prompts``, else built from the indexed sources (:mod:`app.welcome`; read each time, so
+        a re-index shows at once)."""
+        catalog = await asyncio.to_thread(index_catalog, self.runtime.index, names=self.jobs.names())
+        return welcome(self.jobs.config, catalog)
 
     # -- hooks ---------------------------------------------------------------------------------------
     def use_pending_actions(self, propose: PendingProposer, on_click: ActionHandler) -> None:

@@ -8,6 +8,10 @@ Which messages are answered:
   and only when it does not mention the bot (the ``app_mention`` of the same message answers it).
 - message subtypes other than people's (joins, edits, deletions, bot posts) are never answered.
 
+In an assistant thread the greeting and the suggested prompts come from :mod:`app.welcome` (the sources
+file, else the indexed sources), and the first question becomes the thread's title
+(``assistant.threads.setTitle``).
+
 While the agent works the user sees progress: the assistant status "Searching the knowledge base…"
 in an assistant thread (Slack's AI-app surface), otherwise an :eyes: reaction on the question that is
 removed once the answer is posted. Every failure tells the user something (see :class:`Poster`).
@@ -32,6 +36,7 @@ from agent.models import PendingAction, Reply, Turn
 from app.access import AccessPolicy, ChannelMembersCache
 from app.inbound import InboundMessage, utc_from_epoch
 from app.turns import build_turn
+from app.welcome import Welcome, default_welcome
 
 from . import render
 from .client import CHANNEL_ERRORS, FORMAT_ERRORS, api_error_code, describe_api_error
@@ -50,6 +55,8 @@ PROGRESS_REACTION = "eyes"
 #: Stores a proposed side-effect action and returns its Slack blocks (Confirm / Cancel); see
 #: :meth:`bot.slack.bot.SlackBot.use_pending_actions`.
 PendingProposer = Callable[[PendingAction, Turn], Awaitable[list[dict[str, Any]]]]
+#: The greeting and suggested prompts of a new assistant thread (:func:`app.welcome.welcome`).
+WelcomeSource = Callable[[], Awaitable[Welcome]]
 
 #: ``message`` events handled per ``channel_type``, with the Events API subscription each needs.
 MESSAGE_CHANNEL_TYPES = {"im": "message.im", "channel": "message.channels", "group": "message.groups"}
@@ -188,14 +195,18 @@ class Conversations:
         access: who sees what (:class:`app.access.AccessPolicy`: ``Turn.viewer``).
         members: the conversation members' port (``CHANNEL_ACCESS=members``); None: never listed.
 
+        welcome: the greeting and prompts of a new assistant thread (None: :func:`app.welcome.default_welcome`
+            of an empty catalog).
+
     Attributes:
         propose: stores a reply's pending action and renders it (None: the default preview, nothing stored).
     """
 
     def __init__(self, client: AsyncWebClient, runner: AgentRunner, threads: ThreadHistory, users: UserDirectory,
                  admin_ids: frozenset[str] = frozenset(), access: AccessPolicy | None = None,
-                 members: ChannelMembersCache | None = None) -> None:
+                 members: ChannelMembersCache | None = None, welcome: WelcomeSource | None = None) -> None:
         self.client = client
+        self.welcome = welcome
         self.runner = runner
         self.threads = threads
         self.users = users
@@ -256,11 +267,26 @@ class Conversations:
         if not channel or not thread_ts:
             return
         try:
-            await self.client.assistant_threads_setSuggestedPrompts(
-                channel_id=channel, thread_ts=thread_ts, title="Try asking", prompts=render.SUGGESTED_PROMPTS)
-        except Exception as exc:  # noqa: BLE001 - prompts are a nicety
-            log.warning("assistant.threads.setSuggestedPrompts failed in %s: %s", channel, api_error_code(exc))
-        await self.poster.deliver(channel, thread_ts, [render.greeting()], thread.get("user_id", ""))
+            hello = await self.welcome() if self.welcome is not None else default_welcome({})
+        except Exception:  # noqa: BLE001 - the index could not be read: greet without prompts
+            log.exception("building the greeting failed; greeting without suggestions")
+            hello = default_welcome({"the knowledge base": []})
+        if hello.prompts:
+            try:
+                await self.client.assistant_threads_setSuggestedPrompts(
+                    channel_id=channel, thread_ts=thread_ts, title="Try asking",
+                    prompts=render.suggested_prompts(hello.prompts))
+            except Exception as exc:  # noqa: BLE001 - prompts are a nicety
+                log.warning("assistant.threads.setSuggestedPrompts failed in %s: %s", channel, api_error_code(exc))
+        await self.poster.deliver(channel, thread_ts, [render.greeting(hello.text)], thread.get("user_id", ""))
+
+    async def _set_title(self, channel: str, thread_ts: str, question: str) -> None:
+        """Title the assistant thread after its first question. Never raises."""
+        try:
+            await self.client.assistant_threads_setTitle(channel_id=channel, thread_ts=thread_ts,
+                                                         title=render.thread_title(question))
+        except Exception as exc:  # noqa: BLE001 - a title is a nicety
+            log.info("assistant.threads.setTitle failed in %s: %s", channel, api_error_code(exc))
 
     # -- the answer ------------------------------------------------------------------------------
     async def answer(self, event: dict[str, Any], bot_user_id: str, bot_id: str = "", *, assistant: bool,
@@ -277,6 +303,8 @@ class Conversations:
             if info is None and event.get("thread_ts") and event.get("thread_ts") != ts:
                 info = await self.threads.read(channel, thread_ts, ts, bot_user_id, bot_id, requester=user)
             turn = build_turn(await self.inbound(event, bot_user_id, info, private=assistant), self.access)
+            if assistant and not (info and info.history):
+                await self._set_title(channel, thread_ts, turn.text)
             reply = await self.runner.answer(turn)
             log.info("answered in %s thread %s: route=%s refused=%s trace=%s", channel, thread_ts, reply.route,
                      reply.refused, reply.trace.trace_id)

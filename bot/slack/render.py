@@ -32,7 +32,7 @@ __all__ = [
     "answer_messages", "sources_context", "feedback_actions", "feedback_row", "feedback_modal", "parse_feedback_value",
     "parse_feedback_modal", "FEEDBACK", "FEEDBACK_MODAL", "FEEDBACK_REASONS", "MAX_MARKDOWN", "pending_action_blocks", "share_value",
     "parse_share_value", "error_message", "notice", "help_message", "sources_message", "status_message",
-    "reindex_started", "reindex_summary", "feedback_thanks", "greeting", "SUGGESTED_PROMPTS",
+    "reindex_started", "reindex_summary", "feedback_thanks", "greeting", "suggested_prompts", "thread_title",
     "FEEDBACK_HELPFUL", "FEEDBACK_NOT_HELPFUL", "SHARE", "PENDING_CONFIRM", "PENDING_CANCEL",
     "MAX_SECTION", "MAX_BLOCKS", "MAX_TEXT",
 ]
@@ -61,14 +61,6 @@ SHARE = "share:channel"
 #: :mod:`app.actions`.
 PENDING_CONFIRM = "action_confirm:"
 PENDING_CANCEL = "action_cancel:"
-
-#: Prompts offered when a user opens the assistant pane (``assistant.threads.setSuggestedPrompts``).
-SUGGESTED_PROMPTS = [
-    {"title": "Declare an incident", "message": "How do I declare an incident?"},
-    {"title": "Expenses", "message": "What's the deadline for submitting expenses?"},
-    {"title": "Time off", "message": "How do I ask for time off?"},
-]
-
 
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
@@ -294,10 +286,22 @@ def feedback_thanks(value: str) -> dict[str, Any]:
     return notice("Thanks for telling me; your feedback is recorded and helps improve the answers.", ":memo:")
 
 
-def greeting() -> dict[str, Any]:
-    """The first message in a new assistant thread."""
-    return notice("Hi! Ask me anything about the company's policies, processes and tools; "
-                  "I answer from the knowledge base, with links to my sources.", ":wave:")
+def greeting(text: str) -> dict[str, Any]:
+    """The first message in a new assistant thread: ``text`` (Markdown, :class:`app.welcome.Welcome`) in a
+    markdown block, plain text as the fallback."""
+    body = truncate(markdown_safe(text) or "Hi!", MAX_MARKDOWN)
+    return {"text": _fallback(text), "blocks": [{"type": "markdown", "text": body}]}
+
+
+def suggested_prompts(prompts: Sequence[Any]) -> list[dict[str, str]]:
+    """``assistant.threads.setSuggestedPrompts``' ``prompts`` from :class:`app.welcome.Prompt`\\ s (at most 4)."""
+    return [{"title": truncate(p.title, 75), "message": p.message} for p in prompts[:4]]
+
+
+def thread_title(question: str) -> str:
+    """An assistant thread's title (``assistant.threads.setTitle``): the first question, on one line, cut
+    to 60 characters."""
+    return truncate(" ".join(question.split()), 60) or "Question"
 
 
 def help_message() -> dict[str, Any]:
