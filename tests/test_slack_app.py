@@ -334,6 +334,34 @@ def test_the_greeting_and_prompts_come_from_chatops_yml_when_set(harness: SlackH
     assert prompts.params["prompts"] == [{"title": "VPN", "message": "How do I reset my VPN?"}]
 
 
+# -- the Home tab -------------------------------------------------------------------------------------------------
+def test_the_home_tab_shows_capabilities_sources_and_the_users_pending_actions(harness: SlackHarness,
+                                                                                store: StateStore) -> None:
+    h = harness
+    ch = new_channel(h)
+    store.create_pending(f"home-{ch}", "calendar.create", {"title": "Design review"}, BOB, "slack", channel_id=ch,
+                         summary="Book *Design review* on Tuesday 10:00-10:30")
+    acked(h.sender.home_opened(BOB)[0])
+    acked(h.sender.home_opened(ADMIN)[0])
+    acked(h.sender.event({"type": "app_home_opened", "user": ALICE, "channel": "DALICE", "tab": "messages",
+                          "event_ts": "1.0"})[0])
+    h.idle()
+    published = {c.params["user_id"]: c for c in h.standin.calls_to("views.publish")}
+    assert set(published) == {BOB, ADMIN}  # the messages tab publishes nothing
+    assert all(c.ok for c in published.values()), [c.result for c in published.values()]
+    bob = published[BOB].params["view"]
+    assert bob["type"] == "home"
+    headers = [b["text"]["text"] for b in bob["blocks"] if b["type"] == "header"]
+    assert headers == ["What I can do", "Sources", "Waiting for your confirmation"]
+    text = section_text(bob["blocks"])
+    assert "/kb QUESTION" in text and "assistant pane" in text
+    assert f"*wiki*: {WIKI_PAGES} pages, last synced never" in text
+    assert f"Book *Design review* on Tuesday 10:00-10:30 in <#{ch}>; waiting for your confirmation until <!date^" in text
+    admin = published[ADMIN].params["view"]
+    assert "Design review" not in json.dumps(admin)  # only one's own actions
+    assert "Nothing is waiting for you." in json.dumps(admin)
+
+
 # -- /kb --------------------------------------------------------------------------------------------------------
 def test_kb_question_is_ephemeral_and_can_be_shared(harness: SlackHarness) -> None:
     h = harness

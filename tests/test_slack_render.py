@@ -285,3 +285,25 @@ def test_action_registry_routes_by_longest_prefix() -> None:
 def test_sources_that_are_not_web_links_show_the_title_alone(url: str) -> None:
     lines = [e["text"] for b in render.sources_context([cite(1, url=url)]) for e in b["elements"]]
     assert lines == ["*[1]* Release process › Branch cut"]
+
+
+def test_the_home_view_stays_within_slacks_limits_with_many_sources_and_actions() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from bot.slack.home import MAX_HOME_PENDING, home_view
+    from slack_standin import _view_problem
+    from state import PendingRecord
+
+    now = datetime.now(timezone.utc)
+    rows = [{"source": f"s{i}", "pages": i, "last_run": now.isoformat(), "last_status": "failed" if i == 3 else "ok",
+             "next_run": None} for i in range(45)]
+    pending = [PendingRecord(f"k{i}", "calendar.create", {}, "U1", "slack", "D1", "", "x" * 900, "pending", None,
+                             now, now + timedelta(hours=1), now) for i in range(30)]
+    view = home_view(rows, pending)
+    assert _view_problem(view, "home") is None
+    text = json.dumps(view)
+    assert "*s3*: 3 pages, last synced <!date^" in text and "(failed)" in text
+    assert "and 25 more" in text and text.count(":hourglass:") == MAX_HOME_PENDING
+    assert "in <#D1>" not in text  # a DM is not linked as a channel
+    empty = home_view([], [])
+    assert _view_problem(empty, "home") is None and "No sources are indexed yet" in json.dumps(empty)

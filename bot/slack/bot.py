@@ -9,6 +9,7 @@ Slack gets its ack at once whatever the agent, the index or the Web API do after
 assistant ``thread_started``           :meth:`Conversations.on_assistant_thread_started`
 assistant ``user_message``             :meth:`Conversations.on_assistant_message`
 assistant ``thread_context_changed``   ignored (the bot does not use the context)
+``app_home_opened`` (tab ``home``)     :meth:`HomeTab.publish`
 ``/kb``                                :meth:`KbCommands.handle`
 block actions (any ``action_id``)      :meth:`ActionRegistry.dispatch`
 ``view_submission`` of the feedback    :func:`bot.slack.actions.feedback_submitted`
@@ -41,6 +42,7 @@ from .actions import ActionContext, ActionHandler, ActionRegistry, feedback_subm
 from .client import api_error_code, build_web_client
 from .config import COMMAND, SlackConfig
 from .conversation import AgentRunner, Conversations, PendingProposer, RecentReplies
+from .home import HomeTab
 from .kb import KbCommands
 from .middleware import DeduplicateEvents, IgnoreBotEvents
 from .tasks import BackgroundTasks
@@ -101,6 +103,7 @@ class SlackBot:
         self.admin = AdminService(jobs, store, self.job_executor)
         self.kb = KbCommands(self.client, self.runner, self.admin, self.users, self.replies, self.tasks,
                              config.admin_ids, access=self.access)
+        self.home = HomeTab(self.client, jobs.status, store)
         self.actions = ActionRegistry()
         register_builtin_actions(self.actions)
         self.services: dict[str, Any] = {"store": store, "runner": self.runner, "replies": self.replies,
@@ -171,6 +174,11 @@ class SlackBot:
                               or (body.get("message") or {}).get("thread_ts", "")),
                 respond=respond, client=self.client, services=self.services)
             tasks.spawn(self.actions.dispatch(ctx), name=f"action-{ctx.action_id}")
+
+        @app.event("app_home_opened")
+        async def on_home_opened(event: dict) -> None:
+            if event.get("tab") == "home":
+                tasks.spawn(self.home.publish(str(event.get("user", ""))), name="home")
 
         @app.view(render.FEEDBACK_MODAL)
         async def on_feedback_reason(ack, body: dict, view: dict) -> None:

@@ -32,7 +32,7 @@ __all__ = [
     "answer_messages", "sources_context", "feedback_actions", "feedback_row", "feedback_modal", "parse_feedback_value",
     "parse_feedback_modal", "FEEDBACK", "FEEDBACK_MODAL", "FEEDBACK_REASONS", "MAX_MARKDOWN", "pending_action_blocks", "share_value",
     "parse_share_value", "error_message", "notice", "help_message", "sources_message", "status_message",
-    "reindex_started", "reindex_summary", "feedback_thanks", "greeting", "suggested_prompts", "thread_title",
+    "reindex_started", "reindex_summary", "date_token", "feedback_thanks", "greeting", "suggested_prompts", "thread_title",
     "FEEDBACK_HELPFUL", "FEEDBACK_NOT_HELPFUL", "SHARE", "PENDING_CONFIRM", "PENDING_CANCEL",
     "MAX_SECTION", "MAX_BLOCKS", "MAX_TEXT",
 ]
@@ -320,7 +320,7 @@ def sources_message(names: Sequence[str], status: Sequence[dict[str, Any]] = ())
     return {"text": "Knowledge base sources", "blocks": [_section("*Knowledge base sources*\n" + "\n".join(lines))]}
 
 
-def _when(value: Any) -> str:
+def date_token(value: Any) -> str:
     """An ISO timestamp as a Slack date token (shown in the reader's time zone), else ``never``."""
     if not value:
         return "never"
@@ -340,12 +340,12 @@ def status_message(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
                       ":open_file_folder:")
     blocks: list[dict[str, Any]] = [_section("*Knowledge base status*")]
     for row in rows[: MAX_BLOCKS - 1]:
-        last = _when(row.get("last_run"))
+        last = date_token(row.get("last_run"))
         if row.get("last_status"):
             last += f" ({escape(str(row['last_status']))})"
         schedule = escape(str(row["schedule"])) if row.get("schedule") else ""
         if row.get("next_run"):
-            nxt = _when(row["next_run"]) + (f" ({schedule})" if schedule else "")
+            nxt = date_token(row["next_run"]) + (f" ({schedule})" if schedule else "")
         else:
             nxt = schedule or "not scheduled"
         err = truncate(escape(str(row.get("last_error") or "none")), 1900)
