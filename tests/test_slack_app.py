@@ -194,10 +194,8 @@ def test_messages_outside_the_bots_threads_are_not_answered(harness: SlackHarnes
     reply, _ = message(h, ch, "what's the expense deadline?", "channel", thread_ts=other["ts"])  # thread w/o bot
     message(h, ch, "still nobody?", "channel", user=BOB, thread_ts=other["ts"])  # remembered: no second read
     mentioned, _ = message(h, ch, f"<@{BOT_USER_ID}> hi", "channel")  # the app_mention answers this one
-    mpim = new_channel(h, "mpim")
-    message(h, mpim, "how do I declare an incident?", "mpim")
     h.idle()
-    assert posts(h, ch) == [] and posts(h, mpim) == []
+    assert posts(h, ch) == []
     # it looked at the one thread to see whether it belongs there, and only at that one
     assert [c.params["ts"] for c in h.standin.calls_to("conversations.replies", channel=ch)] == [other["ts"]]
 
@@ -212,6 +210,17 @@ def test_direct_messages_are_answered_like_mentions(harness: SlackHarness) -> No
     msg2, _ = message(h, dm, "and who approves it?", "im", thread_ts=msg["ts"])
     wait_posts(h, dm, msg["ts"], 2)
     assert h.standin.calls_to("conversations.replies", channel=dm)
+
+
+def test_group_dms_are_answered_like_dms_for_everyone_in_them(harness: SlackHarness) -> None:
+    h = harness
+    mpim = new_channel(h, "mpim")
+    msg, _ = message(h, mpim, "how do I declare an incident?", "mpim")
+    [post] = wait_posts(h, mpim, msg["ts"])
+    assert "/declare-incident" in section_text(post.params["blocks"]) and source_lines(post.params["blocks"])
+    message(h, mpim, "and who is the incident commander?", "mpim", user=BOB, thread_ts=msg["ts"])
+    wait_posts(h, mpim, msg["ts"], 2)
+    assert all(c.ok for c in h.standin.calls_to("conversations.replies", channel=mpim))  # mpim:history granted
 
 
 def test_a_private_channel_thread_continues_too(harness: SlackHarness) -> None:

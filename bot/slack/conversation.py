@@ -3,7 +3,9 @@
 Which messages are answered:
 
 - ``app_mention`` in a channel: always, in the thread (the thread's ``thread_ts``, or the mention's ``ts``).
-- ``message`` in a DM (``channel_type: im``): always, in the thread, like a mention.
+- ``message`` in a DM (``channel_type: im``) or a group DM (``mpim``): always, in the thread, like a
+  mention (a group DM's answer is for everyone in it: it is read with a channel's audience, not the
+  asker's own access).
 - ``message`` in a channel or private channel: only a reply in a thread where this bot already posted,
   and only when it does not mention the bot (the ``app_mention`` of the same message answers it).
 - message subtypes other than people's (joins, edits, deletions, bot posts) are never answered.
@@ -59,7 +61,10 @@ PendingProposer = Callable[[PendingAction, Turn], Awaitable[list[dict[str, Any]]
 WelcomeSource = Callable[[], Awaitable[Welcome]]
 
 #: ``message`` events handled per ``channel_type``, with the Events API subscription each needs.
-MESSAGE_CHANNEL_TYPES = {"im": "message.im", "channel": "message.channels", "group": "message.groups"}
+MESSAGE_CHANNEL_TYPES = {"im": "message.im", "mpim": "message.mpim", "channel": "message.channels",
+                         "group": "message.groups"}
+#: ``channel_type``\ s where every message is for the bot (no mention, no thread needed).
+DIRECT_CHANNEL_TYPES = frozenset({"im", "mpim"})
 
 
 class AgentRunner:
@@ -234,7 +239,7 @@ class Conversations:
         kind = event.get("channel_type")
         if kind not in MESSAGE_CHANNEL_TYPES:
             return f"ignored: channel type {kind}"
-        if kind == "im":
+        if kind in DIRECT_CHANNEL_TYPES:
             await self.answer(event, bot_user_id, bot_id, assistant=False)
             return "answered"
         if mentions(event.get("text", ""), bot_user_id):
