@@ -49,6 +49,9 @@ METHOD_SCOPES: dict[str, frozenset[str]] = {
     "chat.postEphemeral": frozenset({"chat:write"}),
     "chat.update": frozenset({"chat:write"}),
     "chat.delete": frozenset({"chat:write"}),
+    "chat.startStream": frozenset({"chat:write"}),
+    "chat.appendStream": frozenset({"chat:write"}),
+    "chat.stopStream": frozenset({"chat:write"}),
     "reactions.add": frozenset({"reactions:write"}),
     "reactions.remove": frozenset({"reactions:write"}),
     "users.info": frozenset({"users:read"}),
@@ -83,7 +86,8 @@ class Call:
     """One request the stand-in received.
 
     Attributes:
-        method: the Web API method (``chat.postMessage``), ``response_url``, or ``socket_ack``.
+        method: the Web API method (``chat.postMessage``), ``response_url``, ``socket_ack``, or ``chat.stream``
+            (a stream that stopped: the message as shown, recorded after its ``chat.stopStream``).
         params: form, query and JSON parameters merged (``blocks`` decoded when sent as a JSON string).
         status: the HTTP status answered.
         result: the JSON answered (Web API) or None.
@@ -338,6 +342,15 @@ class SlackStandin:
             return [c for c in self.calls if c.method == method
                     and all(c.params.get(k) == v for k, v in match.items())]
 
+    def answers(self, channel: str, thread_ts: str | None = None) -> list[Call]:
+        """What the bot showed in ``channel`` (in the thread ``thread_ts`` when given), in order: successful
+        ``chat.postMessage`` calls and finished streams (``chat.stream``: ``text`` and ``blocks`` as shown,
+        ``pieces`` as streamed, ``result["ts"]``)."""
+        with self._cond:
+            return [c for c in self.calls if c.method in {"chat.postMessage", "chat.stream"} and c.ok
+                    and c.params.get("channel") == channel
+                    and (thread_ts is None or c.params.get("thread_ts") == thread_ts)]
+
     def wait_for(self, predicate: Callable[["SlackStandin"], Any], timeout: float = 15) -> Any:
         """Wait until ``predicate(self)`` is truthy and return it.
 
@@ -458,6 +471,72 @@ class SlackStandin:
         conv.messages.append(msg)
         return {"ok": True, "channel": cid, "ts": msg["ts"], "message": msg}
 
+    def _m_chat_startStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        cid, conv, err = self._conv(p)
+        if err:
+            return err
+        assert conv is not None
+        if not conv.member and conv.kind != "im":
+            return {"ok": False, "error": "not_in_channel"}
+        if not p.get("thread_ts") or self._find(conv, str(p["thread_ts"])) is None:
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {
+                "messages": ["a stream is a reply: thread_ts must be a message of the conversation"]}}
+        if conv.kind != "im" and not (p.get("recipient_user_id") and p.get("recipient_team_id")):
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {
+                "messages": ["recipient_user_id and recipient_team_id are required outside DMs"]}}
+        if len(str(p.get("markdown_text", ""))) > 12000:
+            return {"ok": False, "error": "msg_too_long"}
+        msg = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "text": str(p.get("markdown_text", "")),
+               "ts": self.next_ts(), "team": TEAM_ID, "app_id": APP_ID, "thread_ts": str(p["thread_ts"]),
+               "_streaming": True, "_pieces": [str(p.get("markdown_text", ""))]}
+        conv.messages.append(msg)
+        return {"ok": True, "channel": cid, "ts": msg["ts"]}
+
+    def _streaming(self, p: dict[str, Any]) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+        cid, conv, err = self._conv(p)
+        if err:
+            return cid, None, err
+        assert conv is not None
+        msg = self._find(conv, str(p.get("ts", "")))
+        if msg is None:
+            return cid, None, {"ok": False, "error": "message_not_found"}
+        if not msg.get("_streaming"):
+            return cid, None, {"ok": False, "error": "message_not_in_streaming_state"}
+        if len(str(p.get("markdown_text", ""))) > 12000:
+            return cid, None, {"ok": False, "error": "msg_too_long"}
+        return cid, msg, None
+
+    def _m_chat_appendStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        cid, msg, err = self._streaming(p)
+        if err:
+            return err
+        assert msg is not None
+        if not p.get("markdown_text") and not p.get("chunks"):
+            return {"ok": False, "error": "no_text"}
+        msg["text"] += str(p.get("markdown_text", ""))
+        msg["_pieces"].append(str(p.get("markdown_text", "")))
+        return {"ok": True, "channel": cid, "ts": msg["ts"]}
+
+    def _m_chat_stopStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        cid, msg, err = self._streaming(p)
+        if err:
+            return err
+        assert msg is not None
+        blocks = p.get("blocks") or []
+        shown = [{"type": "markdown", "text": msg["text"] + str(p.get("markdown_text", ""))}, *blocks]
+        problem = _block_problem(shown)
+        if problem:
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
+        msg["text"] += str(p.get("markdown_text", ""))
+        msg["blocks"] = shown
+        msg["_streaming"] = False
+        # What the user now sees, recorded as one pseudo-call (like response_url): the whole message.
+        self.calls.append(Call("chat.stream", {"channel": cid, "thread_ts": msg["thread_ts"], "ts": msg["ts"],
+                                               "text": msg["text"], "blocks": shown,
+                                               "pieces": list(msg["_pieces"])}, 200, {"ok": True, "ts": msg["ts"]}))
+        return {"ok": True, "channel": cid, "ts": msg["ts"], "message": {k: v for k, v in msg.items()
+                                                                         if not k.startswith("_")}}
+
     def _m_chat_postEphemeral(self, p: dict[str, Any]) -> dict[str, Any]:
         cid, conv, err = self._conv(p)
         if err:
@@ -537,7 +616,8 @@ class SlackStandin:
         start = int(p.get("cursor") or 0)
         page = thread[start:start + limit]
         more = start + limit < len(thread)
-        return {"ok": True, "messages": [dict(m) for m in page], "has_more": more,
+        return {"ok": True, "messages": [{k: v for k, v in m.items() if not k.startswith("_")} for m in page],
+                "has_more": more,
                 "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _m_conversations_members(self, p: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import pytest
 from app.jobs import IndexJobs, parse_sources
 from app.settings import Settings
 from bot.slack.client import describe_api_error
+from app.progress import LOADING_MESSAGES
 from bot.slack.conversation import PROGRESS_REACTION, STATUS_TEXT
 from bot.slack import render
 from app.welcome import index_catalog
@@ -106,9 +107,9 @@ def message(h: SlackHarness, channel: str, text: str, channel_type: str, user: s
 
 
 def posts(h: SlackHarness, channel: str, thread_ts: str | None = None) -> list[Call]:
-    """Successful ``chat.postMessage`` calls in ``channel`` (in the thread ``thread_ts`` when given)."""
-    return [c for c in h.standin.calls_to("chat.postMessage", channel=channel)
-            if c.ok and (thread_ts is None or c.params.get("thread_ts") == thread_ts)]
+    """What the bot showed in ``channel`` (in the thread ``thread_ts`` when given): posted messages and
+    finished streams (:meth:`SlackStandin.answers`)."""
+    return h.standin.answers(channel, thread_ts)
 
 
 def wait_posts(h: SlackHarness, channel: str, thread_ts: str | None, n: int = 1) -> list[Call]:
@@ -158,14 +159,25 @@ def test_mention_is_answered_in_its_thread_with_sources_feedback_and_progress(ha
     assert up["action_id"] == down["action_id"] == render.FEEDBACK
     assert up["value"].startswith("helpful:") and down["value"].startswith("not_helpful:")
     assert TRACE_ID.match(up["value"].split(":", 1)[1])
-    assert post.params["unfurl_links"] in (False, "0", "false")
     h.idle()
+    # on the wire: the answer streamed into the thread, for its asker, the blocks attached at the stop
+    [start] = h.standin.calls_to("chat.startStream", channel=ch)
+    appends = h.standin.calls_to("chat.appendStream", channel=ch)
+    [stop] = h.standin.calls_to("chat.stopStream", channel=ch)
+    assert start.ok and stop.ok and all(c.ok for c in appends)
+    assert start.params["thread_ts"] == msg["ts"]
+    assert (start.params["recipient_user_id"], start.params["recipient_team_id"]) == (ALICE, TEAM_ID)
+    assert {c.params["ts"] for c in [*appends, stop]} == {start.result["ts"]} == {post.result["ts"]}
+    streamed = [start.params["markdown_text"], *(c.params["markdown_text"] for c in appends)]
+    assert "".join(streamed) == blocks[0]["text"] and "markdown_text" not in stop.params
+    assert stop.params["blocks"] == blocks[1:]  # sources, then feedback: only once the text is complete
+    assert h.standin.calls_to("chat.postMessage", channel=ch) == []
     # progress: a reaction on the question while working, removed after the answer
     added = h.standin.calls_to("reactions.add", channel=ch)
     removed = h.standin.calls_to("reactions.remove", channel=ch)
     assert [c.params["name"] for c in added] == [PROGRESS_REACTION] and added[0].params["timestamp"] == msg["ts"]
-    assert len(removed) == 1 and removed[0].at >= post.at
-    assert added[0].at <= post.at
+    assert len(removed) == 1 and removed[0].at >= stop.at
+    assert added[0].at <= start.at <= min([c.at for c in appends], default=stop.at) <= stop.at
     assert h.standin.calls_to("users.info", user=ALICE)
 
 
@@ -306,9 +318,17 @@ def test_assistant_threads_get_prompts_a_status_and_answers(harness: SlackHarnes
     # the first question titles the thread, before the answer
     [title] = h.standin.calls_to("assistant.threads.setTitle", channel_id=dm)
     assert title.ok and title.params["title"] == "How do I ask for time off?" and title.at <= answers[1].at
-    [status] = h.standin.calls_to("assistant.threads.setStatus", channel_id=dm)
-    assert status.ok and status.params["status"] == STATUS_TEXT and status.params["thread_ts"] == thread_ts
-    assert status.at <= answers[1].at
+    # the status follows the rule-based planner's steps, with loading messages, all before the streamed answer
+    statuses = h.standin.calls_to("assistant.threads.setStatus", channel_id=dm)
+    assert all(c.ok and c.params["thread_ts"] == thread_ts for c in statuses)
+    said = [c.params["status"] for c in statuses]
+    assert said[0] == STATUS_TEXT and statuses[0].params["loading_messages"] == list(LOADING_MESSAGES)
+    assert any(re.fullmatch(r"Checking \d+ sources?…", s) for s in said), said
+    assert said[-2:] == ["Writing the answer…", "Verifying the citations…"], said
+    assert len(said) == len(set(said))  # each step once
+    [start] = h.standin.calls_to("chat.startStream", channel=dm)
+    assert statuses[-1].at <= start.at and answers[1].method == "chat.stream"
+    assert "recipient_user_id" in start.params  # harmless in a DM, required in channels
     assert "[1]" in section_text(answers[1].params["blocks"])
     assert h.standin.calls_to("reactions.add", channel=dm) == []  # the status is the progress here
     # a context change is acknowledged and needs nothing else
@@ -661,22 +681,56 @@ def test_not_in_channel_is_logged_and_the_user_is_told_by_dm(harness: SlackHarne
 def test_rate_limits_are_retried_after_retry_after(harness: SlackHarness) -> None:
     h = harness
     ch = new_channel(h)
-    h.standin.rate_limit_next("chat.postMessage", retry_after=1)
+    h.standin.rate_limit_next("chat.startStream", retry_after=1)
     msg, _ = mention(h, ch, "how many days of PTO do we get?")
     [post] = wait_posts(h, ch, msg["ts"])
-    limited = [c for c in h.standin.calls_to("chat.postMessage", channel=ch) if c.status == 429]
-    assert len(limited) == 1 and post.at - limited[0].at >= 1.0
+    limited = [c for c in h.standin.calls_to("chat.startStream", channel=ch) if c.status == 429]
+    [started] = [c for c in h.standin.calls_to("chat.startStream", channel=ch) if c.ok]
+    assert len(limited) == 1 and started.at - limited[0].at >= 1.0
     h.idle()
     assert len(posts(h, ch, msg["ts"])) == 1
 
 
-def test_a_refused_format_falls_back_to_plain_text(harness: SlackHarness) -> None:
+def test_a_stream_slack_refuses_is_posted_instead_and_a_refused_format_falls_back_to_plain_text(
+        harness: SlackHarness) -> None:
     h = harness
     ch = new_channel(h)
+    h.standin.fail_next("chat.startStream", "not_allowed_token_type")  # nothing shown: post it
     h.standin.fail_next("chat.postMessage", "invalid_blocks")
     msg, _ = mention(h, ch, "how do I declare an incident?")
     [post] = wait_posts(h, ch, msg["ts"])
+    assert post.method == "chat.postMessage"
     assert "blocks" not in post.params and "/declare-incident" in post.params["text"]
+    assert post.params["unfurl_links"] in (False, "0", "false")
+
+
+def test_a_stream_failing_midway_is_deleted_and_the_answer_posted_whole(harness: SlackHarness) -> None:
+    h = harness
+    ch = new_channel(h)
+    h.standin.fail_next("chat.stopStream", "internal_error")
+    msg, _ = mention(h, ch, "how do I declare an incident?")
+    [post] = wait_posts(h, ch, msg["ts"])
+    h.idle()
+    [start] = h.standin.calls_to("chat.startStream", channel=ch)
+    [deleted] = h.standin.calls_to("chat.delete", channel=ch)
+    assert deleted.ok and deleted.params["ts"] == start.result["ts"] and deleted.at <= post.at
+    assert post.method == "chat.postMessage" and "/declare-incident" in section_text(post.params["blocks"])
+    # the thread holds the posted answer only: the half-streamed one is gone
+    thread = h.standin.conversations[ch].messages
+    assert [m["ts"] for m in thread if m.get("bot_id")] == [post.result["ts"]]
+
+
+def test_answers_are_posted_whole_when_streaming_is_off(harness: SlackHarness) -> None:
+    h = harness
+    ch = new_channel(h)
+    h.bot.conversations.stream_answers = False  # SLACK_STREAM_ANSWERS=false
+    try:
+        msg, _ = mention(h, ch, "how do I declare an incident?")
+        [post] = wait_posts(h, ch, msg["ts"])
+    finally:
+        h.bot.conversations.stream_answers = True
+    assert post.method == "chat.postMessage" and h.standin.calls_to("chat.startStream", channel=ch) == []
+    assert [b["type"] for b in post.params["blocks"]] == ["markdown", "context", "context_actions"]
 
 
 def test_a_failed_history_read_still_answers(harness: SlackHarness) -> None:
@@ -857,7 +911,7 @@ def test_a_mention_asking_for_a_secret_linked_into_the_wiki_gets_no_reply_quotin
         msg, _ = mention(h, ch, "what is the launch word written in the red binder of the vault room?")
         [post] = wait_posts(h, ch, msg["ts"])
         h.idle()
-        every_post = [json.dumps(c.params) for c in h.standin.calls_to("chat.postMessage", channel=ch)]
+        every_post = [json.dumps(c.params) for c in h.standin.calls if c.params.get("channel") == ch]
         assert every_post and not any(PLANTED_SECRET in p for p in every_post), every_post
         assert "red-binder.md" not in json.dumps(post.params)
     finally:

@@ -307,3 +307,33 @@ def test_the_home_view_stays_within_slacks_limits_with_many_sources_and_actions(
     assert "in <#D1>" not in text  # a DM is not linked as a channel
     empty = home_view([], [])
     assert _view_problem(empty, "home") is None and "No sources are indexed yet" in json.dumps(empty)
+
+
+def test_stream_pieces_cut_at_sentence_ends_and_join_back_exactly() -> None:
+    from bot.slack.stream import stream_pieces
+
+    text = " ".join(f"Sentence {i} is about the release process [1]." for i in range(40)) + "\n\n- a list item"
+    pieces = stream_pieces(text, 200)
+    assert "".join(pieces) == text and len(pieces) > 5
+    assert all(p.rstrip().endswith(("].", "item")) for p in pieces)
+    assert all(len(p) < 200 + 60 for p in pieces)
+    assert stream_pieces("", 10) == [] and stream_pieces("One long sentence without end", 5) == [
+        "One long sentence without end"]
+    with pytest.raises(ValueError):
+        stream_pieces("x", 0)
+
+
+def test_what_is_streamed_and_what_is_not() -> None:
+    reply = Reply("The branch is cut on Thursday [1].", citations=[cite(1)])
+    body, blocks = render.stream_parts(reply)
+    assert body == "The branch is cut on Thursday [1]."
+    assert [b["type"] for b in blocks] == ["context", "context_actions"]  # attached when the stream stops
+    assert render.stream_parts(Reply("x" * 12001)) is None  # posted as several messages instead
+    action = PendingAction("calendar.create", {"title": "x"}, "k1", "Book x")
+    assert render.stream_parts(Reply("Shall I book it?", pending_action=action)) is None
+
+
+def test_streaming_is_on_unless_slack_stream_answers_is_false() -> None:
+    base = {"slack_bot_token": "xoxb-1", "slack_signing_secret": "s"}
+    assert SlackConfig.from_settings(Settings(**base)).stream_answers is True
+    assert SlackConfig.from_settings(Settings(**base, slack_stream_answers=False)).stream_answers is False

@@ -97,7 +97,8 @@ class SlackBot:
         self.access = runtime.access
         self.members = ChannelMembersCache(self.users.channel_members, limit=self.access.channel_members_max)
         self.conversations = Conversations(self.client, self.runner, self.threads, self.users, config.admin_ids,
-                                           access=self.access, members=self.members, welcome=self.welcome)
+                                           access=self.access, members=self.members, welcome=self.welcome,
+                                           stream_answers=config.stream_answers)
         self._own_executor = job_executor is None
         self.job_executor = job_executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatops-jobs")
         self.admin = AdminService(jobs, store, self.job_executor)

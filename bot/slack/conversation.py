@@ -14,9 +14,14 @@ In an assistant thread the greeting and the suggested prompts come from :mod:`ap
 file, else the indexed sources), and the first question becomes the thread's title
 (``assistant.threads.setTitle``).
 
-While the agent works the user sees progress: the assistant status "Searching the knowledge base…"
-in an assistant thread (Slack's AI-app surface), otherwise an :eyes: reaction on the question that is
-removed once the answer is posted. Every failure tells the user something (see :class:`Poster`).
+While the agent works the user sees progress: in an assistant thread (Slack's AI-app surface) the
+assistant status, "Searching the knowledge base…" with rotating ``loading_messages``, then the agent's
+steps as they happen ("Checking 3 sources…", :class:`bot.slack.stream.StatusLine`); elsewhere an :eyes:
+reaction on the question that is removed once the answer is shown. The answer is streamed into the thread
+(``chat.startStream`` / ``appendStream`` / ``stopStream``, :class:`bot.slack.stream.AnswerStreamer`) once the
+agent has validated its citations, with the sources and the feedback row attached at the stop; an answer
+with a pending action, an answer over 12,000 characters, or one Slack refuses to stream is posted
+(``chat.postMessage``). Every failure tells the user something (see :class:`Poster`).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from agent.agent import Agent
 from agent.models import PendingAction, Reply, Turn
 from app.access import AccessPolicy, ChannelMembersCache
 from app.inbound import InboundMessage, utc_from_epoch
+from app.progress import FIRST_STATUS, LOADING_MESSAGES
 from app.turns import build_turn
 from app.welcome import Welcome, default_welcome
 
@@ -44,6 +50,7 @@ from . import render
 from .client import CHANNEL_ERRORS, FORMAT_ERRORS, api_error_code, describe_api_error
 from .inbound import event_channel_kind, mentioned_users, mentions, to_plain
 from .mrkdwn import truncate
+from .stream import AnswerStreamer, StatusLine
 from .threads import HUMAN_SUBTYPES, ThreadHistory, ThreadInfo, UserDirectory
 
 __all__ = ["AgentRunner", "Conversations", "Poster", "RecentReplies", "PendingProposer", "STATUS_TEXT", "with_members",
@@ -51,7 +58,7 @@ __all__ = ["AgentRunner", "Conversations", "Poster", "RecentReplies", "PendingPr
 
 log = logging.getLogger(__name__)
 
-STATUS_TEXT = "Searching the knowledge base…"
+STATUS_TEXT = FIRST_STATUS
 PROGRESS_REACTION = "eyes"
 
 #: Stores a proposed side-effect action and returns its Slack blocks (Confirm / Cancel); see
@@ -75,10 +82,13 @@ class AgentRunner:
         self.agent = agent
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
-    async def answer(self, turn: Turn) -> Reply:
-        """The agent's reply to ``turn``. Raises only what the agent raises (it does not for bad input)."""
+    async def answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
+        """The agent's reply to ``turn``; ``progress`` is told each step (in the worker thread). Raises only
+        what the agent raises (it does not for bad input)."""
         async with self._slots:
-            return await asyncio.to_thread(self.agent.answer, turn)
+            if progress is None:
+                return await asyncio.to_thread(self.agent.answer, turn)
+            return await asyncio.to_thread(self.agent.answer, turn, progress)
 
 
 class RecentReplies:
@@ -202,6 +212,7 @@ class Conversations:
 
         welcome: the greeting and prompts of a new assistant thread (None: :func:`app.welcome.default_welcome`
             of an empty catalog).
+        stream_answers: stream answers into their thread (``SLACK_STREAM_ANSWERS``); False posts them whole.
 
     Attributes:
         propose: stores a reply's pending action and renders it (None: the default preview, nothing stored).
@@ -209,9 +220,12 @@ class Conversations:
 
     def __init__(self, client: AsyncWebClient, runner: AgentRunner, threads: ThreadHistory, users: UserDirectory,
                  admin_ids: frozenset[str] = frozenset(), access: AccessPolicy | None = None,
-                 members: ChannelMembersCache | None = None, welcome: WelcomeSource | None = None) -> None:
+                 members: ChannelMembersCache | None = None, welcome: WelcomeSource | None = None,
+                 stream_answers: bool = True) -> None:
         self.client = client
         self.welcome = welcome
+        self.stream_answers = stream_answers
+        self.streamer = AnswerStreamer(client)
         self.runner = runner
         self.threads = threads
         self.users = users
@@ -303,6 +317,7 @@ class Conversations:
             log.warning("ignored a message event without channel or ts")
             return None
         progress = await self._progress_start(channel, ts, thread_ts, assistant)
+        status = StatusLine(self.client, channel, thread_ts) if progress[0] == "status" else None
         reply = None
         try:
             if info is None and event.get("thread_ts") and event.get("thread_ts") != ts:
@@ -310,19 +325,30 @@ class Conversations:
             turn = build_turn(await self.inbound(event, bot_user_id, info, private=assistant), self.access)
             if assistant and not (info and info.history):
                 await self._set_title(channel, thread_ts, turn.text)
-            reply = await self.runner.answer(turn)
+            reply = await self.runner.answer(turn, status.on_step if status is not None else None)
+            if status is not None:
+                await status.close()  # every step shown before the answer
             log.info("answered in %s thread %s: route=%s refused=%s trace=%s", channel, thread_ts, reply.route,
                      reply.refused, reply.trace.trace_id)
             pending = None
             if reply.pending_action is not None and self.propose is not None:
                 pending = await self.propose(reply.pending_action, turn)
-            if await self.poster.deliver(channel, thread_ts, render.answer_messages(reply, pending_blocks=pending), user):
+            shown = False
+            if pending is None and self.stream_answers:
+                team = str(event.get("user_team") or event.get("team") or "") or await self.users.team_id()
+                shown = await self.streamer.stream(channel, thread_ts, reply, user, team)
+            if not shown:
+                shown = await self.poster.deliver(channel, thread_ts,
+                                                  render.answer_messages(reply, pending_blocks=pending), user)
+            if shown:
                 self.threads.mark_answered(channel, thread_ts)
         except Exception:  # noqa: BLE001 - the bot is never silent
             log.exception("answering in %s thread %s failed", channel, thread_ts)
             await self.poster.report(channel, thread_ts, user, "Sorry, something went wrong while I was answering.")
             reply = None
         finally:
+            if status is not None:
+                await status.close()
             await self._progress_stop(progress)
         return reply
 
@@ -355,7 +381,8 @@ class Conversations:
         if assistant:
             try:
                 await self.client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts,
-                                                              status=STATUS_TEXT)
+                                                              status=STATUS_TEXT,
+                                                              loading_messages=list(LOADING_MESSAGES))
                 return ("status", channel, thread_ts)
             except Exception as exc:  # noqa: BLE001 - not an assistant thread: fall back to a reaction
                 log.info("assistant status unavailable in %s (%s); using a reaction", channel, api_error_code(exc))

@@ -29,7 +29,7 @@ from .commands import HELP_LINES
 from .mrkdwn import escape, markdown_safe, split_text, to_mrkdwn, truncate
 
 __all__ = [
-    "answer_messages", "sources_context", "feedback_actions", "feedback_row", "feedback_modal", "parse_feedback_value",
+    "answer_messages", "stream_parts", "sources_context", "feedback_actions", "feedback_row", "feedback_modal", "parse_feedback_value",
     "parse_feedback_modal", "FEEDBACK", "FEEDBACK_MODAL", "FEEDBACK_REASONS", "MAX_MARKDOWN", "pending_action_blocks", "share_value",
     "parse_share_value", "error_message", "notice", "help_message", "sources_message", "status_message",
     "reindex_started", "reindex_summary", "date_token", "feedback_thanks", "greeting", "suggested_prompts", "thread_title",
@@ -240,19 +240,9 @@ def answer_messages(reply: Reply, *, share: str | None = None, intro: str | None
     if pending_blocks:
         head = [_context([truncate(intro, MAX_SECTION)])] if intro else []
         return [{"text": _fallback(reply.text), "blocks": (head + list(pending_blocks))[:MAX_BLOCKS]}]
-    body = markdown_safe(reply.text) or "_(empty answer)_"
-    if reply.refused:
-        body = f":mag: {body}"
+    body = _answer_body(reply)
     head = [_context([truncate(intro, MAX_SECTION)])] if intro else []
-    tail: list[dict[str, Any]] = []
-    if not reply.refused and reply.citations:
-        tail.extend(sources_context(reply.citations))
-    if reply.pending_action is not None:
-        tail.extend(pending_action_blocks(reply.pending_action))
-    if feedback:
-        tail.extend(feedback_actions(reply.trace.trace_id, share))
-    elif share is not None:
-        tail.append({"type": "actions", "elements": [_button("Share in channel", SHARE, share, "primary")]})
+    tail = _answer_tail(reply, share, feedback)
     # One markdown block a message (Slack caps all of a message's markdown blocks at 12,000 characters
     # together); the sources and the buttons go with the last part.
     parts = split_text(body, MAX_MARKDOWN)
@@ -265,6 +255,37 @@ def answer_messages(reply: Reply, *, share: str | None = None, intro: str | None
         text = reply.text if i == 0 else ("Sources for the answer above" if last else part)
         messages.append({"text": _fallback(text), "blocks": blocks})
     return messages
+
+
+def _answer_body(reply: Reply) -> str:
+    body = markdown_safe(reply.text) or "_(empty answer)_"
+    return f":mag: {body}" if reply.refused else body
+
+
+def _answer_tail(reply: Reply, share: str | None, feedback: bool) -> list[dict[str, Any]]:
+    tail: list[dict[str, Any]] = []
+    if not reply.refused and reply.citations:
+        tail.extend(sources_context(reply.citations))
+    if reply.pending_action is not None:
+        tail.extend(pending_action_blocks(reply.pending_action))
+    if feedback:
+        tail.extend(feedback_actions(reply.trace.trace_id, share))
+    elif share is not None:
+        tail.append({"type": "actions", "elements": [_button("Share in channel", SHARE, share, "primary")]})
+    return tail
+
+
+def stream_parts(reply: Reply) -> tuple[str, list[dict[str, Any]]] | None:
+    """What a streamed answer is made of: the Markdown streamed (``chat.startStream`` /
+    ``chat.appendStream``) and the blocks attached when the stream stops (``chat.stopStream``: the
+    sources, then the feedback row). None when the reply is not streamed: it carries a pending action
+    (its preview is posted whole) or its text is over 12,000 characters (posted as several messages)."""
+    if reply.pending_action is not None:
+        return None
+    body = _answer_body(reply)
+    if len(body) > MAX_MARKDOWN:
+        return None
+    return body, _answer_tail(reply, None, True)[:MAX_BLOCKS]
 
 
 def notice(text: str, emoji: str = "") -> dict[str, Any]:
