@@ -192,6 +192,15 @@ class Trace:
             except Exception:  # noqa: BLE001 - progress must never break a turn
                 log.debug("a trace listener failed on step %s", name, exc_info=True)
 
+    def emit_text(self, text: str) -> None:
+        """Tell the listener (step ``answer_text``, data ``{"text": text}``) a piece of the answer released
+        early (:mod:`agent.llm.release`); not recorded: the trace never holds the answer. Never raises."""
+        if self.listener is not None and text:
+            try:
+                self.listener("answer_text", {"text": text})
+            except Exception:  # noqa: BLE001 - progress must never break a turn
+                log.debug("a trace listener failed on answer text", exc_info=True)
+
     def add_time(self, stage: str, ms: float) -> None:
         """Accumulate ``ms`` into a stage's timing."""
         self.timings_ms[stage] = round(self.timings_ms.get(stage, 0.0) + ms, 3)

@@ -553,6 +553,10 @@ class SlackStandin:
         msg = self._find(conv, str(p.get("ts", "")))
         if msg is None:
             return {"ok": False, "error": "message_not_found"}
+        if msg.get("_streaming"):
+            return {"ok": False, "error": "cant_update_message"}  # a stream is stopped before it is edited
+        if "blocks" in p and (problem := _block_problem(p["blocks"])):
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
         msg.update({k: p[k] for k in ("text", "blocks") if k in p})
         return {"ok": True, "channel": cid, "ts": msg["ts"], "text": msg.get("text", "")}
 

@@ -16,10 +16,11 @@ file, else the indexed sources), and the first question becomes the thread's tit
 
 While the agent works the user sees progress: in an assistant thread (Slack's AI-app surface) the
 assistant status, "Searching the knowledge base…" with rotating ``loading_messages``, then the agent's
-steps as they happen ("Checking 3 sources…", :class:`bot.slack.stream.StatusLine`); elsewhere an :eyes:
+steps as they happen ("Checking 3 sources…", :class:`bot.slack.stream.LiveTurn`); elsewhere an :eyes:
 reaction on the question that is removed once the answer is shown. The answer is streamed into the thread
 (``chat.startStream`` / ``appendStream`` / ``stopStream``, :class:`bot.slack.stream.AnswerStreamer`) once the
-agent has validated its citations, with the sources and the feedback row attached at the stop; an answer
+agent has validated its citations (with the LLM planner, sentence by sentence as the model writes them,
+each once its citations passed), with the sources and the feedback row attached at the stop; an answer
 with a pending action, an answer over 12,000 characters, or one Slack refuses to stream is posted
 (``chat.postMessage``). Every failure tells the user something (see :class:`Poster`).
 """
@@ -50,7 +51,7 @@ from . import render
 from .client import CHANNEL_ERRORS, FORMAT_ERRORS, api_error_code, describe_api_error
 from .inbound import event_channel_kind, mentioned_users, mentions, to_plain
 from .mrkdwn import truncate
-from .stream import AnswerStreamer, StatusLine
+from .stream import AnswerStreamer, LiveTurn
 from .threads import HUMAN_SUBTYPES, ThreadHistory, ThreadInfo, UserDirectory
 
 __all__ = ["AgentRunner", "Conversations", "Poster", "RecentReplies", "PendingProposer", "STATUS_TEXT", "with_members",
@@ -83,8 +84,9 @@ class AgentRunner:
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
     async def answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
-        """The agent's reply to ``turn``; ``progress`` is told each step (in the worker thread). Raises only
-        what the agent raises (it does not for bad input)."""
+        """The agent's reply to ``turn``; ``progress`` is told each step and each piece of answer text
+        released early (in the worker thread). Raises only what the agent raises (it does not for bad
+        input)."""
         async with self._slots:
             if progress is None:
                 return await asyncio.to_thread(self.agent.answer, turn)
@@ -317,26 +319,28 @@ class Conversations:
             log.warning("ignored a message event without channel or ts")
             return None
         progress = await self._progress_start(channel, ts, thread_ts, assistant)
-        status = StatusLine(self.client, channel, thread_ts) if progress[0] == "status" else None
+        team = str(event.get("user_team") or event.get("team") or "") or await self.users.team_id()
+        live = LiveTurn(self.client, channel, thread_ts, user, team, status=progress[0] == "status",
+                        stream=self.stream_answers, streamer=self.streamer)
         reply = None
+        shown = False
         try:
             if info is None and event.get("thread_ts") and event.get("thread_ts") != ts:
                 info = await self.threads.read(channel, thread_ts, ts, bot_user_id, bot_id, requester=user)
             turn = build_turn(await self.inbound(event, bot_user_id, info, private=assistant), self.access)
             if assistant and not (info and info.history):
                 await self._set_title(channel, thread_ts, turn.text)
-            reply = await self.runner.answer(turn, status.on_step if status is not None else None)
-            if status is not None:
-                await status.close()  # every step shown before the answer
+            reply = await self.runner.answer(turn, live.on_step)
+            await live.close()  # every step and released sentence shown before the rest
             log.info("answered in %s thread %s: route=%s refused=%s trace=%s", channel, thread_ts, reply.route,
                      reply.refused, reply.trace.trace_id)
             pending = None
             if reply.pending_action is not None and self.propose is not None:
                 pending = await self.propose(reply.pending_action, turn)
-            shown = False
             if pending is None and self.stream_answers:
-                team = str(event.get("user_team") or event.get("team") or "") or await self.users.team_id()
-                shown = await self.streamer.stream(channel, thread_ts, reply, user, team)
+                shown = await live.finish(reply)
+            else:
+                await live.discard()
             if not shown:
                 shown = await self.poster.deliver(channel, thread_ts,
                                                   render.answer_messages(reply, pending_blocks=pending), user)
@@ -344,11 +348,13 @@ class Conversations:
                 self.threads.mark_answered(channel, thread_ts)
         except Exception:  # noqa: BLE001 - the bot is never silent
             log.exception("answering in %s thread %s failed", channel, thread_ts)
+            if not shown:
+                await live.close()
+                await live.discard()  # no half answer stays
             await self.poster.report(channel, thread_ts, user, "Sorry, something went wrong while I was answering.")
             reply = None
         finally:
-            if status is not None:
-                await status.close()
+            await live.close()
             await self._progress_stop(progress)
         return reply
 
