@@ -211,7 +211,6 @@ class Conversations:
         admin_ids: user ids with admin rights (``Turn.is_admin``).
         access: who sees what (:class:`app.access.AccessPolicy`: ``Turn.viewer``).
         members: the conversation members' port (``CHANNEL_ACCESS=members``); None: never listed.
-
         welcome: the greeting and prompts of a new assistant thread (None: :func:`app.welcome.default_welcome`
             of an empty catalog).
         stream_answers: stream answers into their thread (``SLACK_STREAM_ANSWERS``); False posts them whole.
