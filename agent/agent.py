@@ -24,6 +24,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
 from . import messages
 from .citations import MARKER, validate_citations
@@ -98,9 +99,13 @@ class Agent:
         """Call ``observer(turn, reply)`` after every later turn (see ``observers``)."""
         self.observers.append(observer)
 
-    def answer(self, turn: Turn) -> Reply:
-        """Answer one turn; never raises for bad input (see the module docstring)."""
-        trace = Trace()
+    def answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
+        """Answer one turn; never raises for bad input (see the module docstring).
+
+        ``progress`` is told every step as the trace records it (``(name, data)``, in this thread;
+        :mod:`app.progress` turns them into status lines); what it raises is ignored.
+        """
+        trace = Trace(listener=progress)
         t0 = time.perf_counter()
         text = (turn.text or "").replace("\x00", "").strip()
         if len(text) > self.max_question_chars:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from connectors.access import Viewer
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Turn", "HistoryMessage", "Reply", "Citation", "PendingAction", "Trace", "Route", "idempotency_key"]
 
@@ -163,7 +167,11 @@ class PendingAction:
 
 @dataclass(slots=True)
 class Trace:
-    """What happened in a turn, step by step, with timings in milliseconds."""
+    """What happened in a turn, step by step, with timings in milliseconds.
+
+    ``listener``, when set, is called with each step's name and data as it is recorded (progress shown to
+    the user while the turn runs); it runs in the agent's thread, and whatever it raises is ignored.
+    """
 
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     route: str = ""
@@ -173,10 +181,25 @@ class Trace:
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     _t0: float = field(default_factory=time.perf_counter, repr=False)
+    listener: Callable[[str, dict[str, Any]], None] | None = field(default=None, repr=False, compare=False)
 
     def step(self, name: str, **data: Any) -> None:
-        """Record a step with the time since the turn started."""
+        """Record a step with the time since the turn started (and tell the listener)."""
         self.steps.append({"step": name, "at_ms": round((time.perf_counter() - self._t0) * 1000, 2), **data})
+        if self.listener is not None:
+            try:
+                self.listener(name, data)
+            except Exception:  # noqa: BLE001 - progress must never break a turn
+                log.debug("a trace listener failed on step %s", name, exc_info=True)
+
+    def emit_text(self, text: str) -> None:
+        """Tell the listener (step ``answer_text``, data ``{"text": text}``) a piece of the answer released
+        early (:mod:`agent.llm.release`); not recorded: the trace never holds the answer. Never raises."""
+        if self.listener is not None and text:
+            try:
+                self.listener("answer_text", {"text": text})
+            except Exception:  # noqa: BLE001 - progress must never break a turn
+                log.debug("a trace listener failed on answer text", exc_info=True)
 
     def add_time(self, stage: str, ms: float) -> None:
         """Accumulate ``ms`` into a stage's timing."""

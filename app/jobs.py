@@ -100,7 +100,8 @@ def load_sources_config(settings) -> ChatopsConfig:
     if dupes:
         raise ConfigFileError(f"several sources are named {', '.join(dupes)} across the sources file and "
                               "CHATOPS_SOURCES; give each a unique name (?name= in a spec)")
-    return ChatopsConfig.model_construct(sources=[*cfg.sources, *extra], scheduler=cfg.scheduler, groups=cfg.groups)
+    return ChatopsConfig.model_construct(sources=[*cfg.sources, *extra], scheduler=cfg.scheduler, groups=cfg.groups,
+                                         greeting=cfg.greeting, suggested_prompts=cfg.suggested_prompts)
 
 
 @dataclass(slots=True)

@@ -123,6 +123,8 @@ class Settings(BaseSettings):
                                "at a stand-in).")
     admin_user_ids: str = Field("", description="Slack user ids allowed to run admin commands (/kb reindex), "
                                 "separated by commas.")
+    slack_stream_answers: bool = Field(True, description="Stream answers into their Slack thread (chat.startStream, "
+                                       "appendStream, stopStream); false posts each answer whole (chat.postMessage).")
 
     # Actions
     calendar_backend: Literal["local", "google"] = Field("local", description="Where calendar.create books: "

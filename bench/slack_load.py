@@ -6,7 +6,8 @@ The real bot (Bolt ``AsyncApp`` behind ``bot.server.create_app``, aiohttp on 127
 index of examples/wiki (built in a temporary folder unless ``--index`` names one) with a SQLite state
 store; Slack's Web API is the tests' stand-in on 127.0.0.1 (tests/slack_standin.py). All mentions are
 sent at once as signed Events API requests; the ack time is each HTTP round trip, the answer time runs
-from sending the mention to the stand-in receiving the ``chat.postMessage`` in its thread.
+from sending the mention to the stand-in showing the answer in its thread (the stopped stream, or the
+``chat.postMessage`` when it was posted whole).
 
 Prints p50/p95/max of both and exits 1 when a mention was acked late (>= 3 s), not acked with 200, or
 not answered exactly once. All traffic stays on 127.0.0.1; the run is bounded by --timeout.
@@ -109,7 +110,7 @@ def main() -> int:
         threads = {e["event"]["ts"]: r for e, r in zip(events, results)}
 
         def answered(st):
-            done = {c.params.get("thread_ts") for c in st.calls_to("chat.postMessage", channel="C0LOAD001") if c.ok}
+            done = {c.params.get("thread_ts") for c in st.answers("C0LOAD001")}
             return done >= set(threads)
         try:
             s.wait_for(answered, timeout=args.timeout)
@@ -118,9 +119,8 @@ def main() -> int:
         h.idle(args.timeout)
         total = time.monotonic() - t_start
         posts: dict[str, list] = {}
-        for c in s.calls_to("chat.postMessage", channel="C0LOAD001"):
-            if c.ok:
-                posts.setdefault(c.params.get("thread_ts"), []).append(c)
+        for c in s.answers("C0LOAD001"):
+            posts.setdefault(c.params.get("thread_ts"), []).append(c)
         acks, answers = [], []
         for ts, (sent, acked, status) in threads.items():
             acks.append(acked - sent)

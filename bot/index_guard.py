@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from agent.models import Reply, Turn
 from connectors.errors import IndexError_
@@ -24,7 +26,7 @@ INDEX_UNAVAILABLE = ("The knowledge index is unavailable right now, so I can't a
 
 
 class IndexGuardedAgent:
-    """Same ``answer(turn) -> Reply`` as :class:`agent.agent.Agent`, never raising for the index.
+    """Same ``answer(turn, progress=None) -> Reply`` as :class:`agent.agent.Agent`, never raising for the index.
 
     Args:
         agent: the agent to wrap (anything with ``answer``).
@@ -35,10 +37,11 @@ class IndexGuardedAgent:
         self._logged: set[str] = set()
         self._lock = threading.Lock()
 
-    def answer(self, turn: Turn) -> Reply:
-        """The agent's reply, or :data:`INDEX_UNAVAILABLE` (refused) when the index failed."""
+    def answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
+        """The agent's reply (``progress`` as :meth:`agent.agent.Agent.answer` takes it), or
+        :data:`INDEX_UNAVAILABLE` (refused) when the index failed."""
         try:
-            return self.agent.answer(turn)
+            return self.agent.answer(turn, progress)
         except IndexError_ as exc:
             with self._lock:
                 first = str(exc) not in self._logged

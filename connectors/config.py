@@ -13,6 +13,10 @@ Shape (see the README's "Sources and sync" section for a full example)::
         spaces: [ENG, OPS]
         auth: {email_env: CONFLUENCE_EMAIL, token_env: CONFLUENCE_API_TOKEN}
         schedule: {interval: 30m}   # or {cron: "*/30 * * * *"}; none: only `chatops sync` runs it
+    greeting: "Hi! Ask me about Acme's engineering handbook."   # optional: the assistant's first message
+    suggested_prompts:              # optional, at most 4: offered when an assistant thread opens
+      - {title: Declare an incident, message: How do I declare an incident?}
+      - What's the on-call rota?    # a plain string: the title is the question itself
 
 Secrets are never written in the file: ``auth`` names environment variables (``*_env`` keys),
 which are read when a source is built (:func:`connectors.factory.build_source`). A file that does not validate
@@ -40,7 +44,7 @@ __all__ = [
     "ChatopsConfig", "SourceConfig", "ConfluenceConfig", "MediaWikiConfig", "FolderConfig", "Schedule",
     "SchedulerConfig", "ConfluenceAuth", "MediaWikiAuth", "ConfigFileError", "MissingCredentialError",
     "load_config", "parse_config", "require_env", "credential_vars", "parse_interval", "DEFAULT_CONFIG_FILE",
-    "Audience", "audience_access", "STATIC_GROUP_SOURCE",
+    "Audience", "audience_access", "STATIC_GROUP_SOURCE", "SuggestedPrompt", "MAX_PROMPTS",
 ]
 
 DEFAULT_CONFIG_FILE = "chatops.yml"
@@ -438,8 +442,36 @@ class SchedulerConfig(_Strict):
         return _check_tz(v) or "UTC"
 
 
+MAX_PROMPTS = 4  # Slack shows at most four suggested prompts
+
+
+class SuggestedPrompt(_Strict):
+    """A prompt offered when an assistant thread opens: a short ``title`` (1-75 characters) and the
+    ``message`` sent when it is clicked (1-1,000). A plain string is both (the title cut to 75)."""
+
+    title: str = Field(min_length=1, max_length=75)
+    message: str = Field(min_length=1, max_length=1000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            text = v.strip()
+            return {"title": text if len(text) <= 75 else text[:74].rstrip() + "…", "message": text}
+        return v
+
+    @field_validator("title", "message")
+    @classmethod
+    def _stripped(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be blank")
+        return v.strip()
+
+
 class ChatopsConfig(_Strict):
-    """The whole file: ``sources`` (unique names), optional ``scheduler`` options and ``groups``.
+    """The whole file: ``sources`` (unique names), optional ``scheduler`` options and ``groups``, and what
+    the assistant says first: ``greeting`` (1-2,000 characters of Markdown) and ``suggested_prompts`` (at
+    most 4); unset, both are built from the indexed sources (:mod:`app.welcome`).
 
     ``groups`` declares static groups once (``{hr: [a@x.com, b@x.com]}``): a folder's or a wiki's
     ``audience`` may name them, and their members get the principal ``group:chatops/<name>``.
@@ -448,6 +480,15 @@ class ChatopsConfig(_Strict):
     sources: list[SourceConfig] = Field(default_factory=list)
     scheduler: SchedulerConfig = SchedulerConfig()
     groups: dict[str, list[str]] = Field(default_factory=dict)
+    greeting: str | None = Field(default=None, min_length=1, max_length=2000)
+    suggested_prompts: list[SuggestedPrompt] | None = Field(default=None, max_length=MAX_PROMPTS)
+
+    @field_validator("greeting")
+    @classmethod
+    def _greeting(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("greeting must not be blank; leave it out for the default built from the sources")
+        return v.strip() if v is not None else None
 
     @field_validator("groups")
     @classmethod

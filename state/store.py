@@ -481,8 +481,20 @@ class StateStore:
         t = self.pending
         with self.engine.connect() as conn:
             r = conn.execute(sa.select(t).where(t.c.key == key)).mappings().first()
-        if r is None:
-            return None
+        return None if r is None else self._pending_record(r)
+
+    def open_pending_for(self, requester: str, platform: str, limit: int = 10) -> list[PendingRecord]:
+        """The actions ``requester`` proposed on ``platform`` that still wait for a confirmation (status
+        ``pending``, window not passed), newest first, at most ``limit``."""
+        t = self.pending
+        q = (sa.select(t).where(t.c.requester == requester, t.c.platform == platform, t.c.status == "pending",
+                                t.c.expires_at > _now())
+             .order_by(t.c.created_at.desc(), t.c.key).limit(max(0, limit)))
+        with self.engine.connect() as conn:
+            return [self._pending_record(r) for r in conn.execute(q).mappings()]
+
+    @staticmethod
+    def _pending_record(r: Any) -> PendingRecord:
         return PendingRecord(
             key=r["key"], tool=r["tool"], args=json.loads(r["args"]), requester=r["requester"],
             platform=r["platform"], channel_id=r["channel_id"], thread_id=r["thread_id"], summary=r["summary"],

@@ -1,7 +1,9 @@
 """A stand-in OpenAI-compatible server on 127.0.0.1 for the LLM planner's tests.
 
 It speaks the real wire format of ``POST /v1/chat/completions`` (tool calls, ``response_format``
-JSON, ``usage``) and ``POST /v1/embeddings``, records every request, and answers from a script:
+JSON, ``usage``; with ``"stream": true`` the text as server-sent ``chat.completion.chunk`` events, a few
+words each, the usage in a last chunk when ``stream_options.include_usage``, then ``data: [DONE]``) and
+``POST /v1/embeddings``, records every request, and answers from a script:
 a function ``brain(request_json) -> Response`` that tests write per scenario (usually dispatching
 on the system prompt: routing, rewriting, reflection, answering, claim check, compliance).
 Errors are answered the way OpenAI does: a status code, an ``{"error": {...}}`` body and, for
@@ -11,7 +13,9 @@ Errors are answered the way OpenAI does: a status code, an ``{"error": {...}}`` 
 from __future__ import annotations
 
 import json
+import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,8 +69,9 @@ def error(status: int, message: str = "error", retry_after: float | None = None)
 class OpenAIStandIn:
     """Start with ``with OpenAIStandIn(brain) as s:``; ``s.base_url`` ends in ``/v1``."""
 
-    def __init__(self, brain: Callable[[dict], Response]) -> None:
+    def __init__(self, brain: Callable[[dict], Response], chunk_delay: float = 0.0) -> None:
         self.brain = brain
+        self.chunk_delay = chunk_delay  # seconds between streamed chunks (a model that takes its time)
         self.requests: list[dict] = []
         stand_in = self
 
@@ -96,7 +101,37 @@ class OpenAIStandIn:
                 if not self.path.endswith("/chat/completions"):
                     self._send(Response(404, {"error": {"message": f"unknown path {self.path}"}}))
                     return
-                self._send(stand_in.brain(req))
+                resp = stand_in.brain(req)
+                if req.get("stream") and resp.status == 200 and resp.body.get("choices"):
+                    self._stream(req, resp)
+                    return
+                self._send(resp)
+
+            def _stream(self, req: dict, resp: Response) -> None:
+                body = resp.body
+                content = body["choices"][0]["message"].get("content") or ""
+                words = re.findall(r"\S+\s*", content)
+                base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"],
+                        "model": body["model"]}
+                events = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                                "finish_reason": None}]}]
+                events += [{**base, "choices": [{"index": 0, "delta": {"content": "".join(words[i:i + 3])},
+                                                 "finish_reason": None}]} for i in range(0, len(words), 3)]
+                events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                if (req.get("stream_options") or {}).get("include_usage"):
+                    events.append({**base, "choices": [], "usage": body.get("usage")})
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.end_headers()
+                for event in events:
+                    self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                    self.wfile.flush()
+                    if stand_in.chunk_delay:
+                        time.sleep(stand_in.chunk_delay)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
 
             def _send(self, resp: Response) -> None:
                 body = json.dumps(resp.body).encode()

@@ -34,8 +34,8 @@ from bot.server import ServerThread
 
 __all__ = ["SlackStandin", "SlackSender", "SlackHarness", "Call", "METHOD_SCOPES", "HISTORY_SCOPES", "MEMBERS_SCOPES",
            "TEAM_ID", "BOT_USER_ID",
-           "BOT_TOKEN", "APP_TOKEN", "SIGNING_SECRET", "manifest_scopes",
-           "BOT_ID", "sign"]
+           "BOT_TOKEN", "APP_TOKEN", "SIGNING_SECRET", "manifest_scopes", "manifest_home_tab",
+           "BOT_ID", "sign", "feedback_action"]
 
 TEAM_ID = "T0STANDIN"
 BOT_USER_ID = "U0BOTUSER"
@@ -49,12 +49,17 @@ METHOD_SCOPES: dict[str, frozenset[str]] = {
     "chat.postEphemeral": frozenset({"chat:write"}),
     "chat.update": frozenset({"chat:write"}),
     "chat.delete": frozenset({"chat:write"}),
+    "chat.startStream": frozenset({"chat:write"}),
+    "chat.appendStream": frozenset({"chat:write"}),
+    "chat.stopStream": frozenset({"chat:write"}),
     "reactions.add": frozenset({"reactions:write"}),
     "reactions.remove": frozenset({"reactions:write"}),
     "users.info": frozenset({"users:read"}),
     "assistant.threads.setStatus": frozenset({"assistant:write", "chat:write"}),
     "assistant.threads.setSuggestedPrompts": frozenset({"assistant:write"}),
     "assistant.threads.setTitle": frozenset({"assistant:write"}),
+    "views.open": frozenset(),     # no scope: a trigger_id from the user's click is the permission
+    "views.publish": frozenset(),  # no scope (the Home tab must be enabled in the app's settings)
     "conversations.replies": frozenset(),  # per conversation type: HISTORY_SCOPES
     "conversations.history": frozenset(),  # per conversation type: HISTORY_SCOPES
     "conversations.members": frozenset(),  # per conversation type: MEMBERS_SCOPES
@@ -81,7 +86,8 @@ class Call:
     """One request the stand-in received.
 
     Attributes:
-        method: the Web API method (``chat.postMessage``), ``response_url``, or ``socket_ack``.
+        method: the Web API method (``chat.postMessage``), ``response_url``, ``socket_ack``, or ``chat.stream``
+            (a stream that stopped: the message as shown, recorded after its ``chat.stopStream``).
         params: form, query and JSON parameters merged (``blocks`` decoded when sent as a JSON string).
         status: the HTTP status answered.
         result: the JSON answered (Web API) or None.
@@ -114,13 +120,29 @@ class Conversation:
     people: list[str] = field(default_factory=list)  # user ids conversations.members lists
 
 
-def _block_problem(blocks: Any) -> str | None:
-    """Why Slack would refuse these blocks (a subset of its checks), or None."""
+def _feedback_buttons_problem(e: dict[str, Any]) -> str | None:
+    """Why Slack would refuse a ``feedback_buttons`` element, or None."""
+    for side in ("positive_button", "negative_button"):
+        b = e.get(side)
+        if not isinstance(b, dict):
+            return f"feedback_buttons needs a {side}"
+        text = b.get("text") or {}
+        if text.get("type") != "plain_text" or not text.get("text") or len(text["text"]) > 75:
+            return f"feedback_buttons {side} text must be plain_text of 1-75 characters"
+        if not b.get("value") or len(b["value"]) > 2000:
+            return f"feedback_buttons {side} value must be 1-2000 characters"
+    return None
+
+
+def _block_problem(blocks: Any, surface: str = "message") -> str | None:
+    """Why Slack would refuse these blocks (a subset of its checks), or None. ``surface``: ``message``,
+    ``modal`` or ``home`` (input blocks only in views; 100 blocks in views)."""
     if not isinstance(blocks, list):
         return "blocks is not a list"
-    if len(blocks) > 50:
-        return "more than 50 blocks"
+    if len(blocks) > (50 if surface == "message" else 100):
+        return "too many blocks"
     action_ids: set[str] = set()
+    markdown_total = 0
     for b in blocks:
         if not isinstance(b, dict) or not isinstance(b.get("type"), str):
             return "a block without a type"
@@ -136,12 +158,32 @@ def _block_problem(blocks: Any) -> str | None:
             fields = b.get("fields") or []
             if len(fields) > 10 or any(len(f.get("text", "")) > 2000 for f in fields):
                 return "section fields over the limits"
+        elif t == "markdown":
+            text = b.get("text")
+            if not isinstance(text, str) or not text or len(text) > 12000:
+                return "markdown text must be 1-12000 characters"
+            markdown_total += len(text)
+            if markdown_total > 12000:
+                return "markdown blocks over 12000 characters together"
         elif t == "context":
             els = b.get("elements") or []
             if not els or len(els) > 10:
                 return "context needs 1-10 elements"
             if any(len(e.get("text", "")) > 3000 for e in els):
                 return "context element text too long"
+        elif t == "context_actions":
+            els = b.get("elements") or []
+            if not els or len(els) > 5:
+                return "context_actions needs 1-5 elements"
+            for e in els:
+                if e.get("type") not in {"feedback_buttons", "icon_button"}:
+                    return f"context_actions cannot hold {e.get('type')}"
+                aid = e.get("action_id", "")
+                if not aid or len(aid) > 255 or aid in action_ids:
+                    return "missing, long or duplicate action_id"
+                action_ids.add(aid)
+                if e["type"] == "feedback_buttons" and (problem := _feedback_buttons_problem(e)):
+                    return problem
         elif t == "actions":
             els = b.get("elements") or []
             if not els or len(els) > 25:
@@ -155,9 +197,35 @@ def _block_problem(blocks: Any) -> str | None:
                     if not aid or len(aid) > 255 or aid in action_ids:
                         return "missing, long or duplicate action_id"
                     action_ids.add(aid)
-        elif t not in {"divider", "header", "image", "rich_text", "input", "file", "video", "markdown"}:
+        elif t == "input":
+            if surface == "message":
+                return "input blocks belong in modals and the Home tab"
+            label = b.get("label") or {}
+            if label.get("type") != "plain_text" or not label.get("text") or len(label["text"]) > 2000:
+                return "input needs a plain_text label"
+            if not isinstance(b.get("element"), dict) or not b["element"].get("type"):
+                return "input needs an element"
+        elif t not in {"divider", "header", "image", "rich_text", "file", "video"}:
             return f"unknown block type {t}"
     return None
+
+
+def _view_problem(view: Any, kind: str) -> str | None:
+    """Why Slack would refuse a view (``kind``: ``modal`` or ``home``) with ``invalid_arguments``, or None."""
+    if not isinstance(view, dict) or view.get("type") != kind:
+        return f"view type must be {kind}"
+    if kind == "modal":
+        title = view.get("title") or {}
+        if title.get("type") != "plain_text" or not title.get("text") or len(title["text"]) > 24:
+            return "modal title must be plain_text of 1-24 characters"
+        for key in ("submit", "close"):
+            if key in view and (not (view[key] or {}).get("text") or len(view[key]["text"]) > 24):
+                return f"modal {key} must be plain_text of 1-24 characters"
+        if any(b.get("type") == "input" for b in view.get("blocks") or []) and "submit" not in view:
+            return "a modal with inputs needs a submit button"
+    if len(str(view.get("private_metadata", ""))) > 3000 or len(str(view.get("callback_id", ""))) > 255:
+        return "private_metadata or callback_id too long"
+    return _block_problem(view.get("blocks"), kind)
 
 
 class SlackStandin:
@@ -167,9 +235,11 @@ class SlackStandin:
         bot_token: the only bot token accepted.
         app_token: the app-level token accepted for ``apps.connections.open`` (Socket Mode).
         scopes: the bot's granted scopes (None: every call allowed).
+        home_tab: whether the app's Home tab is enabled (``views.publish`` answers ``not_enabled`` otherwise).
     """
 
-    def __init__(self, bot_token: str, app_token: str = "", scopes: set[str] | None = None) -> None:
+    def __init__(self, bot_token: str, app_token: str = "", scopes: set[str] | None = None,
+                 home_tab: bool = True) -> None:
         self.bot_token = bot_token
         self.app_token = app_token
         self.scopes = scopes
@@ -182,6 +252,10 @@ class SlackStandin:
         self._ts = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
         self.response_url_status = 200
+        self.triggers: set[str] = set()  # trigger_ids handed out with interactions (SlackSender.click)
+        self.views: dict[str, dict[str, Any]] = {}  # opened modals by view id
+        self.homes: dict[str, dict[str, Any]] = {}  # the published Home tab by user id
+        self.home_tab = home_tab
         self.server = ServerThread(self._app)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -268,6 +342,15 @@ class SlackStandin:
             return [c for c in self.calls if c.method == method
                     and all(c.params.get(k) == v for k, v in match.items())]
 
+    def answers(self, channel: str, thread_ts: str | None = None) -> list[Call]:
+        """What the bot showed in ``channel`` (in the thread ``thread_ts`` when given), in order: successful
+        ``chat.postMessage`` calls and finished streams (``chat.stream``: ``text`` and ``blocks`` as shown,
+        ``pieces`` as streamed, ``result["ts"]``)."""
+        with self._cond:
+            return [c for c in self.calls if c.method in {"chat.postMessage", "chat.stream"} and c.ok
+                    and c.params.get("channel") == channel
+                    and (thread_ts is None or c.params.get("thread_ts") == thread_ts)]
+
     def wait_for(self, predicate: Callable[["SlackStandin"], Any], timeout: float = 15) -> Any:
         """Wait until ``predicate(self)`` is truthy and return it.
 
@@ -299,7 +382,7 @@ class SlackStandin:
                 params.update(json.loads(raw))
             else:
                 params.update(dict(parse_qsl(raw.decode(), keep_blank_values=True)))
-        for key in ("blocks", "prompts", "metadata"):
+        for key in ("blocks", "prompts", "metadata", "view", "chunks"):
             if isinstance(params.get(key), str):
                 try:
                     params[key] = json.loads(params[key])
@@ -388,6 +471,72 @@ class SlackStandin:
         conv.messages.append(msg)
         return {"ok": True, "channel": cid, "ts": msg["ts"], "message": msg}
 
+    def _m_chat_startStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        cid, conv, err = self._conv(p)
+        if err:
+            return err
+        assert conv is not None
+        if not conv.member and conv.kind != "im":
+            return {"ok": False, "error": "not_in_channel"}
+        if not p.get("thread_ts") or self._find(conv, str(p["thread_ts"])) is None:
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {
+                "messages": ["a stream is a reply: thread_ts must be a message of the conversation"]}}
+        if conv.kind != "im" and not (p.get("recipient_user_id") and p.get("recipient_team_id")):
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {
+                "messages": ["recipient_user_id and recipient_team_id are required outside DMs"]}}
+        if len(str(p.get("markdown_text", ""))) > 12000:
+            return {"ok": False, "error": "msg_too_long"}
+        msg = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "text": str(p.get("markdown_text", "")),
+               "ts": self.next_ts(), "team": TEAM_ID, "app_id": APP_ID, "thread_ts": str(p["thread_ts"]),
+               "_streaming": True, "_pieces": [str(p.get("markdown_text", ""))]}
+        conv.messages.append(msg)
+        return {"ok": True, "channel": cid, "ts": msg["ts"]}
+
+    def _streaming(self, p: dict[str, Any]) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+        cid, conv, err = self._conv(p)
+        if err:
+            return cid, None, err
+        assert conv is not None
+        msg = self._find(conv, str(p.get("ts", "")))
+        if msg is None:
+            return cid, None, {"ok": False, "error": "message_not_found"}
+        if not msg.get("_streaming"):
+            return cid, None, {"ok": False, "error": "message_not_in_streaming_state"}
+        if len(str(p.get("markdown_text", ""))) > 12000:
+            return cid, None, {"ok": False, "error": "msg_too_long"}
+        return cid, msg, None
+
+    def _m_chat_appendStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        cid, msg, err = self._streaming(p)
+        if err:
+            return err
+        assert msg is not None
+        if not p.get("markdown_text") and not p.get("chunks"):
+            return {"ok": False, "error": "no_text"}
+        msg["text"] += str(p.get("markdown_text", ""))
+        msg["_pieces"].append(str(p.get("markdown_text", "")))
+        return {"ok": True, "channel": cid, "ts": msg["ts"]}
+
+    def _m_chat_stopStream(self, p: dict[str, Any]) -> dict[str, Any]:
+        cid, msg, err = self._streaming(p)
+        if err:
+            return err
+        assert msg is not None
+        blocks = p.get("blocks") or []
+        shown = [{"type": "markdown", "text": msg["text"] + str(p.get("markdown_text", ""))}, *blocks]
+        problem = _block_problem(shown)
+        if problem:
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
+        msg["text"] += str(p.get("markdown_text", ""))
+        msg["blocks"] = shown
+        msg["_streaming"] = False
+        # What the user now sees, recorded as one pseudo-call (like response_url): the whole message.
+        self.calls.append(Call("chat.stream", {"channel": cid, "thread_ts": msg["thread_ts"], "ts": msg["ts"],
+                                               "text": msg["text"], "blocks": shown,
+                                               "pieces": list(msg["_pieces"])}, 200, {"ok": True, "ts": msg["ts"]}))
+        return {"ok": True, "channel": cid, "ts": msg["ts"], "message": {k: v for k, v in msg.items()
+                                                                         if not k.startswith("_")}}
+
     def _m_chat_postEphemeral(self, p: dict[str, Any]) -> dict[str, Any]:
         cid, conv, err = self._conv(p)
         if err:
@@ -404,6 +553,10 @@ class SlackStandin:
         msg = self._find(conv, str(p.get("ts", "")))
         if msg is None:
             return {"ok": False, "error": "message_not_found"}
+        if msg.get("_streaming"):
+            return {"ok": False, "error": "cant_update_message"}  # a stream is stopped before it is edited
+        if "blocks" in p and (problem := _block_problem(p["blocks"])):
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
         msg.update({k: p[k] for k in ("text", "blocks") if k in p})
         return {"ok": True, "channel": cid, "ts": msg["ts"], "text": msg.get("text", "")}
 
@@ -467,7 +620,8 @@ class SlackStandin:
         start = int(p.get("cursor") or 0)
         page = thread[start:start + limit]
         more = start + limit < len(thread)
-        return {"ok": True, "messages": [dict(m) for m in page], "has_more": more,
+        return {"ok": True, "messages": [{k: v for k, v in m.items() if not k.startswith("_")} for m in page],
+                "has_more": more,
                 "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _m_conversations_members(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -510,6 +664,32 @@ class SlackStandin:
     _m_assistant_threads_setStatus = _assistant
     _m_assistant_threads_setSuggestedPrompts = _assistant
     _m_assistant_threads_setTitle = _assistant
+
+    def _m_views_open(self, p: dict[str, Any]) -> dict[str, Any]:
+        trigger = str(p.get("trigger_id", ""))
+        if not trigger or trigger not in self.triggers:
+            return {"ok": False, "error": "invalid_trigger_id"}
+        self.triggers.discard(trigger)  # a trigger opens one view
+        problem = _view_problem(p.get("view"), "modal")
+        if problem:
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
+        view = {**p["view"], "id": f"V{next(self._ts):08d}", "team_id": TEAM_ID, "app_id": APP_ID,
+                "bot_id": BOT_ID, "state": {"values": {}}, "hash": uuid.uuid4().hex[:16]}
+        self.views[view["id"]] = view
+        return {"ok": True, "view": view}
+
+    def _m_views_publish(self, p: dict[str, Any]) -> dict[str, Any]:
+        user = str(p.get("user_id", ""))
+        if user not in self.users:
+            return {"ok": False, "error": "user_not_found"}
+        if not self.home_tab:
+            return {"ok": False, "error": "not_enabled"}  # home_tab_enabled is false in the app's settings
+        problem = _view_problem(p.get("view"), "home")
+        if problem:
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
+        view = {**p["view"], "id": f"V{next(self._ts):08d}", "team_id": TEAM_ID, "app_id": APP_ID}
+        self.homes[user] = view
+        return {"ok": True, "view": view}
 
     def _m_apps_connections_open(self, p: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self.server.port}/link/?ticket={uuid.uuid4().hex}"}
@@ -569,17 +749,36 @@ class SlackStandin:
         return envelope_id
 
 
+def feedback_action(blocks: list[dict[str, Any]], positive: bool) -> dict[str, Any]:
+    """The action Slack sends when the thumbs up (``positive``) or down of the message's ``feedback_buttons``
+    is clicked: the element's ``action_id``, the block's ``block_id`` and the clicked button's ``value``.
+
+    Raises:
+        AssertionError: when the blocks hold no feedback buttons.
+    """
+    found = [(b, e) for b in blocks if b.get("type") == "context_actions" for e in b.get("elements", [])
+             if e.get("type") == "feedback_buttons"]
+    assert found, f"no feedback buttons in {[b.get('type') for b in blocks]}"
+    block, element = found[0]
+    button = element["positive_button" if positive else "negative_button"]
+    return {"type": "feedback_buttons", "action_id": element["action_id"], "block_id": block.get("block_id", ""),
+            "value": button["value"]}
+
+
 class SlackSender:
     """Sends requests to the bot's ``/slack/events`` exactly as Slack does.
 
     Args:
         url: the bot's base URL (``http://127.0.0.1:PORT``).
         signing_secret: the app's signing secret.
+        standin: the stand-in told about every ``trigger_id`` handed out (so ``views.open`` accepts only those).
     """
 
-    def __init__(self, url: str, signing_secret: str, path: str = "/slack/events") -> None:
+    def __init__(self, url: str, signing_secret: str, path: str = "/slack/events",
+                 standin: SlackStandin | None = None) -> None:
         self.url = url.rstrip("/") + path
         self.secret = signing_secret
+        self.standin = standin
         self.http = httpx.Client(timeout=30)
         self._ids = itertools.count(1)
 
@@ -622,8 +821,15 @@ class SlackSender:
                 "channel_id": channel_id, "channel_name": channel_name, "user_id": user_id,
                 "user_name": user_id.lower(), "command": command, "text": text, "api_app_id": APP_ID,
                 "is_enterprise_install": "false", "response_url": response_url,
-                "trigger_id": f"{next(self._ids)}.{uuid.uuid4().hex[:10]}"}
+                "trigger_id": self._trigger()}
         return self.post(urlencode(form).encode(), "application/x-www-form-urlencoded")
+
+    def _trigger(self) -> str:
+        trigger = f"{next(self._ids)}.{uuid.uuid4().hex[:10]}"
+        if self.standin is not None:
+            with self.standin._cond:
+                self.standin.triggers.add(trigger)
+        return trigger
 
     def click(self, user_id: str, action: dict[str, Any], response_url: str, channel_id: str = "",
               message: dict[str, Any] | None = None, ephemeral: bool = False) -> httpx.Response:
@@ -636,12 +842,27 @@ class SlackSender:
         payload = {"type": "block_actions", "team": {"id": TEAM_ID, "domain": "standin"},
                    "user": {"id": user_id, "username": user_id.lower(), "team_id": TEAM_ID},
                    "api_app_id": APP_ID, "token": "legacy-verification-token", "container": container,
-                   "trigger_id": f"{next(self._ids)}.{uuid.uuid4().hex[:10]}",
+                   "trigger_id": self._trigger(),
                    "channel": {"id": channel_id, "name": "general"} if channel_id else None,
                    "message": message, "response_url": response_url,
                    "actions": [{"block_id": action.get("block_id", "b"), "action_ts": f"{time.time():.6f}",
                                 **{k: v for k, v in action.items() if k != "block_id"}}]}
         return self.post(urlencode({"payload": json.dumps(payload)}).encode(), "application/x-www-form-urlencoded")
+
+    def submit_view(self, user_id: str, view: dict[str, Any], values: dict[str, dict[str, Any]]) -> httpx.Response:
+        """Submit an opened modal (a ``view_submission`` interaction); ``values``: ``{block_id: {action_id:
+        value object}}`` as Slack puts them in ``view.state.values``."""
+        payload = {"type": "view_submission", "team": {"id": TEAM_ID, "domain": "standin"},
+                   "user": {"id": user_id, "username": user_id.lower(), "team_id": TEAM_ID},
+                   "api_app_id": APP_ID, "token": "legacy-verification-token", "trigger_id": self._trigger(),
+                   "view": {**view, "state": {"values": values}}, "response_urls": [],
+                   "is_enterprise_install": False}
+        return self.post(urlencode({"payload": json.dumps(payload)}).encode(), "application/x-www-form-urlencoded")
+
+    def home_opened(self, user_id: str) -> tuple[httpx.Response, dict[str, Any]]:
+        """The user opened the app's Home tab (``app_home_opened``, tab ``home``)."""
+        return self.event({"type": "app_home_opened", "user": user_id, "channel": "D" + user_id[1:], "tab": "home",
+                           "event_ts": f"{time.time():.6f}"})
 
 
 def run_forever_for_debugging() -> None:  # pragma: no cover - manual use
@@ -664,14 +885,22 @@ APP_TOKEN = "xapp-1-A0STANDIN-333-standinAppTokenDoNotLog"
 SIGNING_SECRET = "standin-signing-secret-do-not-log-8f3a"
 
 
-def manifest_scopes(path: str | None = None) -> set[str]:
-    """The bot scopes ``manifest.yml`` grants."""
+def _manifest(path: str | None = None) -> dict[str, Any]:
     import yaml
     from pathlib import Path
 
     manifest = Path(path) if path else Path(__file__).resolve().parents[1] / "manifest.yml"
-    data = yaml.safe_load(manifest.read_text())
-    return set(data["oauth_config"]["scopes"]["bot"])
+    return yaml.safe_load(manifest.read_text())
+
+
+def manifest_scopes(path: str | None = None) -> set[str]:
+    """The bot scopes ``manifest.yml`` grants."""
+    return set(_manifest(path)["oauth_config"]["scopes"]["bot"])
+
+
+def manifest_home_tab(path: str | None = None) -> bool:
+    """Whether ``manifest.yml`` enables the Home tab."""
+    return bool(((_manifest(path).get("features") or {}).get("app_home") or {}).get("home_tab_enabled"))
 
 
 class SlackHarness:
@@ -698,7 +927,8 @@ class SlackHarness:
         from bot.slack.http import SlackHttpAdapter
         from bot.slack.socket_mode import SlackSocketModeAdapter
 
-        self.standin = SlackStandin(BOT_TOKEN, APP_TOKEN, manifest_scopes() if scopes is None else scopes).start()
+        self.standin = SlackStandin(BOT_TOKEN, APP_TOKEN, manifest_scopes() if scopes is None else scopes,
+                                    home_tab=manifest_home_tab()).start()
         settings = Settings(slack_bot_token=BOT_TOKEN, slack_signing_secret=SIGNING_SECRET, slack_app_token=APP_TOKEN,
                             slack_api_url=self.standin.api_url, admin_user_ids=",".join(admin_ids))
         config = dataclasses.replace(SlackConfig.from_settings(settings, socket_mode=socket_mode),
@@ -716,7 +946,7 @@ class SlackHarness:
             return create_app([adapter], checks={"state": state_ready})
 
         self.server = ServerThread(build).start()
-        self.sender = SlackSender(self.server.url, SIGNING_SECRET)
+        self.sender = SlackSender(self.server.url, SIGNING_SECRET, standin=self.standin)
 
     def idle(self, timeout: float = 20) -> None:
         """Wait until the bot has no background work left.

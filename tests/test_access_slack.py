@@ -48,8 +48,8 @@ class RecordingAgent:
         self.seen: list[tuple[Turn, Reply]] = []
         self._lock = threading.Lock()
 
-    def answer(self, turn: Turn) -> Reply:
-        reply = self.agent.answer(turn)
+    def answer(self, turn: Turn, progress=None) -> Reply:
+        reply = self.agent.answer(turn, progress)
         with self._lock:
             self.seen.append((turn, reply))
         return reply
@@ -100,7 +100,7 @@ def ask(h: SlackHarness, user: str, kind: str, people: list[str] | None = None) 
     assert resp.status_code == 200
     found = h.standin.wait_for(lambda s: [x for x in h.recorder.seen if x[0].channel_id == cid] or None, timeout=30)
     h.idle()
-    posted = " ".join(json.dumps(c.params) for c in h.standin.calls_to("chat.postMessage", channel=cid))
+    posted = " ".join(json.dumps(c.params) for c in h.standin.answers(cid))
     return found[0][0], found[0][1], posted
 
 

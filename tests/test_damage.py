@@ -258,8 +258,7 @@ def test_serve_answers_unavailable_over_a_damaged_index(data: Path, tmp_path: Pa
                                 "channel": "C0DAMAGE1", "event_ts": msg["ts"]})
         sender.close()
         assert resp.status_code == 200
-        [post] = standin.wait_for(lambda s: [c for c in s.calls_to("chat.postMessage", channel="C0DAMAGE1")
-                                             if c.ok and c.params.get("thread_ts") == msg["ts"]], timeout=30)
+        [post] = standin.wait_for(lambda s: s.answers("C0DAMAGE1", msg["ts"]), timeout=30)
         assert "knowledge index is unavailable" in post.params["text"]
         ready = httpx.get(url + "/readyz")
         assert ready.status_code == 503

@@ -309,6 +309,58 @@ def test_the_claim_check_removes_an_unsupported_sentence(wiki_index, tmp_path) -
     assert_citations_verbatim(reply, wiki_index)
 
 
+def test_the_draft_is_released_sentence_by_sentence_only_once_its_citation_holds(wiki_index, tmp_path) -> None:
+    def answer(req):
+        (n1, _, t1), (n2, _, t2) = passages(req)[:2]
+        return chat(f"{first_sentence(t1)} [{n1}] The moon is made of cheese [42]. Nobody knows why. "
+                    f"{first_sentence(t2)} [{n2}] That is all [{n2}].")
+
+    brain = Brain(answer=answer)
+    steps: list[tuple[str, dict]] = []
+    with OpenAIStandIn(brain) as llm:
+        turn = Turn(viewer=public_viewer(), text="how do I declare an incident?")
+        quiet = make_agent(wiki_index, llm.base_url, tmp_path / "a").answer(turn)  # nobody listens: no stream
+        reply = make_agent(wiki_index, llm.base_url, tmp_path / "b").answer(
+            turn, lambda name, data: steps.append((name, data)))
+        answers = [r for r in llm.chat_requests() if kind(r) == "answer"]
+    assert "stream" not in answers[0] and answers[-1]["stream"] is True
+    assert answers[-1]["stream_options"] == {"include_usage": True}
+    pieces = [data["text"] for name, data in steps if name == "answer_text"]
+    released = "".join(pieces)
+    # two sentences released as the model wrote them; the uncited ones and the one citing no passage shown
+    # never; the last one waits for the end of the draft
+    assert len(pieces) == 2 and "cheese" not in released and "Nobody knows" not in released
+    assert reply.text == quiet.text and reply.text.startswith(released) and len(reply.text) > len(released)
+    assert re.fullmatch(r".+ \[1\] .+ \[2\]", released), released
+    # the answer text is not recorded in the trace; the usage of the streamed call is counted
+    assert not any(s["step"] == "answer_text" for s in reply.trace.steps)
+    usage = [s for s in reply.trace.steps if s["step"] == "llm_usage"][0]
+    assert usage["total_tokens"] == 120 * usage["calls"]
+
+
+def test_a_released_sentence_a_later_check_drops_is_not_in_the_final_answer(wiki_index, tmp_path) -> None:
+    """The claim check judges the whole draft: what it removes was released early, so whoever shows the
+    released text must rewrite it (bot.slack.stream.LiveTurn.finish)."""
+    def answer(req):
+        (n1, _, t1), (n2, _, t2) = passages(req)[:2]
+        return chat(f"Incidents are also announced by carrier pigeon [{n1}]. {first_sentence(t1)} [{n1}] "
+                    f"{first_sentence(t2)} [{n2}]")
+
+    def claims(req):
+        body = req["messages"][-1]["content"]
+        return json_reply({"verdicts": [{"claim": int(m.group(1)), "supported": "pigeon" not in m.group(2)}
+                                        for m in re.finditer(r"Claim (\d+): (.*)", body)]})
+
+    brain = Brain(answer=answer, claims=claims)
+    pieces: list[str] = []
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
+            Turn(viewer=public_viewer(), text="how do I declare an incident?"),
+            lambda name, data: pieces.append(data["text"]) if name == "answer_text" else None)
+    assert "pigeon" in pieces[0] and "pigeon" not in reply.text and not reply.refused
+    assert not reply.text.startswith("".join(pieces))
+
+
 def test_a_draft_echoing_a_secret_is_rewritten(wiki_index, tmp_path) -> None:
     def leaky(req):
         (n1, _, t1), (n2, _, t2) = passages(req)[:2]

@@ -174,8 +174,7 @@ def test_a_slack_mention_in_a_public_channel_never_posts_a_secret(leaky, tmp_pat
         resp, _ = h.sender.event({"type": "app_mention", "user": "UALICE01", "text": msg["text"], "ts": msg["ts"],
                                   "channel": "CPUBLIC01", "event_ts": msg["ts"], "team": TEAM_ID})
         assert resp.status_code == 200
-        [post] = h.standin.wait_for(lambda s: [c for c in s.calls_to("chat.postMessage", channel="CPUBLIC01")
-                                               if c.ok and c.params.get("thread_ts") == msg["ts"]])
+        [post] = h.standin.wait_for(lambda s: s.answers("CPUBLIC01", msg["ts"]))
         h.idle()
         recorded = json.dumps([c.params for c in h.standin.calls], ensure_ascii=False, default=str)
         assert not leaks(recorded), leaks(recorded)

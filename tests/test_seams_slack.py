@@ -43,8 +43,8 @@ class RecordingAgent:
         self.seen: list[tuple[Turn, Reply]] = []
         self._lock = threading.Lock()
 
-    def answer(self, turn: Turn) -> Reply:
-        reply = self.agent.answer(turn)
+    def answer(self, turn: Turn, progress=None) -> Reply:
+        reply = self.agent.answer(turn, progress)
         with self._lock:
             self.seen.append((turn, reply))
         return reply

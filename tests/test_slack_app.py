@@ -26,16 +26,19 @@ import pytest
 from app.jobs import IndexJobs, parse_sources
 from app.settings import Settings
 from bot.slack.client import describe_api_error
+from app.progress import LOADING_MESSAGES
 from bot.slack.conversation import PROGRESS_REACTION, STATUS_TEXT
 from bot.slack import render
+from app.welcome import index_catalog
 from app.wiring import build_agent
+from connectors.config import parse_config
 from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
 
 from helpers import PLANTED_SECRET, WIKI, WIKI_PAGES, plant_folder
 from slack_standin import (APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, TEAM_ID, Call, SlackHarness,
-                           sign)
+                           feedback_action, sign)
 
 ALICE, BOB, ADMIN, MALLORY = "UALICE01", "UBOB0002", "UADMIN01", "UMALLORY"
 TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -104,9 +107,9 @@ def message(h: SlackHarness, channel: str, text: str, channel_type: str, user: s
 
 
 def posts(h: SlackHarness, channel: str, thread_ts: str | None = None) -> list[Call]:
-    """Successful ``chat.postMessage`` calls in ``channel`` (in the thread ``thread_ts`` when given)."""
-    return [c for c in h.standin.calls_to("chat.postMessage", channel=channel)
-            if c.ok and (thread_ts is None or c.params.get("thread_ts") == thread_ts)]
+    """What the bot showed in ``channel`` (in the thread ``thread_ts`` when given): posted messages and
+    finished streams (:meth:`SlackStandin.answers`)."""
+    return h.standin.answers(channel, thread_ts)
 
 
 def wait_posts(h: SlackHarness, channel: str, thread_ts: str | None, n: int = 1) -> list[Call]:
@@ -118,7 +121,9 @@ def block(blocks: list[dict], kind: str) -> list[dict]:
 
 
 def section_text(blocks: list[dict]) -> str:
-    return "\n".join(b["text"]["text"] for b in block(blocks, "section"))
+    """The text of the message's sections and markdown blocks (an answer is a markdown block)."""
+    return "\n".join(b["text"] if b["type"] == "markdown" else b["text"]["text"]
+                     for b in blocks if b["type"] in {"section", "markdown"} and b.get("text"))
 
 
 def source_lines(blocks: list[dict]) -> list[str]:
@@ -146,17 +151,33 @@ def test_mention_is_answered_in_its_thread_with_sources_feedback_and_progress(ha
     # the wiki is indexed without url_base: its file:// links are server paths, so the title stands alone
     assert lines and lines[0].startswith("*[1]* Incident response and on-call")
     assert "file://" not in json.dumps(post.params) and "<" not in lines[0]
-    fb = buttons(blocks)
-    assert set(fb) == {render.FEEDBACK_HELPFUL, render.FEEDBACK_NOT_HELPFUL}
-    assert TRACE_ID.match(fb[render.FEEDBACK_HELPFUL]["value"])
-    assert post.params["unfurl_links"] in (False, "0", "false")
+    # the answer is standard Markdown in a markdown block, with a plain-text fallback; native feedback last
+    assert [b["type"] for b in blocks] == ["markdown", "context", "context_actions"]
+    assert "/declare-incident" in post.params["text"] and "```" not in post.params["text"]
+    assert buttons(blocks) == {}  # no custom Helpful / Not helpful buttons any more
+    up, down = feedback_action(blocks, True), feedback_action(blocks, False)
+    assert up["action_id"] == down["action_id"] == render.FEEDBACK
+    assert up["value"].startswith("helpful:") and down["value"].startswith("not_helpful:")
+    assert TRACE_ID.match(up["value"].split(":", 1)[1])
     h.idle()
+    # on the wire: the answer streamed into the thread, for its asker, the blocks attached at the stop
+    [start] = h.standin.calls_to("chat.startStream", channel=ch)
+    appends = h.standin.calls_to("chat.appendStream", channel=ch)
+    [stop] = h.standin.calls_to("chat.stopStream", channel=ch)
+    assert start.ok and stop.ok and all(c.ok for c in appends)
+    assert start.params["thread_ts"] == msg["ts"]
+    assert (start.params["recipient_user_id"], start.params["recipient_team_id"]) == (ALICE, TEAM_ID)
+    assert {c.params["ts"] for c in [*appends, stop]} == {start.result["ts"]} == {post.result["ts"]}
+    streamed = [start.params["markdown_text"], *(c.params["markdown_text"] for c in appends)]
+    assert "".join(streamed) == blocks[0]["text"] and "markdown_text" not in stop.params
+    assert stop.params["blocks"] == blocks[1:]  # sources, then feedback: only once the text is complete
+    assert h.standin.calls_to("chat.postMessage", channel=ch) == []
     # progress: a reaction on the question while working, removed after the answer
     added = h.standin.calls_to("reactions.add", channel=ch)
     removed = h.standin.calls_to("reactions.remove", channel=ch)
     assert [c.params["name"] for c in added] == [PROGRESS_REACTION] and added[0].params["timestamp"] == msg["ts"]
-    assert len(removed) == 1 and removed[0].at >= post.at
-    assert added[0].at <= post.at
+    assert len(removed) == 1 and removed[0].at >= stop.at
+    assert added[0].at <= start.at <= min([c.at for c in appends], default=stop.at) <= stop.at
     assert h.standin.calls_to("users.info", user=ALICE)
 
 
@@ -185,10 +206,8 @@ def test_messages_outside_the_bots_threads_are_not_answered(harness: SlackHarnes
     reply, _ = message(h, ch, "what's the expense deadline?", "channel", thread_ts=other["ts"])  # thread w/o bot
     message(h, ch, "still nobody?", "channel", user=BOB, thread_ts=other["ts"])  # remembered: no second read
     mentioned, _ = message(h, ch, f"<@{BOT_USER_ID}> hi", "channel")  # the app_mention answers this one
-    mpim = new_channel(h, "mpim")
-    message(h, mpim, "how do I declare an incident?", "mpim")
     h.idle()
-    assert posts(h, ch) == [] and posts(h, mpim) == []
+    assert posts(h, ch) == []
     # it looked at the one thread to see whether it belongs there, and only at that one
     assert [c.params["ts"] for c in h.standin.calls_to("conversations.replies", channel=ch)] == [other["ts"]]
 
@@ -203,6 +222,17 @@ def test_direct_messages_are_answered_like_mentions(harness: SlackHarness) -> No
     msg2, _ = message(h, dm, "and who approves it?", "im", thread_ts=msg["ts"])
     wait_posts(h, dm, msg["ts"], 2)
     assert h.standin.calls_to("conversations.replies", channel=dm)
+
+
+def test_group_dms_are_answered_like_dms_for_everyone_in_them(harness: SlackHarness) -> None:
+    h = harness
+    mpim = new_channel(h, "mpim")
+    msg, _ = message(h, mpim, "how do I declare an incident?", "mpim")
+    [post] = wait_posts(h, mpim, msg["ts"])
+    assert "/declare-incident" in section_text(post.params["blocks"]) and source_lines(post.params["blocks"])
+    message(h, mpim, "and who is the incident commander?", "mpim", user=BOB, thread_ts=msg["ts"])
+    wait_posts(h, mpim, msg["ts"], 2)
+    assert all(c.ok for c in h.standin.calls_to("conversations.replies", channel=mpim))  # mpim:history granted
 
 
 def test_a_private_channel_thread_continues_too(harness: SlackHarness) -> None:
@@ -224,7 +254,7 @@ def test_a_refusal_says_so_and_what_was_searched(harness: SlackHarness) -> None:
     assert "couldn't find anything you can see about that here" in text and "Ask me in a DM" in text
     assert "wifi password" not in text
     assert source_lines(post.params["blocks"]) == []
-    assert set(buttons(post.params["blocks"])) == {render.FEEDBACK_HELPFUL, render.FEEDBACK_NOT_HELPFUL}
+    assert [b["type"] for b in post.params["blocks"]] == ["markdown", "context_actions"]
 
 
 def test_a_redelivered_event_is_answered_once(harness: SlackHarness, store: StateStore) -> None:
@@ -276,15 +306,29 @@ def test_assistant_threads_get_prompts_a_status_and_answers(harness: SlackHarnes
     resp, _ = h.sender.event(started)
     acked(resp)
     [greeting] = wait_posts(h, dm, thread_ts)
-    assert "Ask me anything" in section_text(greeting.params["blocks"])
+    # no chatops.yml greeting: built from the indexed source, never the handbook's hard-coded examples
+    assert [b["type"] for b in greeting.params["blocks"]] == ["markdown"]
+    assert "I answer from *wiki*" in section_text(greeting.params["blocks"])
     [prompts] = h.standin.calls_to("assistant.threads.setSuggestedPrompts", channel_id=dm)
-    assert prompts.ok and [p["message"] for p in prompts.params["prompts"]] == [
-        p["message"] for p in render.SUGGESTED_PROMPTS]
+    titles = index_catalog(h.bot.runtime.index)["wiki"]
+    assert prompts.ok and [p["title"] for p in prompts.params["prompts"]] == titles and titles
+    assert "time off" not in json.dumps(prompts.params["prompts"]).lower()
     msg, _ = message(h, dm, "How do I ask for time off?", "im", thread_ts=thread_ts)
     answers = wait_posts(h, dm, thread_ts, 2)
-    [status] = h.standin.calls_to("assistant.threads.setStatus", channel_id=dm)
-    assert status.ok and status.params["status"] == STATUS_TEXT and status.params["thread_ts"] == thread_ts
-    assert status.at <= answers[1].at
+    # the first question titles the thread, before the answer
+    [title] = h.standin.calls_to("assistant.threads.setTitle", channel_id=dm)
+    assert title.ok and title.params["title"] == "How do I ask for time off?" and title.at <= answers[1].at
+    # the status follows the rule-based planner's steps, with loading messages, all before the streamed answer
+    statuses = h.standin.calls_to("assistant.threads.setStatus", channel_id=dm)
+    assert all(c.ok and c.params["thread_ts"] == thread_ts for c in statuses)
+    said = [c.params["status"] for c in statuses]
+    assert said[0] == STATUS_TEXT and statuses[0].params["loading_messages"] == list(LOADING_MESSAGES)
+    assert any(re.fullmatch(r"Checking \d+ sources?…", s) for s in said), said
+    assert said[-2:] == ["Writing the answer…", "Verifying the citations…"], said
+    assert len(said) == len(set(said))  # each step once
+    [start] = h.standin.calls_to("chat.startStream", channel=dm)
+    assert statuses[-1].at <= start.at and answers[1].method == "chat.stream"
+    assert "recipient_user_id" in start.params  # harmless in a DM, required in channels
     assert "[1]" in section_text(answers[1].params["blocks"])
     assert h.standin.calls_to("reactions.add", channel=dm) == []  # the status is the progress here
     # a context change is acknowledged and needs nothing else
@@ -294,6 +338,57 @@ def test_assistant_threads_get_prompts_a_status_and_answers(harness: SlackHarnes
     acked(h.sender.event(changed)[0])
     h.idle()
     assert len(posts(h, dm, thread_ts)) == 2 and h.standin.calls_to("chat.update") == []
+    # a follow-up keeps the title
+    message(h, dm, "and how many days do I get?", "im", thread_ts=thread_ts)
+    wait_posts(h, dm, thread_ts, 3)
+    assert len(h.standin.calls_to("assistant.threads.setTitle", channel_id=dm)) == 1
+
+
+def test_the_greeting_and_prompts_come_from_chatops_yml_when_set(harness: SlackHarness) -> None:
+    h = harness
+    dm = new_channel(h, "im")
+    thread_ts = h.standin.next_ts()
+    h.standin.conversations[dm].messages.append({"type": "message", "user": ALICE, "text": "", "ts": thread_ts})
+    saved = h.bot.jobs.config
+    h.bot.jobs.config = parse_config({"greeting": "Hi from **Acme IT**! Ping <!channel> never.",
+                                      "suggested_prompts": [{"title": "VPN", "message": "How do I reset my VPN?"}]})
+    try:
+        acked(h.sender.event({"type": "assistant_thread_started", "event_ts": thread_ts,
+                              "assistant_thread": {"user_id": ALICE, "channel_id": dm, "thread_ts": thread_ts}})[0])
+        [greeting] = wait_posts(h, dm, thread_ts)
+    finally:
+        h.bot.jobs.config = saved
+    assert section_text(greeting.params["blocks"]) == "Hi from **Acme IT**! Ping &lt;!channel> never."
+    [prompts] = h.standin.calls_to("assistant.threads.setSuggestedPrompts", channel_id=dm)
+    assert prompts.params["prompts"] == [{"title": "VPN", "message": "How do I reset my VPN?"}]
+
+
+# -- the Home tab -------------------------------------------------------------------------------------------------
+def test_the_home_tab_shows_capabilities_sources_and_the_users_pending_actions(harness: SlackHarness,
+                                                                                store: StateStore) -> None:
+    h = harness
+    ch = new_channel(h)
+    store.create_pending(f"home-{ch}", "calendar.create", {"title": "Design review"}, BOB, "slack", channel_id=ch,
+                         summary="Book *Design review* on Tuesday 10:00-10:30")
+    acked(h.sender.home_opened(BOB)[0])
+    acked(h.sender.home_opened(ADMIN)[0])
+    acked(h.sender.event({"type": "app_home_opened", "user": ALICE, "channel": "DALICE", "tab": "messages",
+                          "event_ts": "1.0"})[0])
+    h.idle()
+    published = {c.params["user_id"]: c for c in h.standin.calls_to("views.publish")}
+    assert set(published) == {BOB, ADMIN}  # the messages tab publishes nothing
+    assert all(c.ok for c in published.values()), [c.result for c in published.values()]
+    bob = published[BOB].params["view"]
+    assert bob["type"] == "home"
+    headers = [b["text"]["text"] for b in bob["blocks"] if b["type"] == "header"]
+    assert headers == ["What I can do", "Sources", "Waiting for your confirmation"]
+    text = section_text(bob["blocks"])
+    assert "/kb QUESTION" in text and "assistant pane" in text
+    assert f"*wiki*: {WIKI_PAGES} pages, last synced never" in text
+    assert f"Book *Design review* on Tuesday 10:00-10:30 in <#{ch}>; waiting for your confirmation until <!date^" in text
+    admin = published[ADMIN].params["view"]
+    assert "Design review" not in json.dumps(admin)  # only one's own actions
+    assert "Nothing is waiting for you." in json.dumps(admin)
 
 
 # -- /kb --------------------------------------------------------------------------------------------------------
@@ -322,7 +417,7 @@ def test_kb_question_is_ephemeral_and_can_be_shared(harness: SlackHarness) -> No
     assert f"<@{ALICE}> asked" in source_lines(shared.params["blocks"])[0]
     assert section_text(shared.params["blocks"]) == section_text(p["blocks"])  # the very answer she saw
     assert render.SHARE not in buttons(shared.params["blocks"])
-    assert buttons(shared.params["blocks"])[render.FEEDBACK_HELPFUL]["value"] == trace_id
+    assert feedback_action(shared.params["blocks"], True)["value"] == f"helpful:{trace_id}"
     assert deleted.params["delete_original"] is True and "blocks" not in deleted.params
 
 
@@ -384,17 +479,63 @@ def test_feedback_is_stored_with_the_trace_id(harness: SlackHarness, store: Stat
     [post] = wait_posts(h, ch, msg["ts"])
     answer = {"type": "message", "ts": post.result["ts"], "thread_ts": msg["ts"], "text": post.params["text"],
               "blocks": post.params["blocks"], "user": BOT_USER_ID, "bot_id": BOT_ID}
-    fb = buttons(post.params["blocks"])
-    trace_id = fb[render.FEEDBACK_NOT_HELPFUL]["value"]
-    for key, action_id in (("fb1", render.FEEDBACK_NOT_HELPFUL), ("fb2", render.FEEDBACK_HELPFUL)):
-        resp = h.sender.click(BOB, {**fb[action_id], "block_id": f"feedback:{trace_id}"}, h.standin.response_url(key),
-                              channel_id=ch, message=answer)
-        acked(resp)
-        [thanks] = h.standin.wait_for(lambda s: responses(h, key) or None)
-        assert thanks.params["response_type"] == "ephemeral" and thanks.params["replace_original"] is False
+    up = feedback_action(post.params["blocks"], True)
+    trace_id = up["value"].split(":", 1)[1]
+    resp = h.sender.click(BOB, up, h.standin.response_url("fb1"), channel_id=ch, message=answer)
+    acked(resp)
+    [thanks] = h.standin.wait_for(lambda s: responses(h, "fb1") or None)
+    assert thanks.params["response_type"] == "ephemeral" and thanks.params["replace_original"] is False
+    h.idle()
+    assert h.standin.calls_to("views.open") == []  # "helpful" asks nothing more
+    rows = store.feedback_for(trace_id)
+    assert [(r["user_id"], r["value"], r["platform"], r["comment"]) for r in rows] == [(BOB, "helpful", "slack", "")]
+
+
+def test_not_helpful_opens_the_reason_modal_and_stores_the_reason_with_the_trace(harness: SlackHarness,
+                                                                                 store: StateStore) -> None:
+    h = harness
+    ch = new_channel(h)
+    msg, _ = mention(h, ch, "how do I ask for time off?")
+    [post] = wait_posts(h, ch, msg["ts"])
+    answer = {"type": "message", "ts": post.result["ts"], "thread_ts": msg["ts"], "text": post.params["text"],
+              "blocks": post.params["blocks"], "user": BOT_USER_ID, "bot_id": BOT_ID}
+    down = feedback_action(post.params["blocks"], False)
+    trace_id = down["value"].split(":", 1)[1]
+    acked(h.sender.click(ALICE, down, h.standin.response_url("fbno"), channel_id=ch, message=answer))
+    [opened] = h.standin.wait_for(lambda s: s.calls_to("views.open") or None)
+    assert opened.ok, opened.result  # the stand-in checked the trigger_id of this very click and the view
+    view = opened.result["view"]
+    assert view["callback_id"] == render.FEEDBACK_MODAL and view["private_metadata"] == trace_id
+    reason = next(b for b in view["blocks"] if b["block_id"] == "reason")
+    assert [o["value"] for o in reason["element"]["options"]] == ["wrong", "outdated", "incomplete", "other"]
+    h.idle()
+    assert responses(h, "fbno") == []  # the modal is the answer to the click
+    # the vote counts at once, even if the modal is dismissed
+    assert [(r["value"], r["comment"]) for r in store.feedback_for(trace_id)] == [("not_helpful", "")]
+    values = {"reason": {"value": {"type": "radio_buttons", "selected_option": {
+                  "text": {"type": "plain_text", "text": "It's outdated"}, "value": "outdated"}}},
+              "detail": {"value": {"type": "plain_text_input", "value": "  The form moved to Workday in May. "}}}
+    resp = h.sender.submit_view(ALICE, view, values)
+    acked(resp)
+    assert resp.content == b""  # an empty 200 closes the modal
     h.idle()
     rows = store.feedback_for(trace_id)
-    assert [(r["user_id"], r["value"], r["platform"]) for r in rows] == [(BOB, "helpful", "slack")]
+    assert [(r["user_id"], r["value"], r["platform"], r["comment"]) for r in rows] == [
+        (ALICE, "not_helpful", "slack", "outdated: The form moved to Workday in May.")]
+
+
+def test_a_dead_trigger_still_stores_the_vote_and_thanks(harness: SlackHarness, store: StateStore) -> None:
+    h = harness
+    ch = new_channel(h)
+    msg, _ = mention(h, ch, "what laptop do I get?")
+    [post] = wait_posts(h, ch, msg["ts"])
+    down = feedback_action(post.params["blocks"], False)
+    h.standin.fail_next("views.open", "expired_trigger_id")
+    acked(h.sender.click(BOB, down, h.standin.response_url("fbdead"), channel_id=ch))
+    [thanks] = h.standin.wait_for(lambda s: responses(h, "fbdead") or None)
+    assert "feedback is recorded" in section_text(thanks.params["blocks"])
+    h.idle()
+    assert [r["value"] for r in store.feedback_for(down["value"].split(":", 1)[1])] == ["not_helpful"]
 
 
 def test_unknown_and_pending_buttons_tell_the_user(harness: SlackHarness) -> None:
@@ -457,7 +598,7 @@ def test_a_calendar_request_is_previewed_and_booked_once_by_its_requester(harnes
         [post] = wait_posts(h, ch, msg["ts"])
         blocks = post.params["blocks"]
         confirm = next(b for aid, b in buttons(blocks).items() if aid.startswith(render.PENDING_CONFIRM))
-        assert "Design review" in json.dumps(blocks) and render.FEEDBACK_HELPFUL not in buttons(blocks)
+        assert "Design review" in json.dumps(blocks) and not block(blocks, "context_actions")
         key = confirm["value"]
         assert service.get(key).status == "pending" and service.get(key).requester == ALICE
         answer = {"type": "message", "ts": post.result["ts"], "text": post.params["text"], "blocks": blocks}
@@ -540,22 +681,56 @@ def test_not_in_channel_is_logged_and_the_user_is_told_by_dm(harness: SlackHarne
 def test_rate_limits_are_retried_after_retry_after(harness: SlackHarness) -> None:
     h = harness
     ch = new_channel(h)
-    h.standin.rate_limit_next("chat.postMessage", retry_after=1)
+    h.standin.rate_limit_next("chat.startStream", retry_after=1)
     msg, _ = mention(h, ch, "how many days of PTO do we get?")
     [post] = wait_posts(h, ch, msg["ts"])
-    limited = [c for c in h.standin.calls_to("chat.postMessage", channel=ch) if c.status == 429]
-    assert len(limited) == 1 and post.at - limited[0].at >= 1.0
+    limited = [c for c in h.standin.calls_to("chat.startStream", channel=ch) if c.status == 429]
+    [started] = [c for c in h.standin.calls_to("chat.startStream", channel=ch) if c.ok]
+    assert len(limited) == 1 and started.at - limited[0].at >= 1.0
     h.idle()
     assert len(posts(h, ch, msg["ts"])) == 1
 
 
-def test_a_refused_format_falls_back_to_plain_text(harness: SlackHarness) -> None:
+def test_a_stream_slack_refuses_is_posted_instead_and_a_refused_format_falls_back_to_plain_text(
+        harness: SlackHarness) -> None:
     h = harness
     ch = new_channel(h)
+    h.standin.fail_next("chat.startStream", "not_allowed_token_type")  # nothing shown: post it
     h.standin.fail_next("chat.postMessage", "invalid_blocks")
     msg, _ = mention(h, ch, "how do I declare an incident?")
     [post] = wait_posts(h, ch, msg["ts"])
+    assert post.method == "chat.postMessage"
     assert "blocks" not in post.params and "/declare-incident" in post.params["text"]
+    assert post.params["unfurl_links"] in (False, "0", "false")
+
+
+def test_a_stream_failing_midway_is_deleted_and_the_answer_posted_whole(harness: SlackHarness) -> None:
+    h = harness
+    ch = new_channel(h)
+    h.standin.fail_next("chat.stopStream", "internal_error")
+    msg, _ = mention(h, ch, "how do I declare an incident?")
+    [post] = wait_posts(h, ch, msg["ts"])
+    h.idle()
+    [start] = h.standin.calls_to("chat.startStream", channel=ch)
+    [deleted] = h.standin.calls_to("chat.delete", channel=ch)
+    assert deleted.ok and deleted.params["ts"] == start.result["ts"] and deleted.at <= post.at
+    assert post.method == "chat.postMessage" and "/declare-incident" in section_text(post.params["blocks"])
+    # the thread holds the posted answer only: the half-streamed one is gone
+    thread = h.standin.conversations[ch].messages
+    assert [m["ts"] for m in thread if m.get("bot_id")] == [post.result["ts"]]
+
+
+def test_answers_are_posted_whole_when_streaming_is_off(harness: SlackHarness) -> None:
+    h = harness
+    ch = new_channel(h)
+    h.bot.conversations.stream_answers = False  # SLACK_STREAM_ANSWERS=false
+    try:
+        msg, _ = mention(h, ch, "how do I declare an incident?")
+        [post] = wait_posts(h, ch, msg["ts"])
+    finally:
+        h.bot.conversations.stream_answers = True
+    assert post.method == "chat.postMessage" and h.standin.calls_to("chat.startStream", channel=ch) == []
+    assert [b["type"] for b in post.params["blocks"]] == ["markdown", "context", "context_actions"]
 
 
 def test_a_failed_history_read_still_answers(harness: SlackHarness) -> None:
@@ -736,7 +911,7 @@ def test_a_mention_asking_for_a_secret_linked_into_the_wiki_gets_no_reply_quotin
         msg, _ = mention(h, ch, "what is the launch word written in the red binder of the vault room?")
         [post] = wait_posts(h, ch, msg["ts"])
         h.idle()
-        every_post = [json.dumps(c.params) for c in h.standin.calls_to("chat.postMessage", channel=ch)]
+        every_post = [json.dumps(c.params) for c in h.standin.calls if c.params.get("channel") == ch]
         assert every_post and not any(PLANTED_SECRET in p for p in every_post), every_post
         assert "red-binder.md" not in json.dumps(post.params)
     finally:

@@ -30,7 +30,8 @@ SLACK_CODE = ROOT / "bot" / "slack"
 WIRED_CODE = [ROOT / "bot" / "actions.py"]
 
 #: Bot scopes each Events API subscription needs (Slack's event reference).
-EVENT_SCOPES = {
+EVENT_SCOPES: dict[str, str | None] = {
+    "app_home_opened": None,  # no scope (the Home tab must be enabled under features.app_home)
     "app_mention": "app_mentions:read",
     "message.channels": "channels:history",
     "message.groups": "groups:history",
@@ -152,8 +153,10 @@ def test_every_method_has_its_scope_and_no_scope_is_unused() -> None:
             needed.add(min(options & granted))
     subscribed = manifest()["settings"]["event_subscriptions"]["bot_events"]
     for event in subscribed:
-        assert EVENT_SCOPES[event] in granted, event
-        needed.add(EVENT_SCOPES[event])
+        scope = EVENT_SCOPES[event]
+        if scope is not None:
+            assert scope in granted, event
+            needed.add(scope)
     if manifest()["features"].get("slash_commands"):
         needed.add("commands")
     if reads_user_email():
@@ -170,6 +173,9 @@ def test_the_rest_of_the_manifest_matches_the_app() -> None:
     assert m["settings"]["interactivity"] == {"is_enabled": True,
                                               "request_url": m["settings"]["event_subscriptions"]["request_url"]}
     assert m["features"]["app_home"]["messages_tab_enabled"] is True  # DMs reach the bot
+    # the code publishes a Home tab exactly when the manifest enables it
+    assert m["features"]["app_home"]["home_tab_enabled"] is ("views.publish" in methods_called())
+    assert ("app_home_opened" in m["settings"]["event_subscriptions"]["bot_events"]) is ("views.publish" in methods_called())
     assert "assistant_view" in m["features"]  # the AI-app surface
     for key in ("display_information", "features", "oauth_config", "settings"):
         assert key in m

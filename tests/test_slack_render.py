@@ -92,19 +92,53 @@ def test_split_text_keeps_links_entities_and_code_fences_whole() -> None:
 
 
 # -- renderers -----------------------------------------------------------------------------------------------
-def test_answer_renders_text_numbered_sources_and_feedback() -> None:
-    reply = Reply("The branch is cut on **Thursday** [1]. Releases ship on Tuesday [2].",
+def test_answer_renders_markdown_numbered_sources_and_native_feedback() -> None:
+    reply = Reply("The branch is cut on **Thursday** [1].\n\n- Releases ship on Tuesday [2].",
                   citations=[cite(1), cite(1), cite(2, section="Release schedule", url="https://w.example/r|x>y")])
     [msg] = render.answer_messages(reply)
     assert not _block_problem(msg["blocks"])
-    section, context, actions = msg["blocks"]
-    assert section["text"]["text"] == "The branch is cut on *Thursday* [1]. Releases ship on Tuesday [2]."
+    md, context, feedback = msg["blocks"]
+    # standard Markdown as the agent wrote it: no hand conversion to mrkdwn
+    assert md == {"type": "markdown", "text": "The branch is cut on **Thursday** [1].\n\n- Releases ship on Tuesday [2]."}
     lines = [e["text"] for e in context["elements"]]
     assert lines == ["*[1]* <https://wiki.example.com/release#branch-cut|Release process> › Branch cut",
                      "*[2]* <https://w.example/r%7Cx%3Ey|Release process> › Release schedule"]
-    assert [b["action_id"] for b in actions["elements"]] == [render.FEEDBACK_HELPFUL, render.FEEDBACK_NOT_HELPFUL]
-    assert {b["value"] for b in actions["elements"]} == {reply.trace.trace_id}
-    assert msg["text"].startswith("The branch is cut")
+    assert feedback["type"] == "context_actions" and feedback["block_id"] == f"feedback:{reply.trace.trace_id}"
+    [element] = feedback["elements"]
+    assert element["type"] == "feedback_buttons" and element["action_id"] == render.FEEDBACK
+    assert element["positive_button"]["value"] == f"helpful:{reply.trace.trace_id}"
+    assert element["negative_button"]["value"] == f"not_helpful:{reply.trace.trace_id}"
+    assert msg["text"].startswith("The branch is cut on **Thursday**")  # the plain-text fallback
+
+
+def test_slack_control_sequences_from_a_page_are_neutralised_in_the_markdown() -> None:
+    reply = Reply("Ping <!channel> or <@U0BOSS> in <#C0ALL> [1]; type `<!here>` to ping.", citations=[cite(1)])
+    md = render.answer_messages(reply)[0]["blocks"][0]["text"]
+    assert "<!channel>" not in md and "<@U0BOSS>" not in md and "<#C0ALL>" not in md and "<!here>" not in md
+    assert "&lt;!channel>" in md and "`<\u2060!here>`" in md
+
+
+def test_feedback_values_parse_both_the_native_element_and_the_old_buttons() -> None:
+    assert render.parse_feedback_value(render.FEEDBACK, "not_helpful:abc") == ("not_helpful", "abc")
+    assert render.parse_feedback_value(render.FEEDBACK_HELPFUL, "abc") == ("helpful", "abc")
+    for action_id, value in ((render.FEEDBACK, "maybe:abc"), (render.FEEDBACK, "helpful:"),
+                             (render.FEEDBACK, "helpful:" + "x" * 65), ("feedback:meh", "abc")):
+        with pytest.raises(ValueError):
+            render.parse_feedback_value(action_id, value)
+
+
+def test_the_feedback_modal_validates_and_its_submission_parses() -> None:
+    from slack_standin import _view_problem
+
+    view = render.feedback_modal("t" * 32)
+    assert _view_problem(view, "modal") is None
+    chosen = {"reason": {"value": {"selected_option": {"value": "wrong"}}}, "detail": {"value": {"value": None}}}
+    assert render.parse_feedback_modal({**view, "state": {"values": chosen}}) == ("t" * 32, "wrong")
+    chosen["detail"]["value"]["value"] = "x" * 600
+    assert render.parse_feedback_modal({**view, "state": {"values": chosen}})[1] == "wrong: " + "x" * 500
+    chosen["reason"]["value"]["selected_option"]["value"] = "rude"
+    with pytest.raises(ValueError):
+        render.parse_feedback_modal({**view, "state": {"values": chosen}})
 
 
 def test_refusal_has_no_sources_and_says_what_was_searched() -> None:
@@ -112,8 +146,8 @@ def test_refusal_has_no_sources_and_says_what_was_searched() -> None:
                   refused=True, searched=["wifi"])
     [msg] = render.answer_messages(reply)
     types = [b["type"] for b in msg["blocks"]]
-    assert types == ["section", "actions"]
-    assert "couldn't find" in msg["blocks"][0]["text"]["text"] and "wifi" in msg["blocks"][0]["text"]["text"]
+    assert types == ["markdown", "context_actions"]
+    assert "couldn't find" in msg["blocks"][0]["text"] and "wifi" in msg["blocks"][0]["text"]
 
 
 def test_a_huge_answer_is_split_over_messages_within_limits() -> None:
@@ -124,10 +158,13 @@ def test_a_huge_answer_is_split_over_messages_within_limits() -> None:
     for m in messages:
         assert not _block_problem(m["blocks"]), _block_problem(m["blocks"])
         assert len(m["text"]) <= render.MAX_TEXT
+        assert sum(len(b["text"]) for b in m["blocks"] if b["type"] == "markdown") <= render.MAX_MARKDOWN
+    # 12,000 characters a message: about a fifth as many messages as 3,000-character sections needed
+    assert len(messages) <= -(-len(text) // render.MAX_MARKDOWN) + 1
     last = messages[-1]["blocks"]
-    assert [b["type"] for b in last[-3:]] == ["context", "context", "actions"]  # 12 sources: 10 + 2
+    assert [b["type"] for b in last[-4:]] == ["context", "context", "context_actions", "actions"]  # 12 sources: 10 + 2
     assert last[-1]["elements"][-1]["action_id"] == render.SHARE
-    shown = "".join(b["text"]["text"] for m in messages for b in m["blocks"] if b["type"] == "section")
+    shown = "".join(b["text"] for m in messages for b in m["blocks"] if b["type"] == "markdown")
     assert "Sentence number 2999" in shown
 
 
@@ -248,3 +285,55 @@ def test_action_registry_routes_by_longest_prefix() -> None:
 def test_sources_that_are_not_web_links_show_the_title_alone(url: str) -> None:
     lines = [e["text"] for b in render.sources_context([cite(1, url=url)]) for e in b["elements"]]
     assert lines == ["*[1]* Release process › Branch cut"]
+
+
+def test_the_home_view_stays_within_slacks_limits_with_many_sources_and_actions() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from bot.slack.home import MAX_HOME_PENDING, home_view
+    from slack_standin import _view_problem
+    from state import PendingRecord
+
+    now = datetime.now(timezone.utc)
+    rows = [{"source": f"s{i}", "pages": i, "last_run": now.isoformat(), "last_status": "failed" if i == 3 else "ok",
+             "next_run": None} for i in range(45)]
+    pending = [PendingRecord(f"k{i}", "calendar.create", {}, "U1", "slack", "D1", "", "x" * 900, "pending", None,
+                             now, now + timedelta(hours=1), now) for i in range(30)]
+    view = home_view(rows, pending)
+    assert _view_problem(view, "home") is None
+    text = json.dumps(view)
+    assert "*s3*: 3 pages, last synced <!date^" in text and "(failed)" in text
+    assert "and 25 more" in text and text.count(":hourglass:") == MAX_HOME_PENDING
+    assert "in <#D1>" not in text  # a DM is not linked as a channel
+    empty = home_view([], [])
+    assert _view_problem(empty, "home") is None and "No sources are indexed yet" in json.dumps(empty)
+
+
+def test_stream_pieces_cut_at_sentence_ends_and_join_back_exactly() -> None:
+    from bot.slack.stream import stream_pieces
+
+    text = " ".join(f"Sentence {i} is about the release process [1]." for i in range(40)) + "\n\n- a list item"
+    pieces = stream_pieces(text, 200)
+    assert "".join(pieces) == text and len(pieces) > 5
+    assert all(p.rstrip().endswith(("].", "item")) for p in pieces)
+    assert all(len(p) < 200 + 60 for p in pieces)
+    assert stream_pieces("", 10) == [] and stream_pieces("One long sentence without end", 5) == [
+        "One long sentence without end"]
+    with pytest.raises(ValueError):
+        stream_pieces("x", 0)
+
+
+def test_what_is_streamed_and_what_is_not() -> None:
+    reply = Reply("The branch is cut on Thursday [1].", citations=[cite(1)])
+    body, blocks = render.stream_parts(reply)
+    assert body == "The branch is cut on Thursday [1]."
+    assert [b["type"] for b in blocks] == ["context", "context_actions"]  # attached when the stream stops
+    assert render.stream_parts(Reply("x" * 12001)) is None  # posted as several messages instead
+    action = PendingAction("calendar.create", {"title": "x"}, "k1", "Book x")
+    assert render.stream_parts(Reply("Shall I book it?", pending_action=action)) is None
+
+
+def test_streaming_is_on_unless_slack_stream_answers_is_false() -> None:
+    base = {"slack_bot_token": "xoxb-1", "slack_signing_secret": "s"}
+    assert SlackConfig.from_settings(Settings(**base)).stream_answers is True
+    assert SlackConfig.from_settings(Settings(**base, slack_stream_answers=False)).stream_answers is False

@@ -96,8 +96,7 @@ def test_chatops_serve_syncs_answers_and_stops_cleanly(tmp_path: Path, wiki_inde
                                 "channel": "C0SERVE01", "event_ts": msg["ts"]})
         sender.close()
         assert resp.status_code == 200
-        [post] = standin.wait_for(lambda s: [c for c in s.calls_to("chat.postMessage", channel="C0SERVE01")
-                                             if c.ok and c.params.get("thread_ts") == msg["ts"]], timeout=30)
+        [post] = standin.wait_for(lambda s: s.answers("C0SERVE01", msg["ts"]), timeout=30)
         sources = [e["text"] for b in post.params["blocks"] if b["type"] == "context" for e in b["elements"]]
         assert sources and sources[0].startswith("*[1]* <https://wiki.example.com/engineering/incident-response#")
         # The question, its outcome and its cited pages went to the turn log (the knowledge-gap report's input).
@@ -145,14 +144,12 @@ def test_socket_mode_answers_events_and_commands(tmp_path: Path, wiki_index, ses
                                      "channel": "C0SOCK001", "event_ts": msg["ts"]})
         envelope_id = s.socket_push("events_api", payload)
         s.wait_for(lambda st: any(a.get("envelope_id") == envelope_id for a in st.socket_acks) or None)
-        answers = lambda st: [c for c in st.calls_to("chat.postMessage", channel="C0SOCK001")  # noqa: E731
-                              if c.ok and c.params.get("thread_ts") == msg["ts"]]
-        [post] = s.wait_for(answers)
+        [post] = s.wait_for(lambda st: st.answers("C0SOCK001", msg["ts"]))
         assert "/declare-incident" in json.dumps(post.params["blocks"])
         retry_id = s.socket_push("events_api", payload, retry_attempt=1)  # Slack redelivers: answered once
         s.wait_for(lambda st: any(a.get("envelope_id") == retry_id for a in st.socket_acks) or None)
         h.idle()
-        assert len(answers(s)) == 1
+        assert len(s.answers("C0SOCK001", msg["ts"])) == 1
 
         url = s.response_url("sock-kb")
         command = {"token": "legacy", "team_id": "T0STANDIN", "channel_id": "C0SOCK001", "user_id": ALICE,

@@ -120,6 +120,21 @@ def test_pending_action_moves_through_statuses_exactly_once(store: StateStore) -
     assert store.get_pending("missing") is None
 
 
+def test_a_users_open_pending_actions_are_listed_newest_first(store: StateStore) -> None:
+    store.create_pending("k-old", "calendar.create", {}, "U1", "slack", summary="old")
+    store.create_pending("k-new", "calendar.create", {}, "U1", "slack", summary="new")
+    store.create_pending("k-done", "calendar.create", {}, "U1", "slack", summary="done")
+    store.transition_pending("k-done", "pending", "executing")
+    store.create_pending("k-gone", "calendar.create", {}, "U1", "slack", summary="gone", ttl=timedelta(seconds=-1))
+    store.create_pending("k-other", "calendar.create", {}, "U2", "slack", summary="someone else's")
+    store.create_pending("k-teams", "calendar.create", {}, "U1", "teams", summary="on Teams")
+    listed = store.open_pending_for("U1", "slack")
+    assert {r.summary for r in listed} == {"old", "new"}
+    assert [r.key for r in listed][0] == "k-new" or listed[0].created_at == listed[1].created_at
+    assert [r.summary for r in store.open_pending_for("U1", "slack", limit=1)] == [listed[0].summary]
+    assert store.open_pending_for("U3", "slack") == []
+
+
 def test_concurrent_confirmations_execute_once(store: StateStore) -> None:
     store.create_pending("key-race", "calendar.create", {}, "U1", "slack")
     wins: list[bool] = []

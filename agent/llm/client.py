@@ -14,6 +14,7 @@ import json
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 
 class LLMError(Exception):
     """The model could not be reached or kept answering unusably; the caller falls back."""
+
+
+class _StreamBroke(Exception):
+    """A streamed completion failed after some text was delivered (its cause is the API error)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +84,21 @@ class LLMClient:
 
     def chat(self, model: str, messages: list[dict], budget: TurnBudget, *, tools: list[dict] | None = None,
              schema: dict | None = None, schema_name: str = "result", temperature: float = 0.0,
-             max_tokens: int = 800) -> LLMResult:
+             max_tokens: int = 800, on_delta: Callable[[str], None] | None = None) -> LLMResult:
         """One completion; with ``schema`` the reply must be JSON matching it (``data`` holds it).
+
+        With ``on_delta`` the completion is streamed (``stream=True``, usage in the last chunk) and
+        ``on_delta`` is told each piece of text as it arrives (text only: not with ``tools`` or
+        ``schema``). A failure before the first piece is retried like any other; after it, it raises
+        :class:`LLMError` (the caller has shown part of a draft and must decide).
 
         Raises:
             LLMError: after the allowed retries, or on a non-retryable API error.
             BudgetExceeded: when the budget leaves no room for the call.
+            ValueError: for ``on_delta`` with ``tools`` or ``schema``.
         """
+        if on_delta is not None and (tools or schema is not None):
+            raise ValueError("only plain text completions can be streamed (no tools, no schema)")
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature,
                                   "max_tokens": max_tokens}
         if tools:
@@ -99,7 +112,11 @@ class LLMClient:
             budget.check()
             timeout = max(1.0, budget.remaining_ms / 1000)
             try:
+                if on_delta is not None:
+                    return self._streamed(kwargs, timeout, budget, on_delta)
                 resp = self.client.chat.completions.create(timeout=timeout, **kwargs)
+            except _StreamBroke as exc:
+                raise LLMError(f"the streamed completion broke off: {exc.__cause__}") from exc.__cause__
             except openai.RateLimitError as exc:
                 last = exc
                 self._sleep(budget, self._retry_after(exc, attempt), "429")
@@ -137,6 +154,32 @@ class LLMClient:
                     continue
             return result
         raise LLMError(f"the LLM kept failing after {self.max_attempts} attempts: {type(last).__name__}: {last}")
+
+    def _streamed(self, kwargs: dict[str, Any], timeout: float, budget: TurnBudget,
+                  on_delta: Callable[[str], None]) -> LLMResult:
+        """One streamed completion: deltas to ``on_delta``; errors before the first delta propagate (and are
+        retried by :meth:`chat`), later ones raise :class:`_StreamBroke`."""
+        stream = self.client.chat.completions.create(timeout=timeout, stream=True,
+                                                     stream_options={"include_usage": True}, **kwargs)
+        parts: list[str] = []
+        pt = ct = 0
+        try:
+            for chunk in stream:
+                usage = getattr(chunk, "usage", None)
+                if usage is not None:
+                    pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+                    ct = int(getattr(usage, "completion_tokens", 0) or 0)
+                for choice in chunk.choices or []:
+                    text = getattr(choice.delta, "content", None) or ""
+                    if text:
+                        parts.append(text)
+                        on_delta(text)
+        except openai.OpenAIError as exc:
+            if not parts:
+                raise
+            raise _StreamBroke() from exc
+        budget.charge(pt, ct, self.price_in, self.price_out)
+        return LLMResult(content="".join(parts), prompt_tokens=pt, completion_tokens=ct)
 
     def _retry_after(self, exc: openai.APIStatusError, attempt: int) -> float:
         header = exc.response.headers.get("retry-after") if exc.response is not None else None

@@ -66,6 +66,7 @@ from ..text import display_text, sentence_spans
 from . import prompts
 from .budget import BudgetExceeded, TurnBudget
 from .client import LLMClient, LLMError
+from .release import SentenceRelease
 from ..screen import chunk_findings, span_flagged
 from .compliance import reasons, redact, scan
 
@@ -394,9 +395,14 @@ class LLMPlanner:
         extra = ""
         text = ""
         for fix_round in range(3):
+            # The first draft is streamed when someone listens: its sentences go out as they pass the checks
+            # one sentence allows (agent.llm.release); the whole draft is still judged below.
+            release = (SentenceRelease(shown, _SENTENCE, self._cite_sentence, trace.emit_text)
+                       if fix_round == 0 and trace.listener is not None else None)
             res = self.llm.chat(self.config.answer_model, [
                 {"role": "system", "content": prompts.ANSWER_SYSTEM},
-                {"role": "user", "content": f"{passages}\n\nQuestion: {question}{extra}"}], budget, max_tokens=600)
+                {"role": "user", "content": f"{passages}\n\nQuestion: {question}{extra}"}], budget, max_tokens=600,
+                on_delta=release.feed if release is not None else None)
             text = res.content.strip()
             if text.upper().startswith("INSUFFICIENT") or not text:
                 return Reply(messages.refusal(searched, "the passages found do not answer it"), refused=True,
@@ -425,25 +431,36 @@ class LLMPlanner:
         citations: list[Citation] = []
         out: list[tuple[str, set[int]]] = []
         for m in _SENTENCE.finditer(text.replace("\n", " ")):
-            raw = m.group(0).strip()
-            if not raw:
-                continue
-            marks = [int(x) for x in re.findall(r"\[(\d{1,2})\]", raw)]
-            claim = _MARKERS.sub("", raw).strip()
-            valid = [x for x in dict.fromkeys(marks) if 1 <= x <= len(shown)]
-            if not valid or not claim:
-                continue  # an uncited sentence is dropped: nothing uncited leaves the agent
-            new_marks = []
-            for x in valid:
-                if x not in numbers:
-                    numbers[x] = len(numbers) + 1
-                n = numbers[x]
-                new_marks.append(n)
-                chunk = shown[x - 1].chunk
-                citations.append(Citation(n, chunk.chunk_id, chunk.doc_id, chunk.title, chunk.url, chunk.section,
-                                          self._quote(claim, chunk.text)))
-            out.append((f"{claim} " + "".join(f"[{n}]" for n in new_marks), set(new_marks)))
+            cited = self._cite_sentence(m.group(0), shown, numbers)
+            if cited is not None:
+                out.append((cited[0], cited[1]))
+                citations.extend(cited[2])
         return out, citations
+
+    def _cite_sentence(self, raw: str, shown: list[Evidence], numbers: dict[int, int]
+                       ) -> tuple[str, set[int], list[Citation]] | None:
+        """One sentence of a draft, cited: ``(text with its markers renumbered at the end, its numbers,
+        its citations)``, or None when it cites no passage shown (an uncited sentence is dropped: nothing
+        uncited leaves the agent). ``numbers`` (passage -> marker, by first use) is updated."""
+        raw = raw.strip()
+        if not raw:
+            return None
+        marks = [int(x) for x in re.findall(r"\[(\d{1,2})\]", raw)]
+        claim = _MARKERS.sub("", raw).strip()
+        valid = [x for x in dict.fromkeys(marks) if 1 <= x <= len(shown)]
+        if not valid or not claim:
+            return None
+        new_marks = []
+        citations = []
+        for x in valid:
+            if x not in numbers:
+                numbers[x] = len(numbers) + 1
+            n = numbers[x]
+            new_marks.append(n)
+            chunk = shown[x - 1].chunk
+            citations.append(Citation(n, chunk.chunk_id, chunk.doc_id, chunk.title, chunk.url, chunk.section,
+                                      self._quote(claim, chunk.text)))
+        return f"{claim} " + "".join(f"[{n}]" for n in new_marks), set(new_marks), citations
 
     def _quote(self, claim: str, text: str) -> str:
         want = set(self.search.analyze(claim))

@@ -3,8 +3,12 @@
 Every click is acknowledged at once; the handler registered for the longest matching prefix runs
 afterwards with an :class:`ActionContext`. Built in:
 
-- ``feedback:`` (``feedback:helpful`` / ``feedback:not_helpful``, value: the turn's trace id): stored in
-  the state store, thanked ephemerally;
+- ``feedback:`` (the native ``feedback_buttons`` element, ``feedback:buttons``, value ``helpful:<trace id>``
+  or ``not_helpful:<trace id>``; the custom buttons of earlier versions are still understood): the vote
+  is stored in the state store under the turn's trace id; "helpful" is thanked ephemerally, "not
+  helpful" opens the reason modal (``views.open``, :func:`bot.slack.render.feedback_modal`) whose
+  submission (:func:`feedback_submitted`) replaces the vote with its reason and text in ``comment``;
+  when the modal cannot open, the user is thanked ephemerally instead;
 - ``share:`` (``share:channel``, value: trace id and question): the ephemeral ``/kb`` answer is posted
   in the channel (through the ``response_url``, so the bot need not be a member) and the ephemeral
   copy is deleted, once every citation was re-checked against the channel's audience (the stored
@@ -35,12 +39,13 @@ from app.turns import build_turn
 from state import StateStore
 
 from . import render
+from .client import api_error_code
 from .conversation import AgentRunner, RecentReplies, error_reference, with_members
 from .kb import respond_checked
 from .mrkdwn import escape, truncate
 from .threads import UserProfile
 
-__all__ = ["ActionContext", "ActionHandler", "ActionRegistry", "register_builtin_actions"]
+__all__ = ["ActionContext", "ActionHandler", "ActionRegistry", "register_builtin_actions", "feedback_submitted"]
 
 log = logging.getLogger(__name__)
 
@@ -133,16 +138,28 @@ class ActionRegistry:
 
 
 async def feedback_handler(ctx: ActionContext) -> None:
-    """``feedback:helpful`` / ``feedback:not_helpful``: store the vote under the trace id, thank the user."""
+    """A feedback click: store the vote under the trace id; thank for "helpful", ask why for "not helpful"."""
     store: StateStore = ctx.services["store"]
-    vote = ctx.action_id.split(":", 1)[1]
-    trace_id = ctx.value.strip()
-    if vote not in {"helpful", "not_helpful"} or not trace_id or len(trace_id) > 64:
-        raise ValueError(f"malformed feedback button {ctx.action_id!r} / {trace_id[:80]!r}")
+    vote, trace_id = render.parse_feedback_value(ctx.action_id, ctx.value)
     await asyncio.to_thread(store.add_feedback, trace_id, "slack", ctx.user_id, vote)
     log.info("feedback %s on trace %s from %s", vote, trace_id, ctx.user_id)
+    trigger = str(ctx.body.get("trigger_id") or "")
+    if vote == "not_helpful" and trigger:
+        try:
+            await ctx.client.views_open(trigger_id=trigger, view=render.feedback_modal(trace_id))
+            return
+        except Exception as exc:  # noqa: BLE001 - the vote is stored; the reason is a nicety
+            log.warning("could not open the feedback modal for %s: %s", ctx.user_id, api_error_code(exc))
     await respond_checked(ctx.respond, response_type="ephemeral", replace_original=False,
                           **render.feedback_thanks(vote))
+
+
+async def feedback_submitted(store: StateStore, user_id: str, view: dict[str, Any]) -> None:
+    """The "not helpful" modal was sent: store ``not_helpful`` with ``reason[: text]`` as the comment
+    (replacing the bare vote of the click). Raises ValueError for a malformed submission."""
+    trace_id, comment = render.parse_feedback_modal(view)
+    await asyncio.to_thread(store.add_feedback, trace_id, "slack", user_id, "not_helpful", comment)
+    log.info("feedback reason on trace %s from %s: %s", trace_id, user_id, comment.split(":", 1)[0])
 
 
 async def share_handler(ctx: ActionContext) -> None:

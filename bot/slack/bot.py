@@ -9,8 +9,11 @@ Slack gets its ack at once whatever the agent, the index or the Web API do after
 assistant ``thread_started``           :meth:`Conversations.on_assistant_thread_started`
 assistant ``user_message``             :meth:`Conversations.on_assistant_message`
 assistant ``thread_context_changed``   ignored (the bot does not use the context)
+``app_home_opened`` (tab ``home``)     :meth:`HomeTab.publish`
 ``/kb``                                :meth:`KbCommands.handle`
 block actions (any ``action_id``)      :meth:`ActionRegistry.dispatch`
+``view_submission`` of the feedback    :func:`bot.slack.actions.feedback_submitted`
+modal (``feedback_reason``)
 any other event or command             acknowledged, nothing else
 =====================================  =====================================================
 """
@@ -32,12 +35,14 @@ from state import StateStore
 from app.access import ChannelMembersCache
 from app.admin import AdminService
 from app.jobs import IndexJobs
+from app.welcome import Welcome, index_catalog, welcome
 from app.wiring import Runtime
 from . import render
-from .actions import ActionContext, ActionHandler, ActionRegistry, register_builtin_actions
+from .actions import ActionContext, ActionHandler, ActionRegistry, feedback_submitted, register_builtin_actions
 from .client import api_error_code, build_web_client
 from .config import COMMAND, SlackConfig
 from .conversation import AgentRunner, Conversations, PendingProposer, RecentReplies
+from .home import HomeTab
 from .kb import KbCommands
 from .middleware import DeduplicateEvents, IgnoreBotEvents
 from .tasks import BackgroundTasks
@@ -92,12 +97,14 @@ class SlackBot:
         self.access = runtime.access
         self.members = ChannelMembersCache(self.users.channel_members, limit=self.access.channel_members_max)
         self.conversations = Conversations(self.client, self.runner, self.threads, self.users, config.admin_ids,
-                                           access=self.access, members=self.members)
+                                           access=self.access, members=self.members, welcome=self.welcome,
+                                           stream_answers=config.stream_answers)
         self._own_executor = job_executor is None
         self.job_executor = job_executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatops-jobs")
         self.admin = AdminService(jobs, store, self.job_executor)
         self.kb = KbCommands(self.client, self.runner, self.admin, self.users, self.replies, self.tasks,
                              config.admin_ids, access=self.access)
+        self.home = HomeTab(self.client, jobs.status, store)
         self.actions = ActionRegistry()
         register_builtin_actions(self.actions)
         self.services: dict[str, Any] = {"store": store, "runner": self.runner, "replies": self.replies,
@@ -169,11 +176,29 @@ class SlackBot:
                 respond=respond, client=self.client, services=self.services)
             tasks.spawn(self.actions.dispatch(ctx), name=f"action-{ctx.action_id}")
 
+        @app.event("app_home_opened")
+        async def on_home_opened(event: dict) -> None:
+            if event.get("tab") == "home":
+                tasks.spawn(self.home.publish(str(event.get("user", ""))), name="home")
+
+        @app.view(render.FEEDBACK_MODAL)
+        async def on_feedback_reason(ack, body: dict, view: dict) -> None:
+            await ack()
+            tasks.spawn(feedback_submitted(self.store, str((body.get("user") or {}).get("id", "")), view),
+                        name="feedback-reason")
+
         @app.event(re.compile(r".*"))
         async def on_other_event(event: dict) -> None:
             log.debug("ignored a %s event", event.get("type"))
 
         return app
+
+    async def welcome(self) -> Welcome:
+        """The assistant's greeting and suggested prompts: the sources file's ``greeting`` and
+        ``suggested_prompts``, else built from the indexed sources (:mod:`app.welcome`; read each time, so
+        a re-index shows at once)."""
+        catalog = await asyncio.to_thread(index_catalog, self.runtime.index, names=self.jobs.names())
+        return welcome(self.jobs.config, catalog)
 
     # -- hooks ---------------------------------------------------------------------------------------
     def use_pending_actions(self, propose: PendingProposer, on_click: ActionHandler) -> None:

@@ -51,6 +51,7 @@ class SlackConfig:
         agent_concurrency: answers computed at once (each in a worker thread).
         history_limit: thread messages fetched per ``conversations.replies`` page.
         history_pages: at most this many pages are read for one thread (bounded history).
+        stream_answers: stream answers into their thread (``SLACK_STREAM_ANSWERS``) instead of posting them whole.
     """
 
     bot_token: str = field(repr=False)
@@ -62,6 +63,7 @@ class SlackConfig:
     agent_concurrency: int = 2
     history_limit: int = 100
     history_pages: int = 3
+    stream_answers: bool = True
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -99,4 +101,5 @@ class SlackConfig:
         if not re.match(r"^https?://", url):
             raise SlackConfigError(f"SLACK_API_URL must be an http(s) URL, got {url!r}")
         return cls(bot_token=bot, signing_secret=signing, app_token=app, api_url=url.rstrip("/") + "/",
-                   admin_ids=parse_admin_ids(settings.admin_user_ids), socket_mode=socket_mode)
+                   admin_ids=parse_admin_ids(settings.admin_user_ids), socket_mode=socket_mode,
+                   stream_answers=settings.slack_stream_answers)

@@ -3,14 +3,26 @@
 Which messages are answered:
 
 - ``app_mention`` in a channel: always, in the thread (the thread's ``thread_ts``, or the mention's ``ts``).
-- ``message`` in a DM (``channel_type: im``): always, in the thread, like a mention.
+- ``message`` in a DM (``channel_type: im``) or a group DM (``mpim``): always, in the thread, like a
+  mention (a group DM's answer is for everyone in it: it is read with a channel's audience, not the
+  asker's own access).
 - ``message`` in a channel or private channel: only a reply in a thread where this bot already posted,
   and only when it does not mention the bot (the ``app_mention`` of the same message answers it).
 - message subtypes other than people's (joins, edits, deletions, bot posts) are never answered.
 
-While the agent works the user sees progress: the assistant status "Searching the knowledge base…"
-in an assistant thread (Slack's AI-app surface), otherwise an :eyes: reaction on the question that is
-removed once the answer is posted. Every failure tells the user something (see :class:`Poster`).
+In an assistant thread the greeting and the suggested prompts come from :mod:`app.welcome` (the sources
+file, else the indexed sources), and the first question becomes the thread's title
+(``assistant.threads.setTitle``).
+
+While the agent works the user sees progress: in an assistant thread (Slack's AI-app surface) the
+assistant status, "Searching the knowledge base…" with rotating ``loading_messages``, then the agent's
+steps as they happen ("Checking 3 sources…", :class:`bot.slack.stream.LiveTurn`); elsewhere an :eyes:
+reaction on the question that is removed once the answer is shown. The answer is streamed into the thread
+(``chat.startStream`` / ``appendStream`` / ``stopStream``, :class:`bot.slack.stream.AnswerStreamer`) once the
+agent has validated its citations (with the LLM planner, sentence by sentence as the model writes them,
+each once its citations passed), with the sources and the feedback row attached at the stop; an answer
+with a pending action, an answer over 12,000 characters, or one Slack refuses to stream is posted
+(``chat.postMessage``). Every failure tells the user something (see :class:`Poster`).
 """
 
 from __future__ import annotations
@@ -31,12 +43,15 @@ from agent.agent import Agent
 from agent.models import PendingAction, Reply, Turn
 from app.access import AccessPolicy, ChannelMembersCache
 from app.inbound import InboundMessage, utc_from_epoch
+from app.progress import FIRST_STATUS, LOADING_MESSAGES
 from app.turns import build_turn
+from app.welcome import Welcome, default_welcome
 
 from . import render
 from .client import CHANNEL_ERRORS, FORMAT_ERRORS, api_error_code, describe_api_error
 from .inbound import event_channel_kind, mentioned_users, mentions, to_plain
 from .mrkdwn import truncate
+from .stream import AnswerStreamer, LiveTurn
 from .threads import HUMAN_SUBTYPES, ThreadHistory, ThreadInfo, UserDirectory
 
 __all__ = ["AgentRunner", "Conversations", "Poster", "RecentReplies", "PendingProposer", "STATUS_TEXT", "with_members",
@@ -44,15 +59,20 @@ __all__ = ["AgentRunner", "Conversations", "Poster", "RecentReplies", "PendingPr
 
 log = logging.getLogger(__name__)
 
-STATUS_TEXT = "Searching the knowledge base…"
+STATUS_TEXT = FIRST_STATUS
 PROGRESS_REACTION = "eyes"
 
 #: Stores a proposed side-effect action and returns its Slack blocks (Confirm / Cancel); see
 #: :meth:`bot.slack.bot.SlackBot.use_pending_actions`.
 PendingProposer = Callable[[PendingAction, Turn], Awaitable[list[dict[str, Any]]]]
+#: The greeting and suggested prompts of a new assistant thread (:func:`app.welcome.welcome`).
+WelcomeSource = Callable[[], Awaitable[Welcome]]
 
 #: ``message`` events handled per ``channel_type``, with the Events API subscription each needs.
-MESSAGE_CHANNEL_TYPES = {"im": "message.im", "channel": "message.channels", "group": "message.groups"}
+MESSAGE_CHANNEL_TYPES = {"im": "message.im", "mpim": "message.mpim", "channel": "message.channels",
+                         "group": "message.groups"}
+#: ``channel_type``\ s where every message is for the bot (no mention, no thread needed).
+DIRECT_CHANNEL_TYPES = frozenset({"im", "mpim"})
 
 
 class AgentRunner:
@@ -63,10 +83,14 @@ class AgentRunner:
         self.agent = agent
         self._slots = asyncio.Semaphore(max(1, concurrency))
 
-    async def answer(self, turn: Turn) -> Reply:
-        """The agent's reply to ``turn``. Raises only what the agent raises (it does not for bad input)."""
+    async def answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
+        """The agent's reply to ``turn``; ``progress`` is told each step and each piece of answer text
+        released early (in the worker thread). Raises only what the agent raises (it does not for bad
+        input)."""
         async with self._slots:
-            return await asyncio.to_thread(self.agent.answer, turn)
+            if progress is None:
+                return await asyncio.to_thread(self.agent.answer, turn)
+            return await asyncio.to_thread(self.agent.answer, turn, progress)
 
 
 class RecentReplies:
@@ -187,6 +211,9 @@ class Conversations:
         admin_ids: user ids with admin rights (``Turn.is_admin``).
         access: who sees what (:class:`app.access.AccessPolicy`: ``Turn.viewer``).
         members: the conversation members' port (``CHANNEL_ACCESS=members``); None: never listed.
+        welcome: the greeting and prompts of a new assistant thread (None: :func:`app.welcome.default_welcome`
+            of an empty catalog).
+        stream_answers: stream answers into their thread (``SLACK_STREAM_ANSWERS``); False posts them whole.
 
     Attributes:
         propose: stores a reply's pending action and renders it (None: the default preview, nothing stored).
@@ -194,8 +221,12 @@ class Conversations:
 
     def __init__(self, client: AsyncWebClient, runner: AgentRunner, threads: ThreadHistory, users: UserDirectory,
                  admin_ids: frozenset[str] = frozenset(), access: AccessPolicy | None = None,
-                 members: ChannelMembersCache | None = None) -> None:
+                 members: ChannelMembersCache | None = None, welcome: WelcomeSource | None = None,
+                 stream_answers: bool = True) -> None:
         self.client = client
+        self.welcome = welcome
+        self.stream_answers = stream_answers
+        self.streamer = AnswerStreamer(client)
         self.runner = runner
         self.threads = threads
         self.users = users
@@ -223,7 +254,7 @@ class Conversations:
         kind = event.get("channel_type")
         if kind not in MESSAGE_CHANNEL_TYPES:
             return f"ignored: channel type {kind}"
-        if kind == "im":
+        if kind in DIRECT_CHANNEL_TYPES:
             await self.answer(event, bot_user_id, bot_id, assistant=False)
             return "answered"
         if mentions(event.get("text", ""), bot_user_id):
@@ -256,11 +287,26 @@ class Conversations:
         if not channel or not thread_ts:
             return
         try:
-            await self.client.assistant_threads_setSuggestedPrompts(
-                channel_id=channel, thread_ts=thread_ts, title="Try asking", prompts=render.SUGGESTED_PROMPTS)
-        except Exception as exc:  # noqa: BLE001 - prompts are a nicety
-            log.warning("assistant.threads.setSuggestedPrompts failed in %s: %s", channel, api_error_code(exc))
-        await self.poster.deliver(channel, thread_ts, [render.greeting()], thread.get("user_id", ""))
+            hello = await self.welcome() if self.welcome is not None else default_welcome({})
+        except Exception:  # noqa: BLE001 - the index could not be read: greet without prompts
+            log.exception("building the greeting failed; greeting without suggestions")
+            hello = default_welcome({"the knowledge base": []})
+        if hello.prompts:
+            try:
+                await self.client.assistant_threads_setSuggestedPrompts(
+                    channel_id=channel, thread_ts=thread_ts, title="Try asking",
+                    prompts=render.suggested_prompts(hello.prompts))
+            except Exception as exc:  # noqa: BLE001 - prompts are a nicety
+                log.warning("assistant.threads.setSuggestedPrompts failed in %s: %s", channel, api_error_code(exc))
+        await self.poster.deliver(channel, thread_ts, [render.greeting(hello.text)], thread.get("user_id", ""))
+
+    async def _set_title(self, channel: str, thread_ts: str, question: str) -> None:
+        """Title the assistant thread after its first question. Never raises."""
+        try:
+            await self.client.assistant_threads_setTitle(channel_id=channel, thread_ts=thread_ts,
+                                                         title=render.thread_title(question))
+        except Exception as exc:  # noqa: BLE001 - a title is a nicety
+            log.info("assistant.threads.setTitle failed in %s: %s", channel, api_error_code(exc))
 
     # -- the answer ------------------------------------------------------------------------------
     async def answer(self, event: dict[str, Any], bot_user_id: str, bot_id: str = "", *, assistant: bool,
@@ -272,24 +318,42 @@ class Conversations:
             log.warning("ignored a message event without channel or ts")
             return None
         progress = await self._progress_start(channel, ts, thread_ts, assistant)
+        team = str(event.get("user_team") or event.get("team") or "") or await self.users.team_id()
+        live = LiveTurn(self.client, channel, thread_ts, user, team, status=progress[0] == "status",
+                        stream=self.stream_answers, streamer=self.streamer)
         reply = None
+        shown = False
         try:
             if info is None and event.get("thread_ts") and event.get("thread_ts") != ts:
                 info = await self.threads.read(channel, thread_ts, ts, bot_user_id, bot_id, requester=user)
             turn = build_turn(await self.inbound(event, bot_user_id, info, private=assistant), self.access)
-            reply = await self.runner.answer(turn)
+            if assistant and not (info and info.history):
+                await self._set_title(channel, thread_ts, turn.text)
+            reply = await self.runner.answer(turn, live.on_step)
+            await live.close()  # every step and released sentence shown before the rest
             log.info("answered in %s thread %s: route=%s refused=%s trace=%s", channel, thread_ts, reply.route,
                      reply.refused, reply.trace.trace_id)
             pending = None
             if reply.pending_action is not None and self.propose is not None:
                 pending = await self.propose(reply.pending_action, turn)
-            if await self.poster.deliver(channel, thread_ts, render.answer_messages(reply, pending_blocks=pending), user):
+            if pending is None and self.stream_answers:
+                shown = await live.finish(reply)
+            else:
+                await live.discard()
+            if not shown:
+                shown = await self.poster.deliver(channel, thread_ts,
+                                                  render.answer_messages(reply, pending_blocks=pending), user)
+            if shown:
                 self.threads.mark_answered(channel, thread_ts)
         except Exception:  # noqa: BLE001 - the bot is never silent
             log.exception("answering in %s thread %s failed", channel, thread_ts)
+            if not shown:
+                await live.close()
+                await live.discard()  # no half answer stays
             await self.poster.report(channel, thread_ts, user, "Sorry, something went wrong while I was answering.")
             reply = None
         finally:
+            await live.close()
             await self._progress_stop(progress)
         return reply
 
@@ -322,7 +386,8 @@ class Conversations:
         if assistant:
             try:
                 await self.client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts,
-                                                              status=STATUS_TEXT)
+                                                              status=STATUS_TEXT,
+                                                              loading_messages=list(LOADING_MESSAGES))
                 return ("status", channel, thread_ts)
             except Exception as exc:  # noqa: BLE001 - not an assistant thread: fall back to a reaction
                 log.info("assistant status unavailable in %s (%s); using a reaction", channel, api_error_code(exc))

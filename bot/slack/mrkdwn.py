@@ -1,4 +1,10 @@
-"""Markdown to Slack mrkdwn, and splitting text to Slack's limits (pure functions).
+"""Markdown to Slack mrkdwn, Markdown made safe for Slack's ``markdown`` block, and splitting text to
+Slack's limits (pure functions).
+
+The ``markdown`` block renders standard Markdown itself, so answers go out as the agent wrote them; only
+Slack's own control sequences (``<!channel>``, ``<!here>``, ``<@U123>``, ``<#C123>``, ``<!subteam^...>``),
+which a page of the wiki could carry into an answer, are neutralised (:func:`markdown_safe`). The mrkdwn
+conversion (:func:`to_mrkdwn`) remains for section text (pending action previews, notices).
 
 Slack's mrkdwn differs from Markdown: ``*bold*``, ``_italic_``, ``~strike~``, ``<url|label>`` links, no
 headings (rendered bold here), and ``&``, ``<``, ``>`` must be escaped. Code spans and fenced code keep
@@ -9,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["to_mrkdwn", "escape", "split_text", "truncate"]
+__all__ = ["to_mrkdwn", "markdown_safe", "escape", "split_text", "truncate"]
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _CODE = re.compile(r"`[^`\n]+`")
@@ -31,6 +37,26 @@ _P = "\ue001"
 def escape(text: str) -> str:
     """Escape ``&``, ``<`` and ``>`` as Slack requires."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_CONTROL = re.compile(r"<(?=[!@#])")
+
+
+def markdown_safe(markdown: str) -> str:
+    """``markdown`` for a ``markdown`` block: unchanged but for Slack's control sequences (mentions,
+    ``<!channel>``...), whose ``<`` becomes the entity ``&lt;`` outside code (Markdown shows it as ``<``,
+    and Slack no longer reads a mention or a broadcast) and is followed by an invisible word joiner
+    (U+2060) inside code, where entities are shown as typed. Never raises; ``None`` gives ``""``."""
+    if not markdown:
+        return ""
+    out: list[str] = []
+    pos = 0
+    for m in re.finditer(f"{_FENCE.pattern}|{_CODE.pattern}", markdown, re.S):
+        out.append(_CONTROL.sub("&lt;", markdown[pos:m.start()]))
+        out.append(_CONTROL.sub("<\u2060", m.group(0)))
+        pos = m.end()
+    out.append(_CONTROL.sub("&lt;", markdown[pos:]))
+    return "".join(out).strip()
 
 
 def _inline(text: str) -> str:

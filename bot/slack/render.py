@@ -2,9 +2,15 @@
 
 Every function returns message dicts ``{"text": str, "blocks": list}`` ready for ``chat.postMessage``,
 ``chat.postEphemeral`` or a ``response_url``; none calls Slack. Slack's limits are respected: section
-text at most 3,000 characters, 50 blocks a message, 10 elements a context block, 75-character button
-labels, 2,000-character button values; a longer answer becomes several messages (the sources and the
-buttons go with the last one).
+text at most 3,000 characters, a ``markdown`` block (and all of a message's ``markdown`` blocks together)
+at most 12,000, 50 blocks a message, 10 elements a context block, 75-character button labels,
+2,000-character button values; a longer answer becomes several messages (the sources and the buttons go
+with the last one).
+
+Answer text goes out as standard Markdown in a ``markdown`` block (Slack renders it; the ``text`` field is
+the plain-text fallback for notifications and clients without the block). Feedback is Slack's native
+``feedback_buttons`` element in a ``context_actions`` block (thumbs up / down under the answer); "not
+helpful" opens :func:`feedback_modal` for the reason.
 
 Button ``action_id``\\ s are ``PREFIX:NAME``; :mod:`bot.slack.actions` routes clicks by prefix.
 """
@@ -20,12 +26,13 @@ from agent.models import Citation, PendingAction, Reply
 
 from ..links import web_url
 from .commands import HELP_LINES
-from .mrkdwn import escape, split_text, to_mrkdwn, truncate
+from .mrkdwn import escape, markdown_safe, split_text, to_mrkdwn, truncate
 
 __all__ = [
-    "answer_messages", "sources_context", "feedback_actions", "pending_action_blocks", "share_value",
+    "answer_messages", "stream_parts", "sources_context", "feedback_actions", "feedback_row", "feedback_modal", "parse_feedback_value",
+    "parse_feedback_modal", "FEEDBACK", "FEEDBACK_MODAL", "FEEDBACK_REASONS", "MAX_MARKDOWN", "pending_action_blocks", "share_value",
     "parse_share_value", "error_message", "notice", "help_message", "sources_message", "status_message",
-    "reindex_started", "reindex_summary", "feedback_thanks", "greeting", "SUGGESTED_PROMPTS",
+    "reindex_started", "reindex_summary", "date_token", "feedback_thanks", "greeting", "suggested_prompts", "thread_title",
     "FEEDBACK_HELPFUL", "FEEDBACK_NOT_HELPFUL", "SHARE", "PENDING_CONFIRM", "PENDING_CANCEL",
     "MAX_SECTION", "MAX_BLOCKS", "MAX_TEXT",
 ]
@@ -35,7 +42,18 @@ MAX_BLOCKS = 50
 MAX_CONTEXT_ELEMENTS = 10
 MAX_TEXT = 3000  # the notification / fallback text (Slack allows more, but truncates display)
 MAX_BUTTON_VALUE = 2000
+MAX_MARKDOWN = 12000  # a markdown block, and all markdown blocks of one message together
+MAX_COMMENT = 500  # the free text of the "not helpful" modal
 
+#: The native feedback element's ``action_id`` (value: ``helpful:<trace id>`` / ``not_helpful:<trace id>``).
+FEEDBACK = "feedback:buttons"
+#: The "not helpful" modal's ``callback_id`` (its ``private_metadata``: the trace id).
+FEEDBACK_MODAL = "feedback_reason"
+#: The reasons offered in the modal: ``(value, label)``.
+FEEDBACK_REASONS = (("wrong", "It's wrong"), ("outdated", "It's outdated"), ("incomplete", "It's incomplete"),
+                    ("other", "Something else"))
+
+#: The custom buttons of earlier versions: still understood when clicked on old messages, no longer rendered.
 FEEDBACK_HELPFUL = "feedback:helpful"
 FEEDBACK_NOT_HELPFUL = "feedback:not_helpful"
 SHARE = "share:channel"
@@ -43,14 +61,6 @@ SHARE = "share:channel"
 #: :mod:`app.actions`.
 PENDING_CONFIRM = "action_confirm:"
 PENDING_CANCEL = "action_cancel:"
-
-#: Prompts offered when a user opens the assistant pane (``assistant.threads.setSuggestedPrompts``).
-SUGGESTED_PROMPTS = [
-    {"title": "Declare an incident", "message": "How do I declare an incident?"},
-    {"title": "Expenses", "message": "What's the deadline for submitting expenses?"},
-    {"title": "Time off", "message": "How do I ask for time off?"},
-]
-
 
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
@@ -116,13 +126,80 @@ def parse_share_value(value: str) -> tuple[str, str]:
         return "", ""
 
 
-def feedback_actions(trace_id: str, share: str | None = None) -> dict[str, Any]:
-    """The actions block: helpful / not helpful (value: the trace id), and "Share in channel" when given."""
-    elements = [_button("👍 Helpful", FEEDBACK_HELPFUL, trace_id),
-                _button("👎 Not helpful", FEEDBACK_NOT_HELPFUL, trace_id)]
+def feedback_row(trace_id: str) -> dict[str, Any]:
+    """The native feedback row: a ``context_actions`` block with one ``feedback_buttons`` element whose
+    values are ``helpful:<trace id>`` and ``not_helpful:<trace id>`` (see :func:`parse_feedback_value`)."""
+    def button(label: str, value: str, spoken: str) -> dict[str, Any]:
+        return {"text": {"type": "plain_text", "text": label}, "accessibility_label": spoken,
+                "value": f"{value}:{trace_id}"[:MAX_BUTTON_VALUE]}
+
+    return {"type": "context_actions", "block_id": f"feedback:{trace_id}"[:255],
+            "elements": [{"type": "feedback_buttons", "action_id": FEEDBACK,
+                          "positive_button": button("Good response", "helpful", "Mark this answer as helpful"),
+                          "negative_button": button("Bad response", "not_helpful",
+                                                    "Mark this answer as not helpful")}]}
+
+
+def parse_feedback_value(action_id: str, value: str) -> tuple[str, str]:
+    """``(vote, trace_id)`` of a feedback click: the native element (``value`` ``helpful:<trace>``) or the
+    custom buttons of earlier versions (``action_id`` ``feedback:helpful``, ``value`` the trace id).
+
+    Raises:
+        ValueError: for anything else (an unknown vote, no trace id, a trace id over 64 characters).
+    """
+    if action_id == FEEDBACK:
+        vote, _, trace_id = value.partition(":")
+    else:
+        vote, trace_id = action_id.split(":", 1)[1], value
+    trace_id = trace_id.strip()
+    if vote not in {"helpful", "not_helpful"} or not trace_id or len(trace_id) > 64:
+        raise ValueError(f"malformed feedback click {action_id!r} / {value[:80]!r}")
+    return vote, trace_id
+
+
+def feedback_actions(trace_id: str, share: str | None = None) -> list[dict[str, Any]]:
+    """The blocks under an answer: :func:`feedback_row`, and a "Share in channel" button when given."""
+    blocks = [feedback_row(trace_id)]
     if share is not None:
-        elements.append(_button("Share in channel", SHARE, share, style="primary"))
-    return {"type": "actions", "block_id": f"feedback:{trace_id}"[:255], "elements": elements}
+        blocks.append({"type": "actions", "block_id": f"share:{trace_id}"[:255],
+                       "elements": [_button("Share in channel", SHARE, share, style="primary")]})
+    return blocks
+
+
+def feedback_modal(trace_id: str) -> dict[str, Any]:
+    """The "not helpful" modal (``views.open``): a required reason (:data:`FEEDBACK_REASONS`) and optional
+    free text; ``private_metadata`` carries the trace id back in the ``view_submission``."""
+    options = [{"text": {"type": "plain_text", "text": label}, "value": value} for value, label in FEEDBACK_REASONS]
+    return {
+        "type": "modal", "callback_id": FEEDBACK_MODAL, "private_metadata": trace_id[:3000],
+        "title": {"type": "plain_text", "text": "What went wrong?"},
+        "submit": {"type": "plain_text", "text": "Send"},
+        "close": {"type": "plain_text", "text": "Skip"},
+        "blocks": [
+            {"type": "input", "block_id": "reason", "label": {"type": "plain_text", "text": "The answer…"},
+             "element": {"type": "radio_buttons", "action_id": "value", "options": options}},
+            {"type": "input", "block_id": "detail", "optional": True,
+             "label": {"type": "plain_text", "text": "Tell us more (optional)"},
+             "element": {"type": "plain_text_input", "action_id": "value", "multiline": True,
+                         "max_length": MAX_COMMENT}},
+        ],
+    }
+
+
+def parse_feedback_modal(view: dict[str, Any]) -> tuple[str, str]:
+    """``(trace_id, comment)`` of a submitted :func:`feedback_modal`: ``comment`` is ``reason`` or
+    ``reason: text`` (the text stripped, at most 500 characters).
+
+    Raises:
+        ValueError: when the trace id or the reason is missing or not one of :data:`FEEDBACK_REASONS`.
+    """
+    trace_id = str(view.get("private_metadata") or "").strip()
+    values = (view.get("state") or {}).get("values") or {}
+    reason = (((values.get("reason") or {}).get("value") or {}).get("selected_option") or {}).get("value")
+    text = str(((values.get("detail") or {}).get("value") or {}).get("value") or "").strip()[:MAX_COMMENT]
+    if not trace_id or len(trace_id) > 64 or reason not in {v for v, _ in FEEDBACK_REASONS}:
+        raise ValueError(f"malformed feedback submission (trace {trace_id[:80]!r}, reason {reason!r})")
+    return trace_id, f"{reason}: {text}" if text else str(reason)
 
 
 def pending_action_blocks(action: PendingAction) -> list[dict[str, Any]]:
@@ -151,7 +228,7 @@ def answer_messages(reply: Reply, *, share: str | None = None, intro: str | None
         reply: the agent's reply (answer or refusal).
         share: the value of a "Share in channel" button (ephemeral ``/kb`` answers), or None.
         intro: mrkdwn shown first in a context block (e.g. who asked what, when shared).
-        feedback: whether to add the helpful / not helpful buttons.
+        feedback: whether to add the native feedback row (:func:`feedback_row`).
         pending_blocks: the preview of ``reply.pending_action`` as the action service rendered it (its
             own Confirm / Cancel); it then stands for the whole answer (``reply.text`` is only the
             notification text), without sources, feedback or share buttons. Without it a pending action
@@ -163,37 +240,52 @@ def answer_messages(reply: Reply, *, share: str | None = None, intro: str | None
     if pending_blocks:
         head = [_context([truncate(intro, MAX_SECTION)])] if intro else []
         return [{"text": _fallback(reply.text), "blocks": (head + list(pending_blocks))[:MAX_BLOCKS]}]
-    body = to_mrkdwn(reply.text) or "_(empty answer)_"
-    if reply.refused:
-        body = f":mag: {body}"
-    sections = [_section(t) for t in split_text(body, MAX_SECTION)]
+    body = _answer_body(reply)
     head = [_context([truncate(intro, MAX_SECTION)])] if intro else []
+    tail = _answer_tail(reply, share, feedback)
+    # One markdown block a message (Slack caps all of a message's markdown blocks at 12,000 characters
+    # together); the sources and the buttons go with the last part.
+    parts = split_text(body, MAX_MARKDOWN)
+    messages: list[dict[str, Any]] = []
+    for i, part in enumerate(parts):
+        blocks = (head if i == 0 else []) + [{"type": "markdown", "text": part}]
+        last = i == len(parts) - 1
+        if last:
+            blocks.extend(tail[: MAX_BLOCKS - len(blocks)])
+        text = reply.text if i == 0 else ("Sources for the answer above" if last else part)
+        messages.append({"text": _fallback(text), "blocks": blocks})
+    return messages
+
+
+def _answer_body(reply: Reply) -> str:
+    body = markdown_safe(reply.text) or "_(empty answer)_"
+    return f":mag: {body}" if reply.refused else body
+
+
+def _answer_tail(reply: Reply, share: str | None, feedback: bool) -> list[dict[str, Any]]:
     tail: list[dict[str, Any]] = []
     if not reply.refused and reply.citations:
         tail.extend(sources_context(reply.citations))
     if reply.pending_action is not None:
         tail.extend(pending_action_blocks(reply.pending_action))
-    if feedback or share is not None:
-        tail.append(feedback_actions(reply.trace.trace_id, share) if feedback else
-                    {"type": "actions", "elements": [_button("Share in channel", SHARE, share or "", "primary")]})
-    blocks = head + sections + tail
-    if len(blocks) <= MAX_BLOCKS:
-        return [{"text": _fallback(reply.text), "blocks": blocks}]
-    # Too many blocks: answer sections spread over several messages, the tail on the last.
-    messages: list[dict[str, Any]] = []
-    current: list[dict[str, Any]] = list(head)
-    for s in sections:
-        if len(current) == MAX_BLOCKS:
-            messages.append({"text": _fallback(current[-1].get("text", {}).get("text", "")), "blocks": current})
-            current = []
-        current.append(s)
-    if len(current) + len(tail) > MAX_BLOCKS:
-        messages.append({"text": _fallback(current[-1].get("text", {}).get("text", "")), "blocks": current})
-        current = []
-    current.extend(tail)
-    messages.append({"text": _fallback(reply.text if not messages else "Sources for the answer above"),
-                     "blocks": current})
-    return messages
+    if feedback:
+        tail.extend(feedback_actions(reply.trace.trace_id, share))
+    elif share is not None:
+        tail.append({"type": "actions", "elements": [_button("Share in channel", SHARE, share, "primary")]})
+    return tail
+
+
+def stream_parts(reply: Reply) -> tuple[str, list[dict[str, Any]]] | None:
+    """What a streamed answer is made of: the Markdown streamed (``chat.startStream`` /
+    ``chat.appendStream``) and the blocks attached when the stream stops (``chat.stopStream``: the
+    sources, then the feedback row). None when the reply is not streamed: it carries a pending action
+    (its preview is posted whole) or its text is over 12,000 characters (posted as several messages)."""
+    if reply.pending_action is not None:
+        return None
+    body = _answer_body(reply)
+    if len(body) > MAX_MARKDOWN:
+        return None
+    return body, _answer_tail(reply, None, True)[:MAX_BLOCKS]
 
 
 def notice(text: str, emoji: str = "") -> dict[str, Any]:
@@ -215,10 +307,22 @@ def feedback_thanks(value: str) -> dict[str, Any]:
     return notice("Thanks for telling me; your feedback is recorded and helps improve the answers.", ":memo:")
 
 
-def greeting() -> dict[str, Any]:
-    """The first message in a new assistant thread."""
-    return notice("Hi! Ask me anything about the company's policies, processes and tools; "
-                  "I answer from the knowledge base, with links to my sources.", ":wave:")
+def greeting(text: str) -> dict[str, Any]:
+    """The first message in a new assistant thread: ``text`` (Markdown, :class:`app.welcome.Welcome`) in a
+    markdown block, plain text as the fallback."""
+    body = truncate(markdown_safe(text) or "Hi!", MAX_MARKDOWN)
+    return {"text": _fallback(text), "blocks": [{"type": "markdown", "text": body}]}
+
+
+def suggested_prompts(prompts: Sequence[Any]) -> list[dict[str, str]]:
+    """``assistant.threads.setSuggestedPrompts``' ``prompts`` from :class:`app.welcome.Prompt`\\ s (at most 4)."""
+    return [{"title": truncate(p.title, 75), "message": p.message} for p in prompts[:4]]
+
+
+def thread_title(question: str) -> str:
+    """An assistant thread's title (``assistant.threads.setTitle``): the first question, on one line, cut
+    to 60 characters."""
+    return truncate(" ".join(question.split()), 60) or "Question"
 
 
 def help_message() -> dict[str, Any]:
@@ -237,7 +341,7 @@ def sources_message(names: Sequence[str], status: Sequence[dict[str, Any]] = ())
     return {"text": "Knowledge base sources", "blocks": [_section("*Knowledge base sources*\n" + "\n".join(lines))]}
 
 
-def _when(value: Any) -> str:
+def date_token(value: Any) -> str:
     """An ISO timestamp as a Slack date token (shown in the reader's time zone), else ``never``."""
     if not value:
         return "never"
@@ -257,12 +361,12 @@ def status_message(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
                       ":open_file_folder:")
     blocks: list[dict[str, Any]] = [_section("*Knowledge base status*")]
     for row in rows[: MAX_BLOCKS - 1]:
-        last = _when(row.get("last_run"))
+        last = date_token(row.get("last_run"))
         if row.get("last_status"):
             last += f" ({escape(str(row['last_status']))})"
         schedule = escape(str(row["schedule"])) if row.get("schedule") else ""
         if row.get("next_run"):
-            nxt = _when(row["next_run"]) + (f" ({schedule})" if schedule else "")
+            nxt = date_token(row["next_run"]) + (f" ({schedule})" if schedule else "")
         else:
             nxt = schedule or "not scheduled"
         err = truncate(escape(str(row.get("last_error") or "none")), 1900)

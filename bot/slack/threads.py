@@ -229,6 +229,10 @@ class UserDirectory:
                 log.warning("auth.test failed, so every user counts as a guest for now: %s", api_error_code(exc))
         return self.home_team
 
+    async def team_id(self) -> str:
+        """This workspace's team id (``auth.test``, asked once); "" while Slack cannot say. Never raises."""
+        return await self._home()
+
     async def _guest(self, user: dict) -> bool:
         if user.get("is_restricted") or user.get("is_ultra_restricted") or user.get("is_stranger"):
             return True
