@@ -51,6 +51,7 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
     from connectors.sources import parse_source_spec
 
     from .console import render_report
+    from .progress import progress_bar
     from app.jobs import RunLog
     from app.wiring import open_index
 
@@ -61,8 +62,8 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
     try:
         indexer = Indexer(index)
         for src in sources:
-            with runs.run(src.name) as record:
-                rep = indexer.run(src, full=full)
+            with runs.run(src.name) as record, progress_bar(f"index {src.name}", "pages") as bar:
+                rep = indexer.run(src, full=full, progress=lambda r, bar=bar: bar.update(_pages_done(r) - bar.n))
                 record(rep, pages=len(index.manifest.pages_of(src.name)))
             stats = index.stats()
             if not quiet:
@@ -73,6 +74,11 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
         if own:
             index.close()
     return 0
+
+
+def _pages_done(rep) -> int:
+    """Pages an index run has been through so far (its progress bar's count)."""
+    return rep.added + rep.updated + rep.unchanged + rep.skipped
 
 
 def _recalibrate(index, quiet: bool, force: bool = False) -> dict | None:
@@ -239,6 +245,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """``chatops eval --questions FILE --source SPEC [--retriever R] [--k K] [--json]``."""
     from .evaluate import doc_chunks, format_table, load_questions, run_eval
+    from .progress import progress_bar
     from app.wiring import build_agent, open_index
 
     settings = _settings()
@@ -248,8 +255,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for spec in args.source or []:
             _index_sources(settings, [spec], full=False, index=index, quiet=args.json)
         rt = build_agent(settings, index=index, retriever=args.retriever)
-        result = run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k, access=rt.access,
-                          doc_chunks=doc_chunks(index))
+        with progress_bar("eval", "questions", total=len(questions)) as bar:
+            result = run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k, access=rt.access,
+                              doc_chunks=doc_chunks(index), progress=lambda *_: bar.update(1))
     finally:
         index.close()
     result["retriever"] = args.retriever
