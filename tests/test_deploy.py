@@ -16,6 +16,7 @@ and the promises that can be read from the files.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -115,7 +116,9 @@ def test_compose_runs_the_bot_with_postgres_and_qdrant(compose: dict) -> None:
     assert bot["environment"]["DATABASE_URL"].startswith("postgresql+psycopg://")
     assert "@postgres:5432/" in bot["environment"]["DATABASE_URL"]
     assert bot["environment"]["QDRANT_URL"] == "http://qdrant:6333"
-    assert services["qdrant"]["image"].startswith("qdrant/qdrant:v")
+    server = services["qdrant"]["image"].removeprefix("qdrant/qdrant:v").split(".")
+    client = re.search(r"^qdrant-client==(\d+)\.(\d+)\.", (ROOT / "requirements.lock").read_text(), re.M).groups()
+    assert server[:2] == list(client), "qdrant-client warns when its minor differs from the server's: keep them equal"
     for name, svc in services.items():
         assert "healthcheck" in svc, name
         image = svc.get("image", "")
