@@ -3,10 +3,11 @@
 No image is built and no container runs here (no Docker engine, no registry): these tests check syntax
 and the promises that can be read from the files.
 
-- ``Dockerfile``: parsed by ``dockerfile-parse``; pinned slim Python base (no ``latest``), the lock
+- ``Dockerfile``: parsed by ``dockerfile-parse``; pinned slim Python base (no ``latest``), the runtime lock
   installed with ``--require-hashes``, every package of ``pyproject.toml`` copied in, the embedding model
   loaded at build time, a non-root ``USER``, ``EXPOSE 3000``, a ``HEALTHCHECK`` on ``/healthz`` with
-  python (no curl in the image), ``CMD chatops serve``; ``.dockerignore`` keeps the packages.
+  python (no curl in the image), ``CMD chatops serve``; ``.dockerignore`` keeps the packages. The image's
+  ``requirements-runtime.lock`` is ``requirements.lock`` without the test extra: same pins, same hashes.
 - ``deploy/compose.yaml``: valid against the Compose specification's JSON schema (the copy vendored by
   ``check-jsonschema``), and ``docker compose config`` accepts it where the Compose plugin is installed.
 - ``deploy/kubernetes/*.yaml``: valid against the official Kubernetes schemas (``kubernetes-validate``,
@@ -61,13 +62,36 @@ def test_dockerfile_bases_are_pinned_slim_python(dockerfile: DockerfileParser) -
 
 def test_dockerfile_installs_the_lock_with_hashes_and_every_package(dockerfile: DockerfileParser) -> None:
     runs = _instructions(dockerfile, "RUN")
-    assert any("--require-hashes -r requirements.lock" in r for r in runs)
+    assert any("--require-hashes -r requirements-runtime.lock" in r for r in runs)
     copied = {shlex.split(v)[0] for v in _instructions(dockerfile, "COPY") if not v.startswith("--from")}
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
     wanted = {p.rstrip("*") for p in packages}
     assert wanted <= copied, f"packages not copied into the image: {wanted - copied}"
     ignore = (ROOT / ".dockerignore").read_text().split()
-    assert all(f"!{p}/" in ignore for p in wanted) and "!requirements.lock" in ignore
+    assert all(f"!{p}/" in ignore for p in wanted) and "!requirements-runtime.lock" in ignore
+
+
+def _pins(lock: Path) -> dict[str, tuple[str, frozenset[str]]]:
+    """name -> (version, hashes) of a requirements lock."""
+    pins, name = {}, None
+    for line in lock.read_text().splitlines():
+        if m := re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line):
+            name = m.group(1).lower()
+            pins[name] = (m.group(2), frozenset())
+        if name and (h := re.search(r"--hash=(sha256:[0-9a-f]{64})", line)):
+            pins[name] = (pins[name][0], pins[name][1] | {h.group(1)})
+    return pins
+
+
+def test_the_image_lock_is_the_full_lock_without_the_test_extra() -> None:
+    full, runtime = _pins(ROOT / "requirements.lock"), _pins(ROOT / "requirements-runtime.lock")
+    assert {n: full.get(n) for n in runtime} == runtime  # same pins, same hashes: `make lock` wrote both
+    assert all(hashes for _, hashes in runtime.values())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    test_only = {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in project["optional-dependencies"]["test"]}
+    runtime_direct = {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in project["dependencies"]}
+    assert runtime_direct <= set(runtime)  # every dependency of the project...
+    assert not (test_only - runtime_direct) & set(runtime)  # ...and none of the test tools
 
 
 def test_dockerfile_build_fails_without_the_embedding_model(dockerfile: DockerfileParser) -> None:
