@@ -59,8 +59,9 @@ def progress_bar(desc: str, unit: str, total: int | None = None, stream: TextIO 
     from tqdm import tqdm
 
     stream = stream or sys.stderr
+    # mininterval=0: every update is drawn (callers update per batch of pages or per question, a few a second)
     bar = tqdm(total=total, desc=desc, unit=f" {unit}", file=stream, disable=None, leave=False,
-               dynamic_ncols=True)
+               dynamic_ncols=True, mininterval=0)
     moved: list[tuple[logging.StreamHandler, TextIO]] = []
     if not bar.disable:
         for handler in logging.getLogger().handlers:

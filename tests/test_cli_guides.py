@@ -122,6 +122,35 @@ def test_eval_shows_a_question_bar_on_a_terminal_and_json_stays_one_object(tmp_p
     assert piped.stdout.count("\n") == 1 and json.loads(piped.stdout)["questions"] == 2
 
 
+def test_log_records_above_a_bar_keep_their_format_and_masking() -> None:
+    import io
+    import logging
+
+    from bot.logs import configure_logging
+    from bot.progress import progress_bar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    try:
+        out = Terminal()
+        handler = configure_logging("INFO", "text", secrets=("sup3r-s3cret-value",), stream=out)
+        with progress_bar("index handbook", "pages", stream=out) as bar:
+            bar.update(3)
+            logging.getLogger("chatops.test").info("calling with sup3r-s3cret-value")
+            assert handler.stream is not out  # written above the bar while it is drawn
+        assert handler.stream is out  # and straight to the terminal again after
+        text = out.getvalue()
+        assert "index handbook: 3 pages [" in text
+        assert "INFO chatops.test: calling with [redacted]\n" in text and "sup3r" not in text
+    finally:
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
+
+
 # -- refusals in the question's own words --------------------------------------------------------------
 
 QUESTION = "what is the parental leave policy for contractors?"  # 'policy' is its most specific term
