@@ -122,6 +122,17 @@ def test_eval_shows_a_question_bar_on_a_terminal_and_json_stays_one_object(tmp_p
     assert piped.stdout.count("\n") == 1 and json.loads(piped.stdout)["questions"] == 2
 
 
+def test_the_indexer_reports_progress_through_unchanged_pages_too(index_factory, wiki_copy: Path) -> None:
+    from connectors.folder import FolderSource
+    from index.indexer import Indexer
+
+    index = index_factory()
+    assert Indexer(index).run(FolderSource(wiki_copy)).added == WIKI_PAGES
+    seen: list[int] = []
+    rep = Indexer(index, batch_pages=4).run(FolderSource(wiki_copy), progress=lambda r: seen.append(r.unchanged))
+    assert rep.unchanged == WIKI_PAGES and seen == [4, 8, 12, WIKI_PAGES]  # not one jump at the end
+
+
 def test_log_records_above_a_bar_keep_their_format_and_masking() -> None:
     import io
     import logging
