@@ -41,7 +41,10 @@ REPORT = re.compile(r"wiki: \d+ added, \d+ updated, \d+ deleted, \d+ unchanged, 
 def run_on_terminal(args: list[str], data_dir: Path, cwd: Path, timeout: float = 180) -> tuple[int, str, str]:
     """Run ``chatops ARGS`` with stderr on a pseudo-terminal (120 columns) and stdout on a pipe;
     returns (exit status, stdout, everything the terminal received)."""
-    master, slave = pty.openpty()
+    try:
+        master, slave = pty.openpty()
+    except OSError as exc:  # a container without /dev/ptmx
+        pytest.skip(f"no pseudo-terminal available: {exc}")
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # a new pty is 0 columns wide
     received = bytearray()
 
