@@ -7,8 +7,9 @@ Through the real ``chatops`` subprocess over the example wiki:
   what it was (the report lines; ``--json`` one JSON object) and stderr holds only log records.
 - Refusals quote the question's own words ("policy"), never the index's Porter stems ("polici"),
   in the gate's reason and in the rewritten queries they say were searched.
-- One section separator (``›``) between a page's title and its headings wherever the CLI says where
-  a passage is, through one helper (:func:`bot.console.section_path`).
+- One section separator: the sections of ``chatops status``, ``eval``, ``ask`` (and the one of
+  ``sources list``) are separated by one blank line, never a rule or two blank lines; where a passage
+  is reads ``title › heading › subheading``. Both through :mod:`app.layout`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from agent.gate import GateVerdict
 from agent.models import Citation, Reply
 from agent.planner import RuleBasedPlanner
 from agent.terms import key_terms
-from bot.console import SECTION_SEPARATOR, render_reply, section_path
+from app.layout import PATH_SEPARATOR, SECTION_BREAK, SectionPrinter, section_path, sections
+from bot.console import render_reply
 
 from helpers import EVAL_FILE, WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache
 
@@ -197,7 +199,7 @@ def test_the_retry_query_that_refusals_quote_is_made_of_the_questions_words() ->
 # -- one section separator -------------------------------------------------------------------------------
 
 def test_one_separator_between_a_page_title_and_its_headings() -> None:
-    assert SECTION_SEPARATOR == " \u203a "
+    assert PATH_SEPARATOR == " \u203a "
     assert section_path("Glossary", "Company and people terms > PTO") == "Glossary \u203a Company and people terms \u203a PTO"
     assert section_path("Travel", "") == "Travel" and section_path("Travel", " > Booking") == "Travel \u203a Booking"
     reply = Reply("Give a week of notice. [1]", [Citation(1, "c1", "people/time-off.md", "Time off",
@@ -211,4 +213,55 @@ def test_chatops_ask_names_nested_sections_with_the_one_separator(tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     sources = [ln for ln in proc.stdout.splitlines() if re.match(r"  \[\d+\] ", ln)]
     assert sources and not any(" > " in ln for ln in sources)
-    assert any(ln.count(SECTION_SEPARATOR) >= 2 for ln in sources), sources  # title › section › subsection
+    assert any(ln.count(PATH_SEPARATOR) >= 2 for ln in sources), sources  # title › section › subsection
+
+
+def blocks(out: str) -> list[str]:
+    """The sections of a command's text output, checking they are separated the one way."""
+    assert out.endswith("\n") and not out.startswith("\n") and "\n\n\n" not in out, repr(out)
+    assert not re.search(r"(?m)^\s*(-{3,}|={2,}|_{3,}|\*{3,})\s*$", out), out  # no rules between sections
+    return out.rstrip("\n").split(SECTION_BREAK)
+
+
+def test_sections_are_separated_by_one_blank_line() -> None:
+    assert SECTION_BREAK == "\n\n"
+    assert sections("answer\n", "", "Sources:\n  [1] a", "\n") == "answer\n\nSources:\n  [1] a"
+    import io
+
+    out = io.StringIO()
+    printer = SectionPrinter(out)
+    printer.section()  # an empty section leaves no trace
+    printer("data dir: /d")
+    printer.section()
+    printer.section("a: 1 page")
+    printer("  last error: boom")
+    printer.section("")
+    printer.section("calibration")
+    assert out.getvalue() == "data dir: /d\n\na: 1 page\n  last error: boom\n\ncalibration\n"
+
+
+def test_status_eval_ask_and_sources_list_share_the_section_separator(tmp_path: Path, indexed: Path) -> None:
+    status = run_chatops(["status"], indexed, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    heads = [b.split("\n")[0] for b in blocks(status.stdout)]
+    assert heads[0].startswith("data dir: ") and heads[1].startswith("wiki: ") and heads[2].startswith("gate calibration")
+    assert len(heads) == 3
+
+    listed = run_chatops(["sources", "list"], indexed, cwd=tmp_path)
+    assert len(blocks(listed.stdout)) == 1 and listed.stdout.startswith("wiki: ")
+
+    questions = tmp_path / "two.jsonl"
+    questions.write_text("".join(EVAL_FILE.read_text().splitlines(keepends=True)[:2]))
+    ev = run_chatops(["eval", "--questions", str(questions), "--source", f"folder:{WIKI}"], indexed, cwd=tmp_path)
+    assert ev.returncode == 0, ev.stderr
+    parts = blocks(ev.stdout)
+    assert REPORT.fullmatch(parts[0].split("\n")[0])  # the index run, then the scores, then scores by kind
+    assert parts[1].startswith("chatops eval (hybrid): 2 questions") and parts[2].startswith("by kind")
+    assert len(parts) == 3
+
+    answer = run_chatops(["ask", "how do I declare an incident?"], indexed, cwd=tmp_path)
+    parts = blocks(answer.stdout)
+    assert len(parts) == 2 and parts[1].startswith("Sources:\n  [1] ")
+    action = run_chatops(["ask", "book a 30 min sync with bob@example.com tomorrow at 3pm"], indexed, cwd=tmp_path)
+    parts = blocks(action.stdout)
+    assert parts[1].startswith("Pending action: ") and parts[2].startswith("To confirm it: chatops actions confirm ")
