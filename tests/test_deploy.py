@@ -189,8 +189,8 @@ def test_kubernetes_manifests_are_valid_against_the_official_schemas(manifests: 
     for kind, doc in manifests.items():
         kubernetes_validate.validate(doc, version, strict=True)
     bad = json.loads(json.dumps(manifests["Deployment"]))
-    bad["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"] = [3000]
-    with pytest.raises(kubernetes_validate.ValidationError):  # the validator does reject a wrong shape
+    bad["spec"]["template"]["spec"]["containers"][0]["livenesProbe"] = {"httpGet": {"path": "/healthz"}}
+    with pytest.raises(kubernetes_validate.ValidationError):  # strict: a misspelt field fails, not ignored
         kubernetes_validate.validate(bad, version, strict=True)
 
 
