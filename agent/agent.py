@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from . import messages
@@ -30,7 +31,10 @@ from .models import Reply, Trace, Turn
 from .planner import Planner
 from .screen import ScreenResult, screen_reply, scrub_text
 
-__all__ = ["Agent", "turn_outcome", "access_context"]
+__all__ = ["Agent", "TurnObserver", "turn_outcome", "access_context"]
+
+TurnObserver = Callable[[Turn, Reply], None]
+"""Called with each finished turn and its final reply (metrics, the turn log); must not raise."""
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +82,21 @@ class Agent:
         min_citations: distinct validated sources an answer needs (1 when the gate's single-source
             exception applied).
         max_question_chars: longer messages are truncated to this many characters.
+        observers: called with every finished turn (as the agent read it) and its final reply, after the
+            turn's log record; an observer that raises is logged and skipped, the reply still goes out.
+            More can be added later with :meth:`observe`.
     """
 
-    def __init__(self, planner: Planner, min_citations: int = 2, max_question_chars: int = 4000) -> None:
+    def __init__(self, planner: Planner, min_citations: int = 2, max_question_chars: int = 4000,
+                 observers: Iterable[TurnObserver] = ()) -> None:
         self.planner = planner
         self.min_citations = min_citations
         self.max_question_chars = max_question_chars
+        self.observers: list[TurnObserver] = list(observers)
+
+    def observe(self, observer: TurnObserver) -> None:
+        """Call ``observer(turn, reply)`` after every later turn (see ``observers``)."""
+        self.observers.append(observer)
 
     def answer(self, turn: Turn) -> Reply:
         """Answer one turn; never raises for bad input (see the module docstring)."""
@@ -119,6 +132,11 @@ class Agent:
         reply.text = scrub_text(reply.text)
         trace.timings_ms["total"] = round((time.perf_counter() - t0) * 1000, 3)
         _log_turn(turn, reply)
+        for observer in self.observers:
+            try:
+                observer(turn, reply)
+            except Exception:  # noqa: BLE001 - an observer (metrics, the turn log) never costs a user the reply
+                log.exception("turn observer %r failed for trace %s", observer, trace.trace_id)
         return reply
 
     def _guard(self, reply: Reply, evidence, screen: ScreenResult | None = None) -> Reply:

@@ -281,6 +281,10 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         raise
     # Who sees what: the groups the sources reported (the state store's, issue 11) join the static ones.
     runtime.access = dataclasses.replace(runtime.access, groups_of=store.groups_of)
+    # Every knowledge question, its outcome and cited pages go to the turn log (the knowledge-gap report's input).
+    from app.turnlog import TurnJournal
+
+    runtime.agent.observe(TurnJournal(store))
     # A store that fails while serving (damaged, disk full) gets users a short reply, not an error.
     runtime.agent = IndexGuardedAgent(runtime.agent)  # type: ignore[assignment]
     try:

@@ -13,10 +13,13 @@ here through :class:`state.store.StateStore`:
   that pages' read access names, issue 11),
 - conversation history for platforms that do not keep threads (Teams), each message with its author,
 - scheduled messages (the outbox: a message to a user at a time, claimed and delivered once by
-  :mod:`app.outbox`).
+  :mod:`app.outbox`),
+- the turn log (``record_turn``, ``turn_records``: each chat turn's question, outcome and cited pages,
+  the knowledge-gap report's input).
 """
 
-from .store import AuditEntry, PendingRecord, ScheduledMessage, StateStore, StateStoreError, StoredMessage, SyncRun
+from .store import (AuditEntry, PendingRecord, ScheduledMessage, StateStore, StateStoreError, StoredMessage, SyncRun,
+                    TurnRecord)
 
 __all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
-           "ScheduledMessage"]
+           "ScheduledMessage", "TurnRecord"]

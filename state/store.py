@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 __all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
-           "MESSAGE_MAX_ATTEMPTS", "MESSAGE_RETRY_BASE", "MESSAGE_RETRY_MAX", "sqlite_url"]
+           "TurnRecord", "MESSAGE_MAX_ATTEMPTS", "MESSAGE_RETRY_BASE", "MESSAGE_RETRY_MAX", "sqlite_url"]
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,36 @@ class ScheduledMessage:
     attempts: int
     error: str
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """One answered (or refused) turn as the knowledge-gap report reads it (table ``turn_log``).
+
+    Attributes:
+        trace_id: the turn's trace id (feedback rows carry the same id).
+        platform, user_id, channel_id: where it was asked and by whom.
+        question: the user's message as the agent read it (users' words: purged after
+            ``RETENTION_DAYS_CONVERSATIONS`` and by ``chatops forget``).
+        route: the route taken (``knowledge``, ``followup``, ``action``, ``chitchat``...).
+        outcome: ``answered``, ``refused``, ``replied`` (uncited) or ``action``.
+        reason: why a refusal refused (the gate's reason), else empty.
+        citations: the cited pages, ``[{"n", "chunk_id", "doc_id", "title", "url", "section"}]``.
+        total_ms: the agent's time for the turn, in milliseconds.
+        created_at: when the turn was answered (UTC).
+    """
+
+    trace_id: str
+    platform: str
+    user_id: str
+    channel_id: str
+    question: str
+    route: str
+    outcome: str
+    reason: str = ""
+    citations: tuple[dict[str, Any], ...] = ()
+    total_ms: float = 0.0
+    created_at: datetime | None = None
 
 
 def _utc(dt: datetime, name: str) -> datetime:
@@ -304,6 +334,29 @@ class StateStore:
             sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
             sa.Index("ix_group_members_email", "email"),
         )
+        self.turn_log = sa.Table(
+            "turn_log", md,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("trace_id", sa.String(64), nullable=False, index=True),
+            sa.Column("platform", sa.String(20), nullable=False),
+            sa.Column("user_id", sa.String(200), nullable=False, index=True),
+            sa.Column("channel_id", sa.String(200), nullable=False, default=""),
+            sa.Column("question", sa.Text, nullable=False),
+            sa.Column("route", sa.String(30), nullable=False, default=""),
+            sa.Column("outcome", sa.String(20), nullable=False),
+            sa.Column("reason", sa.Text, nullable=False, default=""),
+            sa.Column("citations", sa.Text, nullable=False, default="[]"),
+            sa.Column("total_ms", sa.Float, nullable=False, default=0.0),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
+        )
+        # Which turn a message the bot sent answered (Teams' feedback invoke names only the message).
+        self.sent_replies = sa.Table(
+            "sent_replies", md,
+            sa.Column("platform", sa.String(20), primary_key=True),
+            sa.Column("message_id", sa.String(300), primary_key=True),
+            sa.Column("trace_id", sa.String(64), nullable=False),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
+        )
         self.metadata = md
         try:
             md.create_all(self.engine)
@@ -348,6 +401,62 @@ class StateStore:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(t).where(t.c.trace_id == trace_id).order_by(t.c.id)).mappings()
             return [dict(r) for r in rows]
+
+    def remember_reply(self, platform: str, message_id: str, trace_id: str) -> None:
+        """Remember that the bot's message ``message_id`` answered the turn ``trace_id`` (the last write wins)."""
+        t = self.sent_replies
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.platform == platform, t.c.message_id == message_id))
+            conn.execute(t.insert().values(platform=platform, message_id=message_id, trace_id=trace_id,
+                                           created_at=_now()))
+
+    def trace_of_reply(self, platform: str, message_id: str) -> str | None:
+        """The trace id of the turn the bot's message ``message_id`` answered, or None when unknown."""
+        t = self.sent_replies
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(t.c.trace_id).where(t.c.platform == platform,
+                                                               t.c.message_id == message_id)).scalar()
+
+    # -- turn log (the knowledge-gap report's input) ---------------------------------------------
+    def record_turn(self, record: TurnRecord) -> None:
+        """Append one turn to ``turn_log`` (``created_at`` defaults to now, UTC).
+
+        Raises:
+            ValueError: for a naive ``record.created_at``.
+        """
+        with self.engine.begin() as conn:
+            conn.execute(self.turn_log.insert().values(
+                trace_id=record.trace_id, platform=record.platform, user_id=record.user_id,
+                channel_id=record.channel_id, question=record.question, route=record.route,
+                outcome=record.outcome, reason=record.reason, citations=json.dumps(list(record.citations)),
+                total_ms=float(record.total_ms),
+                created_at=_utc(record.created_at, "created_at") if record.created_at else _now()))
+
+    def turn_records(self, since: datetime | None = None, until: datetime | None = None,
+                     outcome: str | None = None, limit: int | None = None) -> list[TurnRecord]:
+        """Turns recorded in ``[since, until)`` (either bound optional), optionally of one ``outcome``,
+        oldest first, at most ``limit``.
+
+        Raises:
+            ValueError: for a naive ``since`` or ``until``.
+        """
+        t = self.turn_log
+        q = sa.select(t).order_by(t.c.created_at, t.c.id)
+        if since is not None:
+            q = q.where(t.c.created_at >= _utc(since, "since"))
+        if until is not None:
+            q = q.where(t.c.created_at < _utc(until, "until"))
+        if outcome is not None:
+            q = q.where(t.c.outcome == outcome)
+        if limit is not None:
+            q = q.limit(limit)
+        with self.engine.connect() as conn:
+            rows = conn.execute(q).mappings().all()
+        return [TurnRecord(trace_id=r["trace_id"], platform=r["platform"], user_id=r["user_id"],
+                           channel_id=r["channel_id"], question=r["question"], route=r["route"],
+                           outcome=r["outcome"], reason=r["reason"],
+                           citations=tuple(json.loads(r["citations"] or "[]")), total_ms=r["total_ms"],
+                           created_at=_aware(r["created_at"])) for r in rows]
 
     # -- pending actions -----------------------------------------------------------------------
     def create_pending(self, key: str, tool: str, args: dict[str, Any], requester: str, platform: str,
@@ -772,6 +881,19 @@ class StateStore:
     def close(self) -> None:
         """Release connections."""
         self.engine.dispose()
+
+    # -- the knowledge-gap report's feedback read (app/report.py) ----------------------------------------
+    def feedback_for_traces(self, trace_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """Feedback rows (``trace_id``, ``platform``, ``user_id``, ``value``, ``comment``, ``created_at``)
+        of the turns ``trace_ids``, in the order given, in batches of 500 ids per query."""
+        ids = list(dict.fromkeys(trace_ids))
+        t, out = self.feedback, []
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                q = sa.select(t).where(t.c.trace_id.in_(ids[i:i + 500])).order_by(t.c.id)
+                out.extend(dict(r) for r in conn.execute(q).mappings())
+        order = {trace: i for i, trace in enumerate(ids)}
+        return sorted(out, key=lambda r: order[r["trace_id"]])
 
 
 def _principal_part(text: str) -> str:

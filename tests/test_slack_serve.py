@@ -3,7 +3,8 @@
 - The real console script in a subprocess (its own data dir, ``CHATOPS_SOURCES`` pointing at a copy of
   the example wiki, ``SLACK_API_URL`` at the stand-in, DEBUG logs): it syncs the sources at start-up,
   delivers a scheduled message that is due as a DM (the outbox job, see tests/test_outbox.py),
-  reports ready, answers a signed mention with cited sources, stops cleanly on SIGTERM, and its logs
+  reports ready, answers a signed mention with cited sources (recorded in the turn log), stops cleanly
+  on SIGTERM, and its logs
   never contain the tokens or the signing secret. Missing Slack settings exit with status 2 and say
   which variable to set.
 - Socket Mode: the bot connects to the stand-in's WebSocket (``apps.connections.open`` with the app
@@ -99,6 +100,13 @@ def test_chatops_serve_syncs_answers_and_stops_cleanly(tmp_path: Path, wiki_inde
                                              if c.ok and c.params.get("thread_ts") == msg["ts"]], timeout=30)
         sources = [e["text"] for b in post.params["blocks"] if b["type"] == "context" for e in b["elements"]]
         assert sources and sources[0].startswith("*[1]* <https://wiki.example.com/engineering/incident-response#")
+        # The question, its outcome and its cited pages went to the turn log (the knowledge-gap report's input).
+        journal = StateStore(sqlite_url(data / "state.sqlite"))
+        [turn] = journal.turn_records()
+        journal.close()
+        assert (turn.platform, turn.user_id, turn.channel_id, turn.outcome) == ("slack", ALICE, "C0SERVE01", "answered")
+        assert turn.question.endswith("how do I declare an incident?")
+        assert any(c["url"].startswith("https://wiki.example.com/engineering/incident-response") for c in turn.citations)
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(30)
