@@ -59,9 +59,10 @@ def progress_bar(desc: str, unit: str, total: int | None = None, stream: TextIO 
     from tqdm import tqdm
 
     stream = stream or sys.stderr
-    # mininterval=0: every update is drawn (callers update per batch of pages or per question, a few a second)
+    # Every update is drawn (mininterval=0, miniters=1, no adaptive skipping): callers update per batch
+    # of pages or per question, a few times a second at most.
     bar = tqdm(total=total, desc=desc, unit=f" {unit}", file=stream, disable=None, leave=False,
-               dynamic_ncols=True, mininterval=0)
+               dynamic_ncols=True, mininterval=0, miniters=1)
     moved: list[tuple[logging.StreamHandler, TextIO]] = []
     if not bar.disable:
         for handler in logging.getLogger().handlers:
