@@ -4,7 +4,9 @@ Through the real ``chatops`` subprocess over the example wiki:
 
 - ``chatops index`` (pages) and ``chatops eval`` (questions) draw a progress bar on stderr when
   stderr is a terminal (a real pseudo-terminal here), and none when it is a pipe: piped stdout is
-  what it was (the report lines; ``--json`` one JSON object) and stderr holds only log records.
+  what it was (the report lines; ``--json`` one JSON object) and stderr holds only log records. The
+  indexer reports progress through unchanged pages too, and log records written above a bar keep
+  their format and secret masking.
 - Refusals quote the question's own words ("policy"), never the index's Porter stems ("polici"),
   in the gate's reason and in the rewritten queries they say were searched.
 - One section separator: the sections of ``chatops status``, ``eval``, ``ask`` (and the one of
