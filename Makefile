@@ -21,12 +21,15 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
 
-# Re-resolves requirements.lock from pyproject.toml (run after changing a dependency; commit the result).
+# Re-resolves requirements.lock from pyproject.toml (run after changing a dependency; commit the result), and
+# requirements-runtime.lock, its subset without the test extra, for the container image (same pins and hashes).
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet 'uv>=0.9,<1'
 	$(BIN)/uv pip compile pyproject.toml requirements-build.in --extra test --generate-hashes --universal \
 	  --python-version 3.11 --no-header -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml requirements-build.in -c requirements.lock --generate-hashes --universal \
+	  --python-version 3.11 --no-header -o requirements-runtime.lock
 
 demo: install
 	@echo "== indexing $(CORPUS)"

@@ -250,7 +250,8 @@ class EvidenceGate:
         beside = not spec_ok and any(specific[0] in self.headings(e) for e in considered if e not in support)
         features.update(specific_found=spec_ok, margin_k=round(margin_k, 4), specific_beside=beside)
         if cfg.require_specific and not spec_ok and (not paraphrase or beside):
-            return refuse(f"no supporting passage mentions {specific[0]!r}, the question's most specific term")
+            return refuse(f"no supporting passage mentions {terms.words(specific[:1])[0]!r}, "
+                          "the question's most specific term")
         if len(support) >= cfg.min_citations:
             return GateVerdict(True, support, coverage, False, missing,
                                f"{len(support)} supporting passages (best cosine {top_cos:.2f})", top_cos, features)

@@ -424,11 +424,15 @@ class RuleBasedPlanner:
 
     @staticmethod
     def _next_query(attempt_no: int, question: str, terms: KeyTerms, verdict: GateVerdict) -> str:
-        """Retry 1: the key words alone; retry 2: the key words the evidence lacked, first."""
+        """Retry 1: the key words alone; retry 2: the key words the evidence lacked, first.
+
+        Both are the question's own words (BM25 analyses them like the index), never index stems:
+        a refusal quotes what was searched.
+        """
         if attempt_no == 0:
             return keyword_query(terms, question)
         missing = [t for t in verdict.missing if t in terms.weights]
-        return " ".join(dict.fromkeys([*missing, *terms.weights])) if missing else ""
+        return " ".join(dict.fromkeys(terms.words([*missing, *terms.weights]))) if missing else ""
 
     def _retrieve(self, queries: list[str], trace: Trace, attempt: int, ctx: ToolContext,
                   dense_query: str | None = None) -> list[Evidence]:

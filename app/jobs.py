@@ -500,25 +500,29 @@ def cli_status(settings, as_json: bool = False) -> int:
         out = [{**row, "last_summary": row["last_summary"].as_dict() if row["last_summary"] else {}} for row in rows]
         print(json.dumps(out, ensure_ascii=False, default=str))
         return 0
-    print(f"data dir: {settings.chatops_data_dir}")
     from agent.calibration import describe, load_calibration
 
+    from .layout import SectionPrinter
+
+    out = SectionPrinter()  # the data dir, the sources, the gate's calibration: three sections
+    out(f"data dir: {settings.chatops_data_dir}")
     calibration = describe(load_calibration(settings.index_dir))
+    out.section()
     if not rows:
-        print("no sources configured and nothing indexed")
+        out("no sources configured and nothing indexed")
         return 0
     for row in rows:
         s = row["last_summary"] or SyncSummary()
         last = (f"last run {row['last_run']} {row['last_status']}: {s.added} added, {s.updated} "
                 f"updated, {s.deleted} deleted, {s.unchanged} unchanged, "
                 f"{len(s.errors)} errors in {s.seconds:.2f} s") if row["last_run"] else "never run"
-        print(f"{row['source']}: {row['pages']} pages, {row['chunks']} chunks; {last}; "
-              f"schedule: {row['schedule'] or 'on demand'}")
+        out(f"{row['source']}: {row['pages']} pages, {row['chunks']} chunks; {last}; "
+            f"schedule: {row['schedule'] or 'on demand'}")
         if row["last_error"]:
-            print(f"  last error: {row['last_error']}")
+            out(f"  last error: {row['last_error']}")
         for line in flag_lines(row):
-            print(f"  {line}")
-    print(calibration)
+            out(f"  {line}")
+    out.section(calibration)
     return 0
 
 

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from jinja2 import Environment, select_autoescape
 
+from .layout import section_path
 from .report import GapReport
 
 __all__ = ["render_text", "render_html", "summary_markdown", "period_text", "rate_text"]
@@ -65,8 +66,7 @@ def render_text(report: GapReport, rows: int = TEXT_ROWS) -> str:
         out.append(f"  - {u.question}  ({u.platform}, {_when(u.created_at)}, {u.votes} vote"
                    f"{'s' if u.votes != 1 else ''}; {u.outcome})")
         for c in u.citations:
-            section = f" > {c.section}" if c.section else ""
-            out.append(f"      [{c.n}] {c.title}{section} ({c.source}) {c.url}".rstrip())
+            out.append(f"      [{c.n}] {section_path(c.title, c.section)} ({c.source}) {c.url}".rstrip())
         out.extend(f"      comment: {comment}" for comment in u.comments)
     out.extend(_more(min(rows, len(report.unhelpful)), len(report.unhelpful), "  "))
     for s in report.sources:

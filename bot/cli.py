@@ -46,14 +46,20 @@ def _settings() -> Settings:
     return s
 
 
-def _index_sources(settings: Settings, specs: list[str], full: bool, index=None, quiet: bool = False) -> int:
+def _index_sources(settings: Settings, specs: list[str], full: bool, index=None, quiet: bool = False,
+                   out=None) -> int:
+    """Index each source spec, recording each run, then refit the gate; reports go to ``out`` (a
+    :class:`app.layout.SectionPrinter`, one section) unless ``quiet``."""
     from index.indexer import Indexer
     from connectors.sources import parse_source_spec
 
     from .console import render_report
+    from .progress import progress_bar
     from app.jobs import RunLog
+    from app.layout import SectionPrinter
     from app.wiring import open_index
 
+    out = out or SectionPrinter()
     sources = [parse_source_spec(s) for s in specs]
     own = index is None
     index = index or open_index(settings, repair=True)  # an indexing run rebuilds a damaged store
@@ -61,13 +67,13 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
     try:
         indexer = Indexer(index)
         for src in sources:
-            with runs.run(src.name) as record:
-                rep = indexer.run(src, full=full)
+            with runs.run(src.name) as record, progress_bar(f"index {src.name}", "pages") as bar:
+                rep = indexer.run(src, full=full, progress=lambda r, bar=bar: bar.update(_pages_done(r) - bar.n))
                 record(rep, pages=len(index.manifest.pages_of(src.name)))
             stats = index.stats()
             if not quiet:
-                print(render_report(rep, stats["pages"], stats["chunks"]))
-        _recalibrate(index, quiet)
+                out(render_report(rep, stats["pages"], stats["chunks"]))
+        _recalibrate(index, quiet, out=out)
     finally:
         runs.close()
         if own:
@@ -75,13 +81,18 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
     return 0
 
 
-def _recalibrate(index, quiet: bool, force: bool = False) -> dict | None:
+def _pages_done(rep) -> int:
+    """Pages an index run has been through so far (its progress bar's count)."""
+    return rep.added + rep.updated + rep.unchanged + rep.skipped
+
+
+def _recalibrate(index, quiet: bool, force: bool = False, out=print) -> dict | None:
     """Refit the evidence gate on the index when it changed substantially (see :mod:`agent.calibration`)."""
     from agent.calibration import calibrate_index, describe
 
     record = calibrate_index(index, force=force)
     if record and not quiet:
-        print(describe(record))
+        out(describe(record))
     return record
 
 
@@ -117,6 +128,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from .cli_actions import cli_propose, cli_user
     from .console import render_reply
     from app.inbound import InboundMessage
+    from app.layout import sections
     from app.turns import build_turn
     from app.wiring import build_agent
 
@@ -143,9 +155,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(reply.as_dict(), ensure_ascii=False))
     else:
-        print(render_reply(reply))
-        if pending:
-            print("\n" + pending)
+        print(sections(render_reply(reply), pending))
     return 0
 
 
@@ -239,24 +249,28 @@ def cmd_chat(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """``chatops eval --questions FILE --source SPEC [--retriever R] [--k K] [--json]``."""
     from .evaluate import doc_chunks, format_table, load_questions, run_eval
+    from .progress import progress_bar
+    from app.layout import SectionPrinter
     from app.wiring import build_agent, open_index
 
     settings = _settings()
     questions = load_questions(args.questions)
+    out = SectionPrinter()
     index = open_index(settings, repair=bool(args.source))
     try:
         for spec in args.source or []:
-            _index_sources(settings, [spec], full=False, index=index, quiet=args.json)
+            _index_sources(settings, [spec], full=False, index=index, quiet=args.json, out=out)
         rt = build_agent(settings, index=index, retriever=args.retriever)
-        result = run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k, access=rt.access,
-                          doc_chunks=doc_chunks(index))
+        with progress_bar("eval", "questions", total=len(questions)) as bar:
+            result = run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k, access=rt.access,
+                              doc_chunks=doc_chunks(index), progress=lambda *_: bar.update(1))
     finally:
         index.close()
     result["retriever"] = args.retriever
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
-        print(format_table(result, label=f"({args.retriever})"))
+        out.section(format_table(result, label=f"({args.retriever})"))
     return 0
 
 

@@ -5,26 +5,25 @@ from __future__ import annotations
 from agent.models import Reply
 from index.indexer import IndexReport
 
+from app.layout import section_path, sections
+
 __all__ = ["render_reply", "render_report"]
 
 
 def render_reply(reply: Reply) -> str:
-    """The reply text, then its numbered sources (title, section, link)."""
-    lines = [reply.text]
+    """The reply text, then its numbered sources (title › section, link), then a pending action: three
+    sections (:func:`app.layout.sections`)."""
+    sources = []
     if reply.citations:
-        lines.append("")
-        lines.append("Sources:")
+        sources.append("Sources:")
         seen: set[int] = set()
         for c in sorted(reply.citations, key=lambda c: c.n):
             if c.n in seen:
                 continue
             seen.add(c.n)
-            where = f"{c.title} \u203a {c.section}" if c.section else c.title
-            lines.append(f"  [{c.n}] {where}\n      {c.url or c.doc_id}")
-    if reply.pending_action:
-        lines.append("")
-        lines.append(f"Pending action: {reply.pending_action.summary} (confirm to run)")
-    return "\n".join(lines)
+            sources.append(f"  [{c.n}] {section_path(c.title, c.section)}\n      {c.url or c.doc_id}")
+    pending = f"Pending action: {reply.pending_action.summary} (confirm to run)" if reply.pending_action else ""
+    return sections(reply.text, "\n".join(sources), pending)
 
 
 def render_report(rep: IndexReport, pages: int, chunks: int) -> str:

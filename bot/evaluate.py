@@ -49,6 +49,7 @@ from agent.agent import Agent
 from agent.models import HistoryMessage, Reply
 from app.access import AccessPolicy
 from app.inbound import InboundMessage
+from app.layout import sections
 from app.turns import build_turn
 from connectors.access import Viewer
 from connectors.models import Chunk
@@ -329,11 +330,11 @@ def format_table(result: dict, label: str = "") -> str:
              f"access     acl_leaks {result.get('access', {}).get('acl_leaks', 0)}  "
              f"acl_recall {f(result.get('access', {}).get('acl_recall'))} "
              f"({result.get('access', {}).get('acl_questions', 0)} restricted questions)",
-             f"latency    p50 {lat['p50']} ms  p95 {lat['p95']} ms",
-             "", "by kind      n   R@5   R@10  contains refused"]
+             f"latency    p50 {lat['p50']} ms  p95 {lat['p95']} ms"]
+    kinds = ["by kind      n   R@5   R@10  contains refused"]
     for k, v in result["by_kind"].items():
-        lines.append(f"{k:<12}{v['questions']:>2}  {f(v['retrieval']['recall@5'])} {f(v['retrieval']['recall@10'])} "
+        kinds.append(f"{k:<12}{v['questions']:>2}  {f(v['retrieval']['recall@5'])} {f(v['retrieval']['recall@10'])} "
                      f"{f(v['answers']['answer_contains'])}    "
                      f"{f(v['answers']['refusal_unanswerable'] if k == 'unanswerable' else v['answers']['false_refusal'])}")
-    return "\n".join(lines)
+    return sections("\n".join(lines), "\n".join(kinds))
 

@@ -88,7 +88,8 @@ class Indexer:
         """Index ``source`` incrementally (or from scratch for its pages when ``full``).
 
         Reconciles the stores with the manifest first, unless the caller already did and passes
-        its ``repair`` report.
+        its ``repair`` report. ``progress`` gets the running report after every written batch, every
+        ``batch_pages`` unchanged pages and at the end (a progress bar, a sync's lock renewal).
 
         Returns:
             The run's counts.
@@ -130,6 +131,8 @@ class Indexer:
                         log.warning("could not scan unchanged %s of %s: %s", item.doc_id, source.name, exc)
                     else:
                         self.index.manifest.set_flags(prev.doc_key, flags.sensitive, flags.injection)
+                if progress and rep.unchanged % self.batch_pages == 0:  # a run of unchanged pages moves too
+                    progress(rep)
                 continue
             try:
                 chunks = self.chunker.chunk(item)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -21,6 +22,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from app.jobs import IndexJobs
+from app.layout import PATH_SEPARATOR
 from app.report import UNKNOWN_SOURCE, GapReport, build_report, gap_report, index_pages, parse_since
 from app.report_render import render_html, render_text, summary_markdown
 from app.settings import Settings
@@ -176,6 +178,9 @@ def test_the_period_accepts_spans_and_dates_and_explains_anything_else() -> None
 def test_text_and_chat_summaries_show_groups_and_escape_users_words(report: GapReport) -> None:
     text = render_text(report)
     assert "  3 x " in text and "Incident response and on-call" in text and "last updated" in text
+    cited = [ln for ln in text.splitlines() if re.match(r"      \[\d+\] ", ln)]
+    assert cited and all(" > " not in ln for ln in cited)  # one path separator, as in chatops ask (app.layout)
+    assert any(f"Incident response and on-call{PATH_SEPARATOR}" in ln for ln in cited), cited
     summary = summary_markdown(report)
     assert "3 × " in summary and "\\<script\\>" in summary and "<script>" not in summary
     data = json.loads(json.dumps(report.as_dict()))

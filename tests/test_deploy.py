@@ -1,0 +1,218 @@
+"""The deployment files parse and say what the README promises, checked by maintained validators.
+
+No image is built and no container runs here (no Docker engine, no registry): these tests check syntax
+and the promises that can be read from the files.
+
+- ``Dockerfile``: parsed by ``dockerfile-parse``; pinned slim Python base (no ``latest``), the runtime lock
+  installed with ``--require-hashes``, every package of ``pyproject.toml`` copied in, the embedding model
+  loaded at build time, a non-root ``USER``, ``EXPOSE 3000``, a ``HEALTHCHECK`` on ``/healthz`` with
+  python (no curl in the image), ``CMD chatops serve``; ``.dockerignore`` keeps the packages. The image's
+  ``requirements-runtime.lock`` is ``requirements.lock`` without the test extra: same pins, same hashes.
+- ``deploy/compose.yaml``: valid against the Compose specification's JSON schema (the copy vendored by
+  ``check-jsonschema``), and ``docker compose config`` accepts it where the Compose plugin is installed.
+- ``deploy/kubernetes/*.yaml``: valid against the official Kubernetes schemas (``kubernetes-validate``,
+  strict: unknown fields fail), with the probes, securityContext and resources the README describes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from dockerfile_parse import DockerfileParser
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+K8S = DEPLOY / "kubernetes"
+
+
+# -- Dockerfile --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dockerfile() -> DockerfileParser:
+    return DockerfileParser(str(ROOT / "Dockerfile"))
+
+
+def _instructions(df: DockerfileParser, name: str) -> list[str]:
+    return [i["value"] for i in df.structure if i["instruction"] == name]
+
+
+def _final_stage(df: DockerfileParser) -> list[dict]:
+    starts = [n for n, i in enumerate(df.structure) if i["instruction"] == "FROM"]
+    return df.structure[starts[-1]:]
+
+
+def test_dockerfile_bases_are_pinned_slim_python(dockerfile: DockerfileParser) -> None:
+    assert dockerfile.is_multistage
+    for image in dockerfile.parent_images:  # ARGs resolved by the parser
+        name, _, tag = image.partition(":")
+        assert name == "python" and tag and tag != "latest" and "slim" in tag, image
+        assert tuple(int(x) for x in tag.split("-")[0].split(".")[:2]) >= (3, 11), image
+
+
+def test_dockerfile_installs_the_lock_with_hashes_and_every_package(dockerfile: DockerfileParser) -> None:
+    runs = _instructions(dockerfile, "RUN")
+    assert any("--require-hashes -r requirements-runtime.lock" in r for r in runs)
+    copied = {shlex.split(v)[0] for v in _instructions(dockerfile, "COPY") if not v.startswith("--from")}
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    wanted = {p.rstrip("*") for p in packages}
+    assert wanted <= copied, f"packages not copied into the image: {wanted - copied}"
+    ignore = (ROOT / ".dockerignore").read_text().split()
+    assert all(f"!{p}/" in ignore for p in wanted) and "!requirements-runtime.lock" in ignore
+
+
+def _pins(lock: Path) -> dict[str, tuple[str, frozenset[str]]]:
+    """name -> (version, hashes) of a requirements lock."""
+    pins, name = {}, None
+    for line in lock.read_text().splitlines():
+        if m := re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line):
+            name = m.group(1).lower()
+            pins[name] = (m.group(2), frozenset())
+        if name and (h := re.search(r"--hash=(sha256:[0-9a-f]{64})", line)):
+            pins[name] = (pins[name][0], pins[name][1] | {h.group(1)})
+    return pins
+
+
+def test_the_image_lock_is_the_full_lock_without_the_test_extra() -> None:
+    full, runtime = _pins(ROOT / "requirements.lock"), _pins(ROOT / "requirements-runtime.lock")
+    assert {n: full.get(n) for n in runtime} == runtime  # same pins, same hashes: `make lock` wrote both
+    assert all(hashes for _, hashes in runtime.values())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    test_only = {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in project["optional-dependencies"]["test"]}
+    runtime_direct = {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in project["dependencies"]}
+    assert runtime_direct <= set(runtime)  # every dependency of the project...
+    assert not (test_only - runtime_direct) & set(runtime)  # ...and none of the test tools
+
+
+def test_dockerfile_build_fails_without_the_embedding_model(dockerfile: DockerfileParser) -> None:
+    build_stage = dockerfile.structure[:len(dockerfile.structure) - len(_final_stage(dockerfile))]
+    checks = [i["value"] for i in build_stage if i["instruction"] == "RUN" and "OnnxMiniLMEmbedder" in i["value"]]
+    assert checks and "embed(" in checks[0] and "assert" in checks[0]
+
+
+def test_dockerfile_runs_as_non_root_with_healthcheck_on_healthz(dockerfile: DockerfileParser) -> None:
+    final = _final_stage(dockerfile)
+    users = [i["value"] for i in final if i["instruction"] == "USER"]
+    assert users, "the final stage sets no USER (it would run as root)"
+    user = users[-1].split(":")[0]
+    assert user not in {"root", "0"} and user.isdigit(), users  # numeric: Kubernetes runAsNonRoot can check it
+    health = [i["value"] for i in final if i["instruction"] == "HEALTHCHECK"]
+    assert len(health) == 1 and "/healthz" in health[0]
+    cmd = json.loads(health[0].split("CMD", 1)[1])
+    assert cmd[0] == "python"  # a tool the image has: slim images have no curl
+    assert "3000" in _instructions(dockerfile, "EXPOSE")
+    assert json.loads(_instructions(dockerfile, "CMD")[-1])[:2] == ["chatops", "serve"]
+    env = dockerfile.envs
+    assert env["CHATOPS_DATA_DIR"] == "/data" and '["/data"]' in _instructions(dockerfile, "VOLUME")
+
+
+# -- Compose -----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+
+
+def test_compose_file_is_valid_against_the_compose_specification(compose: dict) -> None:
+    schema_file = resources.files("check_jsonschema.builtin_schemas.vendor") / "compose-spec.json"
+    schema = json.loads(schema_file.read_text())
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    jsonschema.validate(compose, schema)
+    broken = {**compose, "services": {"bot": {**compose["services"]["bot"], "helthcheck": {}}}}
+    with pytest.raises(jsonschema.ValidationError):  # the schema rejects a misspelt key: it does check
+        jsonschema.validate(broken, schema)
+
+
+def test_compose_runs_the_bot_with_postgres_and_qdrant(compose: dict) -> None:
+    services = compose["services"]
+    bot = services["bot"]
+    assert set(services) == {"bot", "postgres", "qdrant"}
+    assert bot["environment"]["DATABASE_URL"].startswith("postgresql+psycopg://")
+    assert "@postgres:5432/" in bot["environment"]["DATABASE_URL"]
+    assert bot["environment"]["QDRANT_URL"] == "http://qdrant:6333"
+    server = services["qdrant"]["image"].removeprefix("qdrant/qdrant:v").split(".")
+    client = re.search(r"^qdrant-client==(\d+)\.(\d+)\.", (ROOT / "requirements.lock").read_text(), re.M).groups()
+    assert server[:2] == list(client), "qdrant-client warns when its minor differs from the server's: keep them equal"
+    for name, svc in services.items():
+        assert "healthcheck" in svc, name
+        image = svc.get("image", "")
+        assert ":" in image and not image.endswith(":latest"), image
+    assert {d: c["condition"] for d, c in bot["depends_on"].items()} == {"postgres": "service_healthy",
+                                                                         "qdrant": "service_healthy"}
+    assert bot["env_file"] == ".env" and "/data" in bot["volumes"][0]
+    example = (DEPLOY / "chatops.env.example").read_text()
+    assert "POSTGRES_PASSWORD=" in example and "QDRANT_API_KEY=" in example
+    assert "issue 12" in (DEPLOY / "compose.yaml").read_text()  # the worker, when it exists
+
+
+def test_docker_compose_config_accepts_it(tmp_path: Path) -> None:
+    docker = shutil.which("docker")
+    if not docker:
+        pytest.skip("no docker client installed; the schema test above still checks the file")
+    probe = subprocess.run([docker, "compose", "version"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"the docker client has no Compose plugin: {(probe.stderr or probe.stdout).strip()[:120]}")
+    # A copy beside a filled-in .env (the bot's env_file and the ${...} values), the repository untouched.
+    (tmp_path / "deploy").mkdir()
+    shutil.copy(DEPLOY / "compose.yaml", tmp_path / "deploy" / "compose.yaml")
+    shutil.copy(DEPLOY / "chatops.env.example", tmp_path / "deploy" / ".env")
+    shutil.copy(ROOT / "Dockerfile", tmp_path / "Dockerfile")
+    proc = subprocess.run([docker, "compose", "-f", str(tmp_path / "deploy" / "compose.yaml"), "config", "--quiet"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+# -- Kubernetes ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def manifests() -> dict[str, dict]:
+    docs = {}
+    for path in sorted(K8S.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            docs[doc["kind"]] = doc
+    return docs
+
+
+def test_kubernetes_manifests_are_valid_against_the_official_schemas(manifests: dict[str, dict]) -> None:
+    assert set(manifests) == {"Deployment", "Service", "PersistentVolumeClaim", "Secret"}
+    version = kubernetes_validate.latest_version()
+    for kind, doc in manifests.items():
+        kubernetes_validate.validate(doc, version, strict=True)
+    bad = json.loads(json.dumps(manifests["Deployment"]))
+    bad["spec"]["template"]["spec"]["containers"][0]["livenesProbe"] = {"httpGet": {"path": "/healthz"}}
+    with pytest.raises(kubernetes_validate.ValidationError):  # strict: a misspelt field fails, not ignored
+        kubernetes_validate.validate(bad, version, strict=True)
+
+
+def test_kubernetes_deployment_probes_security_and_wiring(manifests: dict[str, dict], dockerfile) -> None:
+    dep = manifests["Deployment"]
+    pod = dep["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert str(pod["securityContext"]["runAsUser"]) == _instructions(dockerfile, "USER")[-1].split(":")[0]
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert {"cpu", "memory"} <= set(container["resources"]["requests"])
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports["http"] == 3000 and manifests["Service"]["spec"]["ports"][0]["targetPort"] == "http"
+    assert manifests["Service"]["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+    refs = [e["secretRef"]["name"] for e in container["envFrom"]]
+    assert refs == [manifests["Secret"]["metadata"]["name"]]
+    claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v]
+    assert claims == [manifests["PersistentVolumeClaim"]["metadata"]["name"]]
+    data = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "data")
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert data == env["CHATOPS_DATA_DIR"] == "/data"
+    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate"
+    assert not container["image"].endswith(":latest") and ":" in container["image"]
