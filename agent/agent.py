@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from telemetry.tracing import span
+
 from . import messages
 from .citations import MARKER, validate_citations
 from .models import Reply, Trace, Turn
@@ -99,6 +101,15 @@ class Agent:
         self.observers.append(observer)
 
     def answer(self, turn: Turn) -> Reply:
+        """Answer one turn (:meth:`_answer`) in a ``chatops.turn`` span when tracing is on, with the trace id,
+        platform, route and outcome as attributes (never the question or the answer)."""
+        with span("chatops.turn", {"chatops.platform": turn.platform}) as sp:
+            reply = self._answer(turn)
+            sp.set_attributes({"chatops.trace_id": reply.trace.trace_id, "chatops.route": reply.route or "",
+                               "chatops.outcome": turn_outcome(reply)})
+            return reply
+
+    def _answer(self, turn: Turn) -> Reply:
         """Answer one turn; never raises for bad input (see the module docstring)."""
         trace = Trace()
         t0 = time.perf_counter()

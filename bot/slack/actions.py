@@ -30,6 +30,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from app.access import AccessPolicy
+from app.feedback import record_feedback
 from app.inbound import InboundMessage
 from app.turns import build_turn
 from state import StateStore
@@ -139,7 +140,7 @@ async def feedback_handler(ctx: ActionContext) -> None:
     trace_id = ctx.value.strip()
     if vote not in {"helpful", "not_helpful"} or not trace_id or len(trace_id) > 64:
         raise ValueError(f"malformed feedback button {ctx.action_id!r} / {trace_id[:80]!r}")
-    await asyncio.to_thread(store.add_feedback, trace_id, "slack", ctx.user_id, vote)
+    await asyncio.to_thread(record_feedback, store, trace_id, "slack", ctx.user_id, vote)
     log.info("feedback %s on trace %s from %s", vote, trace_id, ctx.user_id)
     await respond_checked(ctx.respond, response_type="ephemeral", replace_original=False,
                           **render.feedback_thanks(vote))
