@@ -141,8 +141,9 @@ def test_chatops_serve_exposes_metrics_that_move_with_real_turns(tmp_path: Path,
         assert moved("chatops_turn_duration_seconds_sum", platform="slack") > 0
         assert moved("chatops_answer_citations_count", platform="slack") == 1
         assert moved("chatops_answer_citations_sum", platform="slack") >= 2  # MIN_CITATIONS distinct passages
-        refused = {dict(ls)["reason"]: v for (n, ls), v in after.items() if n == "chatops_refusals_total"}
-        assert sum(refused.values()) == 1 and set(refused) <= set(REFUSAL_REASONS) - {"other"}, refused
+        # "what is the office wifi password?": no passage of the handbook comes close (the gate's first rule)
+        assert moved("chatops_refusals_total", platform="slack", reason="no_close_passage") == 1
+        assert total(after, "chatops_refusals_total") == 1
         assert moved("chatops_feedback_total", platform="slack", value="not_helpful") == 1
         assert total(after, "chatops_feedback_total", value="helpful") == 0
         assert moved("chatops_chat_api_rate_limited_total", platform="slack", method="chat.postMessage") == 1
