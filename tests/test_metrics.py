@@ -228,3 +228,74 @@ def _refused(gate: dict | None = None, steps: list[dict] | None = None, text: st
 def test_refusal_reasons_are_a_bounded_set(reply: Reply, reason: str) -> None:
     assert refusal_reason(reply) == reason
     assert reason in REFUSAL_REASONS
+
+
+# -- Teams: the Bot Connector send path and feedback ----------------------------------------------------------------
+def test_teams_connector_errors_429s_feedback_and_turns_are_counted(tmp_path: Path, wiki_index) -> None:
+    from app.metrics import TurnMetrics
+    from app.settings import Settings
+    from app.wiring import build_agent
+    from bot.server import ServerThread, create_app
+    from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
+    from bot.teams.bot import TeamsBot
+    from teams_standin import ConnectorStandIn
+
+    rt = build_agent(Settings(chatops_data_dir=tmp_path / "data"), index=wiki_index)
+    rt.agent.observe(TurnMetrics())
+    store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
+    bot = TeamsBot(rt.agent, store)
+    server = ServerThread(lambda: create_app([TeamsWebAdapter(bot, TeamsAuthConfig(), allow_unauthenticated=True)]))
+    user = "aad-metrics-1"
+
+    def activity(activity_id: str, text: str = "", value: dict | None = None) -> dict:
+        act = {"type": "message", "id": activity_id, "timestamp": "2026-11-21T10:00:00.000Z",
+               "serviceUrl": connector.url, "channelId": "msteams",
+               "from": {"id": f"29:{user}", "name": "Ada", "aadObjectId": user},
+               "conversation": {"conversationType": "personal", "tenantId": "t1", "id": f"a:personal-{user}"},
+               "recipient": {"id": "28:bot-app-id", "name": "chatops"}, "text": text, "textFormat": "plain",
+               "locale": "en-US", "channelData": {"tenant": {"id": "t1"}}}
+        if value is not None:
+            act["value"] = value
+        return act
+
+    with ConnectorStandIn() as connector:
+        server.start()
+        try:
+            with httpx.Client(base_url=server.url, timeout=60) as http:
+                before = samples(http.get("/metrics").text)
+                # the typing indicator is answered 429 once (retried), the answer goes through
+                connector.failures = [(429, {"Retry-After": "0.1"}), None, None]
+                assert http.post("/api/messages", json=activity("m1", "how do I declare an incident?")).status_code < 300
+                card = connector.messages()[0].body["attachments"][0]["content"]
+                helpful = next(a for a in card["actions"] if a.get("data", {}).get("value") == "helpful")
+                assert http.post("/api/messages", json=activity("m2", value=helpful["data"])).status_code < 300
+                # the next answer is refused by the connector for good (HTTP 400 is not retried)
+                connector.failures = [None, (400, {})]
+                assert http.post("/api/messages", json=activity("m3", "is there a sabbatical after 5 years?")
+                                 ).status_code < 300
+                after = samples(http.get("/metrics").text)
+        finally:
+            server.stop()
+            store.close()
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert moved("chatops_chat_api_rate_limited_total", platform="teams", method="typing_indicator") == 1
+    assert moved("chatops_chat_api_errors_total", platform="teams", method="reply", code="400") == 1
+    assert moved("chatops_feedback_total", platform="teams", value="helpful") == 1
+    assert moved("chatops_turns_total", platform="teams", route="knowledge", outcome="answered") == 1
+    # the second question continues the personal chat (route followup)
+    assert moved("chatops_turns_total", platform="teams", route="followup", outcome="refused") == 1
+    assert total(after, "chatops_turns_total", platform="teams") - total(before, "chatops_turns_total",
+                                                                          platform="teams") == 2
+    assert [(r["user_id"], r["value"]) for r in store_rows(tmp_path, helpful["data"]["trace_id"])] == [(user, "helpful")]
+
+
+def store_rows(tmp_path: Path, trace_id: str) -> list[dict]:
+    """The feedback rows of ``trace_id`` in the test's state store (reopened)."""
+    store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
+    try:
+        return store.feedback_for(trace_id)
+    finally:
+        store.close()
