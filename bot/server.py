@@ -2,7 +2,8 @@
 
 The app always has ``GET /healthz`` (the process is up), ``GET /readyz`` (the state store answers,
 the index is open, and every adapter is ready; 503 otherwise, with a JSON body saying which check
-failed) and ``GET /metrics`` (Prometheus text: :mod:`telemetry.metrics`, :mod:`app.metrics`). Platforms plug in as **web adapters** (:class:`WebAdapter`): each brings its routes (Slack:
+failed) and ``GET /metrics`` (Prometheus text: :mod:`telemetry.metrics`, :mod:`app.metrics`).
+Platforms plug in as **web adapters** (:class:`WebAdapter`): each brings its routes (Slack:
 ``POST /slack/events``; Teams will add ``POST /api/messages``), a readiness check, and start/stop hooks
 run with the server. Adding a platform means writing an adapter and passing it to :func:`create_app`;
 nothing here changes.
@@ -31,7 +32,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from app.settings import Settings
 
-__all__ = ["WebAdapter", "ReadinessCheck", "create_app", "serve", "ServeError", "ServerThread", "ADAPTERS_KEY", "metrics_registry"]
+__all__ = ["WebAdapter", "ReadinessCheck", "create_app", "serve", "ServeError", "ServerThread", "ADAPTERS_KEY",
+           "metrics_registry"]
 
 log = logging.getLogger(__name__)
 

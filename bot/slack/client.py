@@ -3,7 +3,8 @@
 The client talks to ``SLACK_API_URL`` (Slack's by default; the tests' stand-in otherwise) and retries
 with slack_sdk's handlers: HTTP 429 after the ``Retry-After`` seconds Slack asked for (up to
 :data:`RATE_LIMIT_RETRIES` times), and dropped or refused connections (up to
-:data:`CONNECTION_RETRIES` times, with back-off).
+:data:`CONNECTION_RETRIES` times, with back-off). Every 429 and every call that fails for good is counted
+(``chatops_chat_api_rate_limited_total``, ``chatops_chat_api_errors_total``: :mod:`telemetry.metrics`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from telemetry.metrics import count_api_error, count_rate_limited
 
 from .config import SlackConfig
 
-__all__ = ["build_web_client", "MeteredWebClient", "api_error_code", "describe_api_error", "RATE_LIMIT_RETRIES", "CONNECTION_RETRIES",
-           "CHANNEL_ERRORS", "FORMAT_ERRORS"]
+__all__ = ["build_web_client", "MeteredWebClient", "api_error_code", "describe_api_error", "RATE_LIMIT_RETRIES",
+           "CONNECTION_RETRIES", "CHANNEL_ERRORS", "FORMAT_ERRORS"]
 
 RATE_LIMIT_RETRIES = 3
 CONNECTION_RETRIES = 2
