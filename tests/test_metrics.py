@@ -7,8 +7,10 @@
   move the turn, latency, citation, refusal, feedback, Web API error and 429 counters by exactly what
   happened, with the right labels; the sync counter, pages and chunks per source, the last sync's age and
   the pending actions by state are there too.
-- The sync engine counts content runs that succeed, fail and find the source busy.
+- The sync engine counts content runs that succeed, fail and find the source busy, and permission runs.
 - The refusal reasons map to a bounded set, one rule per test case.
+- Teams over the real adapter and the Bot Connector stand-in: a 429 on the typing indicator, a reply refused
+  for good (HTTP 400), a feedback submit and the turns are counted.
 """
 
 from __future__ import annotations
@@ -172,9 +174,9 @@ def test_sync_runs_are_counted_by_source_kind_and_outcome(tmp_path: Path, index_
     from connectors.folder import FolderSource
     from index.sync import SyncEngine
 
-    def runs(outcome: str, source: str = "metrics-folder") -> float:
+    def runs(outcome: str, kind: str = "content") -> float:
         return REGISTRY.get_sample_value("chatops_sync_runs_total",
-                                         {"source": source, "kind": "content", "outcome": outcome}) or 0.0
+                                         {"source": "metrics-folder", "kind": kind, "outcome": outcome}) or 0.0
 
     store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
     engine = SyncEngine(index_factory(), store)
@@ -192,6 +194,10 @@ def test_sync_runs_are_counted_by_source_kind_and_outcome(tmp_path: Path, index_
     shutil.rmtree(folder)
     assert engine.run(FolderSource(folder, name="metrics-folder")).status == "failed"
     assert runs("failed") == failed0 + 1
+    # a permission sync of a source without per-page permissions fails, counted as kind permissions
+    perm0 = runs("failed", "permissions")
+    assert engine.run_permissions(FolderSource(tmp_path, name="metrics-folder")).status == "failed"
+    assert runs("failed", "permissions") == perm0 + 1 and runs("failed") == failed0 + 1
     # the store's aggregate: the last successful run of the source
     assert set(store.last_successful_runs()) == {"metrics-folder"}
     store.close()
