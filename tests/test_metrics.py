@@ -10,7 +10,7 @@
 - The sync engine counts content runs that succeed, fail and find the source busy, and permission runs.
 - The refusal reasons map to a bounded set, one rule per test case.
 - Teams over the real adapter and the Bot Connector stand-in: a 429 on the typing indicator, a reply refused
-  for good (HTTP 400), a feedback submit and the turns are counted.
+  for good (HTTP 400), a thumbs-up (Teams' feedback loop) and the turns are counted.
 """
 
 from __future__ import annotations
@@ -249,19 +249,20 @@ def test_teams_connector_errors_429s_feedback_and_turns_are_counted(tmp_path: Pa
     rt = build_agent(Settings(chatops_data_dir=tmp_path / "data"), index=wiki_index)
     rt.agent.observe(TurnMetrics())
     store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
-    bot = TeamsBot(rt.agent, store)
+    bot = TeamsBot(rt.agent, store, streaming=False)  # one typing indicator, then the reply: calls in a known order
     server = ServerThread(lambda: create_app([TeamsWebAdapter(bot, TeamsAuthConfig(), allow_unauthenticated=True)]))
     user = "aad-metrics-1"
 
-    def activity(activity_id: str, text: str = "", value: dict | None = None) -> dict:
+    def activity(activity_id: str, text: str = "", reply_to: str = "", value: dict | None = None) -> dict:
         act = {"type": "message", "id": activity_id, "timestamp": "2026-11-21T10:00:00.000Z",
                "serviceUrl": connector.url, "channelId": "msteams",
                "from": {"id": f"29:{user}", "name": "Ada", "aadObjectId": user},
                "conversation": {"conversationType": "personal", "tenantId": "t1", "id": f"a:personal-{user}"},
                "recipient": {"id": "28:bot-app-id", "name": "chatops"}, "text": text, "textFormat": "plain",
                "locale": "en-US", "channelData": {"tenant": {"id": "t1"}}}
-        if value is not None:
-            act["value"] = value
+        if value is not None:  # the invoke Teams posts when the thumbs up / down dialog is submitted
+            act.update({"type": "invoke", "name": "message/submitAction", "value": value, "replyToId": reply_to})
+            act.pop("text")
         return act
 
     with ConnectorStandIn() as connector:
@@ -272,9 +273,10 @@ def test_teams_connector_errors_429s_feedback_and_turns_are_counted(tmp_path: Pa
                 # the typing indicator is answered 429 once (retried), the answer goes through
                 connector.failures = [(429, {"Retry-After": "0.1"}), None, None]
                 assert http.post("/api/messages", json=activity("m1", "how do I declare an incident?")).status_code < 300
-                card = connector.messages()[0].body["attachments"][0]["content"]
-                helpful = next(a for a in card["actions"] if a.get("data", {}).get("value") == "helpful")
-                assert http.post("/api/messages", json=activity("m2", value=helpful["data"])).status_code < 300
+                [answer] = connector.messages()
+                like = {"actionName": "feedback", "actionValue": {"reaction": "like"}}
+                assert http.post("/api/messages", json=activity("m2", reply_to=answer.response_id, value=like)
+                                 ).status_code < 300
                 # the next answer is refused by the connector for good (HTTP 400 is not retried)
                 connector.failures = [None, (400, {})]
                 assert http.post("/api/messages", json=activity("m3", "is there a sabbatical after 5 years?")
@@ -295,13 +297,8 @@ def test_teams_connector_errors_429s_feedback_and_turns_are_counted(tmp_path: Pa
     assert moved("chatops_turns_total", platform="teams", route="followup", outcome="refused") == 1
     assert total(after, "chatops_turns_total", platform="teams") - total(before, "chatops_turns_total",
                                                                           platform="teams") == 2
-    assert [(r["user_id"], r["value"]) for r in store_rows(tmp_path, helpful["data"]["trace_id"])] == [(user, "helpful")]
-
-
-def store_rows(tmp_path: Path, trace_id: str) -> list[dict]:
-    """The feedback rows of ``trace_id`` in the test's state store (reopened)."""
     store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
-    try:
-        return store.feedback_for(trace_id)
-    finally:
-        store.close()
+    with store.engine.connect() as conn:
+        rows = [(r.user_id, r.value) for r in conn.execute(store.feedback.select())]
+    store.close()
+    assert rows == [(user, "helpful")]  # stored and counted by the one function
