@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the index and NumPy are imported when a report is built, no
 
 __all__ = ["GapReport", "PageInfo", "PageUse", "RefusedGroup", "CitedPage", "UnhelpfulAnswer", "SourceReport",
            "Vote", "build_report", "gap_report", "report_from_settings", "group_questions", "index_pages",
-           "parse_since",
+           "parse_since", "looks_like_period",
            "GROUP_MIN_SIMILARITY", "DEFAULT_SINCE", "UNKNOWN_SOURCE"]
 
 #: Average cosine similarity (all-MiniLM-L6-v2) at or above which two groups of refused questions merge.
@@ -66,6 +66,13 @@ MAX_GROUPED = 2000
 Embed = Callable[[Sequence[str]], Any]
 
 _PERIOD = re.compile(r"^\s*(\d+)\s*([hdw])\s*$", re.I)
+_PERIOD_WORD = re.compile(r"^(\d+[hdw]|\d{4}-\d{2}-\d{2})$", re.I)
+
+
+def looks_like_period(word: str) -> bool:
+    """Whether one chat word names a report period (``7d``, ``24h``, ``2w`` or a date ``2026-11-01``), so
+    ``report 30d`` is a command and ``report phishing`` a question. Validity is :func:`parse_since`'s."""
+    return bool(_PERIOD_WORD.match(word.strip()))
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 
 

@@ -254,6 +254,26 @@ def test_admin_commands_in_personal_chat(teams) -> None:
     assert (USER, "teams", "admin.sources", "ok") in audit and (ADMIN, "teams", "admin.reindex", "invalid") in audit
 
 
+def test_admins_get_the_knowledge_gap_report_in_personal_chat(teams) -> None:
+    from state import TurnRecord
+
+    teams.store.record_turn(TurnRecord(trace_id="t-gap", platform="teams", user_id=USER, channel_id="c",
+                                       question="what is the <b>dental</b> plan?", route="knowledge",
+                                       outcome="refused", reason="no support"))
+    post(teams, message(teams.connector.url, "report 30d", activity_id="r1", user=USER))
+    assert "for the knowledge base's admins" in teams.connector.messages()[-1].body["text"]
+    n = len(teams.connector.messages())
+    post(teams, message(teams.connector.url, "report 30d", activity_id="r2", user=ADMIN))
+    texts = [c.body["text"] for c in teams.connector.messages()[n:]]
+    assert texts[0].startswith("Preparing the knowledge-gap report")
+    assert "**Knowledge-gap report**" in texts[-1] and "1 refused" in texts[-1] and "dental" in texts[-1]
+    assert "<b>" not in texts[-1]  # users' words are escaped
+    post(teams, message(teams.connector.url, "report phishing", activity_id="r3", user=ADMIN))  # a question
+    audit = [(e.actor, e.action, e.outcome) for e in teams.store.audit_entries()]
+    assert (USER, "admin.report", "denied") in audit and (ADMIN, "admin.report", "ok") in audit
+    assert sum(a == "admin.report" for _, a, _ in audit) == 2
+
+
 def test_conversation_update_greets_when_the_bot_is_added(teams) -> None:
     act = message(teams.connector.url, "", activity_id="cu1")
     act.update({"type": "conversationUpdate", "membersAdded": [BOT]})

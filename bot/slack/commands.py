@@ -8,9 +8,10 @@ period), so ``/kb status of the release process`` and ``/kb report phishing`` ar
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
+
+from app.report import looks_like_period
 
 __all__ = ["KbCommand", "parse_kb", "HELP_LINES"]
 
@@ -30,7 +31,6 @@ HELP_LINES = (
     "• `/kb help`: this help",
 )
 
-_PERIOD = re.compile(r"^(\d+[hdw]|\d{4}-\d{2}-\d{2})$", re.I)
 _REINDEX_USAGE = "usage: `/kb reindex [SOURCE] [--full]`"
 
 
@@ -64,7 +64,7 @@ def parse_kb(text: str | None) -> KbCommand:
     head = words[0].lower()
     if len(words) == 1 and head in {"help", "status", "sources", "-h", "--help"}:
         return KbCommand("help" if head in {"-h", "--help"} else head)  # type: ignore[arg-type]
-    if head == "report" and (len(words) == 1 or (len(words) == 2 and _PERIOD.match(words[1]))):
+    if head == "report" and (len(words) == 1 or (len(words) == 2 and looks_like_period(words[1]))):
         return KbCommand("report", since=words[1] if len(words) == 2 else "")
     if head in {"reindex", "re-index"}:
         full = False

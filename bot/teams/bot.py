@@ -33,10 +33,11 @@
   Confirm / Cancel (``{"action": "action_confirm" | "action_cancel", "key": ...}``), executed at
   most once by :class:`app.actions.ActionService`; the card is then replaced by the outcome.
 - ``help`` (in the app's command list, every scope) answers what the bot does. In a personal chat,
-  ``status``, ``sources`` and ``reindex [SOURCE] [--full]`` are the admin commands
-  of :class:`app.admin.AdminService` (the same as Slack's ``/kb``): everyone may read the status and
-  the sources, only the AAD object ids in ``TEAMS_ADMIN_IDS`` may re-index; every use and refusal is
-  audited (``admin.status``, ``admin.sources``, ``admin.reindex``).
+  ``status``, ``sources``, ``reindex [SOURCE] [--full]`` and ``report [PERIOD]`` are the admin
+  commands of :class:`app.admin.AdminService` (the same as Slack's ``/kb``): everyone may read the status
+  and the sources, only the AAD object ids in ``TEAMS_ADMIN_IDS`` may re-index or read the knowledge-gap
+  report (it quotes people's questions); every use and refusal is audited (``admin.status``,
+  ``admin.sources``, ``admin.reindex``, ``admin.report``).
 - Redelivered activities (same activity id) are answered once. Unknown activity types are logged
   and ignored. Sending a reply is retried on 429, 412 and 5xx with exponential backoff and jitter
   (honouring ``Retry-After``), as Microsoft's guidance for the Bot Connector asks, then logged.
@@ -64,6 +65,7 @@ from agent.models import HistoryMessage, Reply, Turn
 from app.access import AccessPolicy
 from app.admin import AdminService
 from app.feedback import record_feedback
+from app.report import DEFAULT_SINCE, looks_like_period
 from app.inbound import InboundMessage, Mention
 from app.turns import build_turn
 from state import StateStore
@@ -433,7 +435,8 @@ class TeamsBot(ActivityHandler):
 
     # -- admin -----------------------------------------------------------------------------------
     async def _admin(self, turn_context: TurnContext, msg: InboundMessage) -> None:
-        """``status``, ``sources`` or ``reindex [SOURCE] [--full]`` through :class:`AdminService`."""
+        """``status``, ``sources``, ``reindex [SOURCE] [--full]`` or ``report [PERIOD]`` through
+        :class:`AdminService`."""
         words = msg.text.split()
         command = words[0].lower()
 
@@ -443,6 +446,12 @@ class TeamsBot(ActivityHandler):
         if command in {"status", "sources"}:
             result = await (self.admin.status(msg) if command == "status" else self.admin.sources(msg))
             await say(result.text, f"{command} reply")
+            return
+        if command == "report":
+            started = await self.admin.request_report(msg, words[1] if len(words) > 1 else DEFAULT_SINCE)
+            await say(started.text, "report ack" if started.outcome == "started" else "admin refusal")
+            if started.outcome == "started":
+                await say((await self.admin.run_report(msg, started)).text, "report summary")
             return
         args = [w for w in words[1:] if w != "--full"]
         started = await self.admin.request_reindex(msg, args[0] if args else None, "--full" in words[1:])
@@ -486,6 +495,8 @@ def _admin_command(text: str) -> bool:
     first = words[0].lower() if words else ""
     if first == "sources":  # alone, as in /kb: "sources of the release process" is a question
         return len(words) == 1
+    if first == "report":  # alone or with a period, as in /kb: "report phishing" is a question
+        return len(words) == 1 or (len(words) == 2 and looks_like_period(words[1]))
     return first in {"reindex", "status"} and len(text) < 200
 
 
