@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from telemetry.tracing import span
+
 from . import messages
 from .citations import MARKER, validate_citations
 from .models import Reply, Trace, Turn
@@ -100,11 +102,20 @@ class Agent:
         self.observers.append(observer)
 
     def answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
-        """Answer one turn; never raises for bad input (see the module docstring).
+        """Answer one turn (:meth:`_answer`) in a ``chatops.turn`` span when tracing is on, with the trace id,
+        platform, route and outcome as attributes (never the question or the answer).
 
         ``progress`` is told every step as the trace records it (``(name, data)``, in this thread;
         :mod:`app.progress` turns them into status lines); what it raises is ignored.
         """
+        with span("chatops.turn", {"chatops.platform": turn.platform}) as sp:
+            reply = self._answer(turn, progress)
+            sp.set_attributes({"chatops.trace_id": reply.trace.trace_id, "chatops.route": reply.route or "",
+                               "chatops.outcome": turn_outcome(reply)})
+            return reply
+
+    def _answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
+        """Answer one turn; never raises for bad input (see the module docstring)."""
         trace = Trace(listener=progress)
         t0 = time.perf_counter()
         text = (turn.text or "").replace("\x00", "").strip()

@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     chatops_cache_dir: Path | None = Field(None, description="Embedding cache folder; default DATA_DIR/cache.")
     chatops_log_level: str = Field("INFO", description="Python log level.")
     chatops_log_format: str = Field("auto", description="json, text, or auto (text on a terminal, else JSON).")
+    otel_exporter_otlp_endpoint: str | None = Field(None, description="OpenTelemetry collector's OTLP/HTTP base "
+                                                    "URL (e.g. http://otel-collector:4318); spans of turns, searches, "
+                                                    "LLM calls and syncs go to ENDPOINT/v1/traces. Unset: no tracing.")
+    otel_service_name: str = Field("chatops", description="The service.name of the exported spans.")
     embedding_model: str = Field("local", description="'local' (bundled all-MiniLM-L6-v2 int8 ONNX) or an "
                                  "OpenAI embeddings model name such as text-embedding-3-small.")
     openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")

@@ -43,6 +43,12 @@ def _settings() -> Settings:
     from .logs import configure_logging
 
     configure_logging(s.chatops_log_level, s.chatops_log_format, s.secret_values)
+    from telemetry.tracing import configure_tracing  # imports OpenTelemetry only when the endpoint is set
+
+    try:
+        configure_tracing(s.otel_exporter_otlp_endpoint, s.otel_service_name)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
     return s
 
 

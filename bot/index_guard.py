@@ -16,6 +16,7 @@ from typing import Any
 from agent.models import Reply, Turn
 from connectors.errors import IndexError_
 from index.knowledge import KnowledgeIndex
+from telemetry.metrics import count_turn_error
 
 __all__ = ["IndexGuardedAgent", "INDEX_UNAVAILABLE", "index_readiness", "FirstSync"]
 
@@ -39,16 +40,21 @@ class IndexGuardedAgent:
 
     def answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
         """The agent's reply (``progress`` as :meth:`agent.agent.Agent.answer` takes it), or
-        :data:`INDEX_UNAVAILABLE` (refused) when the index failed."""
+        :data:`INDEX_UNAVAILABLE` (refused) when the index failed; either failure counts as a turn with
+        outcome ``error`` in ``chatops_turns_total``."""
         try:
             return self.agent.answer(turn, progress)
         except IndexError_ as exc:
+            count_turn_error(turn.platform, "knowledge")
             with self._lock:
                 first = str(exc) not in self._logged
                 self._logged.add(str(exc))
             if first:
                 log.error("the knowledge index is unavailable: %s", exc)
             return Reply(INDEX_UNAVAILABLE, refused=True, route="knowledge")
+        except Exception:
+            count_turn_error(turn.platform)
+            raise
 
 
 def index_readiness(index: KnowledgeIndex, first_sync: "FirstSync | None" = None) -> tuple[bool, str]:

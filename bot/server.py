@@ -1,8 +1,9 @@
 """``chatops serve``: one aiohttp web server for every chat platform.
 
-The app always has ``GET /healthz`` (the process is up) and ``GET /readyz`` (the state store answers,
+The app always has ``GET /healthz`` (the process is up), ``GET /readyz`` (the state store answers,
 the index is open, and every adapter is ready; 503 otherwise, with a JSON body saying which check
-failed). Platforms plug in as **web adapters** (:class:`WebAdapter`): each brings its routes (Slack:
+failed) and ``GET /metrics`` (Prometheus text: :mod:`telemetry.metrics`, :mod:`app.metrics`).
+Platforms plug in as **web adapters** (:class:`WebAdapter`): each brings its routes (Slack:
 ``POST /slack/events``; Teams will add ``POST /api/messages``), a readiness check, and start/stop hooks
 run with the server. Adding a platform means writing an adapter and passing it to :func:`create_app`;
 nothing here changes.
@@ -31,7 +32,8 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from app.settings import Settings
 
-__all__ = ["WebAdapter", "ReadinessCheck", "create_app", "serve", "ServeError", "ServerThread", "ADAPTERS_KEY"]
+__all__ = ["WebAdapter", "ReadinessCheck", "create_app", "serve", "ServeError", "ServerThread", "ADAPTERS_KEY",
+           "metrics_registry"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,7 @@ class WebAdapter(Protocol):
 
 ADAPTERS_KEY = web.AppKey("chatops_adapters", list)
 CHECKS_KEY = web.AppKey("chatops_checks", dict)
+METRICS_KEY = web.AppKey("chatops_metrics", object)
 
 
 class _ClientErrorsWithoutTrace(logging.Filter):
@@ -133,9 +136,42 @@ async def _readyz(request: web.Request) -> web.Response:
                              status=200 if ready else 503)
 
 
+def metrics_registry(collectors: Sequence[Any] = ()) -> Any:
+    """A :class:`prometheus_client.CollectorRegistry` for one app: the process-wide ``chatops_*`` metrics
+    (:data:`telemetry.metrics.PROCESS_METRICS`), the process and Python runtime collectors, and ``collectors``
+    (e.g. :class:`app.metrics.StoreCollector`, bound to this app's index and store).
+
+    One registry per app, not ``prometheus_client``'s default: a scrape-time collector belongs to one
+    index and one store, and a second app in the same process (tests, embedding) must not collide with it.
+    """
+    from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+
+    from telemetry.metrics import PROCESS_METRICS
+
+    registry = CollectorRegistry(auto_describe=True)
+    for collector in (PROCESS_METRICS, *collectors):
+        registry.register(collector)
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    """Prometheus text exposition (OpenMetrics when the scraper asks for it); collected off the event loop,
+    since the scrape-time collectors run database queries."""
+    from prometheus_client.exposition import choose_encoder
+
+    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    body = await asyncio.to_thread(encoder, request.app[METRICS_KEY])
+    resp = web.Response(body=body)
+    resp.headers["Content-Type"] = content_type
+    return resp
+
+
 def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, ReadinessCheck] | None = None,
-               client_max_size: int = 1024 ** 2) -> web.Application:
-    """The web application: ``/healthz``, ``/readyz`` and every adapter's routes and hooks.
+               client_max_size: int = 1024 ** 2, collectors: Sequence[Any] = ()) -> web.Application:
+    """The web application: ``/healthz``, ``/readyz``, ``/metrics`` and every adapter's routes and hooks.
 
     Unexpected errors in a handler are a JSON 500 (the trace goes to the log); a request aiohttp cannot
     parse (e.g. a header line over 8 KB) is aiohttp's 400, logged as one line without a trace.
@@ -144,6 +180,7 @@ def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, Readine
         adapters: the platforms to serve; their ``start`` runs at start-up, ``stop`` at clean-up (reverse order).
         checks: extra readiness checks by name (e.g. ``state``, ``index``).
         client_max_size: the largest request body accepted (bigger gets 413).
+        collectors: scrape-time Prometheus collectors added to ``GET /metrics`` (see :func:`metrics_registry`).
 
     Raises:
         ValueError: when two adapters claim the same route.
@@ -154,6 +191,8 @@ def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, Readine
     app[CHECKS_KEY] = dict(checks or {})
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
+    app[METRICS_KEY] = metrics_registry(collectors)
+    app.router.add_get("/metrics", _metrics)
     seen: dict[tuple[str, str], str] = {}
     for adapter in adapters:
         for route in adapter.routes():
@@ -285,6 +324,10 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     from app.turnlog import TurnJournal
 
     runtime.agent.observe(TurnJournal(store))
+    # Every turn counts in the Prometheus metrics (GET /metrics).
+    from app.metrics import StoreCollector, TurnMetrics
+
+    runtime.agent.observe(TurnMetrics())
     # A store that fails while serving (damaged, disk full) gets users a short reply, not an error.
     runtime.agent = IndexGuardedAgent(runtime.agent)  # type: ignore[assignment]
     try:
@@ -323,7 +366,8 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     async def index_ready() -> tuple[bool, str]:
         return await asyncio.to_thread(index_readiness, runtime.index, first_sync)
 
-    app = create_app(adapters, checks={"state": state_ready, "index": index_ready})
+    app = create_app(adapters, checks={"state": state_ready, "index": index_ready},
+                     collectors=[StoreCollector(runtime.index.manifest, store)])
     try:
         mode = ", ".join(filter(None, ["Slack: socket mode" if socket_mode else ("Slack: /slack/events" if config else ""),
                                        "Teams: /api/messages" if teams_wanted else ""]))
@@ -353,7 +397,7 @@ async def _run(app: web.Application, host: str, port: int, executor: Executor, j
     try:
         await web.TCPSite(runner, host, port).start()
         bound = runner.addresses[0][1] if runner.addresses else port
-        print(f"chatops: serving on http://{host}:{bound} ({mode}; /healthz, /readyz); Ctrl-C stops",
+        print(f"chatops: serving on http://{host}:{bound} ({mode}; /healthz, /readyz, /metrics); Ctrl-C stops",
               file=sys.stderr, flush=True)
         scheduler = start_scheduler(jobs)  # the scheduled syncs (CHATOPS_SYNC_INTERVAL, the sources file)
         if outbox is not None:

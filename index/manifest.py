@@ -155,6 +155,12 @@ class Manifest:
             pages, chunks = conn.execute(q).one()
         return int(pages), int(chunks)
 
+    def counts_by_source(self) -> dict[str, tuple[int, int]]:
+        """``{source: (pages, chunks)}`` from one aggregate query (no page row reaches Python; for ``/metrics``)."""
+        q = sa.text("SELECT source, COUNT(*), COALESCE(SUM(json_array_length(chunk_ids)), 0) FROM pages GROUP BY source")
+        with self.engine.connect() as conn:
+            return {s: (int(p), int(c)) for s, p, c in conn.execute(q)}
+
     def all_pages(self) -> list[PageEntry]:
         """Every page of every source."""
         with self.engine.connect() as conn:

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from connectors.cursor import RETRY_DOCS, CursorUpdate
 
+import functools
 import logging
 import os
 import socket
@@ -61,6 +62,8 @@ from typing import Any
 
 from connectors.base import IncrementalSource, MembershipSource, PermissionSource, Source, SyncItem
 from connectors.folder import SkippedPage
+from telemetry.metrics import count_sync_run
+from telemetry.tracing import span
 from connectors.models import Chunk, Document, Tombstone
 
 from .chunker import Chunker, ChunkerConfig
@@ -148,6 +151,22 @@ class _Stream:
             yield item
 
 
+def _counted(kind: str) -> Callable[[Callable[..., SyncResult]], Callable[..., SyncResult]]:
+    """Counts each run of the decorated method in ``chatops_sync_runs_total`` (source, ``kind``, status) and
+    wraps it in a ``chatops.sync`` span (when tracing is on) with the source, kind and outcome."""
+
+    def wrap(method: Callable[..., SyncResult]) -> Callable[..., SyncResult]:
+        @functools.wraps(method)
+        def counted(self: "SyncEngine", source: Source, *args: Any, **kwargs: Any) -> SyncResult:
+            with span("chatops.sync", {"chatops.source": source.name, "chatops.sync.kind": kind}) as sp:
+                result = method(self, source, *args, **kwargs)
+                sp.set_attribute("chatops.outcome", result.status)
+            count_sync_run(source.name, kind, result.status)
+            return result
+        return counted
+    return wrap
+
+
 class SyncEngine:
     """Runs syncs of sources into one index, with the state store's cursors, runs and locks.
 
@@ -168,6 +187,7 @@ class SyncEngine:
         self.write_lock = write_lock
         self.chunker_config = chunker_config
 
+    @_counted("content")
     def run(self, source: Source, full: bool = False) -> SyncResult:
         """Sync ``source`` once (incrementally, or every page when ``full``).
 
@@ -241,6 +261,7 @@ class SyncEngine:
         finally:
             self._release(lock, owner)
 
+    @_counted("permissions")
     def run_permissions(self, source: Source) -> SyncResult:
         """The permission sync of ``source``: re-read every indexed page's read access and group members.
 

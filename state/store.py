@@ -876,6 +876,20 @@ class StateStore:
         with self.engine.connect() as conn:
             return {p: int(n) for p, n in conn.execute(q)}
 
+    # -- metrics (aggregates read at scrape time) ----------------------------------------------
+    def pending_counts(self) -> dict[str, int]:
+        """Pending actions by status (``pending``, ``executing``, ``done``...), from one GROUP BY query."""
+        t = self.pending
+        with self.engine.connect() as conn:
+            return {s: int(n) for s, n in conn.execute(sa.select(t.c.status, sa.func.count()).group_by(t.c.status))}
+
+    def last_successful_runs(self) -> dict[str, datetime]:
+        """When each source's latest successful (``ok``) sync run finished (UTC), from one GROUP BY query."""
+        t = self.runs
+        q = sa.select(t.c.source, sa.func.max(t.c.finished_at)).where(t.c.status == "ok").group_by(t.c.source)
+        with self.engine.connect() as conn:
+            return {s: _aware(at) for s, at in conn.execute(q) if at is not None}  # type: ignore[misc]
+
     # -- health --------------------------------------------------------------------------------
     def ping(self) -> bool:
         """True when the database answers (for readiness probes)."""

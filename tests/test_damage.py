@@ -263,6 +263,12 @@ def test_serve_answers_unavailable_over_a_damaged_index(data: Path, tmp_path: Pa
         ready = httpx.get(url + "/readyz")
         assert ready.status_code == 503
         assert "the BM25 index" in ready.json()["checks"]["index"]["detail"]
+        # the turn counts as an error in the metrics
+        from prometheus_client.parser import text_string_to_metric_families
+
+        errors = [s.value for f in text_string_to_metric_families(httpx.get(url + "/metrics").text) for s in f.samples
+                  if s.name == "chatops_turns_total" and s.labels.get("outcome") == "error"]
+        assert errors == [1.0]
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(30)

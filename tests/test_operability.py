@@ -159,7 +159,7 @@ def test_serve_is_not_ready_before_its_first_sync(tmp_path: Path, data: Path) ->
 
 # -- a CLI that guides ----------------------------------------------------------------------------------
 HEAVY = {"qdrant_client", "onnxruntime", "whoosh", "slack_bolt", "slack_sdk", "botbuilder", "openai", "sqlalchemy",
-         "dateparser", "numpy"}
+         "dateparser", "numpy", "opentelemetry"}
 
 
 def test_help_and_usage_errors_import_nothing_heavy() -> None:

@@ -120,6 +120,7 @@ def test_thumbs_down_with_a_comment_is_stored_with_the_answers_trace_id(make_tea
     assert answer.body["channelData"] == {"feedbackLoopEnabled": True}
     [reply] = t.agent.replies
     trace = reply.trace.trace_id
+    votes0 = {v: _votes(v) for v in ("helpful", "not_helpful")}
     r = t.http.post("/api/messages", json=feedback(url, answer.response_id, "dislike",
                                                     "The SEV levels changed last month", activity_id="fb-1"))
     assert r.status_code == 200
@@ -130,6 +131,14 @@ def test_thumbs_down_with_a_comment_is_stored_with_the_answers_trace_id(make_tea
     assert r.status_code == 200
     assert [(x["value"], x["comment"]) for x in t.store.feedback_for(trace)] == [("helpful", "")]
     assert t.connector.messages() == [answer], "Teams confirms the feedback itself; the bot posts nothing"
+    # both clicks counted in chatops_feedback_total (app.feedback.record_feedback)
+    assert {v: _votes(v) - votes0[v] for v in votes0} == {"helpful": 1, "not_helpful": 1}
+
+
+def _votes(value: str) -> float:
+    from telemetry.metrics import REGISTRY
+
+    return REGISTRY.get_sample_value("chatops_feedback_total", {"platform": "teams", "value": value}) or 0.0
 
 
 def test_feedback_on_a_message_that_is_no_known_answer_is_not_stored(make_teams) -> None:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 from index.knowledge import KnowledgeIndex
 from connectors.access import Viewer
 from connectors.models import Chunk, content_hash
+from telemetry.tracing import span
 
 from .base import ToolContext
 from .fusion import reciprocal_rank_fusion
@@ -166,6 +167,14 @@ class KnowledgeSearch:
         return v
 
     def run(self, args: KnowledgeSearchArgs, ctx: ToolContext | None = None) -> SearchResult:  # type: ignore[override]
+        """Search (:meth:`_run`) in a ``chatops.search`` span when tracing is on (the retriever and the number of
+        results as attributes, never the query)."""
+        with span("chatops.search", {"chatops.retriever": args.retriever}) as sp:
+            result = self._run(args, ctx)
+            sp.set_attribute("chatops.results", len(result.evidence))
+            return result
+
+    def _run(self, args: KnowledgeSearchArgs, ctx: ToolContext | None = None) -> SearchResult:
         """Search; see the module docstring.
 
         Steps: embed the query (always: every returned chunk gets its cosine to the query, which

@@ -20,6 +20,8 @@ from typing import Any
 
 import openai
 
+from telemetry.tracing import span
+
 from .budget import BudgetExceeded, TurnBudget
 
 __all__ = ["LLMClient", "LLMError", "LLMResult", "ToolCall", "build_openai_client"]
@@ -85,6 +87,19 @@ class LLMClient:
     def chat(self, model: str, messages: list[dict], budget: TurnBudget, *, tools: list[dict] | None = None,
              schema: dict | None = None, schema_name: str = "result", temperature: float = 0.0,
              max_tokens: int = 800, on_delta: Callable[[str], None] | None = None) -> LLMResult:
+        """:meth:`_chat` in a ``chatops.llm`` span when tracing is on (model, schema name and tokens as
+        attributes, never the messages)."""
+        with span("chatops.llm", {"chatops.llm.model": model,
+                                  "chatops.llm.kind": schema_name if schema is not None else "text"}) as sp:
+            result = self._chat(model, messages, budget, tools=tools, schema=schema, schema_name=schema_name,
+                                temperature=temperature, max_tokens=max_tokens, on_delta=on_delta)
+            sp.set_attributes({"chatops.llm.prompt_tokens": result.prompt_tokens,
+                               "chatops.llm.completion_tokens": result.completion_tokens})
+            return result
+
+    def _chat(self, model: str, messages: list[dict], budget: TurnBudget, *, tools: list[dict] | None = None,
+              schema: dict | None = None, schema_name: str = "result", temperature: float = 0.0,
+              max_tokens: int = 800, on_delta: Callable[[str], None] | None = None) -> LLMResult:
         """One completion; with ``schema`` the reply must be JSON matching it (``data`` holds it).
 
         With ``on_delta`` the completion is streamed (``stream=True``, usage in the last chunk) and

@@ -34,6 +34,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from app.access import AccessPolicy
+from app.feedback import record_feedback, record_feedback_reason
 from app.inbound import InboundMessage
 from app.turns import build_turn
 from state import StateStore
@@ -141,7 +142,7 @@ async def feedback_handler(ctx: ActionContext) -> None:
     """A feedback click: store the vote under the trace id; thank for "helpful", ask why for "not helpful"."""
     store: StateStore = ctx.services["store"]
     vote, trace_id = render.parse_feedback_value(ctx.action_id, ctx.value)
-    await asyncio.to_thread(store.add_feedback, trace_id, "slack", ctx.user_id, vote)
+    await asyncio.to_thread(record_feedback, store, trace_id, "slack", ctx.user_id, vote)
     log.info("feedback %s on trace %s from %s", vote, trace_id, ctx.user_id)
     trigger = str(ctx.body.get("trigger_id") or "")
     if vote == "not_helpful" and trigger:
@@ -158,7 +159,8 @@ async def feedback_submitted(store: StateStore, user_id: str, view: dict[str, An
     """The "not helpful" modal was sent: store ``not_helpful`` with ``reason[: text]`` as the comment
     (replacing the bare vote of the click). Raises ValueError for a malformed submission."""
     trace_id, comment = render.parse_feedback_modal(view)
-    await asyncio.to_thread(store.add_feedback, trace_id, "slack", user_id, "not_helpful", comment)
+    await asyncio.to_thread(record_feedback_reason, store, trace_id, "slack", user_id, comment.split(":", 1)[0],
+                            comment)
     log.info("feedback reason on trace %s from %s: %s", trace_id, user_id, comment.split(":", 1)[0])
 
 

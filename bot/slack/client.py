@@ -3,20 +3,30 @@
 The client talks to ``SLACK_API_URL`` (Slack's by default; the tests' stand-in otherwise) and retries
 with slack_sdk's handlers: HTTP 429 after the ``Retry-After`` seconds Slack asked for (up to
 :data:`RATE_LIMIT_RETRIES` times), and dropped or refused connections (up to
-:data:`CONNECTION_RETRIES` times, with back-off).
+:data:`CONNECTION_RETRIES` times, with back-off). Every 429 and every call that fails for good is counted
+(``chatops_chat_api_rate_limited_total``, ``chatops_chat_api_errors_total``: :mod:`telemetry.metrics`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler, AsyncRateLimitErrorRetryHandler
 from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from telemetry.metrics import count_api_error, count_rate_limited
 
 from .config import SlackConfig
 
-__all__ = ["build_web_client", "api_error_code", "describe_api_error", "RATE_LIMIT_RETRIES", "CONNECTION_RETRIES",
-           "CHANNEL_ERRORS", "FORMAT_ERRORS"]
+__all__ = ["build_web_client", "MeteredWebClient", "api_error_code", "describe_api_error", "RATE_LIMIT_RETRIES",
+           "CONNECTION_RETRIES", "CHANNEL_ERRORS", "FORMAT_ERRORS"]
 
 RATE_LIMIT_RETRIES = 3
 CONNECTION_RETRIES = 2
@@ -51,13 +61,39 @@ _DESCRIPTIONS = {
 }
 
 
+class _RateLimitCounter(AsyncRetryHandler):
+    """Never retries: counts each HTTP 429 in ``chatops_chat_api_rate_limited_total`` (slack_sdk asks every
+    handler about every response, in order, so this one sits first and the real handlers still retry)."""
+
+    async def can_retry_async(self, *, state: RetryState, request: HttpRequest, response: HttpResponse | None = None,
+                              error: Exception | None = None) -> bool:
+        if response is not None and response.status_code == 429:
+            count_rate_limited("slack", request.url.rstrip("/").rsplit("/", 1)[-1])
+        return False
+
+
+class MeteredWebClient(AsyncWebClient):
+    """``AsyncWebClient`` that counts each failed call (after the retries) in ``chatops_chat_api_errors_total``
+    by method and Slack's error code (:func:`api_error_code`)."""
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:  # type: ignore[override]
+        """The Web API call (see ``AsyncWebClient.api_call``); a ``SlackApiError`` is counted and re-raised."""
+        try:
+            return await super().api_call(api_method, **kwargs)
+        except SlackApiError as exc:
+            count_api_error("slack", api_method, api_error_code(exc))
+            raise
+
+
 def build_web_client(config: SlackConfig) -> AsyncWebClient:
-    """An ``AsyncWebClient`` for ``config.api_url`` with the bot token and the retry handlers."""
-    return AsyncWebClient(
+    """An ``AsyncWebClient`` for ``config.api_url`` with the bot token and the retry handlers; it counts 429s
+    and failed calls (:class:`MeteredWebClient`)."""
+    return MeteredWebClient(
         token=config.bot_token,
         base_url=config.api_url,
         timeout=30,
         retry_handlers=[
+            _RateLimitCounter(),
             AsyncConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES,
                                              interval_calculator=BackoffRetryIntervalCalculator(backoff_factor=0.5)),
             AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),

@@ -64,10 +64,12 @@ from agent.agent import Agent
 from agent.models import HistoryMessage, Reply, Turn
 from app.access import AccessPolicy
 from app.admin import AdminService
+from app.feedback import record_feedback
 from app.report import DEFAULT_SINCE, looks_like_period
 from app.inbound import InboundMessage, Mention
 from app.turns import build_turn
 from state import StateStore
+from telemetry.metrics import count_api_error, count_rate_limited
 
 from . import cards
 from .entities import SchemaEntity
@@ -101,6 +103,11 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
+def _method_of(what: str) -> str:
+    """A bounded metric label for a send (``"reply to 1234"`` -> ``reply``, ``"feedback ack"`` -> ``feedback_ack``)."""
+    return what.split(" to ", 1)[0].strip().replace(" ", "_")[:40] or "send"
+
+
 async def send_with_retry(op: Callable[[], Awaitable[Any]], what: str, attempts: int = 4,
                           base_delay: float = 0.5) -> Any:
     """Run a Bot Connector call, retrying 412/429/5xx with backoff (full jitter) or ``Retry-After``.
@@ -113,7 +120,10 @@ async def send_with_retry(op: Callable[[], Awaitable[Any]], what: str, attempts:
             return await op()
         except Exception as exc:  # noqa: BLE001 - the connector raises several unrelated types
             status = _status_of(exc)
+            if status == 429:
+                count_rate_limited("teams", _method_of(what))
             if status not in _RETRYABLE or attempt == attempts:
+                count_api_error("teams", _method_of(what), str(status or type(exc).__name__))
                 log.error("Teams: %s failed for good (HTTP %s, %s: %s)", what, status, type(exc).__name__, exc)
                 return None
             delay = _retry_after(exc) or random.uniform(0, base_delay * 2 ** (attempt - 1))
@@ -396,7 +406,7 @@ class TeamsBot(ActivityHandler):
             log.warning("Teams: feedback on message %r, which is not a known answer; not stored", message_id[:80])
             return
         user = self._user(activity)
-        await asyncio.to_thread(self.store.add_feedback, trace_id, "teams", user, vote,
+        await asyncio.to_thread(record_feedback, self.store, trace_id, "teams", user, vote,
                                 _feedback_text(action.get("feedback")))
         log.info("Teams: feedback %s on trace %s from %s", vote, trace_id, user)
 
@@ -407,7 +417,7 @@ class TeamsBot(ActivityHandler):
         if data.get("chatops") == "feedback" and data.get("trace_id"):
             value = data.get("value")
             if value in {"helpful", "not_helpful"}:
-                await asyncio.to_thread(self.store.add_feedback, str(data["trace_id"]), "teams", user, value)
+                await asyncio.to_thread(record_feedback, self.store, str(data["trace_id"]), "teams", user, value)
                 await send_with_retry(lambda: turn_context.send_activity("Thanks for the feedback!"), "feedback ack")
             return None
         op = {"action_confirm": "confirm", "action_cancel": "cancel"}.get(str(data.get("action")))
