@@ -3,8 +3,9 @@
 
 - ``chatops serve`` in a subprocess (the Slack stand-in, a copy of the example wiki as its source, a SQLite
   state store holding one pending action): after its start-up sync, an answered DM (its first post answered
-  429 by the stand-in), a refused DM (its Block Kit post refused as ``invalid_blocks``) and a feedback click
-  move the turn, latency, citation, refusal, feedback, Web API error and 429 counters by exactly what
+  429 by the stand-in), a refused DM (its Block Kit post refused as ``invalid_blocks``) and a "not helpful"
+  click on the native feedback row with its reason form move the turn, latency, citation, refusal,
+  feedback (the vote once, its reason once), Web API error and 429 counters by exactly what
   happened, with the right labels; the sync counter, pages and chunks per source, the last sync's age and
   the pending actions by state are there too.
 - The sync engine counts content runs that succeed, fail and find the source busy, and permission runs.
@@ -76,8 +77,11 @@ def test_chatops_serve_exposes_metrics_that_move_with_real_turns(tmp_path: Path,
                          ttl=timedelta(hours=1))
     store.close()
     env = {k: v for k, v in cli_environment(data).items() if k not in SLACK_VARS}
+    # Answers posted whole (SLACK_STREAM_ANSWERS=false), so the stand-in's faults on chat.postMessage reach them;
+    # the streamed path is tested in tests/test_slack_app.py.
     env.update(SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=standin.api_url,
-               CHATOPS_SOURCES=f"folder:{wiki}?name=handbook&url_base=https://wiki.example.com/")
+               CHATOPS_SOURCES=f"folder:{wiki}?name=handbook&url_base=https://wiki.example.com/",
+               SLACK_STREAM_ANSWERS="false")
     log_path = tmp_path / "serve.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen([*chatops_command(), "serve", "--host", "127.0.0.1", "--port", "0"], cwd=tmp_path,
@@ -103,7 +107,7 @@ def test_chatops_serve_exposes_metrics_that_move_with_real_turns(tmp_path: Path,
         assert total(before, "chatops_turns_total") == 0
         assert value(before, "process_resident_memory_bytes") > 0  # the process collector is there too
 
-        sender = SlackSender(url, SIGNING_SECRET)
+        sender = SlackSender(url, SIGNING_SECRET, standin=standin)
         dm = "D0METRIC1"
         standin.add_conversation(dm, "im")
 
@@ -123,15 +127,22 @@ def test_chatops_serve_exposes_metrics_that_move_with_real_turns(tmp_path: Path,
         standin.fail_next("chat.postMessage", "invalid_blocks")
         refusal = ask("what is the office wifi password?")
         assert "blocks" not in refusal.params and "wifi" in refusal.params["text"]
-        # a feedback click on the answer
-        trace_id = next(b["block_id"].split(":", 1)[1] for b in answer.params["blocks"]
-                        if b["type"] == "actions" and b["block_id"].startswith("feedback:"))
-        click = sender.click(ALICE, {"action_id": "feedback:not_helpful", "value": trace_id, "type": "button"},
-                             standin.response_url(), channel_id=dm, message={"ts": answer.params.get("ts", "")})
+        # a "not helpful" click on the answer's native feedback row, then the reason form
+        [buttons] = [e for b in answer.params["blocks"] if b["type"] == "context_actions" for e in b["elements"]
+                     if e["type"] == "feedback_buttons"]
+        down = buttons["negative_button"]["value"]
+        trace_id = down.split(":", 1)[1]
+        click = sender.click(ALICE, {"action_id": buttons["action_id"], "value": down, "type": "feedback_buttons"},
+                             standin.response_url(), channel_id=dm, message={"ts": answer.result["ts"]})
         assert click.status_code == 200
-        standin.wait_for(lambda s: s.calls_to("response_url"), timeout=30)
+        [opened] = standin.wait_for(lambda s: s.calls_to("views.open") or None, timeout=30)
+        reason = {"reason": {"value": {"type": "radio_buttons", "selected_option": {
+                      "text": {"type": "plain_text", "text": "It's outdated"}, "value": "outdated"}}}}
+        assert sender.submit_view(ALICE, opened.result["view"], reason).status_code == 200
 
-        after = samples(httpx.get(url + "/metrics").text)
+        after = wait_for(lambda: (lambda m: m if value(m, "chatops_feedback_reasons_total", platform="slack",
+                                                      reason="outdated") else None)(
+            samples(httpx.get(url + "/metrics").text)), 30, "the feedback reason to be counted")
 
         def moved(name: str, **labels: str) -> float:
             return value(after, name, **labels) - value(before, name, **labels)
@@ -148,6 +159,7 @@ def test_chatops_serve_exposes_metrics_that_move_with_real_turns(tmp_path: Path,
         assert total(after, "chatops_refusals_total") == 1
         assert moved("chatops_feedback_total", platform="slack", value="not_helpful") == 1
         assert total(after, "chatops_feedback_total", value="helpful") == 0
+        assert moved("chatops_feedback_reasons_total", platform="slack", reason="outdated") == 1  # the vote once
         assert moved("chatops_chat_api_rate_limited_total", platform="slack", method="chat.postMessage") == 1
         assert moved("chatops_chat_api_errors_total", platform="slack", method="chat.postMessage",
                      code="invalid_blocks") == 1
