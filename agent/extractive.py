@@ -60,7 +60,7 @@ from .screen import span_flagged
 from .terms import KeyTerms
 from .text import Span, display_text, sentence_spans
 
-__all__ = ["ExtractiveAnswerer", "ExtractiveConfig", "Draft", "table_header"]
+__all__ = ["ExtractiveAnswerer", "ExtractiveConfig", "Draft", "PartEvidence", "table_header"]
 
 _FIGURE = re.compile(r"(?:[$€£]\s?\d|\d+(?:[.,]\d+)?\s*(?:%|days?|weeks?|months?|years?|hours?|minutes?|mins?|"
                      r"business days|lines|per|utc|am|pm|usd|eur)|\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}:\d{2}\b|"
@@ -104,6 +104,23 @@ class Draft:
     text: str
     citations: list[Citation]
     unanswered: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class PartEvidence:
+    """One part of a multi-part question with what its own search found.
+
+    Attributes:
+        text: the part as the user wrote it ("which channel do I report it in").
+        terms: the part's key terms.
+        evidence: the passages of the part's own search, the ones its gate accepted first.
+        supported: whether the part's gate accepted its evidence (an unsupported part is only named).
+    """
+
+    text: str
+    terms: KeyTerms
+    evidence: list[Evidence]
+    supported: bool = True
 
 
 @dataclass(slots=True, eq=False)
@@ -237,6 +254,96 @@ class ExtractiveAnswerer:
         """
         cfg = self.config
         key = set(terms.weights)
+        wants_figure = bool(_ASKS_FIGURE.search(question))
+        multi = bool(parts and len(parts) >= 2)
+        cands = self._candidates(evidence, terms, question, vocabulary, define, multi)
+        picked: list[_Cand] = []
+        unanswered: list[str] = []
+        if multi:
+            shared = set.intersection(*(set(pt.weights) for _, pt in parts))
+            per_part = max(1, min(cfg.part_sentences, cfg.max_sentences // len(parts)))
+            for part_text, part_terms in parts:
+                own = {t: w for t, w in part_terms.weights.items() if t not in shared} or dict(part_terms.weights)
+                figure = bool(_ASKS_FIGURE.search(part_text))
+                got = self._pick(cands, KeyTerms(own), picked, per_part, require_hit=True, figure=figure,
+                                 asks_figure=figure, command=bool(_ASKS_COMMAND.search(part_text)))
+                if not got:
+                    unanswered.append(part_text)
+                picked.extend(got)
+            if not picked:
+                picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
+        else:
+            picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
+        picked = self._spread(picked, cands, terms, min_sources)
+        return self._render(self._fill_gaps(picked, min_sources, displace=not multi), unanswered)
+
+    def _spread(self, picked: list[_Cand], cands: list[_Cand], terms: KeyTerms, min_sources: int) -> list[_Cand]:
+        """``picked`` plus the best candidates of other chunks until the picks span ``min_sources`` chunks."""
+        picked = list(picked)
+        key = set(terms.weights)
+        distinct = {p.ev.chunk.chunk_id for p in picked}
+        if len(distinct) < min_sources:
+            covered = {x for p in picked for x in p.terms & key}
+            ids = {id(p) for p in picked}
+            rest = [c for c in cands if id(c) not in ids]
+            for c in sorted(rest, key=lambda c: -self._gain(c, terms, covered, picked)):
+                if len(distinct) >= min_sources:
+                    break
+                if c.ev.chunk.chunk_id in distinct:
+                    continue
+                picked.append(c)
+                distinct = {p.ev.chunk.chunk_id for p in picked}
+        return picked
+
+    def answer_parts(self, parts: list[PartEvidence], min_sources: int = 1) -> Draft:
+        """Answer a multi-part question part by part, each from the evidence its own gate accepted.
+
+        Each supported part's sentences are read from its own passages (its support first) and scored
+        for its own words and answer type, as a question of its own would be (:meth:`answer`'s priors:
+        the figure for "how fast", the command for "which channel", the rule for "do I need
+        approval"); up to ``part_sentences`` are picked per part, for the terms the other parts do not
+        share. A part the gate found nothing for (``supported`` False), and a supported part no
+        sentence speaks to, is named in the closing line ("Nothing found on: ...").
+
+        Args:
+            parts: every part of the question, in question order.
+            min_sources: distinct chunks the picks must span (the parts' gates' requirement).
+
+        Returns:
+            The draft; ``Draft.unanswered`` lists the parts without an answer, in question order.
+        """
+        cfg = self.config
+        answered = [p for p in parts if p.supported]
+        shared = set.intersection(*(set(p.terms.weights) for p in parts)) if len(parts) >= 2 else set()
+        per_part = max(1, min(cfg.part_sentences, cfg.max_sentences // max(len(parts), 1)))
+        picked: list[_Cand] = []
+        unanswered: list[str] = []
+        pool: list[_Cand] = []
+        union: dict[str, float] = {}
+        for part in parts:
+            if not part.supported:
+                unanswered.append(part.text)
+                continue
+            own = {t: w for t, w in part.terms.weights.items() if t not in shared} or dict(part.terms.weights)
+            cands = self._candidates(part.evidence, part.terms, part.text, None, None, multi=False)
+            pool.extend(cands)
+            union.update(part.terms.weights)
+            figure = bool(_ASKS_FIGURE.search(part.text))
+            got = self._pick(cands, KeyTerms(own), picked, per_part, require_hit=True, figure=figure,
+                             asks_figure=figure, command=bool(_ASKS_COMMAND.search(part.text)))
+            if not got:
+                unanswered.append(part.text)
+            picked.extend(got)
+        if not picked or not answered:
+            return Draft("", [], unanswered)
+        picked = self._spread(picked, pool, KeyTerms(union), min_sources)
+        return self._render(self._fill_gaps(picked, min_sources, displace=False), unanswered)
+
+    def _candidates(self, evidence: list[Evidence], terms: KeyTerms, question: str, vocabulary: list[str] | None,
+                    define: str | None, multi: bool) -> list[_Cand]:
+        """The sentences of ``evidence`` that may be quoted, each with its prior (see :meth:`answer`)."""
+        cfg = self.config
+        key = set(terms.weights)
         vocab = set(vocabulary or ()) - key
         wants_figure = bool(_ASKS_FIGURE.search(question))
         wants_command = bool(_ASKS_COMMAND.search(question))
@@ -244,7 +351,6 @@ class ExtractiveAnswerer:
         wants_rule = bool(_ASKS_RULE.search(question))
         exact = identifiers(question)
         cands: list[_Cand] = []
-        multi = bool(parts and len(parts) >= 2)
         # A multi-part question reads twice as many passages (each part's may rank lower); so does a
         # question asking for an answer type (a figure, a command) or an identifier, but past the
         # first ``chunks`` passages only for sentences that state what was asked.
@@ -297,36 +403,7 @@ class ExtractiveAnswerer:
                 if span.text.rstrip().endswith(":"):
                     prior -= 0.15  # a lead-in, not an answer
                 cands.append(_Cand(ev, span, t, prior, rank, row, header, figure, command))
-        picked: list[_Cand] = []
-        unanswered: list[str] = []
-        if multi:
-            shared = set.intersection(*(set(pt.weights) for _, pt in parts))
-            per_part = max(1, min(cfg.part_sentences, cfg.max_sentences // len(parts)))
-            for part_text, part_terms in parts:
-                own = {t: w for t, w in part_terms.weights.items() if t not in shared} or dict(part_terms.weights)
-                figure = bool(_ASKS_FIGURE.search(part_text))
-                got = self._pick(cands, KeyTerms(own), picked, per_part, require_hit=True, figure=figure,
-                                 asks_figure=figure, command=bool(_ASKS_COMMAND.search(part_text)))
-                if not got:
-                    unanswered.append(part_text)
-                picked.extend(got)
-            if not picked:
-                picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
-        else:
-            picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
-        distinct = {p.ev.chunk.chunk_id for p in picked}
-        if len(distinct) < min_sources:
-            covered = {x for p in picked for x in p.terms & key}
-            ids = {id(p) for p in picked}
-            rest = [c for c in cands if id(c) not in ids]
-            for c in sorted(rest, key=lambda c: -self._gain(c, terms, covered, picked)):
-                if len(distinct) >= min_sources:
-                    break
-                if c.ev.chunk.chunk_id in distinct:
-                    continue
-                picked.append(c)
-                distinct = {p.ev.chunk.chunk_id for p in picked}
-        return self._render(self._fill_gaps(picked, min_sources, displace=not multi), unanswered)
+        return cands
 
     def _fill_gaps(self, picked: list[_Cand], min_sources: int = 1, displace: bool = True) -> list[_Cand]:
         """``picked`` plus each sentence that sits alone between two picked sentences of one paragraph, and
