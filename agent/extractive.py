@@ -115,12 +115,15 @@ class PartEvidence:
         terms: the part's key terms.
         evidence: the passages of the part's own search, the ones its gate accepted first.
         supported: whether the part's gate accepted its evidence (an unsupported part is only named).
+        support: the chunk ids the part's gate accepted; when the answer needs more sources than its
+            best sentences span, it takes them from these chunks (empty: from any of ``evidence``).
     """
 
     text: str
     terms: KeyTerms
     evidence: list[Evidence]
     supported: bool = True
+    support: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True, eq=False)
@@ -253,7 +256,6 @@ class ExtractiveAnswerer:
             The draft; ``Draft.text`` is empty when no sentence qualifies.
         """
         cfg = self.config
-        key = set(terms.weights)
         wants_figure = bool(_ASKS_FIGURE.search(question))
         multi = bool(parts and len(parts) >= 2)
         cands = self._candidates(evidence, terms, question, vocabulary, define, multi)
@@ -326,7 +328,7 @@ class ExtractiveAnswerer:
                 continue
             own = {t: w for t, w in part.terms.weights.items() if t not in shared} or dict(part.terms.weights)
             cands = self._candidates(part.evidence, part.terms, part.text, None, None, multi=False)
-            pool.extend(cands)
+            pool.extend(c for c in cands if not part.support or c.ev.chunk.chunk_id in part.support)
             union.update(part.terms.weights)
             figure = bool(_ASKS_FIGURE.search(part.text))
             got = self._pick(cands, KeyTerms(own), picked, per_part, require_hit=True, figure=figure,

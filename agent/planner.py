@@ -362,7 +362,7 @@ class RuleBasedPlanner:
             for e in p.evidence:
                 shown.setdefault(e.chunk.chunk_id, e)
         if any(p.verdict.sufficient for p in parts):
-            return self._answer_parts(parts, best, trace, route, searched), list(shown.values())
+            return self._answer_parts(parts, trace, route, searched), list(shown.values())
         trace.gate = best.verdict.as_dict()
         if not best.verdict.sufficient:
             return Reply(messages.refusal(searched, best.verdict.reason), refused=True, route=route,
@@ -403,12 +403,10 @@ class RuleBasedPlanner:
             out.append(_Part(text, query, ev, verdict, terms))
         return out
 
-    def _answer_parts(self, parts: list[_Part], whole: _Attempt, trace: Trace, route: str,
-                      searched: list[str]) -> Reply:
+    def _answer_parts(self, parts: list[_Part], trace: Trace, route: str, searched: list[str]) -> Reply:
         """The answer to a multi-part question of which at least one part's gate passed: each supported
-        part answered from its own support, the others named (see the module docstring). When the
-        whole question's gate passed too, a part whose own gate did not is answered from the whole
-        question's support, as a question of one part would be."""
+        part answered from its own support, the others named, even when the whole question's gate
+        passed (its support may be another part's, or a near miss of this one)."""
         supported = [p for p in parts if p.verdict.sufficient]
         need = max(1 if p.verdict.single_source else self.gate.config.min_citations for p in supported)
         support = list({e.chunk.chunk_id: e for p in supported for e in p.verdict.support}.values())
@@ -419,16 +417,10 @@ class RuleBasedPlanner:
             + "; ".join(f"{p.text!r}: {p.verdict.reason}" for p in parts), max(p.verdict.top_cosine for p in supported),
             {"parts": [{"part": p.text, "sufficient": p.verdict.sufficient} for p in parts]}).as_dict()
         t = time.perf_counter()
-        backing = whole.verdict.support + [e for e in whole.evidence if e not in whole.verdict.support] \
-            if whole.verdict.sufficient else []
-
-        def evidence(p: _Part) -> list[Evidence]:
-            own = p.verdict.support + [e for e in p.evidence if e not in p.verdict.support] if p.verdict.sufficient else []
-            ids = {e.chunk.chunk_id for e in own}
-            return own + [e for e in backing if e.chunk.chunk_id not in ids]
-
         draft = self.answerer.answer_parts(
-            [PartEvidence(p.text, p.terms, evidence(p), p.verdict.sufficient or bool(backing)) for p in parts],
+            [PartEvidence(p.text, p.terms, p.verdict.support + [e for e in p.evidence if e not in p.verdict.support],
+                          p.verdict.sufficient, frozenset(e.chunk.chunk_id for e in p.verdict.support))
+             for p in parts],
             min_sources=need)
         trace.add_time("answer", (time.perf_counter() - t) * 1000)
         trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),

@@ -269,3 +269,28 @@ def test_a_question_asking_whether_something_is_allowed_prefers_the_sentence_sta
     draft = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze).answer(
         [Evidence(chunk, 1.0, cosine=0.45)], terms, question="am i allowed to do freelance work on the side?")
     assert "15 hours" in draft.text, draft.text
+def test_each_part_is_searched_with_the_questions_setting_and_a_leaning_part_with_the_part_before() -> None:
+    from agent.rewrite import part_queries
+
+    got = part_queries("moving from lisbon to berlin. do i need a visa, and which tax forms do i file for it?")
+    assert got == [("do i need a visa", "do i need a visa moving lisbon berlin"),  # the setting comes along
+                   ("which tax forms do i file for it", "which tax forms do i file for it moving lisbon berlin visa")]
+    free = part_queries("how many weeks of parental leave do I get, and when do I have to submit my expenses?")
+    assert free == [("how many weeks of parental leave do I get", "how many weeks of parental leave do I get"),
+                    ("when do I have to submit my expenses", "when do I have to submit my expenses")]
+    assert part_queries("how long is parental leave?") == []
+
+
+def test_a_part_with_no_support_is_named_while_the_supported_part_is_answered(runtime: Runtime) -> None:
+    reply = ask(runtime, "how many weeks of parental leave do I get, and is there a stipend for pet insurance?")
+    assert not reply.refused, reply.text
+    assert "18 weeks" in reply.text
+    assert {c.doc_id for c in reply.citations} == {"people/parental-leave.md"}, (reply.text, reply.trace.steps)
+    assert "Nothing found on: “is there a stipend for pet insurance”" in reply.text
+    parts = {s["part"]: s["sufficient"] for s in reply.trace.steps if s["step"] == "part_gate"}
+    assert parts == {"how many weeks of parental leave do I get": True, "is there a stipend for pet insurance": False}
+
+
+def test_a_multi_part_question_is_refused_when_no_part_and_not_the_whole_has_support(runtime: Runtime) -> None:
+    reply = ask(runtime, "is there a stipend for pet insurance, and how much is the yacht allowance?")
+    assert reply.refused and not reply.citations, reply.text
