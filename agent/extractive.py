@@ -14,7 +14,9 @@ the manner of Maximal Marginal Relevance (Carbonell & Goldstein 1998) with a cov
   sentence shows one, or asks which option / setting / status to pick and the sentence names one
   in quotes or code ("use the \"Out Sick\" option"), or asks whether something is allowed ("am
   I allowed to...", "can I...", "do I need approval...") and the sentence states a rule (must,
-  required, approval, prohibited, allowed);
+  required, approval, prohibited, allowed), or asks where (:func:`agent.answertype.asked_type`
+  ``place``) and the sentence names a concrete place with a key term (a ``#channel``, a link, a
+  path, an ``@handle`` or an address);
 - *priors*: the chunk's cosine to the question and its rank;
 - *redundancy*: minus the term overlap (Jaccard) with the sentences already picked.
 
@@ -37,7 +39,11 @@ with ``/genie whoisoncall`` may sit in the ninth passage). A multi-part question
 ``2 * chunks`` passages and gets its parts answered one by one: up to ``part_sentences`` for each
 part's own key terms, with the answer type that part asks for (a figure for "how fast", a command
 for "which channel"); a part no sentence speaks to is named in a closing line ("Nothing found on:
-..."). When the gate asked for several citations, the picks span at least that many distinct
+..."). When the planner has gated each part on its own search (:meth:`ExtractiveAnswerer.answer_parts`),
+each part is answered from its own passages, the ones its gate accepted first, scored as a question of
+its own (its answer type, its command, its rule); the words all parts share (the question's setting,
+"zoom is down") count a third for it, and only its own words make a sentence one that answers it; a
+part its gate refused is only named. When the gate asked for several citations, the picks span at least that many distinct
 chunks. A sentence alone between two picked sentences of one paragraph is quoted too (an answer
 with a hole in the middle of a paragraph reads as a non sequitur), and so is the sentence right after a
 picked one that opens by pointing back to it ("This means...", "If any of the above..."). Each picked sentence becomes a citation whose quote is the sentence's exact
@@ -55,6 +61,7 @@ from tools.identifiers import contains, identifiers
 from tools.knowledge_search import Evidence
 
 from .models import Citation
+from .answertype import asked_type
 from .rewrite import defines
 from .screen import span_flagged
 from .terms import KeyTerms
@@ -82,6 +89,10 @@ _ASKS_RULE = re.compile(r"^\W*(?:am i|are we|is it|are you)\s+(?:\w+\s+)?(?:allo
                         r"(?:\w+\s+)?(?:approval|permission|sign-?off)\b", re.I)
 _RULE = re.compile(r"\b(?:must|required?|requires|allowed|not allowed|permitted|prohibited|forbidden|approval|approve[ds]?|"
                    r"permission|may not|cannot|can't|need to|needs to|have to|has to|not permitted|exceeds?)\b", re.I)
+# "where do we tell users?", "where's the recording?": the answer is a concrete location (a #channel, a
+# link, a path, an @handle or an address), not a sentence that merely mentions a tool.
+_PLACE = re.compile(r"(?:^|[\s(`])#[a-z][\w-]+|https?://|\[[^\]\n]+\]\(|(?:^|[\s`])/[\w-]+/|@[\w-]+|"
+                    r"\b[\w.+-]+@[\w-]+\.\w")
 _LABEL = re.compile(r"\"[^\"\n]{2,40}\"|\u201c[^\u201d\n]{2,40}\u201d|`[^`\n]{2,40}`|\*\*[^*\n]{2,40}\*\*")
 
 
@@ -326,13 +337,16 @@ class ExtractiveAnswerer:
             if not part.supported:
                 unanswered.append(part.text)
                 continue
-            own = {t: w for t, w in part.terms.weights.items() if t not in shared} or dict(part.terms.weights)
+            # The words every part shares (the question's setting: "zoom is down ... outage") still tell
+            # a part's sentences apart, at a third of their weight; only the part's own words make a hit.
+            own = {t: w / 3 if t in shared else w for t, w in part.terms.weights.items()}
             cands = self._candidates(part.evidence, part.terms, part.text, None, None, multi=False)
             pool.extend(c for c in cands if not part.support or c.ev.chunk.chunk_id in part.support)
             union.update(part.terms.weights)
             figure = bool(_ASKS_FIGURE.search(part.text))
             got = self._pick(cands, KeyTerms(own), picked, per_part, require_hit=True, figure=figure,
-                             asks_figure=figure, command=bool(_ASKS_COMMAND.search(part.text)))
+                             asks_figure=figure, command=bool(_ASKS_COMMAND.search(part.text)),
+                             hit=set(own) - shared or None)
             if not got:
                 unanswered.append(part.text)
             picked.extend(got)
@@ -351,6 +365,7 @@ class ExtractiveAnswerer:
         wants_command = bool(_ASKS_COMMAND.search(question))
         wants_label = bool(_ASKS_LABEL.search(question))
         wants_rule = bool(_ASKS_RULE.search(question))
+        wants_place = asked_type(question) == "place"
         exact = identifiers(question)
         cands: list[_Cand] = []
         # A multi-part question reads twice as many passages (each part's may rank lower); so does a
@@ -396,6 +411,7 @@ class ExtractiveAnswerer:
                     prior += 0.25 * (wants_figure and figure) + 0.25 * (wants_command and command)
                     prior += 0.25 * (wants_label and bool(t & key) and bool(_LABEL.search(span.text)))
                     prior += 0.25 * (wants_rule and rank < cfg.chunks and bool(_RULE.search(span.text)))
+                    prior += 0.25 * (wants_place and bool(t & key) and bool(_PLACE.search(span.text)))
                 if define and defines(span.text, define):
                     prior += 0.5
                 if has_exact:
@@ -469,15 +485,17 @@ class ExtractiveAnswerer:
 
     def _pick(self, cands: list[_Cand], terms: KeyTerms, already: list[_Cand], limit: int,
               require_hit: bool = False, figure: bool = False, asks_figure: bool = False,
-              command: bool = False) -> list[_Cand]:
+              command: bool = False, hit: set[str] | None = None) -> list[_Cand]:
         """Greedy picks for ``terms``: the best first, then only sentences adding key-term coverage.
 
         ``require_hit``: the first pick must contain one of ``terms`` (a part nothing speaks to gets
         none), or, with ``figure`` (the part asks how long / how much), state a quantity. With
         ``asks_figure`` (the question asks for one), a sentence stating a quantity with a key term is
-        kept even without new coverage when no pick states one yet.
+        kept even without new coverage when no pick states one yet. ``hit``: the terms that count for
+        ``require_hit`` (all of ``terms`` when None).
         """
         key = set(terms.weights)
+        hits = key if hit is None else hit
         covered: set[str] = set()
         used = sum(len(c.span.text) for c in already)
         out: list[_Cand] = []
@@ -489,9 +507,9 @@ class ExtractiveAnswerer:
             pool.remove(best)
             new = (best.terms & key) - covered
             if not out:
-                if require_hit and key and not new and not bonus.get(id(best)):
+                if require_hit and hits and not new & hits and not bonus.get(id(best)):
                     break
-            elif self._gain(best, terms, covered, [*already, *out]) < 0.15 or (require_hit and not new):
+            elif self._gain(best, terms, covered, [*already, *out]) < 0.15 or (require_hit and not new & hits):
                 if asks_figure and not any(_FIGURE.search(c.span.text) for c in [*already, *out]):
                     # the question asks how much / how long and no pick says it yet: the best figure
                     figures = [c for c in pool if _FIGURE.search(c.span.text) and c.terms & key]

@@ -294,3 +294,49 @@ def test_a_part_with_no_support_is_named_while_the_supported_part_is_answered(ru
 def test_a_multi_part_question_is_refused_when_no_part_and_not_the_whole_has_support(runtime: Runtime) -> None:
     reply = ask(runtime, "is there a stipend for pet insurance, and how much is the yacht allowance?")
     assert reply.refused and not reply.citations, reply.text
+
+
+def test_a_where_question_prefers_the_sentence_naming_a_concrete_place() -> None:
+    # "where do we tell users?" is answered by the sentence naming the channel, not by one that only
+    # says users are told.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    vague = Chunk("c1", "folder", "outages.md", "Outages", ("Notify",), "",
+                  "During a vendor outage we should still notify users as appropriate.")
+    place = Chunk("c2", "folder", "outages.md", "Outages", ("Channels",), "",
+                  "The #status-updates channel is where we notify users of an outage.")
+    analyze = lambda s: [w.strip(".,?").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"users": 2.0, "notify": 1.0, "outage": 1.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze).answer(
+        [Evidence(vague, 1.0, cosine=0.50), Evidence(place, 0.9, cosine=0.45)], terms,
+        question="where do we notify users during an outage?")
+    assert "#status-updates" in draft.text, draft.text
+
+
+def test_a_part_is_answered_by_its_own_words_and_the_questions_setting_breaks_ties() -> None:
+    # Two parts share the setting ("the office is closed"); each part's sentence must hold its own
+    # words, and among those the one that also speaks to the setting is preferred. A part nothing
+    # speaks to is named; one the gate refused is named without being searched for sentences.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig, PartEvidence
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    generic = Chunk("c1", "folder", "visitors.md", "Visitors", ("Badges",), "",
+                    "Visitors pick up a badge at reception.")
+    closed = Chunk("c2", "folder", "closures.md", "Closures", ("Badges",), "",
+                   "When the office is closed, visitors get a badge from security.")
+    analyze = lambda s: [w.strip(".,?").lower() for w in s.split()]  # noqa: E731
+    setting = {"office": 1.0, "closed": 1.0}
+    badge = PartEvidence("where do visitors get a badge", KeyTerms({"visitors": 2.0, "badge": 2.0, **setting}),
+                         [Evidence(generic, 1.0, cosine=0.5), Evidence(closed, 0.9, cosine=0.5)],
+                         support=frozenset({"c1", "c2"}))
+    parking = PartEvidence("can they park", KeyTerms({"park": 3.0, **setting}), [Evidence(generic, 1.0, cosine=0.5)])
+    refused = PartEvidence("is lunch served", KeyTerms({"lunch": 3.0, **setting}), [], supported=False)
+    draft = ExtractiveAnswerer(ExtractiveConfig(part_sentences=1), analyze).answer_parts([badge, parking, refused])
+    assert "from security" in draft.text and "at reception" not in draft.text, draft.text
+    assert draft.unanswered == ["can they park", "is lunch served"]
+    assert "Nothing found on: “can they park”; “is lunch served”." in draft.text
