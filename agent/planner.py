@@ -24,9 +24,15 @@
    when the gate still refuses and a code-like identifier (with a digit, ``/``, ``#``...) is held by
    passages of exactly one page, that page answers alone (single source; traced as
    ``identifier_single_page``).
-4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse; a
-   multi-part question (:func:`agent.rewrite.question_parts`) gets a sentence per part, and the
-   parts nothing supports are named.
+4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse. A
+   multi-part question (:func:`agent.rewrite.question_parts`) is also judged part by part: each part
+   is searched with the question's setting (and the part before it when it leans on it:
+   :func:`agent.rewrite.part_queries`) and judged by the gate on its own search, its own cosines and
+   its own key terms. When any part's gate passes, the answer covers every part that has support,
+   each from its own passages, and names each part that found none ("Nothing found on: ..."), even
+   when the whole question's gate passed (its support may be another part's, or a near miss of this
+   one) or failed (one part answerable is an answer). When no part's gate passes, the whole
+   question's verdict stands (an answer with a sentence per part, or a refusal).
 
 The action route works with every registered side-effect tool through the contract of
 :mod:`tools.actions` and knows none of them: the tool whose ``intent`` recognises the request
@@ -434,7 +440,8 @@ class RuleBasedPlanner:
         t = time.perf_counter()
         terms = key_terms(question, self.search.analyze, self.search.idf)
         trace.add_time("terms", (time.perf_counter() - t) * 1000)
-        queries = [question, *decompose(question)]
+        # the parts as each is judged on its own (see _parts), so their hits are at hand; else decompose's
+        queries = [question, *([q for _, q in part_queries(question)] or decompose(question))]
         searched: dict[str, list[Evidence]] = {}
         ev = self._retrieve(queries, trace, 0, ctx, into=searched)
         if target:

@@ -291,6 +291,17 @@ def test_a_part_with_no_support_is_named_while_the_supported_part_is_answered(ru
     assert parts == {"how many weeks of parental leave do I get": True, "is there a stipend for pet insurance": False}
 
 
+def test_the_first_search_searches_each_part_as_its_gate_reads_it(runtime: Runtime) -> None:
+    # The turn's first retrieval fuses the whole question with each part's own query, so the part
+    # gates read hits already at hand (no second search per part).
+    reply = ask(runtime, "new hire here - how do i get my laptop and what do i need to install on it first?")
+    first = [q["query"] for q in reply.trace.queries if q.get("attempt") == 0 and "fused_from" not in q]
+    gated = [s["query"] for s in reply.trace.steps if s["step"] == "part_gate"]
+    assert gated == ["how do i get my laptop new hire", "what do i need to install on it first new hire laptop"]
+    assert set(gated) <= set(first)
+    assert not any(q.get("attempt") == "part" for q in reply.trace.queries)
+
+
 def test_a_multi_part_question_is_refused_when_no_part_and_not_the_whole_has_support(runtime: Runtime) -> None:
     reply = ask(runtime, "is there a stipend for pet insurance, and how much is the yacht allowance?")
     assert reply.refused and not reply.citations, reply.text
