@@ -46,7 +46,10 @@ its own (its answer type, its command, its rule); the words all parts share (the
 part its gate refused is only named. When the gate asked for several citations, the picks span at least that many distinct
 chunks. A sentence alone between two picked sentences of one paragraph is quoted too (an answer
 with a hole in the middle of a paragraph reads as a non sequitur), and so is the sentence right after a
-picked one that opens by pointing back to it ("This means...", "If any of the above..."). Each picked sentence becomes a citation whose quote is the sentence's exact
+picked one that opens by pointing back to it ("This means...", "If any of the above..."). A how-to
+question ("how do we call each other?") also gets the steps after a picked sentence that names the way:
+when it ends with ":" or is followed in its paragraph by a lead-in that does ("To use Slack calling, do the
+following:"), the lead-in and up to ``steps`` items of its list are quoted (:meth:`ExtractiveAnswerer._add_steps`). Each picked sentence becomes a citation whose quote is the sentence's exact
 text in the chunk.
 """
 
@@ -103,6 +106,7 @@ class ExtractiveConfig:
 
     max_sentences: int = 5
     part_sentences: int = 2
+    steps: int = 4
     max_chars: int = 1000
     mmr_lambda: float = 0.7
     chunks: int = 8
@@ -198,6 +202,9 @@ def _row_display(header: str, row: str) -> str:
 
 
 # A sentence opening like this continues the one before it (discourse anaphora and result connectives).
+# "how do we call each other?", "how do I request access?": a procedure, answered by its steps.
+_ASKS_STEPS = re.compile(r"^\W*(?:and\s+)?how\s+(?:do|can|should|would|could|to)\b|\bhow\s+(?:do|can|should)\s+"
+                         r"(?:i|we|you)\b|\b(?:steps?|procedure)\b", re.I)
 _POINTS_BACK = re.compile(r"(?:This|That|These|Those|Such|Otherwise|Therefore|Thus|Hence|In that case|If so|If not|"
                           r"If (?:any|all|none|one) of (?:the )?(?:above|these|those|this|them))\b")
 _LIST_MARK = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s+")
@@ -288,7 +295,10 @@ class ExtractiveAnswerer:
         else:
             picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
         picked = self._spread(picked, cands, terms, min_sources)
-        return self._render(self._fill_gaps(picked, min_sources, displace=not multi), unanswered)
+        filled = self._fill_gaps(picked, min_sources, displace=not multi)
+        if not multi and _ASKS_STEPS.search(question):
+            filled = self._add_steps(filled, set(map(id, picked)))
+        return self._render(filled, unanswered)
 
     def _spread(self, picked: list[_Cand], cands: list[_Cand], terms: KeyTerms, min_sources: int) -> list[_Cand]:
         """``picked`` plus the best candidates of other chunks until the picks span ``min_sources`` chunks."""
@@ -331,6 +341,7 @@ class ExtractiveAnswerer:
         per_part = max(1, min(cfg.part_sentences, cfg.max_sentences // max(len(parts), 1)))
         picked: list[_Cand] = []
         unanswered: list[str] = []
+        procedural: set[int] = set()
         pool: list[_Cand] = []
         union: dict[str, float] = {}
         for part in parts:
@@ -350,10 +361,13 @@ class ExtractiveAnswerer:
             if not got:
                 unanswered.append(part.text)
             picked.extend(got)
+            if _ASKS_STEPS.search(part.text):
+                procedural.update(map(id, got))
         if not picked or not answered:
             return Draft("", [], unanswered)
         picked = self._spread(picked, pool, KeyTerms(union), min_sources)
-        return self._render(self._fill_gaps(picked, min_sources, displace=False), unanswered)
+        return self._render(self._add_steps(self._fill_gaps(picked, min_sources, displace=False), procedural),
+                            unanswered)
 
     def _candidates(self, evidence: list[Evidence], terms: KeyTerms, question: str, vocabulary: list[str] | None,
                     define: str | None, multi: bool) -> list[_Cand]:
@@ -473,6 +487,51 @@ class ExtractiveAnswerer:
             used += len(gap.text)
             extra.append(_Cand(c.ev, gap, set(self.analyze(gap.text)), 0.0, c.chunk_rank))
         return [*picked, *extra]
+
+    def _add_steps(self, picked: list[_Cand], procedural: set[int]) -> list[_Cand]:
+        """``picked`` plus the steps that follow a picked sentence of a how-to question (``procedural``:
+        the ids of such picks): when the sentence ends with ":" or is followed, in its paragraph, by a
+        lead-in that does ("To use Slack calling, do the following:"), the lead-in and up to ``steps``
+        items of the list it introduces are quoted too, verbatim, while the answer stays within
+        ``max_chars``. "If Zoom is down, use Slack for calls" names the way; the steps say how, and
+        that is what was asked. A step flagged by :mod:`screening` ends the list's quoting.
+        """
+        out = list(picked)
+        used = sum(len(c.span.text) for c in out)
+        at = {(c.ev.chunk.chunk_id, c.span.start) for c in out}
+        for c in picked:
+            if id(c) not in procedural or c.row:
+                continue
+            text = c.ev.chunk.text
+            spans = _spans(text)
+            idx = next((i for i, x in enumerate(spans) if x.start == c.span.start), None)
+            if idx is None:
+                continue
+            lead = idx
+            if not c.span.text.rstrip().endswith(":"):
+                nxt = idx + 1
+                if nxt >= len(spans) or not spans[nxt].text.rstrip().endswith(":") or "\n\n" in text[c.span.end:spans[nxt].start]:
+                    continue
+                lead = nxt
+            chosen = [spans[lead]] if lead != idx else []
+            for item in spans[lead + 1:]:
+                line = text[:item.start].rsplit("\n", 1)[-1]
+                if not _LIST_MARK.fullmatch(line) or span_flagged(text, item.start, item.end):
+                    break
+                chosen.append(item)
+                if len(chosen) - (lead != idx) >= self.config.steps:
+                    break
+            if len(chosen) <= (lead != idx):
+                continue  # no list follows the lead-in
+            for x in chosen:
+                if (c.ev.chunk.chunk_id, x.start) in at:
+                    continue
+                if used + len(x.text) > self.config.max_chars:
+                    break
+                at.add((c.ev.chunk.chunk_id, x.start))
+                used += len(x.text)
+                out.append(_Cand(c.ev, x, set(self.analyze(x.text)), 0.0, c.chunk_rank))
+        return out
 
     def _gain(self, c: _Cand, terms: KeyTerms, covered: set[str], picked: list[_Cand]) -> float:
         total = terms.total or 1.0

@@ -351,3 +351,25 @@ def test_a_part_is_answered_by_its_own_words_and_the_questions_setting_breaks_ti
     assert "from security" in draft.text and "at reception" not in draft.text, draft.text
     assert draft.unanswered == ["can they park", "is lunch served"]
     assert "Nothing found on: “can they park”; “is lunch served”." in draft.text
+
+
+def test_a_how_to_question_quotes_the_steps_after_the_sentence_that_names_the_way() -> None:
+    # "If Zoom is down, use Slack for calls. To use it, do the following:" names the way; the numbered
+    # steps after the lead-in are how, which is what "how do we ...?" asks: they are quoted too.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    text = ("If your badge stops working you can reset the badge yourself. To do so, do the following:\n\n"
+            "1. Open the facilities portal.\n1. Choose `Reset badge` and tap it on the reader.\n\n"
+            "Lost badges are replaced by reception.")
+    chunk = Chunk("c1", "folder", "badges.md", "Badges", ("Resetting",), "", text)
+    analyze = lambda s: [w.strip(".,?:`").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"badge": 2.0, "reset": 2.0})
+    answerer = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze)
+    how = answerer.answer([Evidence(chunk, 1.0, cosine=0.5)], terms, question="how do i reset my badge?")
+    assert "`Reset badge` and tap it on the reader" in how.text and "Open the facilities portal" in how.text, how.text
+    assert all(c.quote in text for c in how.citations)
+    what = answerer.answer([Evidence(chunk, 1.0, cosine=0.5)], terms, question="can a badge reset itself?")
+    assert "facilities portal" not in what.text, what.text
