@@ -14,7 +14,9 @@ the manner of Maximal Marginal Relevance (Carbonell & Goldstein 1998) with a cov
   sentence shows one, or asks which option / setting / status to pick and the sentence names one
   in quotes or code ("use the \"Out Sick\" option"), or asks whether something is allowed ("am
   I allowed to...", "can I...", "do I need approval...") and the sentence states a rule (must,
-  required, approval, prohibited, allowed);
+  required, approval, prohibited, allowed), or asks where (:func:`agent.answertype.asked_type`
+  ``place``) and the sentence names a concrete place with a key term (a ``#channel``, a link, a
+  path, an ``@handle`` or an address);
 - *priors*: the chunk's cosine to the question and its rank;
 - *redundancy*: minus the term overlap (Jaccard) with the sentences already picked.
 
@@ -37,10 +39,17 @@ with ``/genie whoisoncall`` may sit in the ninth passage). A multi-part question
 ``2 * chunks`` passages and gets its parts answered one by one: up to ``part_sentences`` for each
 part's own key terms, with the answer type that part asks for (a figure for "how fast", a command
 for "which channel"); a part no sentence speaks to is named in a closing line ("Nothing found on:
-..."). When the gate asked for several citations, the picks span at least that many distinct
+..."). When the planner has gated each part on its own search (:meth:`ExtractiveAnswerer.answer_parts`),
+each part is answered from its own passages, the ones its gate accepted first, scored as a question of
+its own (its answer type, its command, its rule); the words all parts share (the question's setting,
+"zoom is down") count a third for it, and only its own words make a sentence one that answers it; a
+part its gate refused is only named. When the gate asked for several citations, the picks span at least that many distinct
 chunks. A sentence alone between two picked sentences of one paragraph is quoted too (an answer
 with a hole in the middle of a paragraph reads as a non sequitur), and so is the sentence right after a
-picked one that opens by pointing back to it ("This means...", "If any of the above..."). Each picked sentence becomes a citation whose quote is the sentence's exact
+picked one that opens by pointing back to it ("This means...", "If any of the above..."). A how-to
+question ("how do we call each other?") also gets the steps after a picked sentence that names the way:
+when it ends with ":" or is followed in its paragraph by a lead-in that does ("To use Slack calling, do the
+following:"), the lead-in and up to ``steps`` items of its list are quoted (:meth:`ExtractiveAnswerer._add_steps`). Each picked sentence becomes a citation whose quote is the sentence's exact
 text in the chunk.
 """
 
@@ -55,12 +64,13 @@ from tools.identifiers import contains, identifiers
 from tools.knowledge_search import Evidence
 
 from .models import Citation
+from .answertype import asked_type
 from .rewrite import defines
 from .screen import span_flagged
 from .terms import KeyTerms
 from .text import Span, display_text, sentence_spans
 
-__all__ = ["ExtractiveAnswerer", "ExtractiveConfig", "Draft", "table_header"]
+__all__ = ["ExtractiveAnswerer", "ExtractiveConfig", "Draft", "PartEvidence", "table_header"]
 
 _FIGURE = re.compile(r"(?:[$€£]\s?\d|\d+(?:[.,]\d+)?\s*(?:%|days?|weeks?|months?|years?|hours?|minutes?|mins?|"
                      r"business days|lines|per|utc|am|pm|usd|eur)|\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}:\d{2}\b|"
@@ -82,6 +92,10 @@ _ASKS_RULE = re.compile(r"^\W*(?:am i|are we|is it|are you)\s+(?:\w+\s+)?(?:allo
                         r"(?:\w+\s+)?(?:approval|permission|sign-?off)\b", re.I)
 _RULE = re.compile(r"\b(?:must|required?|requires|allowed|not allowed|permitted|prohibited|forbidden|approval|approve[ds]?|"
                    r"permission|may not|cannot|can't|need to|needs to|have to|has to|not permitted|exceeds?)\b", re.I)
+# "where do we tell users?", "where's the recording?": the answer is a concrete location (a #channel, a
+# link, a path, an @handle or an address), not a sentence that merely mentions a tool.
+_PLACE = re.compile(r"(?:^|[\s(`])#[a-z][\w-]+|https?://|\[[^\]\n]+\]\(|(?:^|[\s`])/[\w-]+/|@[\w-]+|"
+                    r"\b[\w.+-]+@[\w-]+\.\w")
 _LABEL = re.compile(r"\"[^\"\n]{2,40}\"|\u201c[^\u201d\n]{2,40}\u201d|`[^`\n]{2,40}`|\*\*[^*\n]{2,40}\*\*")
 
 
@@ -92,6 +106,7 @@ class ExtractiveConfig:
 
     max_sentences: int = 5
     part_sentences: int = 2
+    steps: int = 4
     max_chars: int = 1000
     mmr_lambda: float = 0.7
     chunks: int = 8
@@ -104,6 +119,26 @@ class Draft:
     text: str
     citations: list[Citation]
     unanswered: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class PartEvidence:
+    """One part of a multi-part question with what its own search found.
+
+    Attributes:
+        text: the part as the user wrote it ("which channel do I report it in").
+        terms: the part's key terms.
+        evidence: the passages of the part's own search, the ones its gate accepted first.
+        supported: whether the part's gate accepted its evidence (an unsupported part is only named).
+        support: the chunk ids the part's gate accepted; when the answer needs more sources than its
+            best sentences span, it takes them from these chunks (empty: from any of ``evidence``).
+    """
+
+    text: str
+    terms: KeyTerms
+    evidence: list[Evidence]
+    supported: bool = True
+    support: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True, eq=False)
@@ -167,6 +202,9 @@ def _row_display(header: str, row: str) -> str:
 
 
 # A sentence opening like this continues the one before it (discourse anaphora and result connectives).
+# "how do we call each other?", "how do I request access?": a procedure, answered by its steps.
+_ASKS_STEPS = re.compile(r"^\W*(?:and\s+)?how\s+(?:do|can|should|would|could|to)\b|\bhow\s+(?:do|can|should)\s+"
+                         r"(?:i|we|you)\b|\b(?:steps?|procedure)\b", re.I)
 _POINTS_BACK = re.compile(r"(?:This|That|These|Those|Such|Otherwise|Therefore|Thus|Hence|In that case|If so|If not|"
                           r"If (?:any|all|none|one) of (?:the )?(?:above|these|those|this|them))\b")
 _LIST_MARK = re.compile(r"\s*(?:[-*+]|\d{1,3}[.)])\s+")
@@ -236,15 +274,114 @@ class ExtractiveAnswerer:
             The draft; ``Draft.text`` is empty when no sentence qualifies.
         """
         cfg = self.config
+        wants_figure = bool(_ASKS_FIGURE.search(question))
+        multi = bool(parts and len(parts) >= 2)
+        cands = self._candidates(evidence, terms, question, vocabulary, define, multi)
+        picked: list[_Cand] = []
+        unanswered: list[str] = []
+        if multi:
+            shared = set.intersection(*(set(pt.weights) for _, pt in parts))
+            per_part = max(1, min(cfg.part_sentences, cfg.max_sentences // len(parts)))
+            for part_text, part_terms in parts:
+                own = {t: w for t, w in part_terms.weights.items() if t not in shared} or dict(part_terms.weights)
+                figure = bool(_ASKS_FIGURE.search(part_text))
+                got = self._pick(cands, KeyTerms(own), picked, per_part, require_hit=True, figure=figure,
+                                 asks_figure=figure, command=bool(_ASKS_COMMAND.search(part_text)))
+                if not got:
+                    unanswered.append(part_text)
+                picked.extend(got)
+            if not picked:
+                picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
+        else:
+            picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
+        picked = self._spread(picked, cands, terms, min_sources)
+        filled = self._fill_gaps(picked, min_sources, displace=not multi)
+        if not multi and _ASKS_STEPS.search(question):
+            filled = self._add_steps(filled, set(map(id, picked)))
+        return self._render(filled, unanswered)
+
+    def _spread(self, picked: list[_Cand], cands: list[_Cand], terms: KeyTerms, min_sources: int) -> list[_Cand]:
+        """``picked`` plus the best candidates of other chunks until the picks span ``min_sources`` chunks."""
+        picked = list(picked)
+        key = set(terms.weights)
+        distinct = {p.ev.chunk.chunk_id for p in picked}
+        if len(distinct) < min_sources:
+            covered = {x for p in picked for x in p.terms & key}
+            ids = {id(p) for p in picked}
+            rest = [c for c in cands if id(c) not in ids]
+            for c in sorted(rest, key=lambda c: -self._gain(c, terms, covered, picked)):
+                if len(distinct) >= min_sources:
+                    break
+                if c.ev.chunk.chunk_id in distinct:
+                    continue
+                picked.append(c)
+                distinct = {p.ev.chunk.chunk_id for p in picked}
+        return picked
+
+    def answer_parts(self, parts: list[PartEvidence], min_sources: int = 1) -> Draft:
+        """Answer a multi-part question part by part, each from the evidence its own gate accepted.
+
+        Each supported part's sentences are read from its own passages (its support first) and scored
+        for its own words and answer type, as a question of its own would be (:meth:`answer`'s priors:
+        the figure for "how fast", the command for "which channel", the rule for "do I need
+        approval"); up to ``part_sentences`` are picked per part, for the terms the other parts do not
+        share. A part the gate found nothing for (``supported`` False), and a supported part no
+        sentence speaks to, is named in the closing line ("Nothing found on: ...").
+
+        Args:
+            parts: every part of the question, in question order.
+            min_sources: distinct chunks the picks must span (the parts' gates' requirement).
+
+        Returns:
+            The draft; ``Draft.unanswered`` lists the parts without an answer, in question order.
+        """
+        cfg = self.config
+        answered = [p for p in parts if p.supported]
+        shared = set.intersection(*(set(p.terms.weights) for p in parts)) if len(parts) >= 2 else set()
+        per_part = max(1, min(cfg.part_sentences, cfg.max_sentences // max(len(parts), 1)))
+        picked: list[_Cand] = []
+        unanswered: list[str] = []
+        procedural: set[int] = set()
+        pool: list[_Cand] = []
+        union: dict[str, float] = {}
+        for part in parts:
+            if not part.supported:
+                unanswered.append(part.text)
+                continue
+            # The words every part shares (the question's setting: "zoom is down ... outage") still tell
+            # a part's sentences apart, at a third of their weight; only the part's own words make a hit.
+            own = {t: w / 3 if t in shared else w for t, w in part.terms.weights.items()}
+            cands = self._candidates(part.evidence, part.terms, part.text, None, None, multi=False)
+            pool.extend(c for c in cands if not part.support or c.ev.chunk.chunk_id in part.support)
+            union.update(part.terms.weights)
+            figure = bool(_ASKS_FIGURE.search(part.text))
+            got = self._pick(cands, KeyTerms(own), picked, per_part, require_hit=True, figure=figure,
+                             asks_figure=figure, command=bool(_ASKS_COMMAND.search(part.text)),
+                             hit=set(own) - shared or None)
+            if not got:
+                unanswered.append(part.text)
+            picked.extend(got)
+            if _ASKS_STEPS.search(part.text):
+                procedural.update(map(id, got))
+        if not picked or not answered:
+            return Draft("", [], unanswered)
+        picked = self._spread(picked, pool, KeyTerms(union), min_sources)
+        return self._render(self._add_steps(self._fill_gaps(picked, min_sources, displace=False), procedural),
+                            unanswered)
+
+    def _candidates(self, evidence: list[Evidence], terms: KeyTerms, question: str, vocabulary: list[str] | None,
+                    define: str | None, multi: bool) -> list[_Cand]:
+        """The sentences of ``evidence`` that may be quoted, each with its prior (see :meth:`answer`)."""
+        cfg = self.config
         key = set(terms.weights)
         vocab = set(vocabulary or ()) - key
         wants_figure = bool(_ASKS_FIGURE.search(question))
         wants_command = bool(_ASKS_COMMAND.search(question))
         wants_label = bool(_ASKS_LABEL.search(question))
         wants_rule = bool(_ASKS_RULE.search(question))
+        wants_place = asked_type(question) == "place"
         exact = identifiers(question)
         cands: list[_Cand] = []
-        multi = bool(parts and len(parts) >= 2)
         # A multi-part question reads twice as many passages (each part's may rank lower); so does a
         # question asking for an answer type (a figure, a command) or an identifier, but past the
         # first ``chunks`` passages only for sentences that state what was asked.
@@ -288,6 +425,7 @@ class ExtractiveAnswerer:
                     prior += 0.25 * (wants_figure and figure) + 0.25 * (wants_command and command)
                     prior += 0.25 * (wants_label and bool(t & key) and bool(_LABEL.search(span.text)))
                     prior += 0.25 * (wants_rule and rank < cfg.chunks and bool(_RULE.search(span.text)))
+                    prior += 0.25 * (wants_place and bool(t & key) and bool(_PLACE.search(span.text)))
                 if define and defines(span.text, define):
                     prior += 0.5
                 if has_exact:
@@ -297,36 +435,7 @@ class ExtractiveAnswerer:
                 if span.text.rstrip().endswith(":"):
                     prior -= 0.15  # a lead-in, not an answer
                 cands.append(_Cand(ev, span, t, prior, rank, row, header, figure, command))
-        picked: list[_Cand] = []
-        unanswered: list[str] = []
-        if multi:
-            shared = set.intersection(*(set(pt.weights) for _, pt in parts))
-            per_part = max(1, min(cfg.part_sentences, cfg.max_sentences // len(parts)))
-            for part_text, part_terms in parts:
-                own = {t: w for t, w in part_terms.weights.items() if t not in shared} or dict(part_terms.weights)
-                figure = bool(_ASKS_FIGURE.search(part_text))
-                got = self._pick(cands, KeyTerms(own), picked, per_part, require_hit=True, figure=figure,
-                                 asks_figure=figure, command=bool(_ASKS_COMMAND.search(part_text)))
-                if not got:
-                    unanswered.append(part_text)
-                picked.extend(got)
-            if not picked:
-                picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
-        else:
-            picked = self._pick(cands, terms, [], cfg.max_sentences, asks_figure=wants_figure)
-        distinct = {p.ev.chunk.chunk_id for p in picked}
-        if len(distinct) < min_sources:
-            covered = {x for p in picked for x in p.terms & key}
-            ids = {id(p) for p in picked}
-            rest = [c for c in cands if id(c) not in ids]
-            for c in sorted(rest, key=lambda c: -self._gain(c, terms, covered, picked)):
-                if len(distinct) >= min_sources:
-                    break
-                if c.ev.chunk.chunk_id in distinct:
-                    continue
-                picked.append(c)
-                distinct = {p.ev.chunk.chunk_id for p in picked}
-        return self._render(self._fill_gaps(picked, min_sources, displace=not multi), unanswered)
+        return cands
 
     def _fill_gaps(self, picked: list[_Cand], min_sources: int = 1, displace: bool = True) -> list[_Cand]:
         """``picked`` plus each sentence that sits alone between two picked sentences of one paragraph, and
@@ -379,6 +488,51 @@ class ExtractiveAnswerer:
             extra.append(_Cand(c.ev, gap, set(self.analyze(gap.text)), 0.0, c.chunk_rank))
         return [*picked, *extra]
 
+    def _add_steps(self, picked: list[_Cand], procedural: set[int]) -> list[_Cand]:
+        """``picked`` plus the steps that follow a picked sentence of a how-to question (``procedural``:
+        the ids of such picks): when the sentence ends with ":" or is followed, in its paragraph, by a
+        lead-in that does ("To use Slack calling, do the following:"), the lead-in and up to ``steps``
+        items of the list it introduces are quoted too, verbatim, while the answer stays within
+        ``max_chars``. "If Zoom is down, use Slack for calls" names the way; the steps say how, and
+        that is what was asked. A step flagged by :mod:`screening` ends the list's quoting.
+        """
+        out = list(picked)
+        used = sum(len(c.span.text) for c in out)
+        at = {(c.ev.chunk.chunk_id, c.span.start) for c in out}
+        for c in picked:
+            if id(c) not in procedural or c.row:
+                continue
+            text = c.ev.chunk.text
+            spans = _spans(text)
+            idx = next((i for i, x in enumerate(spans) if x.start == c.span.start), None)
+            if idx is None:
+                continue
+            lead = idx
+            if not c.span.text.rstrip().endswith(":"):
+                nxt = idx + 1
+                if nxt >= len(spans) or not spans[nxt].text.rstrip().endswith(":") or "\n\n" in text[c.span.end:spans[nxt].start]:
+                    continue
+                lead = nxt
+            chosen = [spans[lead]] if lead != idx else []
+            for item in spans[lead + 1:]:
+                line = text[:item.start].rsplit("\n", 1)[-1]
+                if not _LIST_MARK.fullmatch(line) or span_flagged(text, item.start, item.end):
+                    break
+                chosen.append(item)
+                if len(chosen) - (lead != idx) >= self.config.steps:
+                    break
+            if len(chosen) <= (lead != idx):
+                continue  # no list follows the lead-in
+            for x in chosen:
+                if (c.ev.chunk.chunk_id, x.start) in at:
+                    continue
+                if used + len(x.text) > self.config.max_chars:
+                    break
+                at.add((c.ev.chunk.chunk_id, x.start))
+                used += len(x.text)
+                out.append(_Cand(c.ev, x, set(self.analyze(x.text)), 0.0, c.chunk_rank))
+        return out
+
     def _gain(self, c: _Cand, terms: KeyTerms, covered: set[str], picked: list[_Cand]) -> float:
         total = terms.total or 1.0
         hit = c.terms & set(terms.weights)
@@ -390,15 +544,17 @@ class ExtractiveAnswerer:
 
     def _pick(self, cands: list[_Cand], terms: KeyTerms, already: list[_Cand], limit: int,
               require_hit: bool = False, figure: bool = False, asks_figure: bool = False,
-              command: bool = False) -> list[_Cand]:
+              command: bool = False, hit: set[str] | None = None) -> list[_Cand]:
         """Greedy picks for ``terms``: the best first, then only sentences adding key-term coverage.
 
         ``require_hit``: the first pick must contain one of ``terms`` (a part nothing speaks to gets
         none), or, with ``figure`` (the part asks how long / how much), state a quantity. With
         ``asks_figure`` (the question asks for one), a sentence stating a quantity with a key term is
-        kept even without new coverage when no pick states one yet.
+        kept even without new coverage when no pick states one yet. ``hit``: the terms that count for
+        ``require_hit`` (all of ``terms`` when None).
         """
         key = set(terms.weights)
+        hits = key if hit is None else hit
         covered: set[str] = set()
         used = sum(len(c.span.text) for c in already)
         out: list[_Cand] = []
@@ -410,9 +566,9 @@ class ExtractiveAnswerer:
             pool.remove(best)
             new = (best.terms & key) - covered
             if not out:
-                if require_hit and key and not new and not bonus.get(id(best)):
+                if require_hit and hits and not new & hits and not bonus.get(id(best)):
                     break
-            elif self._gain(best, terms, covered, [*already, *out]) < 0.15 or (require_hit and not new):
+            elif self._gain(best, terms, covered, [*already, *out]) < 0.15 or (require_hit and not new & hits):
                 if asks_figure and not any(_FIGURE.search(c.span.text) for c in [*already, *out]):
                     # the question asks how much / how long and no pick says it yet: the best figure
                     figures = [c for c in pool if _FIGURE.search(c.span.text) and c.terms & key]

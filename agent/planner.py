@@ -24,9 +24,15 @@
    when the gate still refuses and a code-like identifier (with a digit, ``/``, ``#``...) is held by
    passages of exactly one page, that page answers alone (single source; traced as
    ``identifier_single_page``).
-4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse; a
-   multi-part question (:func:`agent.rewrite.question_parts`) gets a sentence per part, and the
-   parts nothing supports are named.
+4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse. A
+   multi-part question (:func:`agent.rewrite.question_parts`) is also judged part by part: each part
+   is searched with the question's setting (and the part before it when it leans on it:
+   :func:`agent.rewrite.part_queries`) and judged by the gate on its own search, its own cosines and
+   its own key terms. When any part's gate passes, the answer covers every part that has support,
+   each from its own passages, and names each part that found none ("Nothing found on: ..."), even
+   when the whole question's gate passed (its support may be another part's, or a near miss of this
+   one) or failed (one part answerable is an answer). When no part's gate passes, the whole
+   question's verdict stands (an answer with a sentence per part, or a refusal).
 
 The action route works with every registered side-effect tool through the contract of
 :mod:`tools.actions` and knows none of them: the tool whose ``intent`` recognises the request
@@ -47,7 +53,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 
@@ -59,11 +65,12 @@ from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArg
 
 from . import messages
 from .citations import MARKER, validate_citations
-from .extractive import ExtractiveAnswerer, ExtractiveConfig
+from .extractive import ExtractiveAnswerer, ExtractiveConfig, PartEvidence
 from .gate import EvidenceGate, GateConfig, GateVerdict
 from tools.identifiers import identifiers, is_code
 from .models import PendingAction, Reply, Trace, Turn, idempotency_key
-from .rewrite import decompose, defines, definition_target, followup_question, keyword_query, question_parts
+from .rewrite import (decompose, defines, definition_target, followup_question, keyword_query, part_queries,
+                      question_parts)
 from .router import RuleRouter, is_action_answer, split_request
 from .terms import KeyTerms, chunk_terms, key_terms
 
@@ -107,6 +114,19 @@ class ActionConfig:
 
 @dataclass(slots=True)
 class _Attempt:
+    query: str
+    evidence: list[Evidence]
+    verdict: GateVerdict
+    terms: KeyTerms
+    searched: dict[str, list[Evidence]] = field(default_factory=dict)  # each query's own hits
+
+
+@dataclass(slots=True)
+class _Part:
+    """A part of a multi-part question, as searched (``query``: the part, with the first part's key
+    words when it leans on it) and judged by its own gate."""
+
+    text: str
     query: str
     evidence: list[Evidence]
     verdict: GateVerdict
@@ -342,8 +362,14 @@ class RuleBasedPlanner:
                 best = single
                 trace.step("identifier_single_page", doc_id=single.evidence[0].chunk.doc_id,
                            identifiers=list(single.evidence[0].exact))
-        trace.gate = best.verdict.as_dict()
         searched = list(dict.fromkeys(a.query for a in attempts))
+        parts = self._parts(question, attempts[0], trace, ctx)
+        for p in parts:
+            for e in p.evidence:
+                shown.setdefault(e.chunk.chunk_id, e)
+        if any(p.verdict.sufficient for p in parts):
+            return self._answer_parts(parts, trace, route, searched), list(shown.values())
+        trace.gate = best.verdict.as_dict()
         if not best.verdict.sufficient:
             return Reply(messages.refusal(searched, best.verdict.reason), refused=True, route=route,
                          searched=searched), list(shown.values())
@@ -361,17 +387,67 @@ class RuleBasedPlanner:
         reply = Reply(draft.text, draft.citations, route=route, searched=searched)
         return reply, list(shown.values())
 
+    def _parts(self, question: str, first: _Attempt, trace: Trace, ctx: ToolContext) -> list[_Part]:
+        """Each part of a multi-part ``question`` (:func:`agent.rewrite.question_parts`) searched and
+        judged on its own; ``[]`` for a question of one part.
+
+        A part is searched with the question's statements of context and, when it leans on the part
+        before it, that part's key words (:func:`agent.rewrite.part_queries`); its gate reads the
+        cosines to that query and its key terms, as for a question of its own.
+        """
+        out: list[_Part] = []
+        for text, query in part_queries(question):
+            ev = first.searched.get(query)
+            if ev is None:
+                ev = self._retrieve([query], trace, "part", ctx, into=first.searched)
+            ev = _exact_first(ev, query)
+            terms = key_terms(query, self.search.analyze, self.search.idf)
+            t = time.perf_counter()
+            verdict = self.gate.judge(ev, terms)
+            trace.add_time("gate", (time.perf_counter() - t) * 1000)
+            trace.step("part_gate", part=text, query=query, **verdict.as_dict())
+            out.append(_Part(text, query, ev, verdict, terms))
+        return out
+
+    def _answer_parts(self, parts: list[_Part], trace: Trace, route: str, searched: list[str]) -> Reply:
+        """The answer to a multi-part question of which at least one part's gate passed: each supported
+        part answered from its own support, the others named, even when the whole question's gate
+        passed (its support may be another part's, or a near miss of this one)."""
+        supported = [p for p in parts if p.verdict.sufficient]
+        need = max(1 if p.verdict.single_source else self.gate.config.min_citations for p in supported)
+        support = list({e.chunk.chunk_id: e for p in supported for e in p.verdict.support}.values())
+        trace.gate = GateVerdict(
+            True, support, min(p.verdict.coverage for p in supported), need == 1,
+            [m for p in supported for m in p.verdict.missing],
+            f"{len(supported)} of {len(parts)} parts supported: "
+            + "; ".join(f"{p.text!r}: {p.verdict.reason}" for p in parts), max(p.verdict.top_cosine for p in supported),
+            {"parts": [{"part": p.text, "sufficient": p.verdict.sufficient} for p in parts]}).as_dict()
+        t = time.perf_counter()
+        draft = self.answerer.answer_parts(
+            [PartEvidence(p.text, p.terms, p.verdict.support + [e for e in p.evidence if e not in p.verdict.support],
+                          p.verdict.sufficient, frozenset(e.chunk.chunk_id for e in p.verdict.support))
+             for p in parts],
+            min_sources=need)
+        trace.add_time("answer", (time.perf_counter() - t) * 1000)
+        trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
+                   parts=len(parts), unanswered=draft.unanswered)
+        if not draft.text:
+            return Reply(messages.refusal(searched, trace.gate["reason"]), refused=True, route=route, searched=searched)
+        return Reply(draft.text, draft.citations, route=route, searched=searched)
+
     def _first_attempt(self, question: str, trace: Trace, ctx: ToolContext, target: str | None) -> _Attempt:
         """Search ``question`` (and its parts, fused) and judge the evidence: a turn's attempt 0."""
         t = time.perf_counter()
         terms = key_terms(question, self.search.analyze, self.search.idf)
         trace.add_time("terms", (time.perf_counter() - t) * 1000)
-        queries = [question, *decompose(question)]
-        ev = self._retrieve(queries, trace, 0, ctx)
+        # the parts as each is judged on its own (see _parts), so their hits are at hand; else decompose's
+        queries = [question, *([q for _, q in part_queries(question)] or decompose(question))]
+        searched: dict[str, list[Evidence]] = {}
+        ev = self._retrieve(queries, trace, 0, ctx, into=searched)
         if target:
             ev = self._definitions_first(target, question, ev, trace, ctx)
         ev = _exact_first(ev, question)
-        return _Attempt(question, ev, self._judge(ev, terms, trace, 0), terms)
+        return _Attempt(question, ev, self._judge(ev, terms, trace, 0), terms, searched)
 
     def _judge(self, evidence: list[Evidence], terms: KeyTerms, trace: Trace, attempt: int) -> GateVerdict:
         t = time.perf_counter()
@@ -434,9 +510,10 @@ class RuleBasedPlanner:
         missing = [t for t in verdict.missing if t in terms.weights]
         return " ".join(dict.fromkeys(terms.words([*missing, *terms.weights]))) if missing else ""
 
-    def _retrieve(self, queries: list[str], trace: Trace, attempt: int, ctx: ToolContext,
-                  dense_query: str | None = None) -> list[Evidence]:
-        """Search each query; several (a decomposed question) are fused with RRF, the whole first."""
+    def _retrieve(self, queries: list[str], trace: Trace, attempt: int | str, ctx: ToolContext,
+                  dense_query: str | None = None, into: dict[str, list[Evidence]] | None = None) -> list[Evidence]:
+        """Search each query; several (a decomposed question) are fused with RRF, the whole first.
+        ``into`` (optional) receives each query's own hits, by query."""
         t = time.perf_counter()
         results = []
         for q in queries:
@@ -444,6 +521,8 @@ class RuleBasedPlanner:
                                        dense_query=dense_query[:4000] if dense_query else None)
             res = self.tools.call("knowledge.search", args, ctx)
             results.append(res)
+            if into is not None:
+                into[q] = list(res.evidence)
             for k, v in res.timings_ms.items():
                 trace.add_time(f"search.{k}", v)
             trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from .terms import KeyTerms
 from .text import QUESTION_STOPWORDS
 
-__all__ = ["standalone_question", "followup_question", "topic_terms", "decompose", "question_parts",
+__all__ = ["standalone_question", "followup_question", "topic_terms", "decompose", "question_parts", "part_queries",
            "keyword_query", "definition_target", "defines"]
 
 _DEFINITION_Q = re.compile(
@@ -105,6 +105,33 @@ def question_parts(question: str) -> list[str]:
 
     asking = [p for p in parts if (_ASKS.match(_LEAD.sub("", p)) or _QUESTION_WORD.search(p)) and topical(p)]
     return asking if len(asking) >= 2 else []
+
+
+def part_queries(question: str) -> list[tuple[str, str]]:
+    """Each part of a multi-part question (:func:`question_parts`) with the query that searches it on
+    its own: the part, then the key words of the question's statements of context ("first on-call
+    week next week. what tool pages me?": the week is the setting of every part), then, when the
+    part leans on the part before it (a pronoun, a leading "and" / "what about", or fewer than two
+    topic words: "and whats the max per night", "what do I install on it"), that part's key words.
+    ``[]`` when fewer than two parts ask."""
+    asking = question_parts(question)
+    if not asking:
+        return []
+
+    def words(p: str) -> list[str]:
+        return [w for w in re.findall(r"[\w$%/@.+-]+", p.lower()) if w not in QUESTION_STOPWORDS]
+
+    setting = [w for p in decompose(question, context=False) if p not in asking for w in words(p)]
+    out: list[tuple[str, str]] = []
+    for i, part in enumerate(asking):
+        extra = list(setting)
+        topical = [w for w in words(part) if w not in _TYPE_WORDS]
+        if i and (_PRONOUN.search(part) or _LEAD.match(part) or len(topical) < 2):
+            extra += words(asking[i - 1])
+        have = set(words(part))
+        extra = [w for w in dict.fromkeys(extra) if w not in have]
+        out.append((part, f"{part} {' '.join(extra)}" if extra else part))
+    return out
 
 
 def decompose(question: str, min_words: int = 1, context: bool = True) -> list[str]:

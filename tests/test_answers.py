@@ -269,3 +269,107 @@ def test_a_question_asking_whether_something_is_allowed_prefers_the_sentence_sta
     draft = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze).answer(
         [Evidence(chunk, 1.0, cosine=0.45)], terms, question="am i allowed to do freelance work on the side?")
     assert "15 hours" in draft.text, draft.text
+def test_each_part_is_searched_with_the_questions_setting_and_a_leaning_part_with_the_part_before() -> None:
+    from agent.rewrite import part_queries
+
+    got = part_queries("moving from lisbon to berlin. do i need a visa, and which tax forms do i file for it?")
+    assert got == [("do i need a visa", "do i need a visa moving lisbon berlin"),  # the setting comes along
+                   ("which tax forms do i file for it", "which tax forms do i file for it moving lisbon berlin visa")]
+    free = part_queries("how many weeks of parental leave do I get, and when do I have to submit my expenses?")
+    assert free == [("how many weeks of parental leave do I get", "how many weeks of parental leave do I get"),
+                    ("when do I have to submit my expenses", "when do I have to submit my expenses")]
+    assert part_queries("how long is parental leave?") == []
+
+
+def test_a_part_with_no_support_is_named_while_the_supported_part_is_answered(runtime: Runtime) -> None:
+    reply = ask(runtime, "how many weeks of parental leave do I get, and is there a stipend for pet insurance?")
+    assert not reply.refused, reply.text
+    assert "18 weeks" in reply.text
+    assert {c.doc_id for c in reply.citations} == {"people/parental-leave.md"}, (reply.text, reply.trace.steps)
+    assert "Nothing found on: “is there a stipend for pet insurance”" in reply.text
+    parts = {s["part"]: s["sufficient"] for s in reply.trace.steps if s["step"] == "part_gate"}
+    assert parts == {"how many weeks of parental leave do I get": True, "is there a stipend for pet insurance": False}
+
+
+def test_the_first_search_searches_each_part_as_its_gate_reads_it(runtime: Runtime) -> None:
+    # The turn's first retrieval fuses the whole question with each part's own query, so the part
+    # gates read hits already at hand (no second search per part).
+    reply = ask(runtime, "new hire here - how do i get my laptop and what do i need to install on it first?")
+    first = [q["query"] for q in reply.trace.queries if q.get("attempt") == 0 and "fused_from" not in q]
+    gated = [s["query"] for s in reply.trace.steps if s["step"] == "part_gate"]
+    assert gated == ["how do i get my laptop new hire", "what do i need to install on it first new hire laptop"]
+    assert set(gated) <= set(first)
+    assert not any(q.get("attempt") == "part" for q in reply.trace.queries)
+
+
+def test_a_multi_part_question_is_refused_when_no_part_and_not_the_whole_has_support(runtime: Runtime) -> None:
+    reply = ask(runtime, "is there a stipend for pet insurance, and how much is the yacht allowance?")
+    assert reply.refused and not reply.citations, reply.text
+
+
+def test_a_where_question_prefers_the_sentence_naming_a_concrete_place() -> None:
+    # "where do we tell users?" is answered by the sentence naming the channel, not by one that only
+    # says users are told.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    vague = Chunk("c1", "folder", "outages.md", "Outages", ("Notify",), "",
+                  "During a vendor outage we should still notify users as appropriate.")
+    place = Chunk("c2", "folder", "outages.md", "Outages", ("Channels",), "",
+                  "The #status-updates channel is where we notify users of an outage.")
+    analyze = lambda s: [w.strip(".,?").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"users": 2.0, "notify": 1.0, "outage": 1.0})
+    draft = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze).answer(
+        [Evidence(vague, 1.0, cosine=0.50), Evidence(place, 0.9, cosine=0.45)], terms,
+        question="where do we notify users during an outage?")
+    assert "#status-updates" in draft.text, draft.text
+
+
+def test_a_part_is_answered_by_its_own_words_and_the_questions_setting_breaks_ties() -> None:
+    # Two parts share the setting ("the office is closed"); each part's sentence must hold its own
+    # words, and among those the one that also speaks to the setting is preferred. A part nothing
+    # speaks to is named; one the gate refused is named without being searched for sentences.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig, PartEvidence
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    generic = Chunk("c1", "folder", "visitors.md", "Visitors", ("Badges",), "",
+                    "Visitors pick up a badge at reception.")
+    closed = Chunk("c2", "folder", "closures.md", "Closures", ("Badges",), "",
+                   "When the office is closed, visitors get a badge from security.")
+    analyze = lambda s: [w.strip(".,?").lower() for w in s.split()]  # noqa: E731
+    setting = {"office": 1.0, "closed": 1.0}
+    badge = PartEvidence("where do visitors get a badge", KeyTerms({"visitors": 2.0, "badge": 2.0, **setting}),
+                         [Evidence(generic, 1.0, cosine=0.5), Evidence(closed, 0.9, cosine=0.5)],
+                         support=frozenset({"c1", "c2"}))
+    parking = PartEvidence("can they park", KeyTerms({"park": 3.0, **setting}), [Evidence(generic, 1.0, cosine=0.5)])
+    refused = PartEvidence("is lunch served", KeyTerms({"lunch": 3.0, **setting}), [], supported=False)
+    draft = ExtractiveAnswerer(ExtractiveConfig(part_sentences=1), analyze).answer_parts([badge, parking, refused])
+    assert "from security" in draft.text and "at reception" not in draft.text, draft.text
+    assert draft.unanswered == ["can they park", "is lunch served"]
+    assert "Nothing found on: “can they park”; “is lunch served”." in draft.text
+
+
+def test_a_how_to_question_quotes_the_steps_after_the_sentence_that_names_the_way() -> None:
+    # "If Zoom is down, use Slack for calls. To use it, do the following:" names the way; the numbered
+    # steps after the lead-in are how, which is what "how do we ...?" asks: they are quoted too.
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    text = ("If your badge stops working you can reset the badge yourself. To do so, do the following:\n\n"
+            "1. Open the facilities portal.\n1. Choose `Reset badge` and tap it on the reader.\n\n"
+            "Lost badges are replaced by reception.")
+    chunk = Chunk("c1", "folder", "badges.md", "Badges", ("Resetting",), "", text)
+    analyze = lambda s: [w.strip(".,?:`").lower() for w in s.split()]  # noqa: E731
+    terms = KeyTerms({"badge": 2.0, "reset": 2.0})
+    answerer = ExtractiveAnswerer(ExtractiveConfig(max_sentences=1), analyze)
+    how = answerer.answer([Evidence(chunk, 1.0, cosine=0.5)], terms, question="how do i reset my badge?")
+    assert "`Reset badge` and tap it on the reader" in how.text and "Open the facilities portal" in how.text, how.text
+    assert all(c.quote in text for c in how.citations)
+    what = answerer.answer([Evidence(chunk, 1.0, cosine=0.5)], terms, question="can a badge reset itself?")
+    assert "facilities portal" not in what.text, what.text
