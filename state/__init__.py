@@ -18,6 +18,9 @@ here through :class:`state.store.StateStore`:
   :mod:`app.outbox`),
 - the turn log (``record_turn``, ``turn_records``: each chat turn's question, outcome and cited pages,
   the knowledge-gap report's input).
+
+:mod:`state.retention` deletes what is past its retention (``purge``) and what one person wrote
+(``forget_user``, the audit log keeping a pseudonym).
 """
 
 from .errors import SchemaTooNewError, StateStoreError
