@@ -21,8 +21,8 @@ Beside the syncs, :func:`add_outbox_job` adds the job ``outbox``: at start, then
 ``coalesce``) it delivers the scheduled messages that are due (:meth:`app.outbox.Outbox.deliver_due`),
 on the event loop, through the senders of the platforms ``chatops serve`` runs.
 
-:func:`add_retention_job` adds the job ``retention``: daily at :data:`RETENTION_AT` (the scheduler's
-time zone; a fixed time, so restarts never postpone it), the retention purge
+:func:`add_retention_job` adds the job ``retention``: at start, then daily at :data:`RETENTION_AT` (the
+scheduler's time zone; a fixed time, so restarts never postpone it), the retention purge
 (:meth:`app.retention.Retention.run`: rows past ``RETENTION_DAYS_*`` deleted, the counts recorded as a
 run that ``chatops status`` shows), in the thread pool; a run missed by up to 12 hours still runs.
 
@@ -131,14 +131,17 @@ def run_retention(retention: Retention) -> RetentionReport | None:
         return None
 
 
-def add_retention_job(scheduler: AsyncIOScheduler, retention: Retention, at: tuple[int, int] = RETENTION_AT) -> None:
+def add_retention_job(scheduler: AsyncIOScheduler, retention: Retention, at: tuple[int, int] = RETENTION_AT,
+                      at_start: bool = True) -> None:
     """Add (or replace) the job ``retention``: :func:`run_retention` daily at ``at`` (hour, minute) in
-    the scheduler's time zone, one run at a time, missed runs collapsed into one and run when at most
-    12 hours late (a process that was down at that hour purges when it is back the same day)."""
+    the scheduler's time zone, and right away when ``at_start`` (a process restarted more often than
+    daily still purges); one run at a time, missed runs collapsed into one and run when at most 12
+    hours late."""
     hour, minute = at
+    first = {"next_run_time": datetime.now(scheduler.timezone)} if at_start else {}
     scheduler.add_job(run_retention, trigger="cron", hour=hour, minute=minute, args=(retention,),
                       id=RETENTION_JOB_ID, name=f"retention purge (daily at {hour:02d}:{minute:02d})",
-                      max_instances=1, coalesce=True, misfire_grace_time=12 * 3600, replace_existing=True)
+                      max_instances=1, coalesce=True, misfire_grace_time=12 * 3600, replace_existing=True, **first)
 
 
 def build_scheduler(jobs: IndexJobs, config: ChatopsConfig | None = None, *, event_loop=None) -> AsyncIOScheduler:

@@ -5,7 +5,8 @@
   newer stays (and each source's latest run, unsettled actions and messages, series), the counts per
   table are printed by ``chatops purge``, recorded as a run and shown by ``chatops status``.
 - A retention setting of 0 is a settings error that says what to write.
-- The scheduler's job runs daily at a fixed time and purges when it fires.
+- The scheduler's job runs daily at a fixed time and purges when it fires (``chatops serve`` runs it at
+  start-up too: ``tests/test_slack_serve.py``).
 - ``chatops forget --user ID``: asks for ``--yes``, then deletes that person's messages (others' stay,
   also an id that merely starts with theirs), turn log, feedback, actions and messages, and leaves the
   audit log with one random pseudonym where the id was.
@@ -135,7 +136,7 @@ def test_the_scheduler_purges_daily_at_a_fixed_time(tmp_path: Path) -> None:
 
     async def schedule():
         scheduler = AsyncIOScheduler(timezone=timezone.utc)
-        add_retention_job(scheduler, Retention(store, RetentionPolicy()))
+        add_retention_job(scheduler, Retention(store, RetentionPolicy()), at_start=False)
         scheduler.start(paused=True)
         job = scheduler.get_job(RETENTION_JOB_ID)
         scheduler.shutdown(wait=False)
