@@ -120,10 +120,10 @@ def _counts(counts: dict[str, int]) -> str:
 
 
 def status_line(store: StateStore) -> str:
-    """The last purge, one line for ``chatops status`` (``"retention: never run"`` before the first)."""
+    """The last purge, one line for ``chatops status`` (``"retention: no purge yet ..."`` before the first)."""
     runs = store.last_runs(RUN_SOURCE, limit=1)
     if not runs:
-        return "retention: never run (chatops serve purges daily; chatops purge runs it once)"
+        return "retention: no purge yet (chatops serve purges at start-up and daily; chatops purge runs it once)"
     r = runs[0]
     when = (r.finished_at or r.started_at).isoformat()
     if r.status != "ok":

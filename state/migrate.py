@@ -20,6 +20,7 @@ failed migration leaves nothing half done. On SQLite the transaction starts with
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -78,7 +79,9 @@ def _config() -> Config:
     return cfg
 
 
+@functools.lru_cache(maxsize=1)
 def _scripts() -> ScriptDirectory:
+    """The migration scripts (read once per process: they ship with the code and do not change under it)."""
     return ScriptDirectory.from_config(_config())
 
 

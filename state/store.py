@@ -215,16 +215,16 @@ class StateStore:
     Args:
         url: a SQLAlchemy URL (``sqlite:///...`` or ``postgresql+psycopg://...``).
         echo: log SQL (debugging).
-        migrate: bring the schema to the newest revision first (:func:`state.migrate.upgrade`: a new
-            database is created, one made by an older release is upgraded); False only for tools
-            that must not change the database.
+
+    Opening runs the migrations first (:func:`state.migrate.upgrade`): a new database is created, one
+    made by an older release is upgraded, one at the newest revision is left alone.
 
     Raises:
         SchemaTooNewError: when a newer chatops has migrated the database (upgrade chatops).
         StateStoreError: when the database cannot be reached or migrated.
     """
 
-    def __init__(self, url: str, echo: bool = False, *, migrate: bool = True) -> None:
+    def __init__(self, url: str, echo: bool = False) -> None:
         self.url = url
         kwargs: dict[str, Any] = {"echo": echo, "pool_pre_ping": True}
         if url.startswith("sqlite"):
@@ -352,10 +352,9 @@ class StateStore:
             sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
         )
         self.metadata = md
-        if migrate:
-            from .migrate import upgrade
+        from .migrate import upgrade
 
-            upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
+        upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
 
     # -- events ------------------------------------------------------------------------------
     def claim_event(self, event_id: str, platform: str) -> bool:
