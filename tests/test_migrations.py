@@ -12,6 +12,8 @@ failed instead with ``CHATOPS_TEST_REQUIRE_PG=1``).
 - A revision this code does not know stops the store with "upgrade chatops", and ``chatops db current``
   and any command say so (exit 2, no traceback).
 - Stores opened at once by eight threads on one empty database migrate it once.
+- An unversioned database that already has ``turn_log`` (built from main before migrations) is stamped
+  at 0002 and keeps its rows.
 - ``chatops db current`` / ``db upgrade`` on an unversioned SQLite file.
 """
 
@@ -237,3 +239,19 @@ def test_db_current_and_upgrade_on_an_unversioned_sqlite_file(tmp_path: Path) ->
     assert proc.returncode == 0 and '"is_head": true' in proc.stdout
     proc = run_chatops(["db", "upgrade"], data, cwd=tmp_path)
     assert proc.returncode == 0 and "nothing to do" in proc.stdout
+
+
+def test_an_unversioned_database_that_already_has_turn_log_is_stamped_past_it(url: str) -> None:
+    # Made by main between 9c1b159 (turn_log, create_all) and migrations: revision 0002 must not run again.
+    store = StateStore(url)
+    store.record_turn(TurnRecord("t1", "slack", "U1", "C1", "kept?", "knowledge", "answered"))
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE alembic_version"))
+    store.close()
+    assert status(url).unversioned
+    again = StateStore(url)
+    try:
+        assert _revision(url) == [head()]
+        assert [r.question for r in again.turn_records()] == ["kept?"]
+    finally:
+        again.close()
