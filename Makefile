@@ -7,7 +7,7 @@ DEMO_QUESTIONS ?= examples/demo_questions.txt
 DEMO_DATA ?= .chatops-demo
 STAMP := $(VENV)/.installed
 
-.PHONY: install lock demo test lint bench eval clean
+.PHONY: install lock demo test lint bench eval clean teams-package
 
 install: $(STAMP)
 
@@ -42,6 +42,11 @@ demo: install
 
 test: install lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The Teams app package (dist/chatops-teams.zip): teams/manifest.json filled from MicrosoftAppId,
+# TEAMS_BOT_DOMAIN, TEAMS_APP_NAME and TEAMS_DEVELOPER_NAME (environment or .env), zipped with the icons.
+teams-package: install
+	$(BIN)/python -m bot.teams.package --out $(or $(TEAMS_PACKAGE),dist/chatops-teams.zip)
 
 # The layering contracts and a small bug-finding rule set (both configured in pyproject.toml).
 lint: install

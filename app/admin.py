@@ -1,4 +1,5 @@
-"""Admin commands, once for every platform: status, sources and re-index, with one audit vocabulary.
+"""Admin commands, once for every platform: status, sources, re-index and the knowledge-gap report, with one
+audit vocabulary.
 
 Slack's ``/kb status|sources|reindex`` and Teams' ``status|sources|reindex`` (personal chat) both call
 :class:`AdminService`; each platform only renders the :class:`AdminResult` its own way.
@@ -7,7 +8,7 @@ Permissions are decided here, from the requester's :attr:`app.inbound.InboundMes
 adapter sets from ``ADMIN_USER_IDS`` / ``TEAMS_ADMIN_IDS``):
 
 - ``status`` and ``sources`` are reads: everyone may run them (as ``/kb status`` always allowed);
-- ``reindex`` is for admins; anyone else is denied.
+- ``reindex`` and ``report`` are for admins; anyone else is denied (the report quotes users' questions).
 
 Every command is audited (``StateStore.audit``) with the actor's platform id and platform:
 
@@ -18,6 +19,8 @@ action             outcomes
 ``admin.sources``  ``ok``, ``failed``
 ``admin.reindex``  ``denied`` (not an admin), ``invalid`` (no such source / none configured),
                    ``started`` (accepted; the job follows), then ``ok`` or ``failed``
+``admin.report``   ``denied`` (not an admin), ``invalid`` (a period that is not like ``7d``, or no
+                   index), then ``ok`` or ``failed`` (the report could not be read)
 =================  ==========================================================================
 
 Re-index jobs run on the service's executor (``chatops serve`` passes its one-worker job executor, so
@@ -31,23 +34,27 @@ import logging
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from state import StateStore
 
 from .inbound import InboundMessage
 from .jobs import IndexJobs, JobResult
+from .report import DEFAULT_SINCE, GapReport, gap_report, parse_since
+from .report_render import summary_markdown
 
-__all__ = ["AdminService", "AdminResult", "AUDIT_STATUS", "AUDIT_SOURCES", "AUDIT_REINDEX", "status_text",
-           "sources_text", "reindex_text"]
+__all__ = ["AdminService", "AdminResult", "AUDIT_STATUS", "AUDIT_SOURCES", "AUDIT_REINDEX", "AUDIT_REPORT",
+           "status_text", "sources_text", "reindex_text"]
 
 log = logging.getLogger(__name__)
 
 AUDIT_STATUS = "admin.status"
 AUDIT_SOURCES = "admin.sources"
 AUDIT_REINDEX = "admin.reindex"
+AUDIT_REPORT = "admin.report"
 
-Command = Literal["status", "sources", "reindex"]
+Command = Literal["status", "sources", "reindex", "report"]
 Outcome = Literal["ok", "denied", "invalid", "started", "failed"]
 
 
@@ -64,7 +71,10 @@ class AdminResult:
         full: ``--full`` was asked (``reindex``).
         results: the job results of a finished re-index.
         seconds: how long the re-index took.
-        error: why it failed (``failed``), for logs; not shown to users.
+        error: why it failed (``failed``), for logs; not shown to users; or why a report request is
+            ``invalid`` (shown).
+        since: the report's period as asked (``report``).
+        report: the knowledge-gap report (``report``, ``ok``).
     """
 
     command: Command
@@ -76,10 +86,19 @@ class AdminResult:
     results: list[JobResult] = field(default_factory=list)
     seconds: float = 0.0
     error: str = ""
+    since: str = ""
+    report: GapReport | None = None
 
     @property
     def text(self) -> str:
         """The result as plain Markdown (what Teams and logs show)."""
+        if self.command == "report" and self.outcome in {"denied", "invalid", "ok", "started"}:
+            if self.outcome == "denied":
+                return ("Sorry, the knowledge-gap report is for the knowledge base's admins: it quotes people's "
+                        "questions. Ask one of them for it.")
+            if self.outcome == "started":
+                return f"Preparing the knowledge-gap report ({self.since}); it follows here."
+            return summary_markdown(self.report) if self.report is not None else self.error
         if self.outcome == "denied":
             return "Sorry, only admins can run that. Ask one of the bot's admins if the index needs a refresh."
         if self.outcome == "invalid":
@@ -177,6 +196,53 @@ class AdminService:
         log.info("re-index of %s by %s on %s: %s in %.1f s", target, msg.user_id, msg.platform, outcome, seconds)
         return AdminResult("reindex", outcome, names=started.names, source=started.source, full=started.full,
                            results=results, seconds=seconds)
+
+    # -- the knowledge-gap report -----------------------------------------------------------------
+    async def request_report(self, msg: InboundMessage, since: str = DEFAULT_SINCE) -> AdminResult:
+        """Check a report request (fast, so a chat adapter can answer it in its acknowledgement): ``denied``
+        (not an admin; audited), ``invalid`` (a bad period, or no index; audited, :attr:`AdminResult.text`
+        says why) or ``started`` (pass it to :meth:`run_report`). Never raises."""
+        since = since or DEFAULT_SINCE
+        detail = {"since": since, "channel": msg.channel_id}
+        if not msg.is_admin:
+            await self._audit(msg, AUDIT_REPORT, "", "denied", detail)
+            return AdminResult("report", "denied", since=since)
+        error = "" if self.jobs is not None else "There is no index to report on yet: no sources are configured."
+        try:
+            parse_since(since, datetime.now(timezone.utc))
+        except ValueError as exc:
+            error = f"{exc}."
+        if error:
+            await self._audit(msg, AUDIT_REPORT, "", "invalid", detail)
+            return AdminResult("report", "invalid", since=since, error=error.replace("--since ", "The period "))
+        return AdminResult("report", "started", since=since)
+
+    async def run_report(self, msg: InboundMessage, started: AdminResult) -> AdminResult:
+        """Build the report that :meth:`request_report` accepted (off the event loop, over the running
+        index and this state store): ``ok`` with :attr:`AdminResult.report`, or ``failed``; audited. Never
+        raises for a failed read.
+
+        Raises:
+            ValueError: when ``started`` is not an accepted request for an admin (a programming error).
+        """
+        if started.command != "report" or started.outcome != "started" or not msg.is_admin or self.jobs is None:
+            raise ValueError("run_report needs the 'started' result of request_report for an admin")
+        detail = {"since": started.since, "channel": msg.channel_id}
+        runtime = self.jobs.runtime
+        try:
+            until = datetime.now(timezone.utc)
+            since = parse_since(started.since, until)
+            index = runtime.index
+            report = await asyncio.to_thread(
+                gap_report, self.store, index.manifest, index.whoosh, index.embedder.embed, since=since, until=until,
+                stale_after_days=runtime.settings.stale_after_days)
+        except Exception as exc:  # noqa: BLE001 - told to the user as "couldn't build", logged here
+            log.exception("the knowledge-gap report failed")
+            await self._audit(msg, AUDIT_REPORT, "", "failed", {**detail, "error": f"{type(exc).__name__}: {exc}"})
+            return AdminResult("report", "failed", since=started.since, error=f"{type(exc).__name__}: {exc}")
+        await self._audit(msg, AUDIT_REPORT, "", "ok", {**detail, "questions": report.questions,
+                                                        "refused": report.refused})
+        return AdminResult("report", "ok", since=started.since, report=report)
 
     # -- audit ------------------------------------------------------------------------------------
     @staticmethod

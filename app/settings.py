@@ -43,6 +43,8 @@ class Settings(BaseSettings):
     rrf_dense_weight: float = Field(1.0, ge=0, description="RRF weight of dense retrieval.")
     rrf_bm25_weight: float = Field(0.6, ge=0, description="RRF weight of BM25.")
     max_question_chars: int = Field(4000, ge=100, description="Longer messages are truncated.")
+    stale_after_days: int = Field(365, ge=1, description="The knowledge-gap report (chatops report, /kb report) "
+                                  "lists cited pages not updated for this many days as stale.")
 
     # Connectors
     chatops_config: Path | None = Field(None, description="The sources file (YAML); unset: ./chatops.yml when it "
@@ -81,6 +83,17 @@ class Settings(BaseSettings):
     teams_allow_unauthenticated: bool = Field(False, description="Serve /api/messages without Bot Framework "
                                               "authentication when no app id is set (Emulator, tests only).")
     teams_admin_ids: str = Field("", description="AAD object ids allowed to run Teams admin commands, comma-separated.")
+    teams_inline_reply_seconds: float = Field(
+        10.0, gt=0, lt=15, description="A Teams turn that takes longer is answered proactively (the request ends, "
+        "the typing indicator stays, the answer follows); below Teams' 15 s limit for a bot's answer.")
+    teams_streaming: bool = Field(True, description="Stream answers in Teams personal chats (informative updates, "
+                                  "the text, then the final message); off: the typing indicator and the card alone.")
+    teams_app_name: str = Field("chatops", max_length=30, description="The bot's name in the Teams app package "
+                                "(make teams-package; Teams allows 30 characters).")
+    teams_bot_domain: str = Field("", description="The host name the bot is served on (no scheme), for the Teams "
+                                  "app package's validDomains and developer links (make teams-package).")
+    teams_developer_name: str = Field("", description="Who publishes the Teams app (its developer.name); default "
+                                      "the app name.")
 
     # LLM planner (on when OPENAI_API_KEY, OPENAI_BASE_URL or AZURE_OPENAI_ENDPOINT is set)
     planner_model: str = Field("gpt-4o-mini", description="Model for routing, rewriting, reflection and checks.")

@@ -329,6 +329,32 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return cli_forget(_settings(), args.user, yes=args.yes, as_json=args.json)
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """``chatops report [--since 7d] [--json | --html FILE]``: the knowledge-gap report (:mod:`app.report`)."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from app.report import report_from_settings, parse_since
+    from app.report_render import render_html, render_text
+
+    settings = _settings()
+    now = datetime.now(timezone.utc)
+    report = report_from_settings(settings, parse_since(args.since, now), now)
+    if args.json:
+        print(json.dumps(report.as_dict(), ensure_ascii=False))
+    elif args.html:
+        path = Path(args.html)
+        try:
+            path.write_text(render_html(report), encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot write the HTML report to {path}: {exc.strerror or exc}") from None
+        print(f"wrote {path.resolve()}: {report.questions} questions, {len(report.refused_groups)} refused groups, "
+              f"{len(report.unhelpful)} unhelpful answers")
+    else:
+        print(render_text(report))
+    return 0
+
+
 SOURCE_SPECS = """source specs:
   folder:PATH[?name=NAME&url_base=URL]
       Markdown/HTML files under PATH; NAME defaults to the folder's name; with url_base, pages
@@ -487,6 +513,20 @@ def build_parser() -> argparse.ArgumentParser:
     pf.add_argument("--yes", action="store_true", help="confirm (nothing is deleted without it)")
     pf.add_argument("--json", action="store_true", help="print one JSON object")
     pf.set_defaults(func=cmd_forget)
+    pg = _command(sub, "report", "the knowledge-gap report: refused questions, unhelpful answers, page use",
+                  "What the wiki could not answer and which pages carry it, for a period: refused questions grouped "
+                  "by similar wording (most frequent first), answers marked not helpful with their citations and "
+                  "comments, and per source the most cited pages, the pages never cited and the stale ones (cited, "
+                  "not updated for STALE_AFTER_DAYS), with the answer rate. Reads the turn log that `chatops serve` "
+                  "keeps; works while it runs. Text by default.",
+                  ["chatops report", "chatops report --since 30d", "chatops report --since 2026-11-01 --json",
+                   "chatops report --html gaps.html"])
+    pg.add_argument("--since", default="7d", metavar="PERIOD", help="a period back from now (7d, 24h, 2w) or a "
+                    "date (2026-11-01); default 7d")
+    out = pg.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON object")
+    out.add_argument("--html", metavar="FILE", help="write a self-contained HTML page to FILE")
+    pg.set_defaults(func=cmd_report)
     return p
 
 

@@ -6,8 +6,8 @@ runs it at start-up and ``chatops db upgrade`` runs it ahead. In one transaction
 - a new (empty) database gets every revision, from ``0001``;
 - a database made before migrations existed (the release ``414ee8a`` or older, whose start-up ran
   ``create_all``: tables, no ``alembic_version``) first gets any ``0001`` table it lacks (as that
-  start-up would have made it), is stamped at ``0001`` (or at ``0002`` when it already has
-  ``turn_log``, made by an unreleased build between 9c1b159 and migrations), then upgraded;
+  start-up would have made it), is stamped at ``0001`` (or later when it already has the tables of
+  later revisions, made by an unreleased build from main before migrations), then upgraded;
 - a database at a revision this code does not know (migrated by a newer chatops) is left alone and
   :class:`~state.errors.SchemaTooNewError` says to upgrade chatops.
 
@@ -45,9 +45,10 @@ log = logging.getLogger(__name__)
 ADVISORY_LOCK_KEY = 0x63686F70
 #: The revision a database made before migrations is stamped at: the schema of release 414ee8a.
 BASELINE = "0001"
-#: The revision whose table ``turn_log`` an unversioned database may already have (built from main
-#: between 9c1b159 and migrations); such a database is stamped there instead.
-_TURN_LOG = "0002"
+#: Tables that builds from main after 414ee8a made with ``create_all`` before migrations existed, in
+#: order, with the revision that creates each: an unversioned database that already has them is stamped
+#: at the last revision whose table (and every earlier one's) it has, so no revision creates a table twice.
+_UNRELEASED = (("0002", "turn_log"), ("0003", "sent_replies"))
 _SCRIPTS = Path(__file__).parent / "migrations"
 
 
@@ -133,6 +134,17 @@ def _status(conn: sa.Connection, scripts: ScriptDirectory) -> SchemaStatus:
     return SchemaStatus(current, top, known=all(h in known for h in heads))
 
 
+def _stamp_at(conn: sa.Connection) -> str:
+    """The revision an unversioned database is stamped at (see :data:`_UNRELEASED`)."""
+    at = BASELINE
+    tables = set(sa.inspect(conn).get_table_names())
+    for revision, table in _UNRELEASED:
+        if table not in tables:
+            break
+        at = revision
+    return at
+
+
 def _too_new(url: str, st: SchemaStatus) -> SchemaTooNewError:
     return SchemaTooNewError(
         f"the state database {_safe(url)} is at schema revision {st.current}, which this chatops does not know "
@@ -180,7 +192,7 @@ def upgrade(url: str) -> tuple[SchemaStatus, SchemaStatus]:
             cfg.attributes["connection"] = conn
             if before.unversioned:
                 scripts.get_revision(BASELINE).module.metadata().create_all(conn, checkfirst=True)
-                at = _TURN_LOG if sa.inspect(conn).has_table("turn_log") else BASELINE
+                at = _stamp_at(conn)
                 log.warning("the state database %s has no schema revision (made by chatops 414ee8a or older); "
                             "stamping it at %s", _safe(url), at)
                 command.stamp(cfg, at)

@@ -32,7 +32,8 @@ class Cutoffs:
         conversations: conversation histories (by their last message) and ``turn_log`` rows.
         audit: the audit log; runs (except each source's latest); settled pending actions and scheduled
             messages (by their last change).
-        feedback: feedback on answers.
+        feedback: feedback on answers, and which turn each bot message answered (``sent_replies``: what
+            feedback given later on that message needs).
     """
 
     conversations: datetime
@@ -44,7 +45,7 @@ def purge(store: StateStore, cutoffs: Cutoffs) -> dict[str, int]:
     """Delete what is older than ``cutoffs``, in one transaction.
 
     Returns:
-        Rows deleted per table: ``conversations``, ``turn_log``, ``feedback``, ``audit_log``,
+        Rows deleted per table: ``conversations``, ``turn_log``, ``feedback``, ``sent_replies``, ``audit_log``,
         ``sync_runs``, ``pending_actions``, ``scheduled_messages`` (every key, 0 when none).
 
     Raises:
@@ -62,6 +63,7 @@ def purge(store: StateStore, cutoffs: Cutoffs) -> dict[str, int]:
         "conversations": s.conversations.delete().where(s.conversations.c.updated_at < conv),
         "turn_log": s.turn_log.delete().where(s.turn_log.c.created_at < conv),
         "feedback": s.feedback.delete().where(s.feedback.c.created_at < fb),
+        "sent_replies": s.sent_replies.delete().where(s.sent_replies.c.created_at < fb),
         "audit_log": s.audit_log.delete().where(s.audit_log.c.at < audit),
         "sync_runs": runs.delete().where(sa.func.coalesce(runs.c.finished_at, runs.c.started_at) < audit,
                                          runs.c.id.not_in(latest)),

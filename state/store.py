@@ -351,6 +351,14 @@ class StateStore:
             sa.Column("total_ms", sa.Float, nullable=False, default=0.0),
             sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
         )
+        # Which turn a message the bot sent answered (Teams' feedback invoke names only the message).
+        self.sent_replies = sa.Table(
+            "sent_replies", md,
+            sa.Column("platform", sa.String(20), primary_key=True),
+            sa.Column("message_id", sa.String(300), primary_key=True),
+            sa.Column("trace_id", sa.String(64), nullable=False),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
+        )
         self.metadata = md
         from .migrate import upgrade
 
@@ -392,6 +400,21 @@ class StateStore:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(t).where(t.c.trace_id == trace_id).order_by(t.c.id)).mappings()
             return [dict(r) for r in rows]
+
+    def remember_reply(self, platform: str, message_id: str, trace_id: str) -> None:
+        """Remember that the bot's message ``message_id`` answered the turn ``trace_id`` (the last write wins)."""
+        t = self.sent_replies
+        with self.engine.begin() as conn:
+            conn.execute(t.delete().where(t.c.platform == platform, t.c.message_id == message_id))
+            conn.execute(t.insert().values(platform=platform, message_id=message_id, trace_id=trace_id,
+                                           created_at=_now()))
+
+    def trace_of_reply(self, platform: str, message_id: str) -> str | None:
+        """The trace id of the turn the bot's message ``message_id`` answered, or None when unknown."""
+        t = self.sent_replies
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(t.c.trace_id).where(t.c.platform == platform,
+                                                               t.c.message_id == message_id)).scalar()
 
     # -- turn log (the knowledge-gap report's input) ---------------------------------------------
     def record_turn(self, record: TurnRecord) -> None:
@@ -859,6 +882,19 @@ class StateStore:
     def close(self) -> None:
         """Release connections."""
         self.engine.dispose()
+
+    # -- the knowledge-gap report's feedback read (app/report.py) ----------------------------------------
+    def feedback_for_traces(self, trace_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """Feedback rows (``trace_id``, ``platform``, ``user_id``, ``value``, ``comment``, ``created_at``)
+        of the turns ``trace_ids``, in the order given, in batches of 500 ids per query."""
+        ids = list(dict.fromkeys(trace_ids))
+        t, out = self.feedback, []
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                q = sa.select(t).where(t.c.trace_id.in_(ids[i:i + 500])).order_by(t.c.id)
+                out.extend(dict(r) for r in conn.execute(q).mappings())
+        order = {trace: i for i, trace in enumerate(ids)}
+        return sorted(out, key=lambda r: order[r["trace_id"]])
 
 
 def _principal_part(text: str) -> str:

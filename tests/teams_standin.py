@@ -4,7 +4,16 @@ It answers the Connector REST API the way Teams' service does (v3: send to a con
 to an activity, update an activity) with ``{"id": ...}`` bodies, records every call (method, path,
 decoded conversation id, JSON body), and can fail the next calls with given statuses (e.g. 429
 with ``Retry-After``, 503) to exercise retries: ``failures`` is a list, one entry per coming call,
-``None`` to let that call through.
+``None`` to let that call through. A message that shows nothing (neither ``text`` nor
+``attachments``) gets 400 ``BadArgument``, as from the service.
+
+Streamed messages (an activity with a ``streaminfo`` entity) are checked against the streaming
+protocol as the service enforces it: personal chats only (else 403 ``ContentStreamNotAllowed``);
+informative and streaming updates are ``typing`` activities with a ``streamSequence`` that grows
+by one, the first without ``streamId`` (its answer's id is the stream's id), the others with it;
+informative updates only before the text; each streaming text starts with the one before; the
+final one is a ``message`` without a sequence, after which the stream takes nothing more (all 400
+``BadArgument`` otherwise). ``streams`` keeps each stream's accepted activities in order.
 
 It also answers roster look-ups (``GET /v3/conversations/{id}/members/{member}``, what
 ``TeamsInfo.get_member`` calls) from ``members`` (member id -> account: ``name``, ``email``...; an
@@ -38,6 +47,31 @@ class Call:
     conversation_id: str
     activity_id: str | None
     body: dict[str, Any]
+    #: the id the stand-in answered with (``{"id": ...}``), None when it failed the call
+    response_id: str | None = None
+
+    def card_text(self) -> str:
+        """The text of every ``TextBlock`` in the message's Adaptive Cards, one per line."""
+        lines: list[str] = []
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                if node.get("type") == "TextBlock":
+                    lines.append(str(node.get("text", "")))
+                for v in node.values():
+                    walk(v)
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v)
+
+        for att in self.body.get("attachments") or []:
+            if att.get("contentType") == "application/vnd.microsoft.card.adaptive":
+                walk(att.get("content"))
+        return "\n".join(lines)
+
+    def shown(self) -> str:
+        """What the user reads: the message's ``text`` and its cards' text."""
+        return "\n".join(x for x in (self.body.get("text") or "", self.card_text()) if x)
 
 
 class ConnectorStandIn:
@@ -49,6 +83,9 @@ class ConnectorStandIn:
         self.members: dict[str, dict[str, Any]] = {}
         self.failures: list[tuple[int, dict[str, str]] | None] = []
         self._ids = itertools.count(1)
+        self.streams: dict[str, list[dict[str, Any]]] = {}
+        self._finished: set[str] = set()
+        self._lock = threading.Lock()
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -67,13 +104,29 @@ class ConnectorStandIn:
                     return self._send(404, {"error": {"code": "NotFound", "message": self.path}})
                 call = Call(self.command, self.path, unquote(m.group(1)), unquote(m.group(2)) if m.group(2) else None, body)
                 stand_in.calls.append(call)
-                failure = stand_in.failures.pop(0) if stand_in.failures else None
-                if failure is not None:
-                    status, headers = failure
-                    return self._send(status, {"error": {"code": "ServiceError", "message": f"HTTP {status}"}}, headers)
-                if self.command == "PUT":
-                    return self._send(200, {"id": call.activity_id})
-                return self._send(200, {"id": f"reply-{next(stand_in._ids)}"})
+                if body.get("type") == "message" and not body.get("text") and not body.get("attachments"):
+                    # what the Bot Connector answers for a message that shows nothing
+                    return self._send(400, {"error": {"code": "BadArgument",
+                                                      "message": "Activity must have text or attachments"}})
+                info = next((e for e in body.get("entities") or [] if isinstance(e, dict)
+                             and e.get("type") == "streaminfo"), None)
+                with stand_in._lock:
+                    refused = stand_in._check_stream(body, info) if info is not None else None
+                    if refused is not None:
+                        status, code, message = refused
+                        return self._send(status, {"error": {"code": code, "message": message}})
+                    failure = stand_in.failures.pop(0) if stand_in.failures else None
+                    if failure is not None:
+                        status, headers = failure
+                        return self._send(status, {"error": {"code": "ServiceError", "message": f"HTTP {status}"}},
+                                          headers)
+                    call.response_id = call.activity_id if self.command == "PUT" else f"reply-{next(stand_in._ids)}"
+                    if info is not None:
+                        stream_id = info.get("streamId") or call.response_id
+                        stand_in.streams.setdefault(stream_id, []).append({**info, "text": body.get("text", "")})
+                        if info.get("streamType") == "final":
+                            stand_in._finished.add(stream_id)
+                return self._send(200, {"id": call.response_id})
 
             def do_GET(self) -> None:
                 m = _MEMBER.match(self.path)
@@ -111,6 +164,29 @@ class ConnectorStandIn:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def _check_stream(self, body: dict[str, Any], info: dict[str, Any]) -> tuple[int, str, str] | None:
+        """Why the service would refuse this stream activity (status, code, message), or None."""
+        if (body.get("conversation") or {}).get("conversationType") != "personal":
+            return 403, "ContentStreamNotAllowed", "streaming is only supported in personal chats"
+        kind, stream_id, seq = info.get("streamType"), info.get("streamId"), info.get("streamSequence")
+        past = self.streams.get(stream_id, []) if stream_id else []
+        if stream_id and (not past or stream_id in self._finished):
+            return 400, "BadArgument", f"unknown or finished stream {stream_id!r}"
+        if kind == "final":
+            if body.get("type") != "message" or not stream_id or seq is not None:
+                return 400, "BadArgument", "a final stream message is a message with streamId and no streamSequence"
+            return None
+        if kind not in ("informative", "streaming") or body.get("type") != "typing":
+            return 400, "BadArgument", "stream updates are typing activities, informative or streaming"
+        if not isinstance(seq, int) or seq != (past[-1]["streamSequence"] + 1 if past else 1):
+            return 400, "BadArgument", f"streamSequence {seq!r} out of order"
+        texts = [p["text"] for p in past if p["streamType"] == "streaming"]
+        if kind == "informative" and texts:
+            return 400, "BadArgument", "informative updates come before the streamed text"
+        if kind == "streaming" and texts and not str(body.get("text", "")).startswith(texts[-1]):
+            return 400, "BadArgument", "streamed text must start with the text streamed before"
+        return None
 
     def messages(self) -> list[Call]:
         """Recorded message activities (replies, sends and updates), typing excluded."""

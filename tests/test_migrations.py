@@ -12,8 +12,8 @@ failed instead with ``CHATOPS_TEST_REQUIRE_PG=1``).
 - A revision this code does not know stops the store with "upgrade chatops", and ``chatops db current``
   and any command say so (exit 2, no traceback).
 - Stores opened at once by eight threads on one empty database migrate it once.
-- An unversioned database that already has ``turn_log`` (built from main before migrations) is stamped
-  at 0002 and keeps its rows.
+- An unversioned database that already has ``turn_log`` (and ``sent_replies``), built from main before
+  migrations, is stamped past them, keeps its rows and gets what it lacks.
 - ``chatops db current`` / ``db upgrade`` on an unversioned SQLite file.
 """
 
@@ -241,17 +241,25 @@ def test_db_current_and_upgrade_on_an_unversioned_sqlite_file(tmp_path: Path) ->
     assert proc.returncode == 0 and "nothing to do" in proc.stdout
 
 
-def test_an_unversioned_database_that_already_has_turn_log_is_stamped_past_it(url: str) -> None:
-    # Made by main between 9c1b159 (turn_log, create_all) and migrations: revision 0002 must not run again.
+@pytest.mark.parametrize("made_by", ["9c1b159", "h-teams"])
+def test_an_unversioned_database_from_main_is_stamped_past_the_tables_it_has(url: str, made_by: str) -> None:
+    # Made by main after 414ee8a with create_all: turn_log (9c1b159), then sent_replies (h-teams). No revision
+    # may create a table it already has, and the one it lacks is created.
     store = StateStore(url)
     store.record_turn(TurnRecord("t1", "slack", "U1", "C1", "kept?", "knowledge", "answered"))
     with store.engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE alembic_version"))
+        if made_by == "9c1b159":
+            conn.execute(sa.text("DROP TABLE sent_replies"))
+        else:
+            conn.execute(store.sent_replies.insert().values(platform="teams", message_id="m1", trace_id="t1",
+                                                            created_at=T0))
     store.close()
     assert status(url).unversioned
     again = StateStore(url)
     try:
-        assert _revision(url) == [head()]
+        assert _revision(url) == [head()] and _schema_diff(again) == []
         assert [r.question for r in again.turn_records()] == ["kept?"]
+        assert again.trace_of_reply("teams", "m1") == (None if made_by == "9c1b159" else "t1")
     finally:
         again.close()

@@ -52,6 +52,8 @@ def _seed_ages(store: StateStore) -> None:
     for trace, age in (("f-old", 366), ("f-new", 364)):
         s.add_feedback(trace, "slack", "U1", "helpful")
         _set(s, s.feedback, s.feedback.c.trace_id == trace, created_at=_days(age))
+        s.remember_reply("teams", f"msg-{trace}", trace)
+        _set(s, s.sent_replies, s.sent_replies.c.trace_id == trace, created_at=_days(age))
         s.audit("U1", "slack", trace)
         _set(s, s.audit_log, s.audit_log.c.action == trace, at=_days(age))
     for source, ages in (("wiki", (400, 366, 10)), ("gone", (500,))):
@@ -92,7 +94,7 @@ def test_the_purge_deletes_what_is_older_keeps_what_is_newer_and_records_the_cou
                        CALENDAR_ICS_DIR=str(tmp_path / "ics"))
     assert proc.returncode == 0, proc.stderr
     counts = json.loads(proc.stdout)["purged"]
-    assert counts == {"conversations": 1, "turn_log": 1, "feedback": 1, "audit_log": 1, "sync_runs": 2,
+    assert counts == {"conversations": 1, "turn_log": 1, "feedback": 1, "sent_replies": 1, "audit_log": 1, "sync_runs": 2,
                       "pending_actions": 2, "scheduled_messages": 2, "calendar_events": 1}
 
     store = StateStore(url)
@@ -100,6 +102,7 @@ def test_the_purge_deletes_what_is_older_keeps_what_is_newer_and_records_the_cou
         assert _keys(store, store.conversations, "key") == {"teams:new"}
         assert _keys(store, store.turn_log, "trace_id") == {"t-new"}
         assert _keys(store, store.feedback, "trace_id") == {"f-new"}
+        assert _keys(store, store.sent_replies, "trace_id") == {"f-new"}
         assert _keys(store, store.audit_log, "action") == {"f-new"}
         assert [r.source for r in store.last_runs("wiki", limit=10)] == ["wiki"]  # the 10-day-old one
         assert len(store.last_runs("gone")) == 1  # a source's latest run stays, however old
@@ -114,7 +117,7 @@ def test_the_purge_deletes_what_is_older_keeps_what_is_newer_and_records_the_cou
         store.close()
     status = run_chatops(["status"], tmp_path / "d", cwd=tmp_path, DATABASE_URL=url)
     assert status.returncode == 0, status.stderr
-    assert "ok: deleted 1 conversations, 1 turn_log, 1 feedback, 1 audit_log, 2 sync_runs" in status.stdout
+    assert "ok: deleted 1 conversations, 1 turn_log, 1 feedback, 1 sent_replies, 1 audit_log, 2 sync_runs" in status.stdout
 
     text = run_chatops(["purge"], tmp_path / "d", cwd=tmp_path, DATABASE_URL=url)  # nothing left to purge
     assert text.returncode == 0 and "  conversations: 0" in text.stdout

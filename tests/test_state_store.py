@@ -97,6 +97,15 @@ def test_feedback_is_stored_per_trace_and_user_and_replaced(store: StateStore) -
         store.add_feedback("t1", "slack", "U1", "meh")
 
 
+def test_a_sent_reply_leads_back_to_its_turn(store: StateStore) -> None:
+    """What Teams' feedback invoke needs: the bot's message id -> the trace id of the turn it answered."""
+    store.remember_reply("teams", "msg-1", "trace-a")
+    store.remember_reply("teams", "msg-2", "trace-b")
+    store.remember_reply("teams", "msg-1", "trace-c")  # the message re-sent for another turn: the last wins
+    assert store.trace_of_reply("teams", "msg-1") == "trace-c" and store.trace_of_reply("teams", "msg-2") == "trace-b"
+    assert store.trace_of_reply("slack", "msg-1") is None and store.trace_of_reply("teams", "nope") is None
+
+
 def test_pending_action_moves_through_statuses_exactly_once(store: StateStore) -> None:
     rec = store.create_pending("key-1", "calendar.create", {"title": "Sync", "minutes": 30}, "U1", "slack",
                                channel_id="C1", thread_id="1.2", summary="Sync, 30 min")

@@ -100,14 +100,20 @@ def test_channel_mention_gets_a_cited_card_in_the_reply_chain(teams) -> None:
     assert reply.body["replyToId"] == "1700000000001"
     card = reply.body["attachments"][0]
     assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
-    urls = [a["url"] for a in card["content"]["actions"] if a["type"] == "Action.OpenUrl"]
-    texts = [a for a in card["content"]["actions"] if a["type"] == "Action.Submit"]
+    urls = [a["url"] for a in card["content"].get("actions", []) if a["type"] == "Action.OpenUrl"]
     assert any("incident-response.md" in u for u in urls) or any("incident" in b["text"].lower()
                                                                    for b in card["content"]["body"])
-    assert {a["data"]["value"] for a in texts} == {"helpful", "not_helpful"}
-    assert "<at>" not in reply.body["text"] and "/declare-incident" in reply.body["text"]
-    citation = reply.body["entities"][0]
+    assert "<at>" not in reply.card_text() and "/declare-incident" in reply.card_text()
+    # one rendering: the card alone; the answer's first words are the notification's summary
+    assert not reply.body.get("text") and len(reply.body["attachments"]) == 1
+    assert "/declare-incident" in reply.body["summary"] and "[1]" not in reply.body["summary"]
+    # Teams' own feedback loop instead of card buttons
+    assert reply.body["channelData"]["feedbackLoopEnabled"] is True
+    assert not [a for a in card["content"].get("actions", []) if a["type"] == "Action.Submit"]
+    # one entity: the citations, marked AI-generated
+    [citation] = reply.body["entities"]
     assert citation["@type"] == "Message" and citation["citation"][0]["@type"] == "Claim"
+    assert citation["additionalType"] == ["AIGeneratedContent"]
 
 
 def test_personal_chat_follow_up_uses_the_stored_history(teams) -> None:
@@ -116,7 +122,7 @@ def test_personal_chat_follow_up_uses_the_stored_history(teams) -> None:
     assert teams.store.get_history(f"teams:a:personal-{USER}") == ["when do minor releases go out?",
                                                                     "and when's the branch cut for those?"]
     replies = teams.connector.messages()
-    assert len(replies) == 2 and "cut" in replies[1].body["text"].lower()
+    assert len(replies) == 2 and "cut" in replies[1].shown().lower()
 
 
 def test_another_persons_message_in_a_channel_never_completes_the_requesters_meeting(teams) -> None:
@@ -130,7 +136,7 @@ def test_another_persons_message_in_a_channel_never_completes_the_requesters_mee
     post(teams, message(url, "<at>chatops</at> tomorrow at 3pm", activity_id="t3", conversation=CHANNEL,
                         mention=True))
     asked_alice, asked_mallory, preview = teams.connector.messages()
-    assert "day and a time" in asked_alice.body["text"] and "day and a time" in asked_mallory.body["text"]
+    assert "day and a time" in asked_alice.card_text() and "day and a time" in asked_mallory.card_text()
     shown = json.dumps(preview.body)
     assert "Sprint planning" in shown and "bob@example.com" in shown
     assert "attacker@evil.com" not in shown and "Budget review" not in shown
@@ -148,7 +154,7 @@ def test_history_stored_without_authors_never_completes_a_request(teams) -> None
     post(teams, message(teams.connector.url, "tomorrow at 3pm", activity_id="legacy-1"))
     [reply] = teams.connector.messages()
     # no meeting card: at most a knowledge search leaning on the old message (it is context, not a request)
-    assert len(reply.body["attachments"]) == 1 and "action_confirm" not in json.dumps(reply.body)
+    assert len(reply.body.get("attachments") or []) <= 1 and "action_confirm" not in json.dumps(reply.body)
     assert [(m.text, m.author) for m in teams.store.get_history_entries(key)] == [
         ("book a meeting called Budget review with attacker@evil.com", ""), ("tomorrow at 3pm", USER)]
 
@@ -161,20 +167,23 @@ def test_a_redelivered_activity_is_answered_once(teams) -> None:
 
 
 def test_a_refusal_says_so_plainly(teams) -> None:
-    post(teams, message(teams.connector.url, "is there a sabbatical after 5 years?", activity_id="r1"))
+    post(teams, message(teams.connector.url, "<at>chatops</at> is there a sabbatical after 5 years?", activity_id="r1",
+                        conversation=CHANNEL, mention=True))
     [reply] = teams.connector.messages()
     body = reply.body["attachments"][0]["content"]["body"]
-    assert body[0]["text"] == "No sources found" and "couldn't find" in reply.body["text"]
-    assert "entities" not in reply.body or not reply.body["entities"]
+    assert body[0]["text"] == "No sources found" and "couldn't find" in reply.card_text()
+    # no citations: the bare AI label only
+    assert reply.body["entities"] == [{"type": "https://schema.org/Message", "@type": "Message",
+                                       "@context": "https://schema.org", "@id": "",
+                                       "additionalType": ["AIGeneratedContent"]}]
 
 
-def test_feedback_submit_is_stored_with_the_trace_id(teams) -> None:
-    post(teams, message(teams.connector.url, "how do I declare an incident?", activity_id="f1"))
-    card = teams.connector.messages()[0].body["attachments"][0]["content"]
-    helpful = next(a for a in card["actions"] if a.get("data", {}).get("value") == "helpful")
-    post(teams, message(teams.connector.url, "", activity_id="f2", value=helpful["data"], reply_to="reply-2"))
-    rows = teams.store.feedback_for(helpful["data"]["trace_id"])
-    assert [(r["user_id"], r["value"]) for r in rows] == [(USER, "helpful")]
+def test_feedback_from_a_card_sent_before_the_native_loop_is_still_stored(teams) -> None:
+    """Cards already in chats carry Helpful / Not helpful buttons with the trace id: a click still counts."""
+    data = {"chatops": "feedback", "value": "helpful", "trace_id": "trace-of-an-old-card"}
+    post(teams, message(teams.connector.url, "", activity_id="f2", value=data, reply_to="old-card-1"))
+    rows = teams.store.feedback_for("trace-of-an-old-card")
+    assert [(r["user_id"], r["value"], r["platform"]) for r in rows] == [(USER, "helpful", "teams")]
 
 
 def _propose(teams, key: str) -> None:
@@ -245,6 +254,26 @@ def test_admin_commands_in_personal_chat(teams) -> None:
     assert (USER, "teams", "admin.sources", "ok") in audit and (ADMIN, "teams", "admin.reindex", "invalid") in audit
 
 
+def test_admins_get_the_knowledge_gap_report_in_personal_chat(teams) -> None:
+    from state import TurnRecord
+
+    teams.store.record_turn(TurnRecord(trace_id="t-gap", platform="teams", user_id=USER, channel_id="c",
+                                       question="what is the <b>dental</b> plan?", route="knowledge",
+                                       outcome="refused", reason="no support"))
+    post(teams, message(teams.connector.url, "report 30d", activity_id="r1", user=USER))
+    assert "for the knowledge base's admins" in teams.connector.messages()[-1].body["text"]
+    n = len(teams.connector.messages())
+    post(teams, message(teams.connector.url, "report 30d", activity_id="r2", user=ADMIN))
+    texts = [c.body["text"] for c in teams.connector.messages()[n:]]
+    assert texts[0].startswith("Preparing the knowledge-gap report")
+    assert "**Knowledge-gap report**" in texts[-1] and "1 refused" in texts[-1] and "dental" in texts[-1]
+    assert "<b>" not in texts[-1]  # users' words are escaped
+    post(teams, message(teams.connector.url, "report phishing", activity_id="r3", user=ADMIN))  # a question
+    audit = [(e.actor, e.action, e.outcome) for e in teams.store.audit_entries()]
+    assert (USER, "admin.report", "denied") in audit and (ADMIN, "admin.report", "ok") in audit
+    assert sum(a == "admin.report" for _, a, _ in audit) == 2
+
+
 def test_conversation_update_greets_when_the_bot_is_added(teams) -> None:
     act = message(teams.connector.url, "", activity_id="cu1")
     act.update({"type": "conversationUpdate", "membersAdded": [BOT]})
@@ -262,7 +291,8 @@ def test_unknown_activity_types_are_ignored(teams) -> None:
 
 def test_rate_limited_and_failing_connector_calls_are_retried(teams) -> None:
     teams.connector.failures = [(429, {"Retry-After": "0.1"}), None, (503, {})]  # typing 429, typing ok, reply 503
-    post(teams, message(teams.connector.url, "how do I declare an incident?", activity_id="rl1"))
+    post(teams, message(teams.connector.url, "<at>chatops</at> how do I declare an incident?", activity_id="rl1",
+                        conversation=CHANNEL, mention=True))
     assert len(teams.connector.typing()) == 2
     replies = teams.connector.messages()
     assert len(replies) == 2 and replies[0].body == replies[1].body  # the 503'd reply, then the retry
@@ -323,7 +353,7 @@ def test_chatops_serve_hosts_teams_without_slack(tmp_path, embedding_cache_dir) 
                            json=message(connector.url, "how do I declare an incident?", activity_id="serve-1"))
             assert r.status_code in (200, 201)
             [reply] = connector.messages()
-            assert "/declare-incident" in reply.body["text"] and reply.activity_id == "serve-1"
+            assert "/declare-incident" in reply.shown() and reply.activity_id == "serve-1"
         finally:
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(30)
@@ -341,3 +371,13 @@ def test_chatops_serve_without_any_platform_says_what_to_set(tmp_path) -> None:
                           env=cli_environment(tmp_path / "data"), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "SLACK_BOT_TOKEN" in proc.stderr and "MicrosoftAppId" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_help_from_the_app_command_list_is_answered_in_every_scope(teams) -> None:
+    """``help`` is in the manifest's command list for every scope (``sources`` is covered above)."""
+    post(teams, message(teams.connector.url, "help", activity_id="h1"))
+    post(teams, message(teams.connector.url, "<at>chatops</at> help", activity_id="h2", conversation=CHANNEL,
+                        mention=True))
+    personal, channel = teams.connector.messages()
+    assert "knowledge base" in personal.body["text"] and channel.body["text"] == personal.body["text"]
+    assert channel.body["replyToId"] == "h2"

@@ -1,8 +1,9 @@
 """The ``/kb`` grammar (pure).
 
 ``/kb`` or ``/kb help``; ``/kb status``; ``/kb sources``; ``/kb reindex [SOURCE] [--full]`` (admins);
-anything else is a question. ``help``, ``status`` and ``sources`` are commands only when alone, so
-``/kb status of the release process`` is a question.
+``/kb report [PERIOD]`` (admins; PERIOD like ``7d``, ``24h``, ``2w`` or a date ``2026-11-01``); anything else is
+a question. ``help``, ``status``, ``sources`` and ``report`` are commands only when alone (``report`` with a
+period), so ``/kb status of the release process`` and ``/kb report phishing`` are questions.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from app.report import looks_like_period
+
 __all__ = ["KbCommand", "parse_kb", "HELP_LINES"]
 
-Kind = Literal["question", "help", "status", "sources", "reindex", "invalid"]
+Kind = Literal["question", "help", "status", "sources", "reindex", "report", "invalid"]
 
 HELP_LINES = (
     "*Ask the knowledge base*",
@@ -23,6 +26,8 @@ HELP_LINES = (
     "• `/kb status`: pages, chunks, last and next sync, and the last error, per source",
     "• `/kb sources`: the configured sources",
     "• `/kb reindex [SOURCE] [--full]`: re-index now, one source or all (admins only; `--full` rebuilds)",
+    "• `/kb report [PERIOD]`: the knowledge-gap report: refused questions, answers marked unhelpful, pages "
+    "never cited or stale (admins only; PERIOD like `7d` or `30d`, default 7 days)",
     "• `/kb help`: this help",
 )
 
@@ -39,6 +44,7 @@ class KbCommand:
         source: the source to re-index, or None for all (``kind == "reindex"``).
         full: ``--full`` was given (``kind == "reindex"``).
         error: what is wrong and the usage (``kind == "invalid"``).
+        since: the report's period as typed, ``""`` for the default (``kind == "report"``).
     """
 
     kind: Kind
@@ -46,6 +52,7 @@ class KbCommand:
     source: str | None = None
     full: bool = False
     error: str = ""
+    since: str = ""
 
 
 def parse_kb(text: str | None) -> KbCommand:
@@ -57,6 +64,8 @@ def parse_kb(text: str | None) -> KbCommand:
     head = words[0].lower()
     if len(words) == 1 and head in {"help", "status", "sources", "-h", "--help"}:
         return KbCommand("help" if head in {"-h", "--help"} else head)  # type: ignore[arg-type]
+    if head == "report" and (len(words) == 1 or (len(words) == 2 and looks_like_period(words[1]))):
+        return KbCommand("report", since=words[1] if len(words) == 2 else "")
     if head in {"reindex", "re-index"}:
         full = False
         source = None

@@ -11,6 +11,9 @@ answers through the command's ``response_url``:
   job (:class:`app.jobs.IndexJobs`, the same routine as the scheduled sync) runs on the job executor of
   this process, and a summary follows when it ends (ephemeral via ``response_url``; by DM if that
   fails or expired). A non-admin gets a polite refusal.
+- ``/kb report [PERIOD]``: admins only. The ack says it is being prepared; the knowledge-gap report
+  (:mod:`app.report`) is built off the event loop and its summary follows ephemerally (:mod:`.report`).
+  A non-admin gets a polite refusal in the ack.
 
 Status, sources and re-index are :class:`app.admin.AdminService`'s (the same as Teams'): it decides who
 may run what and audits every use (``admin.status``, ``admin.sources``, ``admin.reindex``). This module
@@ -41,6 +44,7 @@ from . import render
 from .commands import KbCommand, parse_kb
 from .conversation import AgentRunner, PendingProposer, RecentReplies, error_reference
 from .inbound import command_channel_kind
+from .report import report_message
 from .mrkdwn import escape, truncate
 from .tasks import BackgroundTasks
 from .threads import UserDirectory, UserProfile
@@ -100,6 +104,8 @@ class KbCommands:
             self.tasks.spawn(self._status(command, cmd.kind, respond), name=f"kb-{cmd.kind}-{user}")
         elif cmd.kind == "reindex":
             await self._reindex(command, cmd, ack, respond)
+        elif cmd.kind == "report":
+            await self._report(command, cmd, ack, respond)
 
     async def inbound(self, command: dict[str, Any], text: str, profile: bool = True) -> InboundMessage:
         """The inbound message of a ``/kb`` invocation (``text``: the question or the admin command).
@@ -156,6 +162,28 @@ class KbCommands:
             ref = error_reference()
             log.exception("/kb %s failed (reference %s)", kind, ref)
             await _safe_respond(respond, render.error_message(f"Sorry, I couldn't read the {kind} right now.", ref))
+
+    # -- the knowledge-gap report ------------------------------------------------------------------------
+    async def _report(self, command: dict[str, Any], cmd: KbCommand, ack: Ack, respond: Respond) -> None:
+        msg = await self.inbound(command, str(command.get("text", "")), profile=False)
+        started = await self.admin.request_report(msg, cmd.since)
+        if started.outcome == "denied":
+            await ack(response_type="ephemeral", **render.notice(escape(started.text), ":lock:"))
+            return
+        if started.outcome == "invalid":
+            await ack(response_type="ephemeral", **render.notice(escape(started.error), ":information_source:"))
+            return
+        await ack(response_type="ephemeral", **render.notice(escape(started.text), ":hourglass_flowing_sand:"))
+        self.tasks.spawn(self._post_report(msg, started, respond), name=f"kb-report-{msg.user_id}")
+
+    async def _post_report(self, msg: InboundMessage, started: AdminResult, respond: Respond) -> None:
+        result = await self.admin.run_report(msg, started)
+        if result.report is None:
+            ref = error_reference()
+            log.error("/kb report failed (reference %s): %s", ref, result.error)
+            await _safe_respond(respond, render.error_message("Sorry, I couldn't build the report right now.", ref))
+            return
+        await _safe_respond(respond, report_message(result.report))
 
     # -- reindex --------------------------------------------------------------------------------------
     async def _reindex(self, command: dict[str, Any], cmd: KbCommand, ack: Ack, respond: Respond) -> None:

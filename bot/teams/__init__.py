@@ -5,5 +5,8 @@ successor (Microsoft 365 Agents SDK) speaks the same protocol, so a move must to
 package. :mod:`bot.teams.cards` renders (pure functions), :mod:`bot.teams.bot` turns activities
 into turns and replies, :mod:`bot.teams.adapter` is the web adapter with authentication,
 :mod:`bot.teams.auth` refuses impossible tokens before the SDK and caps requests being authenticated,
-and :mod:`bot.teams.openid` fetches the signing keys off the event loop with a timeout.
+:mod:`bot.teams.openid` fetches the signing keys off the event loop with a timeout,
+:mod:`bot.teams.entities` puts the AI-generated label on every message, :mod:`bot.teams.streaming`
+streams answers in personal chats, :mod:`bot.teams.members` reads the roster, and
+:mod:`bot.teams.package` builds the Teams app package (``make teams-package``).
 """

@@ -20,6 +20,7 @@ None of these leaves a traceback in the log.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from botframework.connector.auth import AuthenticationConstants
 from ..jsonbody import JsonBodyError, parse_json
 from .auth import AuthenticationBusy, GuardedAuthentication, TokenRejected, check_token
 from .bot import TeamsBot
+from .entities import AiLabel
 from .openid import KeysUnavailable, OpenIdKeys
 
 __all__ = ["TeamsWebAdapter", "TeamsAuthConfig", "build_teams_adapter"]
@@ -65,6 +67,8 @@ class TeamsWebAdapter:
             ``login.botframework.com`` metadata; tests point it at a stand-in).
         keys_timeout: seconds a key fetch's requests, and a request waiting for them, may take.
         max_pending_auth: requests authenticated at once; more get 503.
+        drain_seconds: at shutdown, how long answers still being prepared (slow turns answered
+            proactively) may take to be sent; what is left then is cancelled and logged.
 
     Installing the key fetcher is process-wide (the SDK's metadata cache is a class attribute): the
     latest adapter built wins.
@@ -74,8 +78,9 @@ class TeamsWebAdapter:
 
     def __init__(self, bot: TeamsBot, auth: TeamsAuthConfig, allow_unauthenticated: bool = False, *,
                  allow_emulator_tokens: bool = False, openid_metadata_url: str | None = None,
-                 keys_timeout: float = 5.0, max_pending_auth: int = 32) -> None:
+                 keys_timeout: float = 5.0, max_pending_auth: int = 32, drain_seconds: float = 25.0) -> None:
         self.bot = bot
+        self.drain_seconds = drain_seconds
         self.auth = auth
         self.allow_unauthenticated = allow_unauthenticated
         self.allow_emulator_tokens = allow_emulator_tokens
@@ -87,6 +92,7 @@ class TeamsWebAdapter:
         self.emulator_keys.install(AuthenticationConstants.TO_BOT_FROM_EMULATOR_OPENID_METADATA_URL)
         self.authentication = GuardedAuthentication(auth, max_pending=max_pending_auth)
         self.adapter = CloudAdapter(self.authentication)
+        self.adapter.use(AiLabel())  # every message the bot sends, proactive ones included
         self.adapter.on_turn_error = self._on_turn_error
 
     def routes(self) -> Sequence[web.RouteDef]:
@@ -103,7 +109,17 @@ class TeamsWebAdapter:
                 log.warning("Teams: no MicrosoftAppId set; /api/messages answers 401 until the bot is registered")
 
     async def stop(self) -> None:
-        """Nothing to release."""
+        """Let the answers still being prepared be sent (at most ``drain_seconds``), then cancel the rest."""
+        pending = set(self.bot.background)
+        if not pending:
+            return
+        log.info("Teams: waiting up to %.0f s for %d answer(s) still being prepared", self.drain_seconds,
+                 len(pending))
+        _, left = await asyncio.wait(pending, timeout=self.drain_seconds)
+        for task in left:
+            task.cancel()
+        if left:
+            log.warning("Teams: %d answer(s) were still being prepared at shutdown and are lost", len(left))
 
     async def ready(self) -> tuple[bool, str]:
         """Ready when registered, or explicitly unauthenticated."""
@@ -178,5 +194,6 @@ def build_teams_adapter(settings, agent, store, actions=None, jobs=None, job_exe
     admins = frozenset(x.strip() for x in settings.teams_admin_ids.split(",") if x.strip())
     bot = TeamsBot(agent, store, actions=actions, jobs=jobs, admin_ids=admins,
                    default_timezone=getattr(settings, "default_timezone", "UTC"), job_executor=job_executor,
-                   access=access)
+                   access=access, app_id=settings.microsoft_app_id,
+                   inline_reply_seconds=settings.teams_inline_reply_seconds, streaming=settings.teams_streaming)
     return TeamsWebAdapter(bot, auth, allow_unauthenticated=settings.teams_allow_unauthenticated)

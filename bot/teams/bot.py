@@ -10,15 +10,34 @@
   last user messages, kept in the state store with each message's author so a restart loses
   nothing; only the requester's own messages may complete their request (a group chat or channel
   mixes people; rows stored without an author count as someone else's).
+- In channels and group chats the answer is one Adaptive Card (no ``text``: the card alone, with the
+  answer in the activity's ``summary`` for notifications). In personal chats it is streamed
+  (:mod:`bot.teams.streaming`): an informative update ("Searching the knowledge base…") instead of
+  the typing indicator, the answer's text, then the final message with that text and the sources
+  card. Either way it comes with Teams' own feedback loop (``channelData.feedbackLoopEnabled``)
+  and the AI-generated label (:mod:`bot.teams.entities`, on every message). The sent message's id is
+  stored with the turn's trace id, so the thumbs up / down (an ``invoke`` named
+  ``message/submitAction``, ``actionName: feedback``, naming the message in ``replyToId``) is stored
+  with the trace id, the reaction (like: ``helpful``, dislike: ``not_helpful``) and the user's text
+  (``actionValue.feedback``, a JSON string ``{"feedbackText": ...}``); the invoke is answered 200.
+- Fast turns are answered inside the request. A turn still running after ``inline_reply_seconds``
+  (``TEAMS_INLINE_REPLY_SECONDS``; Teams gives a bot 15 s to answer a request) lets the request end,
+  keeps the typing indicator (a streamed answer: an informative update) alive, one every
+  ``typing_interval`` seconds, and sends the answer with
+  ``continue_conversation`` from the conversation reference kept for the turn, to the same reply
+  chain.
 - A card's ``Action.Submit`` arrives as a ``message`` with a ``value`` and no text; Universal
   Actions arrive as an ``invoke`` named ``adaptiveCard/action``. Both carry either feedback
-  (``{"chatops": "feedback", ...}``, stored with the turn's trace id) or a pending action's
+  (``{"chatops": "feedback", ...}`` from cards sent before the native feedback loop, stored with the
+  turn's trace id) or a pending action's
   Confirm / Cancel (``{"action": "action_confirm" | "action_cancel", "key": ...}``), executed at
   most once by :class:`app.actions.ActionService`; the card is then replaced by the outcome.
-- In a personal chat, ``status``, ``sources`` and ``reindex [SOURCE] [--full]`` are the admin commands
-  of :class:`app.admin.AdminService` (the same as Slack's ``/kb``): everyone may read the status and
-  the sources, only the AAD object ids in ``TEAMS_ADMIN_IDS`` may re-index; every use and refusal is
-  audited (``admin.status``, ``admin.sources``, ``admin.reindex``).
+- ``help`` (in the app's command list, every scope) answers what the bot does. In a personal chat,
+  ``status``, ``sources``, ``reindex [SOURCE] [--full]`` and ``report [PERIOD]`` are the admin
+  commands of :class:`app.admin.AdminService` (the same as Slack's ``/kb``): everyone may read the status
+  and the sources, only the AAD object ids in ``TEAMS_ADMIN_IDS`` may re-index or read the knowledge-gap
+  report (it quotes people's questions); every use and refusal is audited (``admin.status``,
+  ``admin.sources``, ``admin.reindex``, ``admin.report``).
 - Redelivered activities (same activity id) are answered once. Unknown activity types are logged
   and ignored. Sending a reply is retried on 429, 412 and 5xx with exponential backoff and jitter
   (honouring ``Retry-After``), as Microsoft's guidance for the Bot Connector asks, then logged.
@@ -28,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import random
 import re
@@ -36,19 +56,23 @@ from concurrent.futures import Executor
 from datetime import datetime, timezone
 from typing import Any
 
-from botbuilder.core import ActivityHandler, InvokeResponse, TurnContext
-from botbuilder.schema import Activity, ActivityTypes, AdaptiveCardInvokeResponse, Attachment, ChannelAccount, Entity
+from botbuilder.core import ActivityHandler, BotAdapter, InvokeResponse, TurnContext
+from botbuilder.schema import (Activity, ActivityTypes, AdaptiveCardInvokeResponse, Attachment, ChannelAccount,
+                               ConversationReference)
 
 from agent.agent import Agent
 from agent.models import HistoryMessage, Reply, Turn
 from app.access import AccessPolicy
 from app.admin import AdminService
+from app.report import DEFAULT_SINCE, looks_like_period
 from app.inbound import InboundMessage, Mention
 from app.turns import build_turn
 from state import StateStore
 
 from . import cards
+from .entities import SchemaEntity
 from .members import MemberDirectory, home_tenant
+from .streaming import TeamsStream
 
 __all__ = ["TeamsBot", "send_with_retry"]
 
@@ -98,17 +122,11 @@ async def send_with_retry(op: Callable[[], Awaitable[Any]], what: str, attempts:
     return None
 
 
-class _SchemaEntity(Entity):
-    """An ``Entity`` whose extra properties (``@type``, ``citation``, ...) are serialised, as the
-    Teams AI citation entity needs; the SDK's ``Entity`` keeps only ``type``."""
-
-    _attribute_map = {**Entity._attribute_map, "additional_properties": {"key": "", "type": "{object}"}}
-
-    @classmethod
-    def of(cls, data: dict) -> _SchemaEntity:
-        """Build from a plain dict."""
-        extra = {k: v for k, v in data.items() if k != "type"}
-        return cls(type=data["type"], additional_properties=extra)
+#: The longest feedback text kept (Teams' dialog has no limit of its own).
+MAX_FEEDBACK_TEXT = 2000
+#: The informative updates of a streamed answer: the first, then while the turn is still running.
+SEARCHING = "Searching the knowledge base\u2026"
+STILL_WORKING = "Still working on your answer\u2026"
 
 
 class TeamsBot(ActivityHandler):
@@ -125,12 +143,29 @@ class TeamsBot(ActivityHandler):
         access: who sees what (``Turn.viewer``, :class:`app.access.AccessPolicy`): a personal chat uses
             the asker's own access, a channel or group chat ``CHANNEL_ACCESS``; guests and people of
             another tenant see public pages only.
+        app_id: the bot's app id (``MicrosoftAppId``), for proactive sends; empty when unauthenticated.
+        inline_reply_seconds: how long a turn may run and still be answered inside the request
+            (Teams drops a request after 15 s); a slower one is answered proactively.
+        typing_interval: seconds between typing indicators while a proactive answer is being prepared
+            (Teams shows one for about 3 s).
+        streaming: stream answers in personal chats (:mod:`bot.teams.streaming`); else the typing
+            indicator and the card alone, as in channels and group chats.
+        stream_interval: seconds between two stream updates (Teams takes about one a second).
     """
 
     def __init__(self, agent: Agent, store: StateStore, actions=None, jobs=None, admin_ids: frozenset[str] = frozenset(),
                  default_timezone: str = "UTC", history_turns: int = 10, job_executor: Executor | None = None,
-                 access: AccessPolicy | None = None) -> None:
+                 access: AccessPolicy | None = None, app_id: str = "", inline_reply_seconds: float = 10.0,
+                 typing_interval: float = 3.0, streaming: bool = True, stream_interval: float = 1.0) -> None:
+        if not 0 < inline_reply_seconds < 15:
+            raise ValueError(f"inline_reply_seconds must be above 0 and below Teams' 15 s limit, got "
+                             f"{inline_reply_seconds}; set TEAMS_INLINE_REPLY_SECONDS to e.g. 10")
         self.agent = agent
+        self.app_id = app_id
+        self.inline_reply_seconds = inline_reply_seconds
+        self.typing_interval = typing_interval
+        self.streaming = streaming
+        self.stream_interval = stream_interval
         self.access = access or AccessPolicy()
         self.store = store
         self.actions = actions
@@ -172,14 +207,21 @@ class TeamsBot(ActivityHandler):
                 await send_with_retry(lambda: turn_context.update_activity(update), "card update")
             return
         msg = await self.inbound(turn_context)
+        if msg.text.strip().lower() == "help":  # the app's command list offers it in every scope
+            await send_with_retry(lambda: turn_context.send_activity(cards.HELP_TEXT), "help")
+            return
         if self._is_personal(activity) and _admin_command(msg.text):
             await self._admin(turn_context, msg)
             return
         await self._answer(turn_context, msg)
 
     async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse:
-        """Universal Actions (``adaptiveCard/action``): handle the data, answer with the new card."""
+        """Universal Actions (``adaptiveCard/action``): handle the data, answer with the new card.
+        The feedback loop (``message/submitAction``): store the feedback, answer 200."""
         activity = turn_context.activity
+        if activity.name == "message/submitAction":
+            await self._feedback(turn_context)
+            return InvokeResponse(status=200)
         if activity.name != "adaptiveCard/action":
             log.info("Teams: ignoring invoke %r", activity.name)
             return InvokeResponse(status=200)
@@ -231,40 +273,132 @@ class TeamsBot(ActivityHandler):
     # -- answering -------------------------------------------------------------------------------
     async def _answer(self, turn_context: TurnContext, msg: InboundMessage) -> None:
         activity = turn_context.activity
-        text = msg.text
-        await send_with_retry(lambda: turn_context.send_activity(Activity(type=ActivityTypes.typing)), "typing indicator")
-        key = f"teams:{activity.conversation.id}"
+        stream = TeamsStream(send_with_retry, self.stream_interval) if self.streaming and msg.channel_kind == "dm" \
+            else None
+        if stream is None or not await stream.inform(turn_context, SEARCHING):
+            stream = None
+            await send_with_retry(lambda: turn_context.send_activity(Activity(type=ActivityTypes.typing)),
+                                  "typing indicator")
         user = msg.user_id
-        stored = await asyncio.to_thread(self.store.get_history_entries, key)
+        stored = await asyncio.to_thread(self.store.get_history_entries, _history_key(msg))
         # A message counts as the requester's only when stored with their id (old rows have no author).
         history = tuple(HistoryMessage(m.text, m.author, bool(user) and m.author == user) for m in stored)
         turn = build_turn(dataclasses.replace(msg, history=history), self.access)
+        work = asyncio.ensure_future(asyncio.to_thread(self.agent.answer, turn))
+        done, _ = await asyncio.wait({work}, timeout=self.inline_reply_seconds)
+        if done:
+            await self._finish(turn_context, work, msg, turn, stream)
+            return
+        log.info("Teams: turn %s still running after %.1f s; answering it proactively", activity.id,
+                 self.inline_reply_seconds)
+        reference = TurnContext.get_conversation_reference(activity)
+        task = asyncio.create_task(self._answer_later(turn_context.adapter, reference, work, msg, turn, stream))
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    async def _finish(self, turn_context: TurnContext, work: asyncio.Future, msg: InboundMessage, turn: Turn,
+                      stream: TeamsStream | None = None) -> None:
+        """Send the finished turn's reply (or say it failed) and store the question in the history."""
         try:
-            reply = await asyncio.to_thread(self.agent.answer, turn)
+            reply = work.result()
         except Exception:  # noqa: BLE001 - the user is always told something
             log.exception("Teams: the agent failed on a turn")
-            await send_with_retry(lambda: turn_context.send_activity(
-                "Sorry, something went wrong while answering. Please try again in a minute."), "error reply")
+            sorry = "Sorry, something went wrong while answering. Please try again in a minute."
+            if stream is not None:
+                await stream.finish(turn_context, Activity(type=ActivityTypes.message, text=sorry))
+            else:
+                await send_with_retry(lambda: turn_context.send_activity(sorry), "error reply")
             return
-        if text:
-            await asyncio.to_thread(self.store.append_history, key, text, self.history_turns, user)
-        await self._send_reply(turn_context, reply, turn)
+        if msg.text:
+            await asyncio.to_thread(self.store.append_history, _history_key(msg), msg.text,
+                                    self.history_turns, msg.user_id)
+        await self._send_reply(turn_context, reply, turn, stream)
 
-    async def _send_reply(self, turn_context: TurnContext, reply: Reply, turn: Turn) -> None:
-        attachments = [cards.card_attachment(cards.answer_card(reply))]
+    async def _answer_later(self, adapter: BotAdapter, reference: ConversationReference, work: asyncio.Future,
+                            msg: InboundMessage, turn: Turn, stream: TeamsStream | None = None) -> None:
+        """Keep the typing indicator (or the stream's informative update) alive until ``work`` is done,
+        then send its reply proactively."""
+        async def typing(ctx: TurnContext) -> None:
+            if stream is not None and stream.usable:
+                await stream.inform(ctx, STILL_WORKING)
+            else:
+                await send_with_retry(lambda: ctx.send_activity(Activity(type=ActivityTypes.typing)),
+                                      "typing indicator")
+
+        async def finish(ctx: TurnContext) -> None:
+            await self._finish(ctx, work, msg, turn, stream)
+
+        while not work.done():
+            await asyncio.wait({work}, timeout=self.typing_interval)
+            if not work.done():
+                await self._proactive(adapter, reference, typing)
+        await self._proactive(adapter, reference, finish)
+
+    async def _proactive(self, adapter: BotAdapter, reference: ConversationReference,
+                         logic: Callable[[TurnContext], Awaitable[None]]) -> None:
+        """Run ``logic`` in a proactive turn of the conversation; its messages reply to the user's message."""
+        async def in_reply_chain(ctx: TurnContext) -> None:
+            # The continuation activity has an id of its own; replies must name the user's message.
+            ctx.activity.id = reference.activity_id
+            await logic(ctx)
+
+        try:
+            await adapter.continue_conversation(reference, in_reply_chain, self.app_id)
+        except Exception:  # noqa: BLE001 - a background task has nobody else to tell
+            log.exception("Teams: a proactive send to %s failed", reference.conversation.id if reference.conversation
+                          else "?")
+
+    async def _send_reply(self, turn_context: TurnContext, reply: Reply, turn: Turn,
+                          stream: TeamsStream | None = None) -> None:
+        """The answer: the card alone; streamed (personal chats), the text streamed and then the final
+        message with that text and the sources card. Remembers the sent message's trace id."""
+        streamed = stream is not None and await stream.append(turn_context, cards.plain_text(reply))
+        if streamed:
+            sources = cards.sources_card(reply)
+            attachments = [cards.card_attachment(sources)] if sources else []
+        else:
+            attachments = [cards.card_attachment(cards.answer_card(reply))]
         if reply.pending_action is not None and self.actions is not None:
             from bot.render_actions import adaptive_card
 
             record = await asyncio.to_thread(self.actions.propose, reply.pending_action, turn)
             attachments.append(cards.card_attachment(adaptive_card(record, self.actions.tool(record.tool),
                                                                        viewer_tz=turn.timezone)))
-            if not reply.citations:
+            if not reply.citations and not streamed:
                 attachments = attachments[1:]
-        message = Activity(type=ActivityTypes.message, text=cards.plain_text(reply),
-                           text_format="markdown",
+        message = Activity(type=ActivityTypes.message, summary=cards.summary(reply),
                            attachments=[Attachment(**_att(a)) for a in attachments],
-                           entities=[_SchemaEntity.of(e) for e in cards.citation_entities(reply.citations)])
-        await send_with_retry(lambda: turn_context.send_activity(message), f"reply to {turn_context.activity.id}")
+                           entities=[SchemaEntity.of(e) for e in cards.citation_entities(reply.citations)],
+                           channel_data={"feedbackLoopEnabled": True})
+        if streamed:
+            message.text, message.text_format = cards.plain_text(reply), "markdown"
+        if stream is not None:
+            sent = await stream.finish(turn_context, message)
+        else:
+            sent = await send_with_retry(lambda: turn_context.send_activity(message),
+                                         f"reply to {turn_context.activity.id}")
+        if sent is not None and getattr(sent, "id", None):
+            await asyncio.to_thread(self.store.remember_reply, "teams", sent.id, reply.trace.trace_id)
+
+    async def _feedback(self, turn_context: TurnContext) -> None:
+        """Store a ``message/submitAction`` feedback invoke under the trace id of the message it names."""
+        activity = turn_context.activity
+        value = activity.value if isinstance(activity.value, dict) else {}
+        action = value.get("actionValue") if isinstance(value.get("actionValue"), dict) else {}
+        vote = {"like": "helpful", "dislike": "not_helpful"}.get(str(action.get("reaction")))
+        if value.get("actionName") != "feedback" or vote is None:
+            log.info("Teams: ignoring a submitAction %r with reaction %r", value.get("actionName"),
+                     str(action.get("reaction"))[:20])
+            return
+        message_id = activity.reply_to_id or ""
+        trace_id = await asyncio.to_thread(self.store.trace_of_reply, "teams", message_id) if message_id else None
+        if trace_id is None:
+            log.warning("Teams: feedback on message %r, which is not a known answer; not stored", message_id[:80])
+            return
+        user = self._user(activity)
+        await asyncio.to_thread(self.store.add_feedback, trace_id, "teams", user, vote,
+                                _feedback_text(action.get("feedback")))
+        log.info("Teams: feedback %s on trace %s from %s", vote, trace_id, user)
 
     # -- card submits ----------------------------------------------------------------------------
     async def _submit(self, turn_context: TurnContext, data: dict) -> dict | None:
@@ -291,7 +425,8 @@ class TeamsBot(ActivityHandler):
 
     # -- admin -----------------------------------------------------------------------------------
     async def _admin(self, turn_context: TurnContext, msg: InboundMessage) -> None:
-        """``status``, ``sources`` or ``reindex [SOURCE] [--full]`` through :class:`AdminService`."""
+        """``status``, ``sources``, ``reindex [SOURCE] [--full]`` or ``report [PERIOD]`` through
+        :class:`AdminService`."""
         words = msg.text.split()
         command = words[0].lower()
 
@@ -301,6 +436,12 @@ class TeamsBot(ActivityHandler):
         if command in {"status", "sources"}:
             result = await (self.admin.status(msg) if command == "status" else self.admin.sources(msg))
             await say(result.text, f"{command} reply")
+            return
+        if command == "report":
+            started = await self.admin.request_report(msg, words[1] if len(words) > 1 else DEFAULT_SINCE)
+            await say(started.text, "report ack" if started.outcome == "started" else "admin refusal")
+            if started.outcome == "started":
+                await say((await self.admin.run_report(msg, started)).text, "report summary")
             return
         args = [w for w in words[1:] if w != "--full"]
         started = await self.admin.request_reindex(msg, args[0] if args else None, "--full" in words[1:])
@@ -321,11 +462,31 @@ class TeamsBot(ActivityHandler):
         return (activity.conversation.conversation_type or "personal") == "personal"
 
 
+def _history_key(msg: InboundMessage) -> str:
+    """The state store's history key of the message's conversation."""
+    return f"teams:{msg.channel_id}"
+
+
+def _feedback_text(raw: Any) -> str:
+    """The user's text of a feedback invoke: ``feedbackText`` of the JSON string Teams sends (a dict is
+    accepted too; text that is not JSON is kept as it is), at most :data:`MAX_FEEDBACK_TEXT` characters."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return raw.strip()[:MAX_FEEDBACK_TEXT]
+    if isinstance(raw, dict):
+        raw = raw.get("feedbackText", "")
+    return raw.strip()[:MAX_FEEDBACK_TEXT] if isinstance(raw, str) else ""
+
+
 def _admin_command(text: str) -> bool:
     words = text.split()
     first = words[0].lower() if words else ""
     if first == "sources":  # alone, as in /kb: "sources of the release process" is a question
         return len(words) == 1
+    if first == "report":  # alone or with a period, as in /kb: "report phishing" is a question
+        return len(words) == 1 or (len(words) == 2 and looks_like_period(words[1]))
     return first in {"reindex", "status"} and len(text) < 200
 
 

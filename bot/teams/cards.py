@@ -1,10 +1,14 @@
 """Pure renderers for Teams: answer and refusal Adaptive Cards, citation entities, help text.
 
-Cards use Adaptive Card schema 1.4 (what Teams renders): the answer as a ``TextBlock`` (Teams
-supports a Markdown subset: bold, italic, lists, links), numbered sources as ``Action.OpenUrl``
-buttons, and feedback as ``Action.Submit`` with ``{"chatops": "feedback", "value": ..., "trace_id": ...}``.
-Citations are also sent as the Teams AI ``citation`` entity (schema.org ``Message`` with ``Claim``
-items) so Teams shows its native citation pop-ups where supported.
+One rendering per answer: the card alone carries the answer (the activity has no ``text``; its
+``summary``, from :func:`summary`, is what notifications and the chat list show). Cards use Adaptive
+Card schema 1.4 (what Teams renders): the answer as a ``TextBlock`` (Teams supports a Markdown subset:
+bold, italic, lists, links) and numbered sources as ``Action.OpenUrl`` buttons. Feedback is Teams'
+own thumbs up / down (``channelData.feedbackLoopEnabled``, handled in :mod:`bot.teams.bot`), not card
+buttons. A streamed answer (personal chats, :mod:`bot.teams.streaming`) keeps its streamed text as the
+final message's ``text`` (still one rendering) and gets :func:`sources_card` (the sources alone) under
+it. Citations are also sent as the Teams AI ``citation`` entity (schema.org ``Message`` with ``Claim``
+items, marked ``AIGeneratedContent``) so Teams shows its native citation pop-ups where supported.
 """
 
 from __future__ import annotations
@@ -14,15 +18,18 @@ from typing import Any
 
 from agent.models import Citation, Reply
 
-__all__ = ["answer_card", "citation_entities", "plain_text", "HELP_TEXT", "card_attachment", "MAX_TEXT"]
+__all__ = ["answer_card", "sources_card", "citation_entities", "plain_text", "summary", "HELP_TEXT", "card_attachment", "MAX_TEXT",
+           "MAX_SUMMARY"]
 
 SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
 #: Teams rejects message payloads around 28 KB; keep the answer text well below.
 MAX_TEXT = 6000
+#: Notifications show one or two lines; the summary is cut at a word boundary below this.
+MAX_SUMMARY = 200
 
 HELP_TEXT = ("Ask me anything about the company: policies, processes, tools, benefits. I answer from the "
              "knowledge base and always link my sources. In a channel, mention me; in a personal chat, just ask. "
-             "Admins can send `status` or `reindex [SOURCE] [--full]` in a personal chat.")
+             "Send `sources` in a personal chat to see what I answer from.")
 
 
 def _sources(citations: list[Citation]) -> list[Citation]:
@@ -33,33 +40,51 @@ def _sources(citations: list[Citation]) -> list[Citation]:
 
 
 def plain_text(reply: Reply) -> str:
-    """The reply text for the message's ``text`` field (keeps ``[n]`` markers for Teams citations)."""
+    """The reply text for the card's ``TextBlock`` (keeps ``[n]`` markers, matching the citation entity)."""
     text = reply.text.strip()
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1].rstrip() + "\u2026"
 
 
+def summary(reply: Reply) -> str:
+    """The activity's ``summary``: the answer on one line, without ``[n]`` markers, link targets or Markdown emphasis,
+    cut at a word boundary to at most :data:`MAX_SUMMARY` characters (with an ellipsis)."""
+    text = re.sub(r"\s*\[\d+\]", "", reply.text)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [label](url) -> label
+    text = re.sub(r"[*_`#>]+", "", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    if len(text) <= MAX_SUMMARY:
+        return text
+    return text[: MAX_SUMMARY - 1].rsplit(" ", 1)[0].rstrip(",;:") + "\u2026"
+
+
 def answer_card(reply: Reply) -> dict[str, Any]:
-    """The Adaptive Card of an answer or a refusal, with sources and feedback buttons."""
+    """The Adaptive Card of an answer or a refusal, with its sources."""
     body: list[dict[str, Any]] = []
     if reply.refused:
         body.append({"type": "TextBlock", "text": "No sources found", "weight": "Bolder", "wrap": True})
     body.append({"type": "TextBlock", "text": plain_text(reply), "wrap": True})
+    return _card(body, reply)
+
+
+def sources_card(reply: Reply) -> dict[str, Any] | None:
+    """The card under a streamed answer (whose text is the message's own): its sources only; None without
+    sources."""
+    return _card([], reply) if _sources(reply.citations) else None
+
+
+def _card(body: list[dict[str, Any]], reply: Reply) -> dict[str, Any]:
+    body = list(body)
     actions: list[dict[str, Any]] = []
     sources = _sources(reply.citations)
     if sources:
-        body.append({"type": "TextBlock", "text": "Sources", "weight": "Bolder", "spacing": "Medium", "wrap": True})
+        body.append({"type": "TextBlock", "text": "Sources", "weight": "Bolder", "spacing": "Medium" if body else "None",
+                     "wrap": True})
         for c in sources:
             where = f"{c.title} \u203a {c.section}" if c.section else c.title
             body.append({"type": "TextBlock", "text": f"[{c.n}] {where}", "wrap": True, "size": "Small",
                          "isSubtle": True, "spacing": "None"})
             if c.url.startswith(("http://", "https://")):
                 actions.append({"type": "Action.OpenUrl", "title": f"[{c.n}] {_short(c.title)}", "url": c.url})
-    trace_id = reply.trace.trace_id
-    if not reply.refused and sources:
-        actions.append({"type": "Action.Submit", "title": "Helpful",
-                        "data": {"chatops": "feedback", "value": "helpful", "trace_id": trace_id}})
-        actions.append({"type": "Action.Submit", "title": "Not helpful",
-                        "data": {"chatops": "feedback", "value": "not_helpful", "trace_id": trace_id}})
     card: dict[str, Any] = {"type": "AdaptiveCard", "$schema": SCHEMA, "version": "1.4", "body": body}
     if actions:
         card["actions"] = actions
@@ -67,7 +92,8 @@ def answer_card(reply: Reply) -> dict[str, Any]:
 
 
 def citation_entities(citations: list[Citation]) -> list[dict[str, Any]]:
-    """The Teams AI ``citation`` entity for the message (empty when there are no citations)."""
+    """The Teams AI ``citation`` entity for the message (empty when there are no citations; the
+    bare AI label is then added by :class:`bot.teams.entities.AiLabel`)."""
     sources = _sources(citations)
     if not sources:
         return []

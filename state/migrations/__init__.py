@@ -4,7 +4,8 @@
 transaction that holds the migration lock). ``versions/`` holds one file per revision:
 
 - ``0001``: the schema of release ``414ee8a``, frozen (its ``metadata()`` must never change);
-- ``0002``: the table ``turn_log`` (the knowledge-gap report's input).
+- ``0002``: the table ``turn_log`` (the knowledge-gap report's input);
+- ``0003``: the table ``sent_replies`` (Teams: which turn a bot message answered).
 
 A schema change is a new file ``versions/NNNN_what.py`` whose ``down_revision`` is the previous
 head, with ``upgrade()`` (and ``downgrade()``) written with ``alembic.op``, plus the same change to
