@@ -24,7 +24,8 @@ on the event loop, through the senders of the platforms ``chatops serve`` runs.
 :func:`add_retention_job` adds the job ``retention``: at start, then daily at :data:`RETENTION_AT` (the
 scheduler's time zone; a fixed time, so restarts never postpone it), the retention purge
 (:meth:`app.retention.Retention.run`: rows past ``RETENTION_DAYS_*`` deleted, the counts recorded as a
-run that ``chatops status`` shows), in the thread pool; a run missed by up to 12 hours still runs.
+run that ``chatops status`` shows), in a worker thread; a run missed by up to 12 hours still runs, and a
+stop during a run lets it finish.
 
 Usage inside ``chatops serve`` (from a coroutine, i.e. with the event loop running)::
 
@@ -37,6 +38,7 @@ Usage inside ``chatops serve`` (from a coroutine, i.e. with the event loop runni
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -121,13 +123,26 @@ def add_outbox_job(scheduler: AsyncIOScheduler, outbox: Outbox,
                       coalesce=True, misfire_grace_time=max(1, int(interval_seconds)), replace_existing=True)
 
 
-def run_retention(retention: Retention) -> RetentionReport | None:
-    """The retention job's body: one purge (:meth:`Retention.run`); returns its report, or None when
-    even recording the run failed (logged; tomorrow's run tries again). Never raises."""
+def _purge_once(retention: Retention) -> RetentionReport | None:
     try:
         return retention.run()
     except Exception:  # noqa: BLE001 - a store outage must not kill the job
         log.exception("the retention purge could not run; the next daily run tries again")
+        return None
+
+
+async def run_retention(retention: Retention) -> RetentionReport | None:
+    """The retention job's body: one purge (:meth:`Retention.run`) in a worker thread; returns its report,
+    or None when even recording the run failed (logged; tomorrow's run tries again). Never raises.
+
+    A stop while it runs (the scheduler shuts down and cancels the job) does not interrupt the purge:
+    the thread finishes it (one transaction) and the job ends quietly with None.
+    """
+    work = asyncio.get_running_loop().run_in_executor(None, _purge_once, retention)
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        log.info("stopping: the retention purge that is running finishes in its thread")
         return None
 
 

@@ -5,7 +5,8 @@
   newer stays (and each source's latest run, unsettled actions and messages, series), the counts per
   table are printed by ``chatops purge``, recorded as a run and shown by ``chatops status``.
 - A retention setting of 0 is a settings error that says what to write.
-- The scheduler's job runs daily at a fixed time and purges when it fires (``chatops serve`` runs it at
+- The scheduler's job runs daily at a fixed time and purges when it fires; a stop while it runs lets the
+  purge finish and logs no traceback (``chatops serve`` runs it at
   start-up too: ``tests/test_slack_serve.py``).
 - ``chatops forget --user ID``: asks for ``--yes``, then deletes that person's messages (others' stay,
   also an id that merely starts with theirs), turn log, feedback, actions and messages, and leaves the
@@ -150,7 +151,7 @@ def test_the_scheduler_purges_daily_at_a_fixed_time(tmp_path: Path) -> None:
         nxt = job.next_run_time
         assert (nxt.hour, nxt.minute) == (3, 17) and timedelta(0) < nxt - datetime.now(timezone.utc) <= timedelta(days=1)
         assert job.max_instances == 1 and job.coalesce
-        report = job.func(*job.args)  # what the scheduler calls when it fires
+        report = asyncio.run(job.func(*job.args))  # what the scheduler runs when it fires
         assert report.status == "ok" and report.purged["conversations"] == 1
         assert store.get_history("teams:old") == []
     finally:
@@ -207,3 +208,31 @@ def test_forget_deletes_one_persons_records_and_leaves_a_pseudonym_in_the_audit(
                         assert not (isinstance(value, str) and ('"U1"' in value or value == "U1")), (table.name, row)
     finally:
         s.close()
+
+
+def test_a_stop_during_the_purge_lets_it_finish_and_raises_nothing(tmp_path: Path) -> None:
+    import threading
+
+    from bot.scheduler import run_retention
+
+    store = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    started, release = threading.Event(), threading.Event()
+
+    def calendar_that_waits(before: datetime) -> int:
+        started.set()
+        release.wait(30)
+        return 0
+
+    async def stop_midway():
+        task = asyncio.create_task(run_retention(Retention(store, RetentionPolicy(), calendar_that_waits)))
+        await asyncio.to_thread(started.wait, 30)
+        task.cancel()  # what the scheduler's shutdown does to a running job
+        release.set()
+        return await task
+
+    try:
+        assert asyncio.run(stop_midway()) is None  # no CancelledError for APScheduler to log as a traceback
+        [run] = store.last_runs(RUN_SOURCE)
+        assert run.status == "ok" and run.summary["purged"]["calendar_events"] == 0  # the thread finished it
+    finally:
+        store.close()
