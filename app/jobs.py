@@ -489,10 +489,13 @@ def cli_status(settings, as_json: bool = False) -> int:
     interval = str(getattr(settings, "chatops_sync_interval", "") or "off").strip()
     default = None if interval.lower() in {"off", "none", "0", ""} else f"every {interval}"
     schedules = {s.name: s.schedule.describe() if s.schedule else default for s in cfg.sources}
+    from .retention import status_line
+
     store = StateStore(settings.state_url)
     manifest = Manifest(settings.index_dir / "manifest.sqlite")
     try:
         rows = sources_status(manifest, store, [s.name for s in cfg.sources], None, schedules)
+        retention = status_line(store)
     finally:
         manifest.close()
         store.close()
@@ -507,6 +510,7 @@ def cli_status(settings, as_json: bool = False) -> int:
     out = SectionPrinter()  # the data dir, the sources, the gate's calibration: three sections
     out(f"data dir: {settings.chatops_data_dir}")
     calibration = describe(load_calibration(settings.index_dir))
+    out(retention)
     out.section()
     if not rows:
         out("no sources configured and nothing indexed")

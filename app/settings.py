@@ -148,6 +148,24 @@ class Settings(BaseSettings):
     google_calendar_api_endpoint: str | None = Field(None, description="Base URL override of the Calendar API "
                                                      "(e.g. http://127.0.0.1:8080/calendar/v3/ for a stand-in).")
 
+    # Retention (issue 13): rows older than these many days are purged daily (`chatops purge` runs it once)
+    retention_days_conversations: int = Field(30, description="Days to keep conversation histories and the "
+                                              "turn log (users' questions).")
+    retention_days_audit: int = Field(365, description="Days to keep the audit log, run records (each source's "
+                                      "latest is kept), settled pending actions, sent, failed or cancelled "
+                                      "scheduled messages, and local-calendar events (rows and .ics files) that "
+                                      "ended that long ago.")
+    retention_days_feedback: int = Field(365, description="Days to keep feedback on answers.")
+
+    @field_validator("retention_days_conversations", "retention_days_audit", "retention_days_feedback")
+    @classmethod
+    def _retention_days(cls, v: int, info) -> int:
+        if v < 1:
+            raise ValueError(f"{info.field_name.upper()} must be a whole number of days, 1 or more (e.g. "
+                             f"{cls.model_fields[info.field_name].default}); there is no 'keep forever': to keep "
+                             "rows for a very long time write a large number such as 36500")
+        return v
+
     @field_validator("default_timezone")
     @classmethod
     def _default_tz(cls, v: str) -> str:

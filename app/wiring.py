@@ -100,6 +100,16 @@ def register_action_tools(tools: ToolRegistry, settings: Settings) -> ToolRegist
     return tools
 
 
+def purge_calendar(settings: Settings, before) -> int | None:
+    """Retention of the local calendar (``CALENDAR_BACKEND=local``): delete its events, rows and ``.ics``
+    files, that ended before ``before`` (aware datetime); ``None`` for Google (its events are Google's)."""
+    if settings.calendar_backend != "local":
+        return None
+    from tools.calendar.factory import purge_local_calendar
+
+    return purge_local_calendar(settings.state_url, settings.ics_dir, before)
+
+
 def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriever: str = "hybrid") -> Runtime:
     """Index, the tool registry with ``knowledge.search`` and the action tools
     (:func:`register_action_tools`), and the agent with the rule-based planner."""

@@ -328,6 +328,27 @@ def cmd_reminders(args: argparse.Namespace) -> int:
     return cli_reminders(_settings(), as_json=args.json)
 
 
+def cmd_db(args: argparse.Namespace) -> int:
+    """``chatops db upgrade|current [--json]``: migrate the state database now, or show its revision."""
+    from app.database import cli_db
+
+    return cli_db(_settings(), args.op, as_json=args.json)
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    """``chatops purge [--json]``: the daily retention purge, once."""
+    from app.retention import cli_purge
+
+    return cli_purge(_settings(), as_json=args.json)
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """``chatops forget --user ID --yes [--json]``: delete one person's stored messages and records."""
+    from app.retention import cli_forget
+
+    return cli_forget(_settings(), args.user, yes=args.yes, as_json=args.json)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """``chatops report [--since 7d] [--json | --html FILE]``: the knowledge-gap report (:mod:`app.report`)."""
     from datetime import datetime, timezone
@@ -487,6 +508,31 @@ def build_parser() -> argparse.ArgumentParser:
                   ["chatops reminders", "chatops reminders --json"])
     pm.add_argument("--json", action="store_true", help="print one JSON object")
     pm.set_defaults(func=cmd_reminders)
+    pd = _command(sub, "db", "the state database's schema: upgrade it now, or show its revision",
+                  "upgrade: bring the state database (DATABASE_URL, or state.sqlite in the data dir) to the schema "
+                  "this chatops needs; start-up does the same, this runs it ahead (back up the database first). "
+                  "current: its revision and whether it is the newest (exit 1 when not).",
+                  ["chatops db current", "chatops db upgrade", "chatops db current --json"])
+    pd.add_argument("op", choices=["upgrade", "current"])
+    pd.add_argument("--json", action="store_true", help="print one JSON object")
+    pd.set_defaults(func=cmd_db)
+    pu = _command(sub, "purge", "delete what is past its retention (the daily job, once)",
+                  "Delete conversation histories and the turn log older than RETENTION_DAYS_CONVERSATIONS, feedback "
+                  "older than RETENTION_DAYS_FEEDBACK, and the audit log, old runs, settled actions and messages and "
+                  "ended local-calendar events older than RETENTION_DAYS_AUDIT; prints the rows deleted per table "
+                  "and records the run (chatops status shows it). chatops serve runs it daily.",
+                  ["chatops purge", "RETENTION_DAYS_CONVERSATIONS=7 chatops purge --json"])
+    pu.add_argument("--json", action="store_true", help="print one JSON object")
+    pu.set_defaults(func=cmd_purge)
+    pf = _command(sub, "forget", "delete one person's stored messages, turn log, feedback and actions",
+                  "Delete what the state store keeps of one Slack or Teams user: their messages in stored "
+                  "conversations (others' stay), their turn log, feedback, pending actions and scheduled messages. "
+                  "The audit log keeps what was done, under a random pseudonym instead of the id. Needs --yes.",
+                  ["chatops forget --user U0123ABCD --yes", "chatops forget --user 29:1a2b3c --yes --json"])
+    pf.add_argument("--user", required=True, metavar="ID", help="the Slack (U...) or Teams user id")
+    pf.add_argument("--yes", action="store_true", help="confirm (nothing is deleted without it)")
+    pf.add_argument("--json", action="store_true", help="print one JSON object")
+    pf.set_defaults(func=cmd_forget)
     pg = _command(sub, "report", "the knowledge-gap report: refused questions, unhelpful answers, page use",
                   "What the wiki could not answer and which pages carry it, for a period: refused questions grouped "
                   "by similar wording (most frequent first), answers marked not helpful with their citations and "
@@ -533,6 +579,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chatops: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
+        from state import StateStoreError  # loaded by any command that got this far with the state store
+
+        if isinstance(exc, StateStoreError):  # unreachable database, failed or refused migration
+            print(f"chatops: {exc}", file=sys.stderr)
+            return 2
         message = _storage_failure(exc)
         if message is None:
             raise

@@ -21,6 +21,12 @@ Beside the syncs, :func:`add_outbox_job` adds the job ``outbox``: at start, then
 ``coalesce``) it delivers the scheduled messages that are due (:meth:`app.outbox.Outbox.deliver_due`),
 on the event loop, through the senders of the platforms ``chatops serve`` runs.
 
+:func:`add_retention_job` adds the job ``retention``: at start, then daily at :data:`RETENTION_AT` (the
+scheduler's time zone; a fixed time, so restarts never postpone it), the retention purge
+(:meth:`app.retention.Retention.run`: rows past ``RETENTION_DAYS_*`` deleted, the counts recorded as a
+run that ``chatops status`` shows), in a worker thread; a run missed by up to 12 hours still runs, and a
+stop during a run lets it finish.
+
 Usage inside ``chatops serve`` (from a coroutine, i.e. with the event loop running)::
 
     jobs = IndexJobs.from_settings(runtime, store, settings)
@@ -32,6 +38,7 @@ Usage inside ``chatops serve`` (from a coroutine, i.e. with the event loop runni
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -42,10 +49,12 @@ from connectors.config import ChatopsConfig
 
 from app.jobs import IndexJobs
 from app.outbox import DeliveryReport, Outbox
+from app.retention import Retention, RetentionReport
 
 __all__ = ["build_scheduler", "start_scheduler", "next_run_times", "run_scheduled_sync", "JOB_PREFIX",
            "PERMISSIONS_PREFIX", "run_scheduled_permissions",
-           "add_outbox_job", "run_outbox", "OUTBOX_JOB_ID", "OUTBOX_INTERVAL_SECONDS"]
+           "add_outbox_job", "run_outbox", "OUTBOX_JOB_ID", "OUTBOX_INTERVAL_SECONDS",
+           "add_retention_job", "run_retention", "RETENTION_JOB_ID", "RETENTION_AT"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +62,9 @@ JOB_PREFIX = "sync:"
 PERMISSIONS_PREFIX = "permissions:"
 OUTBOX_JOB_ID = "outbox"
 OUTBOX_INTERVAL_SECONDS = 30.0
+RETENTION_JOB_ID = "retention"
+#: When the daily purge runs (hour, minute), in the scheduler's time zone: a quiet hour.
+RETENTION_AT = (3, 17)
 
 
 def run_scheduled_sync(jobs: IndexJobs, name: str) -> str:
@@ -109,6 +121,42 @@ def add_outbox_job(scheduler: AsyncIOScheduler, outbox: Outbox,
                       next_run_time=datetime.now(scheduler.timezone),
                       name=f"deliver scheduled messages (every {interval_seconds:g} s)", max_instances=1,
                       coalesce=True, misfire_grace_time=max(1, int(interval_seconds)), replace_existing=True)
+
+
+def _purge_once(retention: Retention) -> RetentionReport | None:
+    try:
+        return retention.run()
+    except Exception:  # noqa: BLE001 - a store outage must not kill the job
+        log.exception("the retention purge could not run; the next daily run tries again")
+        return None
+
+
+async def run_retention(retention: Retention) -> RetentionReport | None:
+    """The retention job's body: one purge (:meth:`Retention.run`) in a worker thread; returns its report,
+    or None when even recording the run failed (logged; tomorrow's run tries again). Never raises.
+
+    A stop while it runs (the scheduler shuts down and cancels the job) does not interrupt the purge:
+    the thread finishes it (one transaction) and the job ends quietly with None.
+    """
+    work = asyncio.get_running_loop().run_in_executor(None, _purge_once, retention)
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        log.info("stopping: the retention purge that is running finishes in its thread")
+        return None
+
+
+def add_retention_job(scheduler: AsyncIOScheduler, retention: Retention, at: tuple[int, int] = RETENTION_AT,
+                      at_start: bool = True) -> None:
+    """Add (or replace) the job ``retention``: :func:`run_retention` daily at ``at`` (hour, minute) in
+    the scheduler's time zone, and right away when ``at_start`` (a process restarted more often than
+    daily still purges); one run at a time, missed runs collapsed into one and run when at most 12
+    hours late."""
+    hour, minute = at
+    first = {"next_run_time": datetime.now(scheduler.timezone)} if at_start else {}
+    scheduler.add_job(run_retention, trigger="cron", hour=hour, minute=minute, args=(retention,),
+                      id=RETENTION_JOB_ID, name=f"retention purge (daily at {hour:02d}:{minute:02d})",
+                      max_instances=1, coalesce=True, misfire_grace_time=12 * 3600, replace_existing=True, **first)
 
 
 def build_scheduler(jobs: IndexJobs, config: ChatopsConfig | None = None, *, event_loop=None) -> AsyncIOScheduler:

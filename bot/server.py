@@ -371,7 +371,10 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     try:
         mode = ", ".join(filter(None, ["Slack: socket mode" if socket_mode else ("Slack: /slack/events" if config else ""),
                                        "Teams: /api/messages" if teams_wanted else ""]))
-        asyncio.run(_run(app, host, port, executor, jobs, initial_sync, mode, outbox))
+        from app.retention import Retention
+
+        retention = Retention.from_settings(store, settings)  # the daily purge (RETENTION_DAYS_*)
+        asyncio.run(_run(app, host, port, executor, jobs, initial_sync, mode, outbox, retention))
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         jobs.close()
@@ -381,8 +384,8 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
 
 
 async def _run(app: web.Application, host: str, port: int, executor: Executor, jobs: Any, initial_sync: bool,
-               mode: str, outbox: Any = None) -> None:
-    from .scheduler import add_outbox_job, start_scheduler
+               mode: str, outbox: Any = None, retention: Any = None) -> None:
+    from .scheduler import add_outbox_job, add_retention_job, start_scheduler
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -402,6 +405,8 @@ async def _run(app: web.Application, host: str, port: int, executor: Executor, j
         scheduler = start_scheduler(jobs)  # the scheduled syncs (CHATOPS_SYNC_INTERVAL, the sources file)
         if outbox is not None:
             add_outbox_job(scheduler, outbox)  # scheduled messages (reminders), every 30 s
+        if retention is not None:
+            add_retention_job(scheduler, retention)  # the retention purge, daily
         if initial_sync and jobs.names():
             fut = loop.run_in_executor(executor, jobs.run)
             fut.add_done_callback(_log_sync)

@@ -1,6 +1,8 @@
 """The state store: what the bot must remember across requests, restarts and replicas.
 
-SQLAlchemy over SQLite under the data dir by default, PostgreSQL when ``DATABASE_URL`` is set.
+SQLAlchemy over SQLite under the data dir by default, PostgreSQL when ``DATABASE_URL`` is set. The
+schema comes from Alembic migrations (:mod:`state.migrate`, scripts in :mod:`state.migrations`), run
+when a :class:`~state.store.StateStore` opens the database and by ``chatops db upgrade``.
 It knows nothing of Slack, Teams, the agent or the connectors; each of them keeps its records
 here through :class:`state.store.StateStore`:
 
@@ -16,10 +18,13 @@ here through :class:`state.store.StateStore`:
   :mod:`app.outbox`),
 - the turn log (``record_turn``, ``turn_records``: each chat turn's question, outcome and cited pages,
   the knowledge-gap report's input).
+
+:mod:`state.retention` deletes what is past its retention (``purge``) and what one person wrote
+(``forget_user``, the audit log keeping a pseudonym).
 """
 
-from .store import (AuditEntry, PendingRecord, ScheduledMessage, StateStore, StateStoreError, StoredMessage, SyncRun,
-                    TurnRecord)
+from .errors import SchemaTooNewError, StateStoreError
+from .store import AuditEntry, PendingRecord, ScheduledMessage, StateStore, StoredMessage, SyncRun, TurnRecord
 
-__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
+__all__ = ["StateStore", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
            "ScheduledMessage", "TurnRecord"]

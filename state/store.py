@@ -21,14 +21,12 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
-__all__ = ["StateStore", "StateStoreError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
+from .errors import SchemaTooNewError, StateStoreError
+
+__all__ = ["StateStore", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
            "TurnRecord", "MESSAGE_MAX_ATTEMPTS", "MESSAGE_RETRY_BASE", "MESSAGE_RETRY_MAX", "sqlite_url"]
 
 log = logging.getLogger(__name__)
-
-
-class StateStoreError(Exception):
-    """The state database cannot be reached or written; the message says what to check."""
 
 
 def sqlite_url(path: str | os.PathLike[str]) -> str:
@@ -218,8 +216,12 @@ class StateStore:
         url: a SQLAlchemy URL (``sqlite:///...`` or ``postgresql+psycopg://...``).
         echo: log SQL (debugging).
 
+    Opening runs the migrations first (:func:`state.migrate.upgrade`): a new database is created, one
+    made by an older release is upgraded, one at the newest revision is left alone.
+
     Raises:
-        StateStoreError: when the database cannot be reached or its tables cannot be created.
+        SchemaTooNewError: when a newer chatops has migrated the database (upgrade chatops).
+        StateStoreError: when the database cannot be reached or migrated.
     """
 
     def __init__(self, url: str, echo: bool = False) -> None:
@@ -358,12 +360,9 @@ class StateStore:
             sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
         )
         self.metadata = md
-        try:
-            md.create_all(self.engine)
-        except SQLAlchemyError as exc:
-            raise StateStoreError(f"cannot open the state database {_safe(url)}: {exc.__class__.__name__}: "
-                                  f"{exc.orig if hasattr(exc, 'orig') else exc}; check DATABASE_URL and that the "
-                                  "server is running") from exc
+        from .migrate import upgrade
+
+        upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
 
     # -- events ------------------------------------------------------------------------------
     def claim_event(self, event_id: str, platform: str) -> bool:
@@ -901,8 +900,10 @@ class StateStore:
             return False
 
     def drop_all(self) -> None:
-        """Drop every table (tests only)."""
+        """Drop every table and the schema revision (tests only)."""
         self.metadata.drop_all(self.engine)
+        with self.engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE IF EXISTS alembic_version"))
 
     def close(self) -> None:
         """Release connections."""

@@ -3,7 +3,8 @@
 - The real console script in a subprocess (its own data dir, ``CHATOPS_SOURCES`` pointing at a copy of
   the example wiki, ``SLACK_API_URL`` at the stand-in, DEBUG logs): it syncs the sources at start-up,
   delivers a scheduled message that is due as a DM (the outbox job, see tests/test_outbox.py),
-  reports ready, answers a signed mention with cited sources (recorded in the turn log), stops cleanly
+  runs the retention purge at start-up (a stale conversation goes), reports ready, answers a signed
+  mention with cited sources (recorded in the turn log), stops cleanly
   on SIGTERM, and its logs
   never contain the tokens or the signing secret. Missing Slack settings exit with status 2 and say
   which variable to set.
@@ -19,13 +20,14 @@ import re
 import shutil
 import signal
 import subprocess
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
 import pytest
 
 from app.jobs import IndexJobs
+from app.retention import RUN_SOURCE
 from app.settings import Settings
 from app.wiring import build_agent
 from state import StateStore
@@ -66,6 +68,9 @@ def test_chatops_serve_syncs_answers_and_stops_cleanly(tmp_path: Path, wiki_inde
     outbox = StateStore(sqlite_url(data / "state.sqlite"))
     outbox.schedule_message("rem-serve", platform="slack", user_id=ALICE, channel_id="C0SERVE01",
                             at=datetime.now(timezone.utc), text="Reminder: the retro starts in 5 minutes")
+    outbox.append_history("teams:stale", "a question from long ago", author=ALICE)  # past RETENTION_DAYS_CONVERSATIONS
+    with outbox.engine.begin() as conn:
+        conn.execute(outbox.conversations.update().values(updated_at=datetime.now(timezone.utc) - timedelta(days=31)))
     outbox.close()
     env = _env(data, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=standin.api_url,
                CHATOPS_SOURCES=f"folder:{wiki}?name=handbook&url_base=https://wiki.example.com/",
@@ -106,6 +111,12 @@ def test_chatops_serve_syncs_answers_and_stops_cleanly(tmp_path: Path, wiki_inde
         assert (turn.platform, turn.user_id, turn.channel_id, turn.outcome) == ("slack", ALICE, "C0SERVE01", "answered")
         assert turn.question.endswith("how do I declare an incident?")
         assert any(c["url"].startswith("https://wiki.example.com/engineering/incident-response") for c in turn.citations)
+        # The retention job ran at start-up (then daily): the stale conversation is gone, the run recorded.
+        journal = StateStore(sqlite_url(data / "state.sqlite"))
+        [purge] = _wait(lambda: journal.last_runs(RUN_SOURCE), 30, "the retention run")
+        assert purge.status == "ok" and purge.summary["purged"]["conversations"] == 1
+        assert journal.get_history("teams:stale") == []
+        journal.close()
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(30)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from .args import DEFAULT_DURATION_MINUTES
 from .tool import CalendarBackend, CalendarCreate
 
-__all__ = ["calendar_backend", "calendar_tool"]
+__all__ = ["calendar_backend", "calendar_tool", "purge_local_calendar"]
 
 
 def calendar_backend(backend: str = "local", *, state_url: str = "", ics_dir: str | Path = "",
@@ -38,3 +39,19 @@ def calendar_tool(backend: str = "local", *, default_duration_minutes: int = DEF
     """``calendar.create`` over :func:`calendar_backend` (``options`` are its keyword arguments), built on
     first use: wiring it opens no database and reads no credentials until an action is confirmed."""
     return CalendarCreate(lambda: calendar_backend(backend, **options), default_duration_minutes)
+
+
+def purge_local_calendar(state_url: str, ics_dir: str | Path, before: datetime) -> int:
+    """Retention of the local calendar: delete its events (rows and ``.ics`` files) that ended before
+    ``before`` (:meth:`LocalCalendar.purge_ended_before`); returns how many.
+
+    Raises:
+        ToolUnavailableError: when the database cannot be opened.
+    """
+    from .local import LocalCalendar
+
+    cal = LocalCalendar(state_url, ics_dir)
+    try:
+        return cal.purge_ended_before(before)
+    finally:
+        cal.close()

@@ -174,6 +174,30 @@ class LocalCalendar:
         with self.engine.connect() as conn:
             return [_row(r) for r in conn.execute(q).mappings()]
 
+    def purge_ended_before(self, cutoff: datetime) -> int:
+        """Delete the events that ended before ``cutoff`` (aware), rows and ``.ics`` files (retention).
+
+        A series (``recurrence`` set) is kept: its stored end is its first occurrence's. A missing file
+        is fine (deleted by hand); the row goes all the same.
+
+        Returns:
+            the events deleted.
+
+        Raises:
+            ValueError: for a naive ``cutoff``.
+        """
+        if cutoff.tzinfo is None:
+            raise ValueError("the retention cutoff must be an aware datetime")
+        t = self.table
+        ended = sa.and_(t.c.end < cutoff.astimezone(timezone.utc), t.c.recurrence == "")
+        with self.engine.begin() as conn:
+            ids = list(conn.execute(sa.select(t.c.id).where(ended)).scalars())
+            if ids:
+                conn.execute(t.delete().where(t.c.id.in_(ids)))
+        for event_id in ids:
+            self.ics_path(event_id).unlink(missing_ok=True)
+        return len(ids)
+
     def close(self) -> None:
         """Release connections."""
         self.engine.dispose()
