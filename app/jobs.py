@@ -86,13 +86,14 @@ def load_sources_config(settings) -> ChatopsConfig:
         SourceSpecError: for a malformed spec.
     """
     path = getattr(settings, "chatops_config", None)
+    extra = [spec_to_config(s) for s in split_specs(getattr(settings, "chatops_sources", "") or "")]
+    named = [s.name for s in extra]  # channels: in the file may name them
     if path is not None:
-        cfg = load_config(path)
+        cfg = load_config(path, extra_sources=named)
     elif Path(DEFAULT_CONFIG_FILE).is_file():
-        cfg = load_config(DEFAULT_CONFIG_FILE)
+        cfg = load_config(DEFAULT_CONFIG_FILE, extra_sources=named)
     else:
         cfg = ChatopsConfig()
-    extra = [spec_to_config(s) for s in split_specs(getattr(settings, "chatops_sources", "") or "")]
     if not extra:
         return cfg
     names = [s.name for s in [*cfg.sources, *extra]]
@@ -101,7 +102,8 @@ def load_sources_config(settings) -> ChatopsConfig:
         raise ConfigFileError(f"several sources are named {', '.join(dupes)} across the sources file and "
                               "CHATOPS_SOURCES; give each a unique name (?name= in a spec)")
     return ChatopsConfig.model_construct(sources=[*cfg.sources, *extra], scheduler=cfg.scheduler, groups=cfg.groups,
-                                         greeting=cfg.greeting, suggested_prompts=cfg.suggested_prompts)
+                                         greeting=cfg.greeting, suggested_prompts=cfg.suggested_prompts,
+                                         channels=cfg.channels)
 
 
 @dataclass(slots=True)

@@ -12,7 +12,9 @@ Access control (issue 11): each chunk's :meth:`connectors.access.Access.tokens` 
 ``access`` keyword field, and every search takes the asker's :class:`connectors.access.Viewer` and
 runs with a filter query (an ``Or`` of ``Term("access", token)`` over :meth:`Viewer.tokens`): a chunk
 the viewer may not read is never a candidate. The filter does not change the scores, so a page the
-viewer may read ranks exactly where it would without the filter.
+viewer may read ranks exactly where it would without the filter. A viewer scoped to some sources (a
+channel's ``sources:`` in the sources file) adds one condition to that filter: the chunk's ``doc_key``
+starts with ``<source>:``.
 
 Scoring uses ``K1=1.2, B=0.75``. Queries are OR-ed term queries, bounded to ``max_terms``
 distinct terms; stop words are removed and terms stemmed (Porter) by the analyzer, the same one
@@ -34,13 +36,13 @@ from pathlib import Path
 import numpy as np
 from whoosh import fields, index, scoring
 from whoosh.analysis import RegexTokenizer, StemmingAnalyzer
-from whoosh.query import Or, Term
+from whoosh.query import And, Or, Prefix, Term
 
 from connectors.access import Access, Viewer
 from connectors.errors import IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard
 from connectors.models import Chunk
-from .records import SECTION_SEP, StoredChunk, chunk_from_record, chunk_to_record, viewer_tokens
+from .records import SECTION_SEP, StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
 __all__ = ["WhooshStore"]
 
@@ -284,6 +286,7 @@ class WhooshStore:
             ValueError: when ``viewer`` is not a :class:`Viewer`.
         """
         allowed = Or([Term("access", t) for t in viewer_tokens(viewer, "the BM25")])
+        sources = viewer_sources(viewer)
         searcher = self._get_searcher()
         terms = self.query_terms(query, searcher)
         if not terms:
@@ -291,6 +294,11 @@ class WhooshStore:
         boosts = boosts or {}
         clauses = [Term("content", t, boost=boosts.get(t, 1.0)) for t in terms]
         with self._guard():
+            if sources is not None:  # the channel's scope: one more condition of the same pre-filter
+                scope = Or([Prefix("doc_key", f"{s}:") for s in sources])  # a doc key is "<source>:<doc id>"
+                allowed = set(searcher.docs_for_query(And([allowed, scope])))
+                if not allowed:  # Whoosh takes an empty filter set for no filter at all: fail closed
+                    return []
             results = searcher.search(_PreloadedOr(clauses), limit=limit, filter=allowed, optimize=False)
             return [(col[hit.docnum], float(hit.score)) for col in [self._id_column(searcher)] for hit in results]
 
