@@ -183,7 +183,7 @@ def test_config_errors_name_their_place(tmp_path: Path, channels: str, expected:
 
 def test_a_channel_may_name_a_source_given_in_chatops_sources(tmp_path: Path) -> None:
     path = tmp_path / "chatops.yml"
-    path.write_text(f"channels: {{C0123ABCD: {{sources: [docs]}}}}\n")
+    path.write_text("channels: {C0123ABCD: {sources: [docs]}}\n")
     settings = Settings(chatops_config=path, chatops_sources=f"folder:{tmp_path}?name=docs")
     assert load_sources_config(settings).channels["C0123ABCD"].sources == ["docs"]
     scope = access_policy(settings).scope("C0123ABCD")
