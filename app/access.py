@@ -137,8 +137,16 @@ class AccessPolicy:
     channels: Mapping[str, ChannelConfig] = field(default_factory=dict)
 
     def scope(self, conversation_id: str) -> ChannelConfig | None:
-        """The scope of ``conversation_id`` (None: not listed, every source and the default thread replies)."""
-        return self.channels.get(conversation_id) if conversation_id else None
+        """The scope of ``conversation_id`` (None: not listed, every source and the default thread replies).
+
+        A Teams channel thread's conversation id carries its root post (``19:x@thread.tacv2;messageid=17...``):
+        the channel's entry (``19:x@thread.tacv2``) applies to each of its threads."""
+        if not conversation_id:
+            return None
+        found = self.channels.get(conversation_id)
+        if found is None and ";" in conversation_id:
+            found = self.channels.get(conversation_id.split(";", 1)[0])
+        return found
 
     def answers_thread_replies(self, conversation_id: str) -> bool:
         """Whether a reply without a mention in a thread the bot answered in is answered in this
