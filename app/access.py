@@ -40,6 +40,7 @@ from connectors.access import Viewer, group, normalise, user
 from connectors.config import STATIC_GROUP_SOURCE, ChannelConfig
 
 from .inbound import AudienceMember, InboundMessage
+from .sources_file import load_sources_config
 
 __all__ = ["viewer_for", "principals_of", "audience_of", "AccessPolicy", "ChannelMembersCache", "MembersFetch",
            "unreadable_citations", "CHANNEL_ACCESS_MODES", "GroupsOf", "access_policy", "static_groups_of",
@@ -194,15 +195,13 @@ def access_policy(settings: Any, groups_of: GroupsOf | None = None,
 
 def sources_config_of(settings: Any):
     """The sources file (``CHATOPS_CONFIG``, else ``./chatops.yml`` when it exists) validated with the
-    ``CHATOPS_SOURCES`` specs, as :func:`app.jobs.load_sources_config` reads it (so ``channels:`` may
+    ``CHATOPS_SOURCES`` specs, as :func:`app.sources_file.load_sources_config` reads it (so ``channels:`` may
     name a source given there); an empty config when there is neither.
 
     Raises:
         connectors.config.ConfigFileError: for a missing (explicitly named) or invalid file.
         connectors.errors.SourceSpecError: for a malformed ``CHATOPS_SOURCES`` spec.
     """
-    from .jobs import load_sources_config  # app.jobs imports app.wiring, which imports this module
-
     return load_sources_config(settings)
 
 
