@@ -43,8 +43,7 @@ from .inbound import AudienceMember, InboundMessage
 from .sources_file import load_sources_config
 
 __all__ = ["viewer_for", "principals_of", "audience_of", "AccessPolicy", "ChannelMembersCache", "MembersFetch",
-           "unreadable_citations", "CHANNEL_ACCESS_MODES", "GroupsOf", "access_policy", "static_groups_of",
-           "sources_config_of"]
+           "unreadable_citations", "CHANNEL_ACCESS_MODES", "GroupsOf", "access_policy", "static_groups_of"]
 
 log = logging.getLogger(__name__)
 
@@ -177,32 +176,21 @@ class AccessPolicy:
 def access_policy(settings: Any, groups_of: GroupsOf | None = None,
                   static_groups: Mapping[str, frozenset[str]] | None = None) -> AccessPolicy:
     """The policy from the settings (``CHANNEL_ACCESS``, ``CHANNEL_MEMBERS_MAX``), the sources file's
-    static groups (unless ``static_groups`` is given) and ``channels:`` (:func:`sources_config_of`), and
-    ``groups_of``.
+    static groups (unless ``static_groups`` is given) and ``channels:``, read with the ``CHATOPS_SOURCES``
+    specs as the index jobs read them (:func:`app.sources_file.load_sources_config`: a channel may name a
+    source given there), and ``groups_of``.
 
     Raises:
         connectors.config.ConfigFileError: for an invalid sources file.
         connectors.errors.SourceSpecError: for a malformed ``CHATOPS_SOURCES`` spec.
     """
-    cfg = sources_config_of(settings)
+    cfg = load_sources_config(settings)
     if static_groups is None:
         static_groups = cfg.static_groups()
     return AccessPolicy(groups_of=groups_of, static_groups=dict(static_groups),
                         channel_access=getattr(settings, "channel_access", "public"),
                         channel_members_max=int(getattr(settings, "channel_members_max", 50)),
                         channels=dict(cfg.channels))
-
-
-def sources_config_of(settings: Any):
-    """The sources file (``CHATOPS_CONFIG``, else ``./chatops.yml`` when it exists) validated with the
-    ``CHATOPS_SOURCES`` specs, as :func:`app.sources_file.load_sources_config` reads it (so ``channels:`` may
-    name a source given there); an empty config when there is neither.
-
-    Raises:
-        connectors.config.ConfigFileError: for a missing (explicitly named) or invalid file.
-        connectors.errors.SourceSpecError: for a malformed ``CHATOPS_SOURCES`` spec.
-    """
-    return load_sources_config(settings)
 
 
 def static_groups_of(settings: Any) -> dict[str, frozenset[str]]:

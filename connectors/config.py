@@ -50,7 +50,6 @@ __all__ = [
     "SchedulerConfig", "ConfluenceAuth", "MediaWikiAuth", "ConfigFileError", "MissingCredentialError",
     "load_config", "parse_config", "require_env", "credential_vars", "parse_interval", "DEFAULT_CONFIG_FILE",
     "Audience", "audience_access", "STATIC_GROUP_SOURCE", "SuggestedPrompt", "MAX_PROMPTS", "ChannelConfig",
-    "REPLY_IN_THREADS",
 ]
 
 DEFAULT_CONFIG_FILE = "chatops.yml"
@@ -476,8 +475,6 @@ class SuggestedPrompt(_Strict):
 
 #: Marks a model-level error message that starts with its own place (``channels.C1.sources: ...``).
 _PLACED = "\x00"
-#: The values of a channel's ``reply_in_threads``.
-REPLY_IN_THREADS = ("answered_threads", "mention_only")
 #: A conversation id: a Slack channel id (``C0123ABCD``, ``G...``, ``D...``) or a Teams conversation id
 #: (``19:...@thread.tacv2``, ``a:1...``: anything with a colon and no spaces).
 _CONVERSATION_ID = re.compile(r"^(?:[CGD][A-Z0-9]{2,}|[^\s:]+:\S+)$")
@@ -500,7 +497,8 @@ class ChannelConfig(_Strict):
 
     Attributes:
         sources: the sources a question asked there is searched in (names of configured sources; at
-            least one); None (left out): every source. Applied inside retrieval, like the access filter.
+            least one; one name may be written without brackets); None (left out): every source. Applied
+            inside retrieval, like the access filter.
         reply_in_threads: ``answered_threads`` (the default): once the bot answered in a thread, later
             replies there are answered without a mention; ``mention_only``: in this channel's threads only
             messages that mention the bot are answered.
