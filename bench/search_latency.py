@@ -32,6 +32,7 @@ from connectors.models import Chunk, content_hash  # noqa: E402
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs  # noqa: E402
 from tools.context import ToolContext  # noqa: E402
 from connectors.access import Access, Viewer  # noqa: E402
+from bench.vector_candidates import no_fsync  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "eval" / "dev.jsonl"
@@ -75,6 +76,7 @@ def report(label: str, search: KnowledgeSearch, qs: list[str]) -> None:
 
 def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Random) -> None:
     """Fill ``index`` with ``n`` synthetic chunks (Zipf-like words, random unit vectors)."""
+    no_fsync(index.qdrant.client, index.qdrant.collection)
     weights = [1 / (i + 1) for i in range(len(vocab))]
     batch_chunks: list[Chunk] = []
     vecs = []
