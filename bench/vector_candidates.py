@@ -2,6 +2,7 @@
 
 Usage: python bench/vector_candidates.py [--sizes 10000,30000,100000] [--queries N] [--only a,b]
        [--local-max N]   (local-mode Qdrant's filter is a Python loop: skipped above N points)
+       [--noise 0.06]    (spread of the synthetic vectors around their topics: 0.15 is harder)
 
 Data: ``n`` synthetic 384-d unit vectors around ``n / 100`` topic centres (real sentence embeddings
 are clustered; uniform random vectors are the worst case for a graph index and not what a wiki
@@ -77,20 +78,24 @@ class Corpus:
         return np.fromiter((bool(want.intersection(t)) for t in self.tokens), dtype=bool, count=len(self.tokens))
 
 
-def make_corpus(n: int, queries: int, seed: int = 7) -> Corpus:
-    """``n`` clustered unit vectors in pages of 12 with shared access, and ``queries`` query vectors."""
+def make_corpus(n: int, queries: int, noise: float = 0.06, seed: int = 7) -> Corpus:
+    """``n`` clustered unit vectors in pages of 12 with shared access, and ``queries`` query vectors.
+
+    ``noise`` is the per-dimension spread around a topic centre: 0.06 puts a chunk at cosine ~0.65 from
+    its centre and ~0.4 from its topic's other chunks (sentence embeddings of one wiki space look so);
+    0.15 makes topics overlap (cosine ~0.3 to the centre), a harder case for a graph index."""
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((max(1, n // 100), DIM)).astype(np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     topic = rng.integers(0, len(centres), size=n // 12 + 1).repeat(12)[:n]  # a page stays on one topic
-    vecs = centres[topic] + rng.standard_normal((n, DIM)).astype(np.float32) * 0.06
+    vecs = centres[topic] + rng.standard_normal((n, DIM)).astype(np.float32) * noise
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     pages = n // 12 + 1
     public = rng.random(pages) < PUBLIC_SHARE
     group = rng.integers(0, GROUPS, size=pages)
     page_tokens = [("public",) if public[p] else (f"group:g{group[p]}",) for p in range(pages)]
     tokens = [page_tokens[i // 12] for i in range(n)]
-    q = centres[rng.integers(0, len(centres), size=queries)] + rng.standard_normal((queries, DIM)).astype(np.float32) * 0.06
+    q = centres[rng.integers(0, len(centres), size=queries)] + rng.standard_normal((queries, DIM)).astype(np.float32) * noise
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     return Corpus(vecs.astype(np.float32), tokens, q.astype(np.float32),
                   {"broad": ("public", "group:g1", "group:g2", "group:g3"), "narrow": ("group:g5",)})
@@ -326,9 +331,9 @@ def _pct(times: list[float], p: float) -> float:
     return times[min(len(times) - 1, int(p * len(times)))]
 
 
-def run_size(n: int, names: Sequence[str], queries: int, local_max: int) -> None:
+def run_size(n: int, names: Sequence[str], queries: int, local_max: int, noise: float = 0.06) -> None:
     """Build every candidate at ``n`` points and print one line per candidate and filter."""
-    c = make_corpus(n, queries)
+    c = make_corpus(n, queries, noise)
     masks = {f: c.mask(t) for f, t in c.filters.items()}
     truth = {f: [exact_top(c, masks[f], q, 10) for q in c.queries] for f in c.filters}
     share = {f: masks[f].mean() * 100 for f in c.filters}
@@ -378,14 +383,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--only", default=",".join(CANDIDATES), help="comma-separated candidate names")
     ap.add_argument("--local-max", type=int, default=30000)
+    ap.add_argument("--noise", type=float, default=0.06, help="spread around topic centres (see make_corpus)")
     args = ap.parse_args(argv)
     names = [x for x in args.only.split(",") if x]
     unknown = sorted(set(names) - set(CANDIDATES))
     if unknown:
         ap.error(f"unknown candidates {unknown}; choose from {', '.join(CANDIDATES)}")
-    print(f"dense candidates: top-{K}, access filter inside the search, {args.queries} queries per filter")
+    print(f"dense candidates: top-{K}, access filter inside the search, {args.queries} queries per filter, "
+          f"noise {args.noise}")
     for n in (int(x) for x in args.sizes.split(",") if x):
-        run_size(n, names, args.queries, args.local_max)
+        run_size(n, names, args.queries, args.local_max, args.noise)
 
 
 if __name__ == "__main__":
