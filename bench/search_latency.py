@@ -1,12 +1,16 @@
 """``knowledge.search`` latency at the corpus's size and on synthetic indexes up to 100,000 chunks.
 
 Usage: python bench/search_latency.py [--index DIR] [--sizes 10000,30000,100000] [--queries N]
+       [--candidates qdrant-local,numpy-gather,numpy-exact,qdrant-edge,hnswlib,faiss-hnsw] [--candidate-queries N]
 
 Part 1 times hybrid, BM25-only and dense-only searches of real questions (the eval set's when
 ``../shared`` is present) on a real index (``--index``, e.g. ``.chatops/index``; built from the
 example wiki when omitted). Part 2 builds synthetic indexes: chunks made of words drawn from the
 corpus vocabulary with a Zipf-like distribution, and random unit vectors (so no embedding cost),
-and times the same searches, to show how latency grows with index size in local mode.
+and times the same searches, to show how latency grows with index size in local mode, then what
+re-writing one page costs the next search. Part 3, at each size, compares the embedded dense-index
+candidates of ``bench/vector_candidates.py`` (build time, memory, access-filtered top-30 p50/p95,
+recall@10 against the exact scan); candidates whose package is not installed are skipped.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from connectors.models import Chunk, content_hash  # noqa: E402
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs  # noqa: E402
 from tools.context import ToolContext  # noqa: E402
 from connectors.access import Access, Viewer  # noqa: E402
-from bench.vector_candidates import no_fsync  # noqa: E402
+from bench.vector_candidates import CANDIDATES, no_fsync, run_size  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "eval" / "dev.jsonl"
@@ -127,7 +131,13 @@ def main() -> None:
     ap.add_argument("--index", help="an existing index folder (default: build one from examples/wiki)")
     ap.add_argument("--sizes", default="10000,30000,100000")
     ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--candidates", default=",".join(CANDIDATES),
+                    help="dense-index candidates to compare at each size (bench/vector_candidates.py); '' for none")
+    ap.add_argument("--candidate-queries", type=int, default=100)
     args = ap.parse_args()
+    names = [x for x in args.candidates.split(",") if x]
+    if set(names) - set(CANDIDATES):
+        ap.error(f"unknown candidates {sorted(set(names) - set(CANDIDATES))}; choose from {', '.join(CANDIDATES)}")
     qs = questions(args.queries)
     with tempfile.TemporaryDirectory() as tmp:
         embedder = CachedEmbedder(OnnxMiniLMEmbedder(), EmbeddingCache(Path(tmp) / "emb.sqlite"))
@@ -152,6 +162,8 @@ def main() -> None:
             report(f"synthetic {n:,} (built {build:.0f} s)", KnowledgeSearch(syn), qs)
             after_write(syn, n, qs[0])
             syn.close()
+            if names:
+                run_size(n, names, args.candidate_queries, local_max=30000)
 
 
 if __name__ == "__main__":

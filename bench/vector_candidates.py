@@ -144,6 +144,9 @@ class NumpyExact(Candidate):
     def search(self, q, tokens, mask, k):
         return [int(i) for i, _ in self.m.search(q, tokens, k)]
 
+    def note(self):
+        return f"vectors {self.m._matrix.nbytes / 2**20:.0f} MB as float32 (RSS growth can hide reused memory)"  # noqa: SLF001
+
 
 class NumpyGather(NumpyExact):
     """The mirror as it was before: always gather the readable rows, then score them."""
