@@ -1,6 +1,6 @@
 """``knowledge.search`` latency at the corpus's size and on synthetic indexes up to 100,000 chunks.
 
-Usage: python bench/search_latency.py [--index DIR] [--sizes 10000,30000,100000] [--queries N]
+Usage: python bench/search_latency.py [--index DIR] [--sizes 10000,30000,100000] [--queries N] [--dev FILE]
        [--candidates qdrant-local,numpy-gather,numpy-exact,qdrant-edge,hnswlib,faiss-hnsw] [--candidate-queries N]
 
 Part 1 times hybrid, BM25-only and dense-only searches of real questions (the eval set's when
@@ -47,10 +47,10 @@ FALLBACK_QUESTIONS = [
 ]
 
 
-def questions(n: int) -> list[str]:
-    """Up to ``n`` realistic questions."""
-    if DEV.is_file():
-        qs = [json.loads(line)["question"] for line in DEV.read_text().splitlines() if line.strip()]
+def questions(n: int, dev: Path = DEV) -> list[str]:
+    """Up to ``n`` realistic questions (from the eval set ``dev`` when it exists)."""
+    if dev.is_file():
+        qs = [json.loads(line)["question"] for line in dev.read_text().splitlines() if line.strip()]
     else:
         qs = FALLBACK_QUESTIONS
     return (qs * (n // len(qs) + 1))[:n]
@@ -131,6 +131,7 @@ def main() -> None:
     ap.add_argument("--index", help="an existing index folder (default: build one from examples/wiki)")
     ap.add_argument("--sizes", default="10000,30000,100000")
     ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--dev", type=Path, default=DEV, help="eval questions (JSON lines with 'question')")
     ap.add_argument("--candidates", default=",".join(CANDIDATES),
                     help="dense-index candidates to compare at each size (bench/vector_candidates.py); '' for none")
     ap.add_argument("--candidate-queries", type=int, default=100)
@@ -138,7 +139,8 @@ def main() -> None:
     names = [x for x in args.candidates.split(",") if x]
     if set(names) - set(CANDIDATES):
         ap.error(f"unknown candidates {sorted(set(names) - set(CANDIDATES))}; choose from {', '.join(CANDIDATES)}")
-    qs = questions(args.queries)
+    qs = questions(args.queries, args.dev)
+    print(f"{len(qs)} questions from {args.dev if args.dev.is_file() else 'the built-in list'}")
     with tempfile.TemporaryDirectory() as tmp:
         embedder = CachedEmbedder(OnnxMiniLMEmbedder(), EmbeddingCache(Path(tmp) / "emb.sqlite"))
         if args.index:
