@@ -10,17 +10,19 @@ the asker's :class:`connectors.access.Viewer` and runs with a ``MatchAny`` paylo
 the nearest-neighbour query: a point the viewer may not read is never a candidate (a viewer scoped
 to some sources adds a ``MatchAny`` on the payload's ``source`` to the same filter). In local mode,
 whose filters run in Python point by point, the same test runs on a NumPy mirror of the collection
-(:mod:`index.stores.local_dense`), rebuilt after every write.
+(:mod:`index.stores.local_dense`), built once and then updated by every write the store makes (a
+write that fails drops it, and the next search rebuilds it from the collection).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +32,7 @@ from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard, storage_error
 from connectors.models import Chunk
-from .local_dense import DenseMirror, scroll_points
+from .local_dense import DenseMirror, MirrorPoint, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
 __all__ = ["QdrantStore", "point_id"]
@@ -66,7 +68,7 @@ class QdrantStore:
         # Local mode keeps points in plain Python structures: serialise access so a re-index in a
         # background thread cannot race a search. (A Qdrant server handles concurrency itself.)
         self._lock = threading.RLock() if not url else _NoLock()
-        self._mirror: DenseMirror | None = None  # local mode: vectors and access as arrays (dropped on writes)
+        self._mirror: DenseMirror | None = None  # local mode: vectors and access as arrays (kept in step by writes)
         # Local mode keeps every point in memory and writes through to one SQLite file per
         # collection: damage shows as sqlite3 or OS errors (reads are served from memory).
         self._guard = StoreGuard("the vector index", path or url or "", REBUILD_STORE,
@@ -138,7 +140,7 @@ class QdrantStore:
         keys = list(doc_keys)
         if len(chunks) and vectors is None:
             raise ValueError("QdrantStore.replace needs one vector per chunk")
-        with self._guard(), self._lock:
+        with self._guard(), self._lock, self._mirror_in_step():
             self._replace(keys, chunks, vectors)
 
     def delete(self, doc_keys: Iterable[str]) -> None:
@@ -149,12 +151,22 @@ class QdrantStore:
         """Delete the points of these chunk ids (unknown ids are ignored)."""
         ids = [point_id(c) for c in chunk_ids]
         if ids:
-            with self._guard(), self._lock:
-                self._mirror = None
+            with self._guard(), self._lock, self._mirror_in_step():
                 self.client.delete(self.collection, points_selector=models.PointIdsList(points=ids), wait=True)
+                if self._mirror is not None:
+                    self._mirror.remove_ids(ids)
+
+    @contextlib.contextmanager
+    def _mirror_in_step(self) -> Iterator[None]:
+        """Around a write that updates the mirror itself: if anything fails, drop the mirror, so the
+        next search rebuilds it from the collection instead of trusting a half-applied change."""
+        try:
+            yield
+        except BaseException:
+            self._mirror = None
+            raise
 
     def _replace(self, keys: list[str], chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
-        self._mirror = None
         if keys:
             self.client.delete(self.collection, points_selector=models.FilterSelector(filter=models.Filter(
                 must=[models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys))])), wait=True)
@@ -163,6 +175,11 @@ class QdrantStore:
                       for i, c in enumerate(chunks)]
             for start in range(0, len(points), 256):
                 self.client.upsert(self.collection, points=points[start:start + 256], wait=True)
+        if self._mirror is not None:
+            self._mirror.remove_docs(keys)
+            if len(chunks) and vectors is not None:
+                self._mirror.add(MirrorPoint(point_id(c.chunk_id), vectors[i], tuple(c.access.tokens()), c.key)
+                                 for i, c in enumerate(chunks))
 
     def clear(self) -> None:
         """Drop and recreate the collection."""
@@ -205,7 +222,7 @@ class QdrantStore:
                 self._local_mirror()
 
     def _local_mirror(self) -> DenseMirror:
-        """The local collection as arrays (:class:`DenseMirror`), built on first use after a write."""
+        """The local collection as arrays (:class:`DenseMirror`), built on first use, then kept in step by the writes."""
         if self._mirror is None:
             self._mirror = DenseMirror(scroll_points(lambda offset: self.client.scroll(
                 self.collection, limit=1000, offset=offset, with_payload=["access", "doc_key"],
@@ -220,8 +237,7 @@ class QdrantStore:
             The number of points updated.
         """
         n = 0
-        with self._guard(), self._lock:
-            self._mirror = None
+        with self._guard(), self._lock, self._mirror_in_step():
             for key, acc in access.items():
                 where = models.Filter(must=[models.FieldCondition(key="doc_key", match=models.MatchValue(value=key))])
                 count = self.client.count(self.collection, count_filter=where, exact=True).count
@@ -230,6 +246,8 @@ class QdrantStore:
                                                                       "access_unresolved": acc.unresolved},
                                             points=where, wait=True)
                     n += count
+                    if self._mirror is not None:
+                        self._mirror.set_tokens({key: acc.tokens()})
         return n
 
     def fetch(self, chunk_ids: list[str]) -> dict[str, tuple[Chunk, np.ndarray]]:
