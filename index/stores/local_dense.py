@@ -8,6 +8,8 @@ normalised vectors (one row per point), each point's id and document key, and, p
 rows into a mask and ranks only the rows the mask allows (cosine = dot product of unit vectors, the
 measure the collection uses), taking the top ``limit`` with ``argpartition``. The access test is
 applied before ranking, never to a top-k afterwards: a point the viewer may not read is never a candidate.
+A search scoped to some sources (a channel's ``sources:``) ANDs one more set of rows into the mask: the
+rows of those sources (each point's source is the part of its document key before the first ``:``).
 
 Two plans, chosen per query by how many rows the viewer may read (as Qdrant's own planner chooses by
 payload-index cardinality): when fewer than a quarter of the rows are readable, only those rows are
@@ -39,6 +41,15 @@ class MirrorPoint:
     vector: np.ndarray
     tokens: tuple[str, ...]
     doc_key: str = ""
+
+
+#: The column key of a source's rows (no access token starts with it: they are ``public``, ``user:``, ``group:``).
+SOURCE_COLUMN = "\x1esource:"
+
+
+def source_column(doc_key: str) -> str:
+    """The column of the source of a point with ``doc_key`` (``"<source>:<doc id>"``)."""
+    return SOURCE_COLUMN + doc_key.partition(":")[0]
 
 
 class DenseMirror:
@@ -119,19 +130,29 @@ class DenseMirror:
                  for key, toks in tokens_by_doc.items() for r in sorted(self._doc_rows.get(key, ()))]
         self.add(moved)
 
-    def mask(self, tokens: Iterable[str]) -> np.ndarray:
-        """Live rows readable with any of ``tokens`` (boolean array over the used rows)."""
+    def mask(self, tokens: Iterable[str], sources: Iterable[str] | None = None) -> np.ndarray:
+        """Live rows readable with any of ``tokens`` (boolean array over the used rows) and, when ``sources``
+        is given, of one of those sources (an empty ``sources`` allows no row)."""
         allowed = np.zeros(self._n, dtype=bool)
         for t in tokens:
             idx = self._column(t)
             if idx is not None:
                 allowed[idx] = True
+        if sources is not None:
+            scope = np.zeros(self._n, dtype=bool)
+            for s in sources:
+                idx = self._column(SOURCE_COLUMN + s)
+                if idx is not None:
+                    scope[idx] = True
+            allowed &= scope
         allowed &= self._live[: self._n]
         return allowed
 
-    def search(self, query: np.ndarray, tokens: Iterable[str], limit: int) -> list[tuple[str, float]]:
-        """The ``limit`` allowed points nearest to ``query`` (shape ``(dim,)``) as ``(id, cosine)``, best first."""
-        allowed = self.mask(tokens)
+    def search(self, query: np.ndarray, tokens: Iterable[str], limit: int,
+               sources: Iterable[str] | None = None) -> list[tuple[str, float]]:
+        """The ``limit`` allowed points nearest to ``query`` (shape ``(dim,)``) as ``(id, cosine)``, best
+        first; ``sources``: only points of these sources (None: any)."""
+        allowed = self.mask(tokens, sources)
         readable = int(allowed.sum())
         if not readable or limit <= 0:
             return []
@@ -158,7 +179,7 @@ class DenseMirror:
         self._tokens.append(tokens)
         self._row[pid] = row
         self._doc_rows.setdefault(doc_key, set()).add(row)
-        for t in tokens:
+        for t in (*tokens, source_column(doc_key)):  # the source's rows are a column too (a channel's scope)
             self._columns.setdefault(t, []).append(row)
             self._column_cache.pop(t, None)
 

@@ -7,7 +7,8 @@ server (HNSW, shared by several processes) with no other change.
 Access control (issue 11): each point's payload holds ``access``, the list of its chunk's
 :meth:`connectors.access.Access.tokens` (a keyword payload index on a server), and every search takes
 the asker's :class:`connectors.access.Viewer` and runs with a ``MatchAny`` payload filter on it, inside
-the nearest-neighbour query: a point the viewer may not read is never a candidate. In local mode,
+the nearest-neighbour query: a point the viewer may not read is never a candidate (a viewer scoped
+to some sources adds a ``MatchAny`` on the payload's ``source`` to the same filter). In local mode,
 whose filters run in Python point by point, the same test runs on a NumPy mirror of the collection
 (:mod:`index.stores.local_dense`), built once and then updated by every write the store makes (a
 write that fails drops it, and the next search rebuilds it from the collection).
@@ -32,7 +33,7 @@ from connectors.errors import IndexCorruptError, IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard, storage_error
 from connectors.models import Chunk
 from .local_dense import DenseMirror, MirrorPoint, scroll_points
-from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_tokens
+from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
 __all__ = ["QdrantStore", "point_id"]
 
@@ -113,14 +114,16 @@ class QdrantStore:
                 raise IndexCorruptError(
                     f"the vector index holds {size}-dimensional vectors but the embedder makes {self.dim}; "
                     "run `chatops index --full SOURCE` after changing EMBEDDING_MODEL")
-            if not self._is_local and "access" not in (info.payload_schema or {}):
-                self.client.create_payload_index(self.collection, "access", models.PayloadSchemaType.KEYWORD)
+            for key in ("access", "source"):  # keyword indexes of the pre-filter's fields (a channel's scope: source)
+                if not self._is_local and key not in (info.payload_schema or {}):
+                    self.client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)
             return
         self.client.create_collection(
             self.collection, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE))
         if not self._is_local:  # local mode ignores payload indexes (and warns)
             self.client.create_payload_index(self.collection, "doc_key", models.PayloadSchemaType.KEYWORD)
             self.client.create_payload_index(self.collection, "access", models.PayloadSchemaType.KEYWORD)
+            self.client.create_payload_index(self.collection, "source", models.PayloadSchemaType.KEYWORD)
 
     @property
     def _is_local(self) -> bool:
@@ -193,14 +196,19 @@ class QdrantStore:
             ValueError: when ``viewer`` is not a :class:`Viewer`.
         """
         tokens = viewer_tokens(viewer, "the vector")
+        sources = viewer_sources(viewer)  # a channel's scope: one more condition of the same pre-filter
         if self._is_local:
             with self._lock:
-                hits = self._local_mirror().search(query, tokens, limit)
+                hits = self._local_mirror().search(query, tokens, limit, sources)
                 pts = self.client.retrieve(self.collection, ids=[h[0] for h in hits], with_payload=True,
                                            with_vectors=False) if hits else []
             payloads = {str(p.id): p.payload for p in pts if p.payload}
             return [StoredChunk(chunk_from_record(payloads[pid]), score) for pid, score in hits if pid in payloads]
         allowed = models.Filter(must=[models.FieldCondition(key="access", match=models.MatchAny(any=tokens))])
+        if sources is not None:
+            if not sources:
+                return []
+            allowed.must.append(models.FieldCondition(key="source", match=models.MatchAny(any=sources)))
         with self._lock:
             res = self.client.query_points(self.collection, query=query.tolist(), query_filter=allowed,
                                            limit=limit, with_payload=True)

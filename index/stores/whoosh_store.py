@@ -12,7 +12,9 @@ Access control (issue 11): each chunk's :meth:`connectors.access.Access.tokens` 
 ``access`` keyword field, and every search takes the asker's :class:`connectors.access.Viewer` and
 runs with a filter query (an ``Or`` of ``Term("access", token)`` over :meth:`Viewer.tokens`): a chunk
 the viewer may not read is never a candidate. The filter does not change the scores, so a page the
-viewer may read ranks exactly where it would without the filter.
+viewer may read ranks exactly where it would without the filter. A viewer scoped to some sources (a
+channel's ``sources:`` in the sources file) adds one condition to that filter: the chunk's ``doc_key``
+starts with ``<source>:``.
 
 Scoring uses ``K1=1.2, B=0.75``. Queries are OR-ed term queries, bounded to ``max_terms``
 distinct terms; stop words are removed and terms stemmed (Porter) by the analyzer, the same one
@@ -35,13 +37,13 @@ import numpy as np
 from whoosh import fields, index, scoring
 from whoosh.analysis import RegexTokenizer, StemmingAnalyzer
 from whoosh.idsets import BitSet
-from whoosh.query import Or, Term
+from whoosh.query import And, Or, Prefix, Term
 
 from connectors.access import Access, Viewer
 from connectors.errors import IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard
 from connectors.models import Chunk
-from .records import SECTION_SEP, StoredChunk, chunk_from_record, chunk_to_record, viewer_tokens
+from .records import SECTION_SEP, StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
 __all__ = ["WhooshStore"]
 
@@ -286,6 +288,7 @@ class WhooshStore:
             ValueError: when ``viewer`` is not a :class:`Viewer`.
         """
         tokens = viewer_tokens(viewer, "the BM25")
+        sources = viewer_sources(viewer)
         searcher = self._get_searcher()
         terms = self.query_terms(query, searcher)
         if not terms:
@@ -293,7 +296,7 @@ class WhooshStore:
         boosts = boosts or {}
         clauses = [Term("content", t, boost=boosts.get(t, 1.0)) for t in terms]
         with self._guard():
-            allowed = self._allowed_docs(searcher, tokens)
+            allowed = self._allowed_docs(searcher, tokens, sources)
             if not allowed:  # nothing readable (and Whoosh would take an empty filter set for no filter)
                 return []
             results = searcher.search(_PreloadedOr(clauses), limit=limit, filter=allowed, optimize=False)
@@ -308,8 +311,9 @@ class WhooshStore:
         return [StoredChunk(found[cid], score) for cid, score in hits if cid in found]
 
     @staticmethod
-    def _allowed_docs(searcher, tokens: Sequence[str]) -> BitSet:
-        """The documents readable with any of ``tokens``, as a bit set kept with ``searcher``.
+    def _allowed_docs(searcher, tokens: Sequence[str], sources: Sequence[str] | None = None) -> BitSet:
+        """The documents readable with any of ``tokens`` (and, for a scoped viewer, of one of ``sources``:
+        their ``doc_key`` starts with ``<source>:``), as a bit set kept with ``searcher``.
 
         Whoosh turns a filter query into a bit set on every search by walking the postings of each
         access term (most of a 100k-chunk index for ``public``: tens of milliseconds in Python).
@@ -317,13 +321,15 @@ class WhooshStore:
         snapshot and token set (a write makes a new searcher, and with it a new cache); at most
         ``ALLOWED_CACHE`` token sets are kept, the oldest dropped first.
         """
-        cache: dict[tuple[str, ...], BitSet] | None = getattr(searcher, "_chatops_allowed", None)
+        cache: dict[tuple, BitSet] | None = getattr(searcher, "_chatops_allowed", None)
         if cache is None:
             cache = searcher._chatops_allowed = {}
-        key = tuple(sorted(set(tokens)))
+        key = (tuple(sorted(set(tokens))), None if sources is None else tuple(sorted(set(sources))))
         docs = cache.get(key)
         if docs is None:
-            query = Or([Term("access", t) for t in key])
+            query = Or([Term("access", t) for t in key[0]])
+            if key[1] is not None:  # the channel's scope: one more condition of the same pre-filter
+                query = And([query, Or([Prefix("doc_key", f"{s}:") for s in key[1]])])
             docs = BitSet(searcher.docs_for_query(query), size=searcher.doc_count_all())
             if len(cache) >= ALLOWED_CACHE:
                 cache.pop(next(iter(cache)))
