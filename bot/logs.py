@@ -1,4 +1,5 @@
-"""How chatops logs: one handler on stderr, JSON lines or text, secrets masked, INFO by default.
+"""How chatops logs: one handler on stderr, JSON lines or text, secrets masked, INFO by default (Alembic's own
+migration chatter at WARNING unless the level is DEBUG).
 
 ``CHATOPS_LOG_FORMAT``: ``json`` (one JSON object per line, through ``python-json-logger``: the
 time, level, logger, message and every ``extra`` field, e.g. a turn's ``trace_id``, ``platform``,
@@ -57,4 +58,8 @@ def configure_logging(level: str, fmt: str = "auto", secrets: tuple[str, ...] = 
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    # Alembic narrates every migration step at INFO ("Context impl SQLiteImpl", "Running upgrade ..."); the
+    # state store logs one line of its own when it migrates an existing database (state/migrate.py).
+    logging.getLogger("alembic").setLevel(logging.DEBUG if logging.getLevelName(level) == logging.DEBUG
+                                          else logging.WARNING)
     return handler

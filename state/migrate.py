@@ -205,7 +205,9 @@ def upgrade(url: str) -> tuple[SchemaStatus, SchemaStatus]:
                               f"{getattr(exc, 'orig', None) or exc}; check DATABASE_URL and that the server is "
                               "running (nothing was changed: the migration is one transaction)") from exc
     if before.current != after.current:
-        log.info("state database %s migrated from %s to %s", _safe(url), before.current or "nothing", after.current)
+        # A new database is not news; an existing one brought to a newer schema is (operators look for it).
+        log.log(logging.INFO if before.current else logging.DEBUG, "state database %s migrated from %s to %s",
+                _safe(url), before.current or "nothing", after.current)
     return before, after
 
 
