@@ -152,6 +152,7 @@ class _Cand:
     header: Span | None = None
     figure: bool = False
     command: bool = False
+    typed: bool = False  # holds the answer type the question asks for (see _candidates)
 
 
 def _is_row(text: str, span: Span) -> bool:
@@ -421,6 +422,10 @@ class ExtractiveAnswerer:
                 if rank >= cfg.chunks and not multi and not (
                         t & key and (has_exact or (wants_figure and figure) or (wants_command and command))):
                     continue  # a later passage is read only for a sentence stating what was asked
+                typed = not multi and ((wants_figure and figure) or (wants_command and command)
+                                       or (wants_label and bool(t & key) and bool(_LABEL.search(span.text)))
+                                       or (wants_rule and rank < cfg.chunks and bool(_RULE.search(span.text)))
+                                       or (wants_place and bool(t & key) and bool(_PLACE.search(span.text))))
                 if not multi:  # a multi-part question's answer types are its parts' (see _pick)
                     prior += 0.25 * (wants_figure and figure) + 0.25 * (wants_command and command)
                     prior += 0.25 * (wants_label and bool(t & key) and bool(_LABEL.search(span.text)))
@@ -434,7 +439,7 @@ class ExtractiveAnswerer:
                     continue  # a question (an FAQ's, a section's "Moving to another country?") answers nothing
                 if span.text.rstrip().endswith(":"):
                     prior -= 0.15  # a lead-in, not an answer
-                cands.append(_Cand(ev, span, t, prior, rank, row, header, figure, command))
+                cands.append(_Cand(ev, span, t, prior, rank, row, header, figure, command, typed))
         return cands
 
     def _fill_gaps(self, picked: list[_Cand], min_sources: int = 1, displace: bool = True) -> list[_Cand]:
@@ -545,7 +550,15 @@ class ExtractiveAnswerer:
     def _pick(self, cands: list[_Cand], terms: KeyTerms, already: list[_Cand], limit: int,
               require_hit: bool = False, figure: bool = False, asks_figure: bool = False,
               command: bool = False, hit: set[str] | None = None) -> list[_Cand]:
-        """Greedy picks for ``terms``: the best first, then only sentences adding key-term coverage.
+        """Greedy picks for ``terms``: the best first, then only sentences that earn their place.
+
+        After the first pick, a sentence is kept only while its marginal gain is at least 0.15 and it
+        earns its place: it adds coverage of a key term no pick holds yet, or it holds the answer type
+        asked for (:attr:`_Cand.typed`; with ``figure`` a quantity, with ``command`` a command), or it
+        comes from a passage a pick already quotes (its context: "Currently, early exercise is
+        available in the US and UK" after "Early exercise is generally allowed in countries where...").
+        A sentence from another passage that adds none of these (a definition when the question asks
+        how, another topic's cadence) is skipped, however close its page is to the question.
 
         ``require_hit``: the first pick must contain one of ``terms`` (a part nothing speaks to gets
         none), or, with ``figure`` (the part asks how long / how much), state a quantity. With
@@ -565,10 +578,13 @@ class ExtractiveAnswerer:
             best = max(pool, key=lambda c: self._gain(c, terms, covered, [*already, *out]) + bonus.get(id(c), 0.0))
             pool.remove(best)
             new = (best.terms & key) - covered
+            earns = bool(new) or best.typed or (figure and best.figure) or (command and best.command) or (
+                best.ev.chunk.chunk_id in {c.ev.chunk.chunk_id for c in out})
             if not out:
                 if require_hit and hits and not new & hits and not bonus.get(id(best)):
                     break
-            elif self._gain(best, terms, covered, [*already, *out]) < 0.15 or (require_hit and not new & hits):
+            elif (self._gain(best, terms, covered, [*already, *out]) < 0.15 or (require_hit and not new & hits)
+                  or not earns):
                 if asks_figure and not any(_FIGURE.search(c.span.text) for c in [*already, *out]):
                     # the question asks how much / how long and no pick says it yet: the best figure
                     figures = [c for c in pool if _FIGURE.search(c.span.text) and c.terms & key]
