@@ -32,7 +32,11 @@ about VPN access. A quoted row is shown with its table's header row (``Code: E42
 both quoted verbatim.
 
 Answers stay short: at most ``max_sentences`` (5), each after the first kept only while its
-marginal gain (new coverage, priors, minus redundancy) is at least 0.15. The first ``chunks``
+marginal gain (new coverage, priors, minus redundancy) is at least 0.15 and it earns its place: it adds
+a key term no pick holds yet, or it holds the answer type asked for (the figure, command, option,
+rule or place above), or it comes from a passage a pick already quotes. A sentence of another passage
+that adds none of these (a definition when the question asks how, another topic's cadence) is left
+out however close its page is to the question; the picks stop when no sentence left adds a key term. The first ``chunks``
 passages are read; a question asking for a figure, a command or an identifier also reads the next
 ``chunks``, but only for sentences that state what was asked and hold a key term (the sentence
 with ``/genie whoisoncall`` may sit in the ninth passage). A multi-part question (``parts``) reads
