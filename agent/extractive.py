@@ -37,8 +37,9 @@ a key term no pick holds yet, or it holds the answer type asked for (the figure,
 rule or place above), or it comes from a passage a pick already quotes. A sentence of another passage
 that adds none of these (a definition when the question asks how, another topic's cadence) is left
 out however close its page is to the question. The first ``chunks`` passages are read; a question
-asking for a figure, a command or an identifier also reads the next ``chunks``, but only for sentences that state what was asked and hold a key term (the sentence
-with ``/genie whoisoncall`` may sit in the ninth passage). A multi-part question (``parts``) reads
+asking for a figure, a command or an identifier also reads the next ``chunks``, but only for
+sentences that state what was asked and hold a key term (the sentence with ``/genie whoisoncall`` may sit
+in the ninth passage). A multi-part question (``parts``) reads
 ``2 * chunks`` passages and gets its parts answered one by one: up to ``part_sentences`` for each
 part's own key terms, with the answer type that part asks for (a figure for "how fast", a command
 for "which channel"); a part no sentence speaks to is named in a closing line ("Nothing found on:
