@@ -36,7 +36,8 @@ marginal gain (new coverage, priors, minus redundancy) is at least 0.15 and it e
 a key term no pick holds yet, or it holds the answer type asked for (the figure, command, option,
 rule or place above), or it comes from a passage a pick already quotes. A sentence of another passage
 that adds none of these (a definition when the question asks how, another topic's cadence) is left
-out however close its page is to the question. The first ``chunks`` passages are read; a question
+out however close its page is to the question, and at most ``topic_sentences`` (3) picks may lack the
+answer type asked for: the rest only state it. The first ``chunks`` passages are read; a question
 asking for a figure, a command or an identifier also reads the next ``chunks``, but only for
 sentences that state what was asked and hold a key term (the sentence with ``/genie whoisoncall`` may sit
 in the ninth passage). A multi-part question (``parts``) reads
@@ -106,9 +107,11 @@ _LABEL = re.compile(r"\"[^\"\n]{2,40}\"|\u201c[^\u201d\n]{2,40}\u201d|`[^`\n]{2,
 @dataclass(frozen=True, slots=True)
 class ExtractiveConfig:
     """Sizes and weights of the answerer (``part_sentences``: at most this many per part of a
-    multi-part question)."""
+    multi-part question; ``topic_sentences``: at most this many picks that do not state the answer
+    type asked for, the rest of ``max_sentences`` only for sentences that do)."""
 
     max_sentences: int = 5
+    topic_sentences: int = 3
     part_sentences: int = 2
     steps: int = 4
     max_chars: int = 1000
@@ -562,7 +565,9 @@ class ExtractiveAnswerer:
         comes from a passage a pick already quotes (its context: "Currently, early exercise is
         available in the US and UK" after "Early exercise is generally allowed in countries where...").
         A sentence from another passage that adds none of these (a definition when the question asks
-        how, another topic's cadence) is skipped, however close its page is to the question.
+        how, another topic's cadence) is skipped, however close its page is to the question. At most
+        ``topic_sentences`` picks may lack the answer type; past them only sentences stating it are
+        picked (the answer "25-minute meetings" may be the fourth sentence on 1-1s).
 
         ``require_hit``: the first pick must contain one of ``terms`` (a part nothing speaks to gets
         none), or, with ``figure`` (the part asks how long / how much), state a quantity. With
@@ -578,12 +583,17 @@ class ExtractiveAnswerer:
         pool = list(cands)  # a sentence answering two parts may serve both (it is shown once)
         bonus = {id(c): 0.25 * (figure and c.figure) + 0.25 * (command and c.command) for c in pool}
         bonus = {k: v for k, v in bonus.items() if v}
+
+        def states_type(c: _Cand) -> bool:
+            return c.typed or (figure and c.figure) or (command and c.command)
+
         while pool and len(out) < limit:
             best = max(pool, key=lambda c: self._gain(c, terms, covered, [*already, *out]) + bonus.get(id(c), 0.0))
             pool.remove(best)
             new = (best.terms & key) - covered
-            earns = bool(new) or best.typed or (figure and best.figure) or (command and best.command) or (
-                best.ev.chunk.chunk_id in {c.ev.chunk.chunk_id for c in out})
+            typed = states_type(best)
+            earns = (typed or sum(not states_type(c) for c in out) < self.config.topic_sentences) and (
+                bool(new) or typed or best.ev.chunk.chunk_id in {c.ev.chunk.chunk_id for c in out})
             if not out:
                 if require_hit and hits and not new & hits and not bonus.get(id(best)):
                     break

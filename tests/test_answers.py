@@ -451,3 +451,24 @@ def test_eval_reports_the_mean_length_of_the_answered_replies(runtime: Runtime) 
     assert not texts["a"][0] and rows["a"]["answer_chars"] == len(texts["a"][1]) > 0
     assert texts["u"][0] and rows["u"]["answer_chars"] == 0
     assert result["answers"]["answer_chars_mean"] == len(texts["a"][1])
+
+
+def test_at_most_three_picks_lack_the_asked_figure_and_the_rest_state_it() -> None:
+    # "how long do the alpha ... epsilon meetings last?": each topic sentence adds a key term, but only
+    # three of them are quoted; the sentence stating the duration still is.
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    facts = {"alpha": "Alpha reviews architecture proposals.", "beta": "Beta handles customer escalations.",
+             "gamma": "Gamma plans product roadmaps.", "delta": "Delta owns the billing service.",
+             "epsilon": "Epsilon runs hiring interviews."}
+    names = list(facts)
+    topics = [Chunk(f"c{i}", "folder", f"{n}.md", n.title(), ("Meetings",), "", facts[n]) for i, n in enumerate(names)]
+    length = Chunk("c9", "folder", "length.md", "Length", ("Meetings",), "", "Meetings last 25 minutes at most.")
+    terms = KeyTerms({**{n: 2.0 for n in names}, "meetings": 0.5})
+    evidence = [Evidence(c, 1.0 - i / 10, cosine=0.6) for i, c in enumerate(topics)] + [Evidence(length, 0.3, cosine=0.3)]
+    draft = _earning_answerer().answer(evidence, terms,
+                                       question="how long do the alpha beta gamma delta epsilon meetings last?")
+    assert "25 minutes" in draft.text, draft.text
+    assert sum(fact in draft.text for fact in facts.values()) == 3, draft.text
