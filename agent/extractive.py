@@ -32,10 +32,15 @@ about VPN access. A quoted row is shown with its table's header row (``Code: E42
 both quoted verbatim.
 
 Answers stay short: at most ``max_sentences`` (5), each after the first kept only while its
-marginal gain (new coverage, priors, minus redundancy) is at least 0.15. The first ``chunks``
-passages are read; a question asking for a figure, a command or an identifier also reads the next
-``chunks``, but only for sentences that state what was asked and hold a key term (the sentence
-with ``/genie whoisoncall`` may sit in the ninth passage). A multi-part question (``parts``) reads
+marginal gain (new coverage, priors, minus redundancy) is at least 0.15 and it earns its place: it adds
+a key term no pick holds yet, or it holds the answer type asked for (the figure, command, option,
+rule or place above), or it comes from a passage a pick already quotes. A sentence of another passage
+that adds none of these (a definition when the question asks how, another topic's cadence) is left
+out however close its page is to the question, and at most ``topic_sentences`` (3) picks may lack the
+answer type asked for: the rest only state it. The first ``chunks`` passages are read; a question
+asking for a figure, a command or an identifier also reads the next ``chunks``, but only for
+sentences that state what was asked and hold a key term (the sentence with ``/genie whoisoncall`` may sit
+in the ninth passage). A multi-part question (``parts``) reads
 ``2 * chunks`` passages and gets its parts answered one by one: up to ``part_sentences`` for each
 part's own key terms, with the answer type that part asks for (a figure for "how fast", a command
 for "which channel"); a part no sentence speaks to is named in a closing line ("Nothing found on:
@@ -102,9 +107,11 @@ _LABEL = re.compile(r"\"[^\"\n]{2,40}\"|\u201c[^\u201d\n]{2,40}\u201d|`[^`\n]{2,
 @dataclass(frozen=True, slots=True)
 class ExtractiveConfig:
     """Sizes and weights of the answerer (``part_sentences``: at most this many per part of a
-    multi-part question)."""
+    multi-part question; ``topic_sentences``: at most this many picks that do not state the answer
+    type asked for, the rest of ``max_sentences`` only for sentences that do)."""
 
     max_sentences: int = 5
+    topic_sentences: int = 3
     part_sentences: int = 2
     steps: int = 4
     max_chars: int = 1000
@@ -152,6 +159,7 @@ class _Cand:
     header: Span | None = None
     figure: bool = False
     command: bool = False
+    typed: bool = False  # holds the answer type the question asks for (see _candidates)
 
 
 def _is_row(text: str, span: Span) -> bool:
@@ -421,6 +429,10 @@ class ExtractiveAnswerer:
                 if rank >= cfg.chunks and not multi and not (
                         t & key and (has_exact or (wants_figure and figure) or (wants_command and command))):
                     continue  # a later passage is read only for a sentence stating what was asked
+                typed = not multi and ((wants_figure and figure) or (wants_command and command)
+                                       or (wants_label and bool(t & key) and bool(_LABEL.search(span.text)))
+                                       or (wants_rule and rank < cfg.chunks and bool(_RULE.search(span.text)))
+                                       or (wants_place and bool(t & key) and bool(_PLACE.search(span.text))))
                 if not multi:  # a multi-part question's answer types are its parts' (see _pick)
                     prior += 0.25 * (wants_figure and figure) + 0.25 * (wants_command and command)
                     prior += 0.25 * (wants_label and bool(t & key) and bool(_LABEL.search(span.text)))
@@ -434,7 +446,7 @@ class ExtractiveAnswerer:
                     continue  # a question (an FAQ's, a section's "Moving to another country?") answers nothing
                 if span.text.rstrip().endswith(":"):
                     prior -= 0.15  # a lead-in, not an answer
-                cands.append(_Cand(ev, span, t, prior, rank, row, header, figure, command))
+                cands.append(_Cand(ev, span, t, prior, rank, row, header, figure, command, typed))
         return cands
 
     def _fill_gaps(self, picked: list[_Cand], min_sources: int = 1, displace: bool = True) -> list[_Cand]:
@@ -545,7 +557,17 @@ class ExtractiveAnswerer:
     def _pick(self, cands: list[_Cand], terms: KeyTerms, already: list[_Cand], limit: int,
               require_hit: bool = False, figure: bool = False, asks_figure: bool = False,
               command: bool = False, hit: set[str] | None = None) -> list[_Cand]:
-        """Greedy picks for ``terms``: the best first, then only sentences adding key-term coverage.
+        """Greedy picks for ``terms``: the best first, then only sentences that earn their place.
+
+        After the first pick, a sentence is kept only while its marginal gain is at least 0.15 and it
+        earns its place: it adds coverage of a key term no pick holds yet, or it holds the answer type
+        asked for (:attr:`_Cand.typed`; with ``figure`` a quantity, with ``command`` a command), or it
+        comes from a passage a pick already quotes (its context: "Currently, early exercise is
+        available in the US and UK" after "Early exercise is generally allowed in countries where...").
+        A sentence from another passage that adds none of these (a definition when the question asks
+        how, another topic's cadence) is skipped, however close its page is to the question. At most
+        ``topic_sentences`` picks may lack the answer type; past them only sentences stating it are
+        picked (the answer "25-minute meetings" may be the fourth sentence on 1-1s).
 
         ``require_hit``: the first pick must contain one of ``terms`` (a part nothing speaks to gets
         none), or, with ``figure`` (the part asks how long / how much), state a quantity. With
@@ -561,14 +583,22 @@ class ExtractiveAnswerer:
         pool = list(cands)  # a sentence answering two parts may serve both (it is shown once)
         bonus = {id(c): 0.25 * (figure and c.figure) + 0.25 * (command and c.command) for c in pool}
         bonus = {k: v for k, v in bonus.items() if v}
+
+        def states_type(c: _Cand) -> bool:
+            return c.typed or (figure and c.figure) or (command and c.command)
+
         while pool and len(out) < limit:
             best = max(pool, key=lambda c: self._gain(c, terms, covered, [*already, *out]) + bonus.get(id(c), 0.0))
             pool.remove(best)
             new = (best.terms & key) - covered
+            typed = states_type(best)
+            earns = (typed or sum(not states_type(c) for c in out) < self.config.topic_sentences) and (
+                bool(new) or typed or best.ev.chunk.chunk_id in {c.ev.chunk.chunk_id for c in out})
             if not out:
                 if require_hit and hits and not new & hits and not bonus.get(id(best)):
                     break
-            elif self._gain(best, terms, covered, [*already, *out]) < 0.15 or (require_hit and not new & hits):
+            elif (self._gain(best, terms, covered, [*already, *out]) < 0.15 or (require_hit and not new & hits)
+                  or not earns):
                 if asks_figure and not any(_FIGURE.search(c.span.text) for c in [*already, *out]):
                     # the question asks how much / how long and no pick says it yet: the best figure
                     figures = [c for c in pool if _FIGURE.search(c.span.text) and c.terms & key]

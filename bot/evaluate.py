@@ -16,8 +16,11 @@ reduced to distinct documents in rank order, over the answerable kinds:
   first for ``multi`` and one gold page otherwise.
 
 Answers: ``answer_contains``, ``citation_validity`` (re-checked against the stored chunks),
-``refusal_unanswerable``, ``false_refusal`` and ``direct_general`` (general questions answered
-without retrieval; 0 without an LLM, whose absence makes the bot search and refuse instead).
+``refusal_unanswerable``, ``false_refusal``, ``direct_general`` (general questions answered
+without retrieval; 0 without an LLM, whose absence makes the bot search and refuse instead) and
+``answer_chars_mean``: the mean length in characters of the reply text (citation markers and any
+closing line included) over the answerable questions that were answered, not refused (each row's
+``answer_chars``; 0 for a refusal).
 ``cost``: LLM calls and tokens per question, mean and p95 (0 without an LLM).
 
 Actions (``kind: action``): ``action_tool`` is the fraction of action questions whose reply proposes
@@ -201,6 +204,7 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
         ms = (time.perf_counter() - t) * 1000
         row = {"id": q.id, "kind": q.kind, "route": reply.route, "refused": reply.refused,
                "latency_ms": ms, "citations": len(reply.citations), "text": reply.text,
+               "answer_chars": 0 if reply.refused else len(reply.text),
                "citation_valid": citations_valid(reply, lookup)}
         row.update(acl_scores(q, reply, turn.viewer, lookup, doc_chunks))
         if q.kind in ANSWERABLE:
@@ -283,6 +287,7 @@ def _figures(rows: list[dict]) -> dict:
         "citation_validity": _mean([float(bool(r["citation_valid"])) for r in rows]),
         "refusal_unanswerable": _mean([float(r["refused_ok"]) for r in una]),
         "false_refusal": _mean([float(r["refused"]) for r in ans]),
+        "answer_chars_mean": _mean([float(r["answer_chars"]) for r in ans if not r["refused"]]),
     }
     gen = [r for r in rows if r["kind"] == "general"]
     out["answers"]["direct_general"] = _mean([float(r["direct"]) for r in gen])

@@ -373,3 +373,102 @@ def test_a_how_to_question_quotes_the_steps_after_the_sentence_that_names_the_wa
     assert all(c.quote in text for c in how.citations)
     what = answerer.answer([Evidence(chunk, 1.0, cosine=0.5)], terms, question="can a badge reset itself?")
     assert "facilities portal" not in what.text, what.text
+
+
+def _earning_answerer(**config):
+    from agent.extractive import ExtractiveAnswerer, ExtractiveConfig
+
+    analyze = lambda s: [w.strip(".,?:`\"").lower() for w in s.split()]  # noqa: E731
+    return ExtractiveAnswerer(ExtractiveConfig(**config), analyze)
+
+
+def test_a_sentence_of_another_passage_adding_no_key_term_nor_the_asked_type_is_left_out() -> None:
+    # "how do I declare an incident?": the definition of an incident and the SEV1 status-page cadence
+    # share the question's words and sit on close pages, but add nothing the first sentence lacks.
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    how = Chunk("c1", "folder", "incidents.md", "Incidents", ("Declaring",), "",
+                "To declare an incident, type /incident in the incidents channel.")
+    definition = Chunk("c2", "folder", "glossary.md", "Glossary", ("Incident",), "",
+                       "An incident is an unplanned disruption that customers notice.")
+    cadence = Chunk("c3", "folder", "sev1.md", "SEV1", ("Status page",), "",
+                    "During a SEV1 incident the status page is updated every 30 minutes.")
+    terms = KeyTerms({"declare": 3.0, "incident": 1.0})
+    draft = _earning_answerer().answer(
+        [Evidence(how, 1.0, cosine=0.7), Evidence(definition, 0.9, cosine=0.7), Evidence(cadence, 0.8, cosine=0.7)],
+        terms, question="how do I declare an incident?")
+    assert "/incident" in draft.text, draft.text
+    assert "unplanned disruption" not in draft.text and "every 30 minutes" not in draft.text, draft.text
+    assert [c.chunk_id for c in draft.citations] == ["c1"]
+
+
+def test_a_sentence_stating_the_asked_figure_is_kept_though_it_adds_no_key_term() -> None:
+    # "how long until the secondary gets paged?": the sentence with "12 hours" shares no word with the
+    # question (the first sentence covers them all), yet it states what was asked.
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    who = Chunk("c1", "folder", "on-call.md", "On-call", ("Escalation",), "",
+                "The secondary on-call engineer gets paged when the primary does not respond.")
+    when = Chunk("c2", "folder", "alerts.md", "Alerts", ("Acknowledging",), "",
+                 "Acknowledgement is expected within 12 hours of the alert.")
+    terms = KeyTerms({"secondary": 3.0, "paged": 3.0, "primary": 1.0})
+    draft = _earning_answerer().answer(
+        [Evidence(who, 1.0, cosine=0.6), Evidence(when, 0.9, cosine=0.5)], terms,
+        question="how long until the secondary gets paged if the primary does not respond?")
+    assert "secondary on-call engineer" in draft.text and "12 hours" in draft.text, draft.text
+
+
+def test_a_sentence_of_a_passage_already_quoted_is_kept_as_its_context() -> None:
+    # "can I exercise early?": the sentence after the rule, in the same passage, says where it applies
+    # (the US and UK) without repeating the question's words; a passage already quoted is on topic.
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    text = ("Early exercise is allowed in countries where it brings tax benefits.\n\n"
+            "Currently staff in the US and UK have that choice.")
+    chunk = Chunk("c1", "folder", "equity.md", "Equity", ("Early exercise",), "", text)
+    terms = KeyTerms({"early": 2.0, "exercise": 2.0, "germany": 3.0})
+    draft = _earning_answerer().answer([Evidence(chunk, 1.0, cosine=0.8)], terms,
+                                       question="can i exercise early? im based in germany")
+    assert "Early exercise is allowed" in draft.text and "US and UK" in draft.text, draft.text
+
+
+def test_eval_reports_the_mean_length_of_the_answered_replies(runtime: Runtime) -> None:
+    # answer_chars per row (0 for a refusal), answer_chars_mean over the answerable questions answered.
+    from bot.evaluate import EvalQuestion, run_eval
+
+    questions = [EvalQuestion("a", "how much PTO do we get?", "single", ("people/time-off.md",), ("PTO",)),
+                 EvalQuestion("u", "what is the airspeed of an unladen swallow?", "unanswerable", (), ())]
+    texts: dict[str, tuple[bool, str]] = {}
+    result = run_eval(runtime.agent, questions, lookup=runtime.index.qdrant.get,
+                      progress=lambda q, reply, row: texts.__setitem__(q.id, (reply.refused, reply.text)))
+    rows = {r["id"]: r for r in result["per_question"]}
+    assert not texts["a"][0] and rows["a"]["answer_chars"] == len(texts["a"][1]) > 0
+    assert texts["u"][0] and rows["u"]["answer_chars"] == 0
+    assert result["answers"]["answer_chars_mean"] == len(texts["a"][1])
+
+
+def test_at_most_three_picks_lack_the_asked_figure_and_the_rest_state_it() -> None:
+    # "how long do the alpha ... epsilon meetings last?": each topic sentence adds a key term, but only
+    # three of them are quoted; the sentence stating the duration still is.
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    facts = {"alpha": "Alpha reviews architecture proposals.", "beta": "Beta handles customer escalations.",
+             "gamma": "Gamma plans product roadmaps.", "delta": "Delta owns the billing service.",
+             "epsilon": "Epsilon runs hiring interviews."}
+    names = list(facts)
+    topics = [Chunk(f"c{i}", "folder", f"{n}.md", n.title(), ("Meetings",), "", facts[n]) for i, n in enumerate(names)]
+    length = Chunk("c9", "folder", "length.md", "Length", ("Meetings",), "", "Meetings last 25 minutes at most.")
+    terms = KeyTerms({**{n: 2.0 for n in names}, "meetings": 0.5})
+    evidence = [Evidence(c, 1.0 - i / 10, cosine=0.6) for i, c in enumerate(topics)] + [Evidence(length, 0.3, cosine=0.3)]
+    draft = _earning_answerer().answer(evidence, terms,
+                                       question="how long do the alpha beta gamma delta epsilon meetings last?")
+    assert "25 minutes" in draft.text, draft.text
+    assert sum(fact in draft.text for fact in facts.values()) == 3, draft.text
