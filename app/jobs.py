@@ -4,8 +4,9 @@ Sources come from the sources file (``CHATOPS_CONFIG``, default ``./chatops.yml`
 and from ``CHATOPS_SOURCES`` spec strings (``folder:./wiki?name=handbook``,
 ``confluence:URL?space=KEY``, ``mediawiki:API_URL``); names must be unique across both. Each run
 of a source goes through :class:`index.sync.SyncEngine`: the state store's lock
-``sync:<name>`` (one run per source at a time, across processes), fetch, convert, chunk, index,
-then the cursor; a run summary (added, updated, deleted, unchanged, skipped, errors, seconds,
+``sync:<index id>:<name>`` (one run per source and index at a time, across processes), fetch, convert,
+chunk, index, then the cursor (of this index: replicas with their own data dirs on one database each
+keep theirs, see :mod:`index.identity`); a run summary (added, updated, deleted, unchanged, skipped, errors, seconds,
 calls) is recorded, and on failure the error, while the indexes keep serving what they had.
 
 Confluence sources also get a permission sync (:meth:`IndexJobs.run_permissions`, every
@@ -33,7 +34,8 @@ from connectors.errors import SourceSpecError
 from connectors.sources import parse_source_spec, spec_to_config
 from index.indexer import IndexReport
 from index.summary import SyncSummary
-from index.sync import SyncEngine, sources_status
+from index.identity import index_id_of
+from index.sync import SyncEngine, adopt_legacy, sources_status
 from state import StateStore, StateStoreError
 
 from .wiring import Runtime
@@ -167,6 +169,7 @@ class IndexJobs:
             {"sources": [c.model_dump(mode="python") for c in configs]})
         self._built: dict[str, Any] = {}
         self.engine = SyncEngine(runtime.index, store, lock_ttl=timedelta(minutes=30), write_lock=self._write)
+        adopt_legacy(runtime.index.manifest, store, runtime.index.index_id)  # cursors from before 0004
 
     @classmethod
     def from_settings(cls, runtime: Runtime, store: StateStore, settings=None) -> IndexJobs:
@@ -232,7 +235,7 @@ class IndexJobs:
                 src = self.source(name)
             except Exception as exc:  # noqa: BLE001 - e.g. a missing credential: recorded, the others go on
                 error = f"{type(exc).__name__}: {exc}"
-                run_id = self.store.start_run(name)
+                run_id = self.store.start_run(name, index_id=self.runtime.index.index_id)
                 self.store.finish_run(run_id, "failed", {}, error=error)
                 results.append(JobResult(name, "failed", None, error))
                 continue
@@ -250,7 +253,7 @@ class IndexJobs:
             src = self.source(source)
         except Exception as exc:  # noqa: BLE001 - e.g. a missing credential: recorded, the bot goes on
             error = f"{type(exc).__name__}: {exc}"
-            run_id = self.store.start_run(source)
+            run_id = self.store.start_run(source, index_id=self.runtime.index.index_id)
             self.store.finish_run(run_id, "failed", SyncSummary(mode="permissions").as_dict(), error=error)
             return JobResult(source, "failed", None, error)
         res = self.engine.run_permissions(src)
@@ -267,7 +270,8 @@ class IndexJobs:
         :class:`SyncSummary` or ``None``), ``last_error``, ``next_run``, ``schedule``, ``watermark``.
         """
         schedules = {n: s.describe() if s else None for n, s in self.schedules().items()}
-        return sources_status(self.runtime.index.manifest, self.store, self.names(), self.next_runs(), schedules)
+        return sources_status(self.runtime.index.manifest, self.store, self.names(), self.next_runs(), schedules,
+                              index_id=self.runtime.index.index_id)
 
     def close(self) -> None:
         """Close the connectors built from config entries (their HTTP clients)."""
@@ -306,19 +310,21 @@ class RunLog:
 
     Args:
         store: the state store, or ``None`` (nothing is recorded).
+        index_id: the id of the index the runs write (:attr:`index.knowledge.KnowledgeIndex.index_id`).
     """
 
-    def __init__(self, store: StateStore | None) -> None:
+    def __init__(self, store: StateStore | None, index_id: str) -> None:
         self.store = store
+        self.index_id = index_id
 
     @classmethod
-    def open(cls, settings) -> RunLog:
-        """A log on the settings' state store (``DATABASE_URL`` or the data dir's SQLite)."""
+    def open(cls, settings, index_id: str) -> RunLog:
+        """A log on the settings' state store (``DATABASE_URL`` or the data dir's SQLite) for the index ``index_id``."""
         try:
-            return cls(StateStore(settings.state_url))
+            return cls(StateStore(settings.state_url), index_id)
         except StateStoreError as exc:
             log.warning("index runs are not recorded: %s", exc)
-            return cls(None)
+            return cls(None, index_id)
 
     @contextmanager
     def run(self, source: str) -> Iterator[Callable[..., None]]:
@@ -326,7 +332,7 @@ class RunLog:
         :class:`~index.indexer.IndexReport` (and ``pages=``, the source's pages in the index after it).
         The run is recorded with a :class:`SyncSummary` of mode ``index``. An exception records the
         run as failed and propagates."""
-        run_id = self._call(self.store.start_run, source) if self.store else None
+        run_id = self._call(self.store.start_run, source, index_id=self.index_id) if self.store else None
         done: list[SyncSummary] = []
 
         def record(rep: IndexReport, pages: int | None = None) -> None:
@@ -371,7 +377,9 @@ def cli_sources_list(settings, as_json: bool = False) -> int:
     store = StateStore(settings.state_url)
     manifest = Manifest(settings.index_dir / "manifest.sqlite")
     try:
-        rows = sources_status(manifest, store, sorted(configured))
+        index_id = index_id_of(manifest, settings.qdrant_url)
+        adopt_legacy(manifest, store, index_id)
+        rows = sources_status(manifest, store, sorted(configured), index_id=index_id)
     finally:
         manifest.close()
         store.close()
@@ -389,7 +397,8 @@ def cli_sources_list(settings, as_json: bool = False) -> int:
 
 
 def cli_sources_remove(settings, name: str, yes: bool = False) -> int:
-    """``chatops sources remove NAME --yes``: delete NAME's pages from both indexes, forget its cursor and runs.
+    """``chatops sources remove NAME --yes``: delete NAME's pages from both indexes, forget its cursor and runs
+    (this index's: other indexes sharing the state store keep theirs, and their pages).
 
     Returns:
         0 when removed, 2 without ``--yes`` or for a name with no pages (nothing changes then).
@@ -413,11 +422,12 @@ def cli_sources_remove(settings, name: str, yes: bool = False) -> int:
                   "to do it", file=sys.stderr)
             return 2
         rep = Indexer(index).remove_source(name)
+        index_id = index.index_id
     finally:
         index.close()
     store = StateStore(settings.state_url)
     try:
-        store.forget_source(name)
+        store.forget_source(name, index_id=index_id)
     finally:
         store.close()
     print(f"{name}: removed {rep.deleted} pages ({rep.chunks_deleted} chunks)")
@@ -494,7 +504,9 @@ def cli_status(settings, as_json: bool = False) -> int:
     store = StateStore(settings.state_url)
     manifest = Manifest(settings.index_dir / "manifest.sqlite")
     try:
-        rows = sources_status(manifest, store, [s.name for s in cfg.sources], None, schedules)
+        index_id = index_id_of(manifest, settings.qdrant_url)
+        adopt_legacy(manifest, store, index_id)
+        rows = sources_status(manifest, store, [s.name for s in cfg.sources], None, schedules, index_id=index_id)
         retention = status_line(store)
     finally:
         manifest.close()

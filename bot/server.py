@@ -367,7 +367,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         return await asyncio.to_thread(index_readiness, runtime.index, first_sync)
 
     app = create_app(adapters, checks={"state": state_ready, "index": index_ready},
-                     collectors=[StoreCollector(runtime.index.manifest, store)])
+                     collectors=[StoreCollector(runtime.index.manifest, store, index_id=runtime.index.index_id)])
     try:
         mode = ", ".join(filter(None, ["Slack: socket mode" if socket_mode else ("Slack: /slack/events" if config else ""),
                                        "Teams: /api/messages" if teams_wanted else ""]))

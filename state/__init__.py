@@ -10,7 +10,8 @@ here through :class:`state.store.StateStore`:
 - feedback on answers, keyed by the turn's trace id,
 - pending actions (side-effect tool calls waiting for confirmation, executed once),
 - the audit log,
-- sync cursors, per-source run summaries and cross-process locks,
+- sync cursors and run summaries per index and source (several indexes may share the database), and
+  cross-process locks,
 - the members of each source's groups (``set_group_members``, ``groups_of``: who belongs to the groups
   that pages' read access names, issue 11),
 - conversation history for platforms that do not keep threads (Teams), each message with its author,
@@ -24,7 +25,7 @@ here through :class:`state.store.StateStore`:
 """
 
 from .errors import SchemaTooNewError, StateStoreError
-from .store import AuditEntry, PendingRecord, ScheduledMessage, StateStore, StoredMessage, SyncRun, TurnRecord
+from .store import LEGACY_INDEX_ID, NO_INDEX, AuditEntry, PendingRecord, ScheduledMessage, StateStore, StoredMessage, SyncRun, TurnRecord
 
-__all__ = ["StateStore", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
+__all__ = ["StateStore", "LEGACY_INDEX_ID", "NO_INDEX", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
            "ScheduledMessage", "TurnRecord"]

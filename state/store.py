@@ -23,10 +23,17 @@ from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from .errors import SchemaTooNewError, StateStoreError
 
-__all__ = ["StateStore", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
+__all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
            "TurnRecord", "MESSAGE_MAX_ATTEMPTS", "MESSAGE_RETRY_BASE", "MESSAGE_RETRY_MAX", "sqlite_url"]
 
 log = logging.getLogger(__name__)
+
+
+#: The index id of cursors and runs written before they were keyed by index (revision 0004); the first
+#: index that holds pages of a source adopts them (:meth:`StateStore.adopt_legacy`).
+LEGACY_INDEX_ID = "legacy"
+#: The index id of runs that belong to no index (the retention purge).
+NO_INDEX = ""
 
 
 def sqlite_url(path: str | os.PathLike[str]) -> str:
@@ -89,7 +96,8 @@ class AuditEntry:
 
 @dataclass(frozen=True, slots=True)
 class SyncRun:
-    """The summary of one sync run of a source."""
+    """The summary of one sync run of a source (into the index ``index_id``; :data:`NO_INDEX` for runs of
+    no index, :data:`LEGACY_INDEX_ID` for runs recorded before runs were kept per index)."""
 
     id: int
     source: str
@@ -98,6 +106,7 @@ class SyncRun:
     status: str
     summary: dict[str, Any]
     error: str
+    index_id: str = LEGACY_INDEX_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,21 +289,27 @@ class StateStore:
             sa.Column("outcome", sa.String(50), nullable=False),
             sa.Column("detail", sa.Text, nullable=False, default="{}"),
         )
+        # Cursors and runs belong to one index (its id: index.identity), several of which may share
+        # this database (replicas with their own data dirs); revision 0004.
         self.cursors = sa.Table(
             "sync_cursors", md,
-            sa.Column("source", sa.String(200), primary_key=True),
+            sa.Column("index_id", sa.String(64), nullable=False, server_default=LEGACY_INDEX_ID),
+            sa.Column("source", sa.String(200), nullable=False),
             sa.Column("cursor", sa.Text, nullable=False),
             sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+            sa.PrimaryKeyConstraint("index_id", "source", name="pk_sync_cursors"),
         )
         self.runs = sa.Table(
             "sync_runs", md,
             sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("index_id", sa.String(64), nullable=False, server_default=LEGACY_INDEX_ID),
             sa.Column("source", sa.String(200), nullable=False, index=True),
             sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
             sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
             sa.Column("status", sa.String(20), nullable=False),
             sa.Column("summary", sa.Text, nullable=False, default="{}"),
             sa.Column("error", sa.Text, nullable=False, default=""),
+            sa.Index("ix_sync_runs_index_source", "index_id", "source"),
         )
         self.locks = sa.Table(
             "locks", md,
@@ -533,33 +548,60 @@ class StateStore:
                                r["outcome"], json.loads(r["detail"])) for r in conn.execute(q).mappings()]
 
     # -- sync cursors, runs and locks ----------------------------------------------------------
-    def get_cursor(self, source: str) -> dict[str, Any] | None:
-        """The saved sync cursor of ``source``."""
+    # Cursors and runs are kept per index (``index_id``, see index.identity): replicas that each keep
+    # their own index on one database each have their own cursor; replicas sharing one index share it.
+    def get_cursor(self, source: str, *, index_id: str) -> dict[str, Any] | None:
+        """The saved sync cursor of ``source`` in the index ``index_id``, or None."""
         t = self.cursors
         with self.engine.connect() as conn:
-            v = conn.execute(sa.select(t.c.cursor).where(t.c.source == source)).scalar()
+            v = conn.execute(sa.select(t.c.cursor).where(t.c.index_id == index_id, t.c.source == source)).scalar()
         return json.loads(v) if v else None
 
-    def forget_source(self, source: str) -> None:
-        """Drop ``source``'s cursor, run history and group memberships (its pages were removed from the
-        index on purpose)."""
+    def forget_source(self, source: str, *, index_id: str) -> None:
+        """Drop ``source``'s cursor and run history in the index ``index_id`` (and any legacy ones), and its
+        group memberships (its pages were removed from that index on purpose). Other indexes' cursors
+        and runs of ``source`` stay: their pages are still there."""
+        ids = [index_id, LEGACY_INDEX_ID]
         with self.engine.begin() as conn:
-            conn.execute(self.cursors.delete().where(self.cursors.c.source == source))
-            conn.execute(self.runs.delete().where(self.runs.c.source == source))
+            conn.execute(self.cursors.delete().where(self.cursors.c.source == source, self.cursors.c.index_id.in_(ids)))
+            conn.execute(self.runs.delete().where(self.runs.c.source == source, self.runs.c.index_id.in_(ids)))
             conn.execute(self.group_members.delete().where(self.group_members.c.source == _principal_part(source)))
 
-    def set_cursor(self, source: str, cursor: dict[str, Any]) -> None:
-        """Save the sync cursor of ``source`` (call only after the indexes committed)."""
+    def set_cursor(self, source: str, cursor: dict[str, Any], *, index_id: str) -> None:
+        """Save the sync cursor of ``source`` in the index ``index_id`` (call only after that index committed)."""
         t = self.cursors
         with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.source == source))
-            conn.execute(t.insert().values(source=source, cursor=json.dumps(cursor, default=str), updated_at=_now()))
+            conn.execute(t.delete().where(t.c.index_id == index_id, t.c.source == source))
+            conn.execute(t.insert().values(index_id=index_id, source=source, cursor=json.dumps(cursor, default=str),
+                                           updated_at=_now()))
 
-    def start_run(self, source: str) -> int:
-        """Record that a sync of ``source`` started; returns the run id."""
+    def adopt_legacy(self, index_id: str, sources: Iterable[str]) -> int:
+        """Give the index ``index_id`` the cursors and runs of ``sources`` written before cursors were kept
+        per index (index id :data:`LEGACY_INDEX_ID`); returns the cursors adopted.
+
+        Call it only with sources whose pages that index holds (an index without them must list them
+        from the start, not from another index's watermark). One conditional ``UPDATE`` per table, so of
+        several replicas starting at once exactly one adopts each legacy row.
+        """
+        names = sorted(set(sources))
+        if not names or index_id == LEGACY_INDEX_ID:
+            return 0
         with self.engine.begin() as conn:
-            res = conn.execute(self.runs.insert().values(source=source, started_at=_now(), status="running",
-                                                         summary="{}", error=""))
+            n = conn.execute(self.cursors.update().where(self.cursors.c.index_id == LEGACY_INDEX_ID,
+                                                         self.cursors.c.source.in_(names))
+                             .values(index_id=index_id)).rowcount
+            conn.execute(self.runs.update().where(self.runs.c.index_id == LEGACY_INDEX_ID, self.runs.c.source.in_(names))
+                         .values(index_id=index_id))
+        if n:
+            log.info("index %s adopted the cursors of %d source(s) written before cursors were kept per index", index_id, n)
+        return n
+
+    def start_run(self, source: str, *, index_id: str) -> int:
+        """Record that a run of ``source`` into the index ``index_id`` (:data:`NO_INDEX` for runs of no
+        index) started; returns the run id."""
+        with self.engine.begin() as conn:
+            res = conn.execute(self.runs.insert().values(index_id=index_id, source=source, started_at=_now(),
+                                                         status="running", summary="{}", error=""))
             return int(res.inserted_primary_key[0])
 
     def finish_run(self, run_id: int, status: str, summary: dict[str, Any], error: str = "") -> None:
@@ -568,15 +610,18 @@ class StateStore:
             conn.execute(self.runs.update().where(self.runs.c.id == run_id).values(
                 finished_at=_now(), status=status, summary=json.dumps(summary, default=str), error=error))
 
-    def last_runs(self, source: str | None = None, limit: int = 10) -> list[SyncRun]:
-        """The latest runs, newest first (of one source, or all)."""
+    def last_runs(self, source: str | None = None, limit: int = 10, *, index_id: str | None = None) -> list[SyncRun]:
+        """The latest runs, newest first (of one source, or all; of the index ``index_id``, or of every index)."""
         t = self.runs
         q = sa.select(t).order_by(t.c.id.desc()).limit(limit)
         if source:
             q = q.where(t.c.source == source)
+        if index_id is not None:
+            q = q.where(t.c.index_id == index_id)
         with self.engine.connect() as conn:
             return [SyncRun(r["id"], r["source"], _aware(r["started_at"]), _aware(r["finished_at"]),  # type: ignore[arg-type]
-                            r["status"], json.loads(r["summary"]), r["error"]) for r in conn.execute(q).mappings()]
+                            r["status"], json.loads(r["summary"]), r["error"], r["index_id"])
+                    for r in conn.execute(q).mappings()]
 
     def acquire_lock(self, name: str, owner: str, ttl: timedelta = timedelta(minutes=30)) -> bool:
         """Take the lock ``name`` for ``owner`` unless someone else holds an unexpired one.
@@ -882,10 +927,13 @@ class StateStore:
         with self.engine.connect() as conn:
             return {s: int(n) for s, n in conn.execute(sa.select(t.c.status, sa.func.count()).group_by(t.c.status))}
 
-    def last_successful_runs(self) -> dict[str, datetime]:
-        """When each source's latest successful (``ok``) sync run finished (UTC), from one GROUP BY query."""
+    def last_successful_runs(self, index_id: str | None = None) -> dict[str, datetime]:
+        """When each source's latest successful (``ok``) sync run finished (UTC), from one GROUP BY query:
+        runs into the index ``index_id``, or into any index when None."""
         t = self.runs
         q = sa.select(t.c.source, sa.func.max(t.c.finished_at)).where(t.c.status == "ok").group_by(t.c.source)
+        if index_id is not None:
+            q = q.where(t.c.index_id == index_id)
         with self.engine.connect() as conn:
             return {s: _aware(at) for s, at in conn.execute(q) if at is not None}  # type: ignore[misc]
 

@@ -59,7 +59,7 @@ def _seed_ages(store: StateStore) -> None:
         _set(s, s.audit_log, s.audit_log.c.action == trace, at=_days(age))
     for source, ages in (("wiki", (400, 366, 10)), ("gone", (500,))):
         for age in ages:
-            run = s.start_run(source)
+            run = s.start_run(source, index_id="i1")
             s.finish_run(run, "ok", {"mode": "incremental"})
             _set(s, s.runs, s.runs.c.id == run, started_at=_days(age), finished_at=_days(age))
     for key, status, age in (("p-done-old", "done", 366), ("p-done-new", "done", 364),
