@@ -163,8 +163,10 @@ def test_a_lock_left_by_a_killed_process_on_this_host_is_taken_over(tmp_path, wi
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    _hold_lock_in_another_process(tmp_path / "state.sqlite", f"{socket.gethostname()}:{gone.pid}:dead")
-    res = SyncEngine(index_factory(), store).run(FolderSource(wiki_copy, name="handbook"))
+    engine = SyncEngine(index_factory(), store)
+    _hold_lock_in_another_process(tmp_path / "state.sqlite", engine.lock_name("handbook"),
+                                  f"{socket.gethostname()}:{gone.pid}:dead")
+    res = engine.run(FolderSource(wiki_copy, name="handbook"))
     assert res.status == "ok" and res.summary.added == WIKI_PAGES
 
 
