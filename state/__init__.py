@@ -17,6 +17,8 @@ here through :class:`state.store.StateStore`:
 - conversation history for platforms that do not keep threads (Teams), each message with its author,
 - scheduled messages (the outbox: a message to a user at a time, claimed and delivered once by
   :mod:`app.outbox`),
+- re-index requests a web replica leaves for the worker of its index (``enqueue_index_job``,
+  ``claim_index_job``, ``finish_index_job``),
 - the turn log (``record_turn``, ``turn_records``: each chat turn's question, outcome and cited pages,
   the knowledge-gap report's input).
 
@@ -25,7 +27,7 @@ here through :class:`state.store.StateStore`:
 """
 
 from .errors import SchemaTooNewError, StateStoreError
-from .store import LEGACY_INDEX_ID, NO_INDEX, AuditEntry, PendingRecord, ScheduledMessage, StateStore, StoredMessage, SyncRun, TurnRecord
+from .store import LEGACY_INDEX_ID, NO_INDEX, AuditEntry, IndexJob, PendingRecord, ScheduledMessage, StateStore, StoredMessage, SyncRun, TurnRecord
 
-__all__ = ["StateStore", "LEGACY_INDEX_ID", "NO_INDEX", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
+__all__ = ["StateStore", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
            "ScheduledMessage", "TurnRecord"]

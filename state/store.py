@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from .errors import SchemaTooNewError, StateStoreError
 
-__all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
+__all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
            "TurnRecord", "MESSAGE_MAX_ATTEMPTS", "MESSAGE_RETRY_BASE", "MESSAGE_RETRY_MAX", "sqlite_url"]
 
 log = logging.getLogger(__name__)
@@ -121,6 +121,35 @@ class StoredMessage:
 
     text: str
     author: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexJob:
+    """A re-index request left for the worker that writes the index ``index_id`` (table ``index_jobs``).
+
+    Attributes:
+        id: the job's number.
+        index_id: the index to write (the requester's index id: the worker of that index claims it).
+        source: the source to sync, ``""`` for every configured source.
+        full: a full re-index (``/kb reindex --full``).
+        requested_by: who asked (``platform:user id``), for the audit trail.
+        status: ``queued``, ``running`` (claimed by ``owner``), ``done`` or ``failed``.
+        owner: the worker that claimed it (``host:pid:nonce``), ``""`` while queued.
+        result: each source's outcome as :meth:`app.jobs.JobResult.as_dict` dicts (``[]`` until finished).
+        created_at, started_at, finished_at: when (UTC; the last two ``None`` until then).
+    """
+
+    id: int
+    index_id: str
+    source: str
+    full: bool
+    requested_by: str
+    status: str
+    owner: str
+    result: list[dict[str, Any]]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
 
 
 #: Delivery attempts of a scheduled message before it is marked ``failed`` (each claim is one attempt).
@@ -373,6 +402,22 @@ class StateStore:
             sa.Column("message_id", sa.String(300), primary_key=True),
             sa.Column("trace_id", sa.String(64), nullable=False),
             sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
+        )
+        # Re-index requests left by web replicas for the worker of their index (revision 0005).
+        self.index_jobs = sa.Table(
+            "index_jobs", md,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("index_id", sa.String(64), nullable=False),
+            sa.Column("source", sa.String(200), nullable=False, server_default=""),
+            sa.Column("full", sa.Boolean, nullable=False, server_default=sa.false()),
+            sa.Column("requested_by", sa.String(200), nullable=False, server_default=""),
+            sa.Column("status", sa.String(20), nullable=False),
+            sa.Column("owner", sa.String(200), nullable=False, server_default=""),
+            sa.Column("result", sa.Text, nullable=False, server_default="[]"),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+            sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
+            sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+            sa.Index("ix_index_jobs_index_status", "index_id", "status"),
         )
         self.metadata = md
         from .migrate import upgrade
@@ -680,6 +725,59 @@ class StateStore:
         t = self.locks
         with self.engine.begin() as conn:
             conn.execute(t.delete().where(t.c.name == name, t.c.owner == owner))
+
+    # -- index jobs (re-index requests for the worker) ----------------------------------------------
+    def enqueue_index_job(self, index_id: str, source: str | None = None, full: bool = False,
+                          requested_by: str = "") -> int:
+        """Leave a re-index of ``source`` (None: every source) of the index ``index_id`` for its worker;
+        returns the job's id."""
+        with self.engine.begin() as conn:
+            res = conn.execute(self.index_jobs.insert().values(
+                index_id=index_id, source=source or "", full=bool(full), requested_by=requested_by[:200],
+                status="queued", owner="", result="[]", created_at=_now()))
+            return int(res.inserted_primary_key[0])
+
+    def claim_index_job(self, index_id: str, owner: str) -> IndexJob | None:
+        """Claim the oldest queued job of the index ``index_id`` for ``owner`` (``queued`` -> ``running``,
+        one conditional ``UPDATE`` per candidate, so of two workers exactly one gets it); None when none is queued."""
+        t = self.index_jobs
+        with self.engine.connect() as conn:
+            ids = list(conn.execute(sa.select(t.c.id).where(t.c.index_id == index_id, t.c.status == "queued")
+                                    .order_by(t.c.id).limit(5)).scalars())
+        for job_id in ids:
+            with self.engine.begin() as conn:
+                n = conn.execute(t.update().where(t.c.id == job_id, t.c.status == "queued").values(
+                    status="running", owner=owner, started_at=_now())).rowcount
+            if n == 1:
+                return self.index_job(job_id)
+        return None
+
+    def finish_index_job(self, job_id: int, owner: str, status: Literal["done", "failed"],
+                         result: list[dict[str, Any]]) -> bool:
+        """Record the outcome of ``owner``'s run of job ``job_id``; False when ``owner`` does not hold it.
+
+        Raises:
+            ValueError: for another ``status``.
+        """
+        if status not in {"done", "failed"}:
+            raise ValueError(f"an index job ends done or failed, got {status!r}")
+        t = self.index_jobs
+        with self.engine.begin() as conn:
+            n = conn.execute(t.update().where(t.c.id == job_id, t.c.status == "running", t.c.owner == owner).values(
+                status=status, result=json.dumps(result, default=str), finished_at=_now())).rowcount
+        return n == 1
+
+    def index_job(self, job_id: int) -> IndexJob | None:
+        """The job ``job_id``, or None."""
+        t = self.index_jobs
+        with self.engine.connect() as conn:
+            r = conn.execute(sa.select(t).where(t.c.id == job_id)).mappings().first()
+        if r is None:
+            return None
+        return IndexJob(id=int(r["id"]), index_id=r["index_id"], source=r["source"], full=bool(r["full"]),
+                        requested_by=r["requested_by"], status=r["status"], owner=r["owner"],
+                        result=json.loads(r["result"] or "[]"), created_at=_aware(r["created_at"]),  # type: ignore[arg-type]
+                        started_at=_aware(r["started_at"]), finished_at=_aware(r["finished_at"]))
 
     # -- group memberships (issue 11) ------------------------------------------------------------
     def set_group_members(self, source: str, group: str, emails: Iterable[str]) -> None:

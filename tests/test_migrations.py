@@ -309,7 +309,7 @@ def test_a_database_at_0003_keeps_its_cursors_and_runs_as_legacy_for_the_first_i
     engine.dispose()
     store = StateStore(url)
     try:
-        assert _revision(url) == ["0004"] == [head()]
+        assert _revision(url) == [head()]
         assert _schema_diff(store) == []
         assert {r.index_id for r in store.last_runs()} == {LEGACY_INDEX_ID}
         assert store.get_cursor("wiki", index_id=LEGACY_INDEX_ID) == {"watermark": "2026-10-01T00:00:00Z"}
@@ -322,5 +322,29 @@ def test_a_database_at_0003_keeps_its_cursors_and_runs_as_legacy_for_the_first_i
         store.set_cursor("wiki", {"watermark": "2026-11-01T00:00:00Z"}, index_id="index-b")
         assert store.get_cursor("wiki", index_id="index-a") == {"watermark": "2026-10-01T00:00:00Z"}
         assert store.last_runs("chatops:retention")[0].summary["mode"] == "retention"
+    finally:
+        store.close()
+
+
+def test_a_database_at_0004_gets_the_job_table_and_keeps_its_rows(url: str) -> None:
+    # Revision 0005 adds index_jobs (re-index requests for the worker); the cursors and runs stay as they were.
+    _upgrade_to(url, "0004")
+    engine = _engine(url)
+    md = sa.MetaData()
+    md.reflect(engine, only=["sync_cursors", "sync_runs"])
+    with engine.begin() as conn:
+        conn.execute(md.tables["sync_cursors"].insert().values(index_id="index-a", source="wiki",
+                                                               cursor='{"watermark": "w"}', updated_at=T0))
+        conn.execute(md.tables["sync_runs"].insert().values(id=1, index_id="index-a", source="wiki", started_at=T0,
+                                                            finished_at=T0, status="ok", summary="{}", error=""))
+    engine.dispose()
+    assert not sa.inspect(_engine(url)).has_table("index_jobs")
+    store = StateStore(url)
+    try:
+        assert _revision(url) == [head()] and _schema_diff(store) == []
+        assert store.get_cursor("wiki", index_id="index-a") == {"watermark": "w"}
+        assert [r.index_id for r in store.last_runs("wiki")] == ["index-a"]
+        job = store.enqueue_index_job("index-a", "wiki", requested_by="slack:U1")
+        assert store.claim_index_job("index-a", "worker-1").id == job
     finally:
         store.close()

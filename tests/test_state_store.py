@@ -518,6 +518,36 @@ def test_legacy_cursors_are_adopted_once_and_only_for_the_sources_asked(store: S
     assert store.adopt_legacy("second", []) == 0 and store.adopt_legacy(LEGACY_INDEX_ID, ["eng"]) == 0
 
 
+def test_index_jobs_are_claimed_once_by_the_worker_of_their_index(store: StateStore) -> None:
+    first = store.enqueue_index_job("index-a", "wiki", full=True, requested_by="slack:UADMIN")
+    everything = store.enqueue_index_job("index-a")
+    store.enqueue_index_job("index-b", "wiki")
+    assert store.index_job(first).status == "queued" and store.index_job(everything).source == ""
+    got: list = []
+    barrier = threading.Barrier(4)
+
+    def claim(owner: str) -> None:
+        barrier.wait(timeout=30)
+        got.append(store.claim_index_job("index-a", owner))
+
+    threads = [threading.Thread(target=claim, args=(f"worker-{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    claimed = [j for j in got if j is not None]
+    assert sorted(j.id for j in claimed) == [first, everything]  # each job once, the other index's left alone
+    job = next(j for j in claimed if j.id == first)
+    assert (job.status, job.full, job.requested_by, job.source) == ("running", True, "slack:UADMIN", "wiki")
+    assert store.finish_index_job(first, "someone-else", "done", []) is False  # not the holder
+    assert store.finish_index_job(first, job.owner, "done", [{"source": "wiki", "status": "ok"}]) is True
+    done = store.index_job(first)
+    assert done.status == "done" and done.result == [{"source": "wiki", "status": "ok"}] and done.finished_at
+    assert store.claim_index_job("index-a", "worker-9") is None
+    with pytest.raises(ValueError):
+        store.finish_index_job(everything, "x", "queued", [])  # type: ignore[arg-type]
+
+
 def test_group_principals_are_spelled_as_connectors_access_spells_them(store: StateStore) -> None:
     from connectors.access import Viewer, group, user
 
