@@ -9,6 +9,11 @@ chunk, index, then the cursor (of this index: replicas with their own data dirs 
 keep theirs, see :mod:`index.identity`); a run summary (added, updated, deleted, unchanged, skipped, errors, seconds,
 calls) is recorded, and on failure the error, while the indexes keep serving what they had.
 
+Writers and readers (issue 12, step 3): ``chatops worker`` (:mod:`bot.worker`) and the default ``chatops
+serve`` write the index; ``chatops serve --role web`` builds its jobs with ``writes=False``, so
+:meth:`IndexJobs.run` (``/kb reindex``) leaves a job in the state store's ``index_jobs`` table for the
+worker of the same index (:meth:`IndexJobs.run_queued`) instead of writing, and answers ``queued``.
+
 Confluence sources also get a permission sync (:meth:`IndexJobs.run_permissions`, every
 ``permissions_interval``, default 1h): under the same lock, it re-reads every indexed page's read
 access and the members of its groups (:meth:`index.sync.SyncEngine.run_permissions`).
@@ -17,7 +22,10 @@ access and the members of its groups (:meth:`index.sync.SyncEngine.run_permissio
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -111,8 +119,9 @@ class JobResult:
     """What one source's run did.
 
     Attributes:
-        source: the source name.
-        status: ``ok``, ``failed``, ``busy`` (another run holds the lock) or ``unknown`` (no such source).
+        source: the source name (``*`` for a queued re-index of every source).
+        status: ``ok``, ``failed``, ``busy`` (another run holds the lock), ``unknown`` (no such source) or
+            ``queued`` (left for the worker by a process that does not write the index; ``error`` says which job).
         summary: the run summary (``added``, ``updated``, ``deleted``, ``unchanged``, ``skipped``,
             ``errors`` (messages), ``seconds``, ``calls``, ...); ``None`` when the run did not start
             (busy, unknown, a source that could not be built).
@@ -120,7 +129,7 @@ class JobResult:
     """
 
     source: str
-    status: str  # ok | failed | busy | unknown
+    status: str  # ok | failed | busy | unknown | queued
     summary: SyncSummary | None = None
     error: str = ""
 
@@ -140,6 +149,8 @@ class IndexJobs:
             config entries (built into connectors on first use, so a missing credential fails
             that source's runs with a clear error instead of the whole bot), or a ``ChatopsConfig``.
         default_schedule: the schedule of sources that declare none (``None``: not scheduled).
+        writes: False in a process that must not write the index (``chatops serve --role web``):
+            :meth:`run` then queues the re-index for the worker instead of running it.
 
     Attributes:
         config: the sources as a config (for the scheduler).
@@ -148,7 +159,8 @@ class IndexJobs:
     """
 
     def __init__(self, runtime: Runtime, store: StateStore, sources: list | ChatopsConfig | None = None,
-                 default_schedule: Schedule | None = None) -> None:
+                 default_schedule: Schedule | None = None, *, writes: bool = True) -> None:
+        self.writes = writes
         self.runtime = runtime
         self.store = store
         self.default_schedule = default_schedule
@@ -169,10 +181,11 @@ class IndexJobs:
             {"sources": [c.model_dump(mode="python") for c in configs]})
         self._built: dict[str, Any] = {}
         self.engine = SyncEngine(runtime.index, store, lock_ttl=timedelta(minutes=30), write_lock=self._write)
-        adopt_legacy(runtime.index.manifest, store, runtime.index.index_id)  # cursors from before 0004
+        if writes:
+            adopt_legacy(runtime.index.manifest, store, runtime.index.index_id)  # cursors from before 0004
 
     @classmethod
-    def from_settings(cls, runtime: Runtime, store: StateStore, settings=None) -> IndexJobs:
+    def from_settings(cls, runtime: Runtime, store: StateStore, settings=None, *, writes: bool = True) -> IndexJobs:
         """Jobs for the sources of ``CHATOPS_CONFIG`` and ``CHATOPS_SOURCES`` (see :func:`load_sources_config`).
 
         Raises:
@@ -182,7 +195,7 @@ class IndexJobs:
         cfg = load_sources_config(settings)
         interval = str(getattr(settings, "chatops_sync_interval", "") or "off").strip()
         default = None if interval.lower() in {"off", "none", "0", ""} else Schedule(interval=interval)
-        return cls(runtime, store, cfg, default_schedule=default)
+        return cls(runtime, store, cfg, default_schedule=default, writes=writes)
 
     def names(self) -> list[str]:
         """Configured source names."""
@@ -222,8 +235,16 @@ class IndexJobs:
                 self._built[name] = build_source(s)
             return self._built[name]
 
-    def run(self, source: str | None = None, full: bool = False) -> list[JobResult]:
-        """Sync one source (or all, one after the other); never raises for a source's failure."""
+    def run(self, source: str | None = None, full: bool = False, requested_by: str = "") -> list[JobResult]:
+        """Sync one source (or all, one after the other); never raises for a source's failure.
+
+        In a process that does not write the index (``writes=False``) a known source (or all) is queued
+        for the worker instead (one ``queued`` result naming the job; ``requested_by`` is stored with it).
+        """
+        if not self.writes and (source is None or source in self.sources):
+            job = self.store.enqueue_index_job(self.runtime.index.index_id, source, full, requested_by)
+            log.info("re-index of %s queued for the worker as job %d", source or "every source", job)
+            return [JobResult(source or "*", "queued", None, f"queued for the worker as job {job}")]
         names = [source] if source else self.names()
         results = []
         for name in names:
@@ -258,6 +279,33 @@ class IndexJobs:
             return JobResult(source, "failed", None, error)
         res = self.engine.run_permissions(src)
         return JobResult(source, res.status, res.summary, res.error)
+
+    def run_queued(self, owner: str | None = None, limit: int = 10) -> list[tuple[int, list[JobResult]]]:
+        """Run the re-index jobs web replicas queued for this index (oldest first, at most ``limit``), each
+        claimed once (:meth:`state.StateStore.claim_index_job`) and finished with its results; never raises
+        for a source's failure. Returns ``[(job id, results)]``; a worker calls it every few seconds.
+
+        Raises:
+            RuntimeError: in a process that does not write the index (``writes=False``).
+        """
+        if not self.writes:
+            raise RuntimeError("this process does not write the index; the worker runs queued jobs")
+        owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        done: list[tuple[int, list[JobResult]]] = []
+        for _ in range(limit):
+            job = self.store.claim_index_job(self.runtime.index.index_id, owner)
+            if job is None:
+                break
+            try:
+                results = self.run(job.source or None, full=job.full)
+            except Exception as exc:  # noqa: BLE001 - recorded on the job; the worker goes on
+                results = [JobResult(job.source or "*", "failed", None, f"{type(exc).__name__}: {exc}")]
+            status = "done" if all(r.status == "ok" for r in results) else "failed"
+            self.store.finish_index_job(job.id, owner, status, [r.as_dict() for r in results])
+            log.info("index job %d (%s, requested by %s): %s", job.id, job.source or "every source",
+                     job.requested_by or "?", status)
+            done.append((job.id, results))
+        return done
 
     def next_runs(self) -> dict[str, datetime | None]:
         """Next scheduled run per source (empty without a running scheduler)."""
