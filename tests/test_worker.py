@@ -150,3 +150,12 @@ def test_serve_role_web_needs_qdrant_url(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "--role web` reads a shared index: set QDRANT_URL" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_queued_reindex_reads_as_queued_in_teams_text() -> None:
+    from app.admin import reindex_text
+    from app.jobs import JobResult
+
+    text = reindex_text([JobResult("*", "queued", None, "queued for the worker as job 3")])
+    assert text.startswith("Re-index queued:") and "**every source**: queued for the worker as job 3" in text
+    assert reindex_text([JobResult("eng", "failed", None, "boom")]).startswith("Re-index finished:")
