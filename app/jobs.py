@@ -43,7 +43,7 @@ from connectors.sources import parse_source_spec, spec_to_config
 from index.indexer import IndexReport
 from index.summary import SyncSummary
 from index.identity import index_id_of
-from index.sync import SyncEngine, adopt_legacy, sources_status
+from index.sync import SyncEngine, adopt_legacy, holder_is_gone, sources_status
 from state import StateStore, StateStoreError
 
 from .wiring import Runtime
@@ -281,8 +281,8 @@ class IndexJobs:
         return JobResult(source, res.status, res.summary, res.error)
 
     def run_queued(self, owner: str | None = None, limit: int = 10) -> list[tuple[int, list[JobResult]]]:
-        """Run the re-index jobs web replicas queued for this index (oldest first, at most ``limit``), each
-        claimed once (:meth:`state.StateStore.claim_index_job`) and finished with its results; never raises
+        """Run the re-index jobs web replicas queued for this index (oldest first, at most ``limit``; and any
+        left running by a killed worker of this host), each claimed once (:meth:`state.StateStore.claim_index_job`) and finished with its results; never raises
         for a source's failure. Returns ``[(job id, results)]``; a worker calls it every few seconds.
 
         Raises:
@@ -293,7 +293,8 @@ class IndexJobs:
         owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         done: list[tuple[int, list[JobResult]]] = []
         for _ in range(limit):
-            job = self.store.claim_index_job(self.runtime.index.index_id, owner)
+            # A job left running by a worker of this host that was killed is run again.
+            job = self.store.claim_index_job(self.runtime.index.index_id, owner, is_dead=holder_is_gone)
             if job is None:
                 break
             try:

@@ -78,6 +78,7 @@ from .reconcile import reconcile
 from .summary import SyncSummary
 
 __all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "SyncSummary", "AnchoredChunker", "sources_status", "adopt_legacy",
+           "holder_is_gone",
            "RETRY_DOCS"]
 
 log = logging.getLogger(__name__)
@@ -393,7 +394,7 @@ class SyncEngine:
         Owners are ``host:pid:nonce``; a holder that was killed (SIGKILL, OOM) would otherwise block
         the source until the lock expires. Returns True when the lock is now ours.
         """
-        return self.store.take_over_lock(lock, owner, _holder_is_gone, ttl=self.lock_ttl)
+        return self.store.take_over_lock(lock, owner, holder_is_gone, ttl=self.lock_ttl)
 
     def _summary(self, name: str, rep: IndexReport, mode: str, counters: Callable[[], tuple[int, int]],
                  calls0: int, retries0: int, seconds: float, stream: _Stream | None) -> SyncSummary:
@@ -427,7 +428,7 @@ def _counters(source: Source) -> Callable[[], tuple[int, int]]:
     return lambda: (0, 0)
 
 
-def _holder_is_gone(holder: str) -> bool:
+def holder_is_gone(holder: str) -> bool:
     """True when lock owner ``holder`` (``host:pid:nonce``) is a process of this host that no longer exists."""
     host, _, rest = holder.partition(":")
     pid_text = rest.split(":", 1)[0]

@@ -737,16 +737,24 @@ class StateStore:
                 status="queued", owner="", result="[]", created_at=_now()))
             return int(res.inserted_primary_key[0])
 
-    def claim_index_job(self, index_id: str, owner: str) -> IndexJob | None:
+    def claim_index_job(self, index_id: str, owner: str,
+                        is_dead: Callable[[str], bool] | None = None) -> IndexJob | None:
         """Claim the oldest queued job of the index ``index_id`` for ``owner`` (``queued`` -> ``running``,
-        one conditional ``UPDATE`` per candidate, so of two workers exactly one gets it); None when none is queued."""
+        one conditional ``UPDATE`` per candidate, so of two workers exactly one gets it); None when none is queued.
+
+        With ``is_dead``, a ``running`` job whose owner ``is_dead(owner)`` says is gone (a worker killed
+        mid-job) is claimed again (the swap is conditional on that owner, so one taker wins)."""
         t = self.index_jobs
         with self.engine.connect() as conn:
-            ids = list(conn.execute(sa.select(t.c.id).where(t.c.index_id == index_id, t.c.status == "queued")
-                                    .order_by(t.c.id).limit(5)).scalars())
-        for job_id in ids:
+            rows = conn.execute(sa.select(t.c.id, t.c.status, t.c.owner).where(
+                t.c.index_id == index_id, t.c.status.in_(("queued", "running"))).order_by(t.c.id).limit(20)).all()
+        for job_id, status, holder in rows:
+            if status == "running":
+                if is_dead is None or holder == owner or not is_dead(str(holder)):
+                    continue
+                log.warning("index job %d was running in %s, which is gone; running it again", job_id, holder)
             with self.engine.begin() as conn:
-                n = conn.execute(t.update().where(t.c.id == job_id, t.c.status == "queued").values(
+                n = conn.execute(t.update().where(t.c.id == job_id, t.c.status == status, t.c.owner == holder).values(
                     status="running", owner=owner, started_at=_now())).rowcount
             if n == 1:
                 return self.index_job(job_id)

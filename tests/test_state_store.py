@@ -548,6 +548,17 @@ def test_index_jobs_are_claimed_once_by_the_worker_of_their_index(store: StateSt
         store.finish_index_job(everything, "x", "queued", [])  # type: ignore[arg-type]
 
 
+def test_an_index_job_left_running_by_a_dead_worker_is_claimed_again(store: StateStore) -> None:
+    job = store.enqueue_index_job("index-a", "wiki")
+    assert store.claim_index_job("index-a", "host:1:dead").id == job
+    assert store.claim_index_job("index-a", "host:2:alive") is None  # running, and nobody says its owner is gone
+    assert store.claim_index_job("index-a", "host:2:alive", is_dead=lambda owner: False) is None
+    again = store.claim_index_job("index-a", "host:2:alive", is_dead=lambda owner: owner == "host:1:dead")
+    assert again.id == job and again.owner == "host:2:alive"
+    assert store.finish_index_job(job, "host:1:dead", "done", []) is False  # the dead one's late finish is refused
+    assert store.finish_index_job(job, "host:2:alive", "done", []) is True
+
+
 def test_group_principals_are_spelled_as_connectors_access_spells_them(store: StateStore) -> None:
     from connectors.access import Viewer, group, user
 
