@@ -538,7 +538,8 @@ def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) ->
 def cli_status(settings, as_json: bool = False) -> int:
     """``chatops status [--json]``: per source, pages and chunks indexed, the last run and its summary.
 
-    Reads only the index manifest and the state store, so it works while ``chatops serve`` holds the index.
+    Reads only the index manifest and the state store, so it works while ``chatops serve`` holds the index (it
+    writes only the adoption of cursors recorded before they were kept per index: :func:`index.sync.adopt_legacy`).
     """
     import json
 

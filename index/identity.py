@@ -30,10 +30,12 @@ from urllib.parse import urlsplit
 
 from .manifest import Manifest
 
-__all__ = ["INDEX_ID_KEY", "shared_index_id", "index_id_of", "ensure_index_id"]
+__all__ = ["INDEX_ID_KEY", "SHARED_PREFIX", "shared_index_id", "index_id_of", "ensure_index_id"]
 
 #: The manifest's metadata key holding the index id.
 INDEX_ID_KEY = "index_id"
+#: How a shared (``QDRANT_URL``) index id begins.
+SHARED_PREFIX = "qdrant-"
 
 
 def shared_index_id(qdrant_url: str, collection: str) -> str:
@@ -48,7 +50,7 @@ def shared_index_id(qdrant_url: str, collection: str) -> str:
     parts = urlsplit(qdrant_url.strip())
     host = (parts.hostname or "").lower()
     where = f"{parts.scheme.lower()}://{host}{f':{parts.port}' if parts.port else ''}{parts.path.rstrip('/')}"
-    return "qdrant-" + hashlib.sha256(f"{where}\n{collection}".encode()).hexdigest()[:20]
+    return SHARED_PREFIX + hashlib.sha256(f"{where}\n{collection}".encode()).hexdigest()[:20]
 
 
 def index_id_of(manifest: Manifest, qdrant_url: str | None = None, collection: str = "chunks") -> str | None:
@@ -62,9 +64,17 @@ def index_id_of(manifest: Manifest, qdrant_url: str | None = None, collection: s
 def ensure_index_id(manifest: Manifest, qdrant_url: str | None = None, collection: str = "chunks") -> str:
     """The index's id, made and stored in ``manifest`` when it has none (see the module docstring).
 
-    The shared id is stored too (so readers of the manifest alone see which collection it described).
+    The shared id is stored too (so readers of the manifest alone see which collection it described); a
+    data dir that held a shared id and is opened without ``QDRANT_URL`` gets a new random one (its local
+    Qdrant is not that collection).
     """
-    want = shared_index_id(qdrant_url, collection) if qdrant_url else manifest.get(INDEX_ID_KEY) or uuid.uuid4().hex
-    if manifest.get(INDEX_ID_KEY) != want:
+    have = manifest.get(INDEX_ID_KEY)
+    if qdrant_url:
+        want = shared_index_id(qdrant_url, collection)
+    elif have and not have.startswith(SHARED_PREFIX):
+        want = have
+    else:  # new, or a data dir that wrote a shared collection before: its local Qdrant is another index
+        want = uuid.uuid4().hex
+    if have != want:
         manifest.set(INDEX_ID_KEY, want)
     return want

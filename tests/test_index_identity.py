@@ -58,6 +58,7 @@ def test_replicas_of_one_qdrant_collection_derive_one_id(tmp_path: Path) -> None
         assert index_id_of(local) is None  # never opened: nothing can have been recorded for it
         own = ensure_index_id(local)
         assert own != made and index_id_of(local) == own == ensure_index_id(local)
+        assert ensure_index_id(a) not in {made, own}  # a's data dir without QDRANT_URL: its local Qdrant is new
     finally:
         for m in (a, b, local):
             m.close()
