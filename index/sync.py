@@ -203,7 +203,7 @@ class SyncEngine:
         if not self.store.acquire_lock(lock, owner, ttl=self.lock_ttl) and not self._take_over_dead(lock, owner):
             return None
         try:
-            if self.index.manifest.pages_of(name):
+            if name in self.index.manifest.counts_by_source():  # one aggregate query, however many pages
                 self.store.adopt_legacy(self.index.index_id, [name])
             return lock, self.store.start_run(name, index_id=self.index.index_id)
         except BaseException:
