@@ -15,6 +15,12 @@ The rules (issue 11; fail closed throughout):
   pages plus the principals every member has (the intersection of their principal sets). A member
   without an e-mail or a guest member, a listing that failed, or a larger conversation: public only.
 
+**A channel's scope** (``channels:`` of the sources file, :class:`connectors.config.ChannelConfig`): a
+question asked in a listed conversation searches only that channel's ``sources``; the scope rides on the
+viewer (:attr:`connectors.access.Viewer.sources`) down to the stores, which apply it inside their
+pre-filter. The same entry's ``reply_in_threads`` says whether thread replies without a mention are
+answered there (:meth:`AccessPolicy.answers_thread_replies`).
+
 :class:`AccessPolicy` holds the settings and :func:`app.turns.build_turn` asks it for the viewer;
 :class:`ChannelMembersCache` is the port through which the adapters list a conversation's members
 (cached with a TTL); :func:`unreadable_citations` re-checks an answer's citations against an audience
@@ -31,9 +37,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.access import Viewer, group, normalise, user
-from connectors.config import STATIC_GROUP_SOURCE
+from connectors.config import STATIC_GROUP_SOURCE, ChannelConfig
 
 from .inbound import AudienceMember, InboundMessage
+from .sources_file import load_sources_config
 
 __all__ = ["viewer_for", "principals_of", "audience_of", "AccessPolicy", "ChannelMembersCache", "MembersFetch",
            "unreadable_citations", "CHANNEL_ACCESS_MODES", "GroupsOf", "access_policy", "static_groups_of"]
@@ -120,12 +127,32 @@ class AccessPolicy:
         static_groups: the ``groups:`` of ``chatops.yml`` (name -> e-mails, lower case).
         channel_access: ``CHANNEL_ACCESS`` (``public`` or ``members``).
         channel_members_max: ``CHANNEL_MEMBERS_MAX``: larger conversations are public only.
+        channels: the ``channels:`` of the sources file (conversation id -> its scope).
     """
 
     groups_of: GroupsOf | None = None
     static_groups: Mapping[str, frozenset[str]] = field(default_factory=dict)
     channel_access: str = "public"
     channel_members_max: int = 50
+    channels: Mapping[str, ChannelConfig] = field(default_factory=dict)
+
+    def scope(self, conversation_id: str) -> ChannelConfig | None:
+        """The scope of ``conversation_id`` (None: not listed, every source and the default thread replies).
+
+        A Teams channel thread's conversation id carries its root post (``19:x@thread.tacv2;messageid=17...``):
+        the channel's entry (``19:x@thread.tacv2``) applies to each of its threads."""
+        if not conversation_id:
+            return None
+        found = self.channels.get(conversation_id)
+        if found is None and ";" in conversation_id:
+            found = self.channels.get(conversation_id.split(";", 1)[0])
+        return found
+
+    def answers_thread_replies(self, conversation_id: str) -> bool:
+        """Whether a reply without a mention in a thread the bot answered in is answered in this
+        conversation (``reply_in_threads: answered_threads``, the default) or not (``mention_only``)."""
+        scope = self.scope(conversation_id)
+        return scope is None or scope.reply_in_threads == "answered_threads"
 
     def wants_members(self, msg: InboundMessage) -> bool:
         """Whether the adapter should list the conversation's members for ``msg`` (``members`` mode,
@@ -135,27 +162,35 @@ class AccessPolicy:
 
     def viewer(self, msg: InboundMessage) -> Viewer:
         """The viewer of the answer to ``msg`` (:func:`viewer_for` with these settings and
-        ``msg.audience_members``; more than ``channel_members_max`` members: public only). Never raises."""
+        ``msg.audience_members``; more than ``channel_members_max`` members: public only), scoped to the
+        ``sources`` of ``msg.channel_id`` when the sources file lists that conversation. Never raises."""
         members = msg.audience_members
         if members is not None and len(members) > self.channel_members_max:
             members = None
-        return viewer_for(msg, groups_of=self.groups_of, static_groups=self.static_groups,
-                          channel_access=self.channel_access, channel_members=members)
+        viewer = viewer_for(msg, groups_of=self.groups_of, static_groups=self.static_groups,
+                            channel_access=self.channel_access, channel_members=members)
+        scope = self.scope(msg.channel_id)
+        return viewer.scoped(scope.sources) if scope is not None else viewer
 
 
 def access_policy(settings: Any, groups_of: GroupsOf | None = None,
                   static_groups: Mapping[str, frozenset[str]] | None = None) -> AccessPolicy:
-    """The policy from the settings (``CHANNEL_ACCESS``, ``CHANNEL_MEMBERS_MAX``), the static groups of
-    the sources file (read with :func:`static_groups_of` unless given) and ``groups_of``.
+    """The policy from the settings (``CHANNEL_ACCESS``, ``CHANNEL_MEMBERS_MAX``), the sources file's
+    static groups (unless ``static_groups`` is given) and ``channels:``, read with the ``CHATOPS_SOURCES``
+    specs as the index jobs read them (:func:`app.sources_file.load_sources_config`: a channel may name a
+    source given there), and ``groups_of``.
 
     Raises:
         connectors.config.ConfigFileError: for an invalid sources file.
+        connectors.errors.SourceSpecError: for a malformed ``CHATOPS_SOURCES`` spec.
     """
+    cfg = load_sources_config(settings)
     if static_groups is None:
-        static_groups = static_groups_of(settings)
+        static_groups = cfg.static_groups()
     return AccessPolicy(groups_of=groups_of, static_groups=dict(static_groups),
                         channel_access=getattr(settings, "channel_access", "public"),
-                        channel_members_max=int(getattr(settings, "channel_members_max", 50)))
+                        channel_members_max=int(getattr(settings, "channel_members_max", 50)),
+                        channels=dict(cfg.channels))
 
 
 def static_groups_of(settings: Any) -> dict[str, frozenset[str]]:

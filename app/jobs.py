@@ -30,45 +30,28 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from connectors.base import IncrementalSource, Source
 from connectors.config import (
-    DEFAULT_CONFIG_FILE, ChatopsConfig, ConfigFileError, ConfluenceConfig, Schedule, load_config, parse_config,
+    ChatopsConfig, ConfluenceConfig, Schedule, parse_config,
 )
 from connectors.factory import build_source
 from connectors.errors import SourceSpecError
-from connectors.sources import parse_source_spec, spec_to_config
+from connectors.sources import parse_source_spec
 from index.indexer import IndexReport
 from index.summary import SyncSummary
 from index.identity import index_id_of
 from index.sync import SyncEngine, adopt_legacy, holder_is_gone, sources_status
 from state import StateStore, StateStoreError
 
+from .sources_file import load_sources_config, split_specs
 from .wiring import Runtime
 
 __all__ = ["IndexJobs", "JobResult", "RunLog", "parse_sources", "load_sources_config", "split_specs",
            "cli_sources_list", "cli_sources_remove"]
 
 log = logging.getLogger(__name__)
-
-
-def split_specs(value: str) -> list[str]:
-    """Spec strings of ``CHATOPS_SOURCES`` (separated by commas, semicolons or whitespace).
-
-    A comma inside a spec's query (``?space=ENG,OPS``) belongs to the spec.
-    """
-    out: list[str] = []
-    for part in value.replace(";", " ").split():
-        for piece in part.split(","):
-            if not piece:
-                continue
-            if out and ":" not in piece.split("?", 1)[0] and "?" in out[-1]:
-                out[-1] += "," + piece  # a value list of the previous spec's query
-            else:
-                out.append(piece)
-    return out
 
 
 def parse_sources(value: str) -> list:
@@ -83,35 +66,6 @@ def parse_sources(value: str) -> list:
     if dupes:
         raise SourceSpecError(f"several sources are named {', '.join(sorted(dupes))}; give each a unique ?name=")
     return sources
-
-
-def load_sources_config(settings) -> ChatopsConfig:
-    """The sources file (if any) plus ``CHATOPS_SOURCES`` specs, as one validated config.
-
-    ``CHATOPS_CONFIG`` unset reads ``./chatops.yml`` when it exists (no file: no sources from it);
-    set, the file must exist.
-
-    Raises:
-        ConfigFileError: for a missing (explicitly named) or invalid file, or a name used twice.
-        SourceSpecError: for a malformed spec.
-    """
-    path = getattr(settings, "chatops_config", None)
-    if path is not None:
-        cfg = load_config(path)
-    elif Path(DEFAULT_CONFIG_FILE).is_file():
-        cfg = load_config(DEFAULT_CONFIG_FILE)
-    else:
-        cfg = ChatopsConfig()
-    extra = [spec_to_config(s) for s in split_specs(getattr(settings, "chatops_sources", "") or "")]
-    if not extra:
-        return cfg
-    names = [s.name for s in [*cfg.sources, *extra]]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ConfigFileError(f"several sources are named {', '.join(dupes)} across the sources file and "
-                              "CHATOPS_SOURCES; give each a unique name (?name= in a spec)")
-    return ChatopsConfig.model_construct(sources=[*cfg.sources, *extra], scheduler=cfg.scheduler, groups=cfg.groups,
-                                         greeting=cfg.greeting, suggested_prompts=cfg.suggested_prompts)
 
 
 @dataclass(slots=True)

@@ -1,12 +1,16 @@
 """``knowledge.search`` latency at the corpus's size and on synthetic indexes up to 100,000 chunks.
 
-Usage: python bench/search_latency.py [--index DIR] [--sizes 10000,30000,100000] [--queries N]
+Usage: python bench/search_latency.py [--index DIR] [--sizes 10000,30000,100000] [--queries N] [--dev FILE]
+       [--candidates qdrant-local,numpy-gather,numpy-exact,qdrant-edge,hnswlib,faiss-hnsw] [--candidate-queries N]
 
 Part 1 times hybrid, BM25-only and dense-only searches of real questions (the eval set's when
 ``../shared`` is present) on a real index (``--index``, e.g. ``.chatops/index``; built from the
 example wiki when omitted). Part 2 builds synthetic indexes: chunks made of words drawn from the
 corpus vocabulary with a Zipf-like distribution, and random unit vectors (so no embedding cost),
-and times the same searches, to show how latency grows with index size in local mode.
+and times the same searches, to show how latency grows with index size in local mode, then what
+re-writing one page costs the next search. Part 3, at each size, compares the embedded dense-index
+candidates of ``bench/vector_candidates.py`` (build time, memory, access-filtered top-30 p50/p95,
+recall@10 against the exact scan); candidates whose package is not installed are skipped.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from connectors.models import Chunk, content_hash  # noqa: E402
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs  # noqa: E402
 from tools.context import ToolContext  # noqa: E402
 from connectors.access import Access, Viewer  # noqa: E402
+from bench.vector_candidates import CANDIDATES, no_fsync, run_size  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "eval" / "dev.jsonl"
@@ -42,10 +47,10 @@ FALLBACK_QUESTIONS = [
 ]
 
 
-def questions(n: int) -> list[str]:
-    """Up to ``n`` realistic questions."""
-    if DEV.is_file():
-        qs = [json.loads(line)["question"] for line in DEV.read_text().splitlines() if line.strip()]
+def questions(n: int, dev: Path = DEV) -> list[str]:
+    """Up to ``n`` realistic questions (from the eval set ``dev`` when it exists)."""
+    if dev.is_file():
+        qs = [json.loads(line)["question"] for line in dev.read_text().splitlines() if line.strip()]
     else:
         qs = FALLBACK_QUESTIONS
     return (qs * (n // len(qs) + 1))[:n]
@@ -75,6 +80,7 @@ def report(label: str, search: KnowledgeSearch, qs: list[str]) -> None:
 
 def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Random) -> None:
     """Fill ``index`` with ``n`` synthetic chunks (Zipf-like words, random unit vectors)."""
+    no_fsync(index.qdrant.client, index.qdrant.collection)
     weights = [1 / (i + 1) for i in range(len(vocab))]
     batch_chunks: list[Chunk] = []
     vecs = []
@@ -96,13 +102,45 @@ def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Rando
     index.whoosh.optimize()
 
 
+def after_write(index: KnowledgeIndex, n: int, question: str) -> None:
+    """Time what a sync's write costs the next search: re-write one 12-chunk page, then one hybrid
+    search (the dense mirror is updated in place), against rebuilding the mirror from the collection
+    (what every write cost before: a scroll of every point with its vector)."""
+    search = KnowledgeSearch(index)
+    doc = "synthetic/0.md"
+    chunks = [Chunk(content_hash(doc, "rewrite", str(i))[:32], "synthetic", doc, "Page 0", ("Section", "x"), "",
+                    f"rewritten part {i} {question}", i, access=Access.everyone()) for i in range(12)]
+    vecs = np.random.default_rng(1).standard_normal((12, index.embedder.dim)).astype(np.float32)
+    t = time.perf_counter()
+    index.whoosh.replace([chunks[0].key], chunks)
+    index.qdrant.replace([chunks[0].key], chunks, vecs)
+    write = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    search.run(KnowledgeSearchArgs(query=question, k=30), ToolContext(viewer=Viewer.public()))
+    first = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    index.qdrant._mirror = None  # noqa: SLF001 - time a rebuild from the collection
+    index.qdrant.warm()
+    rebuild = (time.perf_counter() - t) * 1000
+    print(f"synthetic {n:,} after a write   one 12-chunk page written in {write:.0f} ms, next hybrid search "
+          f"{first:.0f} ms (mirror kept in step; a rebuild from the collection takes {rebuild:.0f} ms)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--index", help="an existing index folder (default: build one from examples/wiki)")
     ap.add_argument("--sizes", default="10000,30000,100000")
     ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--dev", type=Path, default=DEV, help="eval questions (JSON lines with 'question')")
+    ap.add_argument("--candidates", default=",".join(CANDIDATES),
+                    help="dense-index candidates to compare at each size (bench/vector_candidates.py); '' for none")
+    ap.add_argument("--candidate-queries", type=int, default=100)
     args = ap.parse_args()
-    qs = questions(args.queries)
+    names = [x for x in args.candidates.split(",") if x]
+    if set(names) - set(CANDIDATES):
+        ap.error(f"unknown candidates {sorted(set(names) - set(CANDIDATES))}; choose from {', '.join(CANDIDATES)}")
+    qs = questions(args.queries, args.dev)
+    print(f"{len(qs)} questions from {args.dev if args.dev.is_file() else 'the built-in list'}")
     with tempfile.TemporaryDirectory() as tmp:
         embedder = CachedEmbedder(OnnxMiniLMEmbedder(), EmbeddingCache(Path(tmp) / "emb.sqlite"))
         if args.index:
@@ -121,9 +159,13 @@ def main() -> None:
             t = time.perf_counter()
             syn = KnowledgeIndex(Path(tmp) / f"syn{n}", embedder)
             synthetic(syn, n, vocab, rng)
+            syn.warm()  # as a sync run does after writing: the dense mirror is built off the users' path
             build = time.perf_counter() - t
             report(f"synthetic {n:,} (built {build:.0f} s)", KnowledgeSearch(syn), qs)
+            after_write(syn, n, qs[0])
             syn.close()
+            if names:
+                run_size(n, names, args.candidate_queries, local_max=30000)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,16 @@ The model (fail closed throughout):
   two sides of that test as plain index terms, so the stores can apply it inside retrieval as a
   keyword pre-filter (Qdrant payload ``MatchAny``, a Whoosh ``Or`` of ``Term`` filters): the chunk may
   be read when the two token sets intersect.
+- A viewer may also carry a **scope** (:attr:`Viewer.sources`, from the ``channels:`` of the sources
+  file): the sources the conversation is limited to. It is no access right (it never widens what may
+  be read), but the stores apply it the same way, as one more condition of the pre-filter inside the
+  query (the chunk's source is one of them), never as a cut of results already ranked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = ["Access", "Viewer", "PUBLIC_TOKEN", "user", "group", "normalise"]
 
@@ -128,11 +132,14 @@ class Viewer:
             e-mail is unknown.
         public_only: only public pages may be used (a channel audience, a guest, an unknown asker).
         audience: ``"dm"`` (only the asker sees the answer) or ``"channel"`` (others may), for the trace.
+        sources: the scope: only chunks of these sources are searched (the ``channels:`` of the sources
+            file); None: every source. An empty set matches nothing (fail closed).
     """
 
     principals: frozenset[str] = field(default_factory=frozenset)
     public_only: bool = True
     audience: str = "channel"
+    sources: frozenset[str] | None = None
 
     @classmethod
     def public(cls, audience: str = "channel") -> "Viewer":
@@ -150,6 +157,18 @@ class Viewer:
             return (PUBLIC_TOKEN,)
         return tuple(sorted({PUBLIC_TOKEN, *self.principals}))
 
+    def scoped(self, sources: Iterable[str] | None) -> "Viewer":
+        """This viewer limited to ``sources`` (None: unchanged). A viewer already scoped keeps only the
+        sources in both scopes: a scope only ever narrows."""
+        if sources is None:
+            return self
+        wanted = frozenset(sources)
+        return replace(self, sources=wanted if self.sources is None else self.sources & wanted)
+
     def cache_key(self) -> str:
-        """A key that is equal exactly when two viewers may read the same chunks (for caches)."""
-        return "\x1f".join(self.tokens())
+        """A key that is equal exactly when two viewers may read the same chunks (for caches): the
+        access tokens and, for a scoped viewer, its sources."""
+        key = "\x1f".join(self.tokens())
+        if self.sources is not None:
+            key += "\x1e" + "\x1f".join(sorted(self.sources))
+        return key

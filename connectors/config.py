@@ -17,6 +17,10 @@ Shape (see the README's "Sources and sync" section for a full example)::
     suggested_prompts:              # optional, at most 4: offered when an assistant thread opens
       - {title: Declare an incident, message: How do I declare an incident?}
       - What's the on-call rota?    # a plain string: the title is the question itself
+    channels:                       # optional: per-conversation scope (Slack channel ids, Teams conversation ids)
+      C0123ABCD:
+        sources: [eng]              # questions asked there search only these sources (default: every source)
+        reply_in_threads: mention_only   # or answered_threads (the default): see ChannelConfig
 
 Secrets are never written in the file: ``auth`` names environment variables (``*_env`` keys),
 which are read when a source is built (:func:`connectors.factory.build_source`). A file that does not validate
@@ -28,14 +32,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from .access import Access, group, normalise, user
 from .errors import ConnectorError, SourceSpecError
@@ -44,7 +49,7 @@ __all__ = [
     "ChatopsConfig", "SourceConfig", "ConfluenceConfig", "MediaWikiConfig", "FolderConfig", "Schedule",
     "SchedulerConfig", "ConfluenceAuth", "MediaWikiAuth", "ConfigFileError", "MissingCredentialError",
     "load_config", "parse_config", "require_env", "credential_vars", "parse_interval", "DEFAULT_CONFIG_FILE",
-    "Audience", "audience_access", "STATIC_GROUP_SOURCE", "SuggestedPrompt", "MAX_PROMPTS",
+    "Audience", "audience_access", "STATIC_GROUP_SOURCE", "SuggestedPrompt", "MAX_PROMPTS", "ChannelConfig",
 ]
 
 DEFAULT_CONFIG_FILE = "chatops.yml"
@@ -468,6 +473,56 @@ class SuggestedPrompt(_Strict):
         return v.strip()
 
 
+#: Marks a model-level error message that starts with its own place (``channels.C1.sources: ...``).
+_PLACED = "\x00"
+#: A conversation id: a Slack channel id (``C0123ABCD``, ``G...``, ``D...``) or a Teams conversation id
+#: (``19:...@thread.tacv2``, ``a:1...``: anything with a colon and no spaces).
+_CONVERSATION_ID = re.compile(r"^(?:[CGD][A-Z0-9]{2,}|[^\s:]+:\S+)$")
+
+
+def _conversation_id(v: str) -> str:
+    if not _CONVERSATION_ID.match(v):
+        raise ValueError(f"{v!r} is not a conversation id: key each channel by its Slack channel id (like "
+                         "C0123ABCD: channel details, at the bottom) or its Teams conversation id (like "
+                         "19:...@thread.tacv2), not by its name")
+    return v
+
+
+#: A key of ``channels:``: a Slack channel id or a Teams conversation id (checked, the place named on error).
+ConversationId = Annotated[str, AfterValidator(_conversation_id)]
+
+
+class ChannelConfig(_Strict):
+    """The scope of one conversation (``channels:`` of the sources file, keyed by its id).
+
+    Attributes:
+        sources: the sources a question asked there is searched in (names of configured sources; at
+            least one; one name may be written without brackets); None (left out): every source. Applied
+            inside retrieval, like the access filter.
+        reply_in_threads: ``answered_threads`` (the default): once the bot answered in a thread, later
+            replies there are answered without a mention; ``mention_only``: in this channel's threads only
+            messages that mention the bot are answered.
+    """
+
+    sources: list[str] | None = Field(default=None, min_length=1)
+    reply_in_threads: Literal["answered_threads", "mention_only"] = "answered_threads"
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _sources(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("an empty list would answer nothing: list source names, e.g. [eng], or leave "
+                                 "sources out to search every source")
+            bad = [str(n) for n in v if not isinstance(n, str) or not _NAME.match(n)]
+            if bad:
+                raise ValueError(f"sources lists source names (letters, digits, '.', '_' or '-'), got {bad}")
+            return list(dict.fromkeys(v))
+        return v
+
+
 class ChatopsConfig(_Strict):
     """The whole file: ``sources`` (unique names), optional ``scheduler`` options and ``groups``, and what
     the assistant says first: ``greeting`` (1-2,000 characters of Markdown) and ``suggested_prompts`` (at
@@ -475,6 +530,11 @@ class ChatopsConfig(_Strict):
 
     ``groups`` declares static groups once (``{hr: [a@x.com, b@x.com]}``): a folder's or a wiki's
     ``audience`` may name them, and their members get the principal ``group:chatops/<name>``.
+
+    ``channels`` scopes conversations (:class:`ChannelConfig`, keyed by a Slack channel id or a Teams
+    conversation id); each source a channel names must be a source of this file, or one of the names
+    given in the validation context's ``extra_sources`` (the ``CHATOPS_SOURCES`` specs, see
+    :func:`parse_config`).
     """
 
     sources: list[SourceConfig] = Field(default_factory=list)
@@ -482,6 +542,7 @@ class ChatopsConfig(_Strict):
     groups: dict[str, list[str]] = Field(default_factory=dict)
     greeting: str | None = Field(default=None, min_length=1, max_length=2000)
     suggested_prompts: list[SuggestedPrompt] | None = Field(default=None, max_length=MAX_PROMPTS)
+    channels: dict[ConversationId, ChannelConfig] = Field(default_factory=dict)
 
     @field_validator("greeting")
     @classmethod
@@ -504,17 +565,31 @@ class ChatopsConfig(_Strict):
         return out
 
     @model_validator(mode="after")
-    def _unique(self) -> ChatopsConfig:
+    def _unique(self, info: ValidationInfo) -> ChatopsConfig:
         names = [s.name for s in self.sources]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"several sources are named {', '.join(dupes)}; source names must be unique")
+        known = set(names) | set((info.context or {}).get("extra_sources", ()))
+        problems = []
+        for cid, ch in self.channels.items():
+            unknown = [n for n in ch.sources or () if n not in known]
+            if unknown:
+                have = f"the sources are: {', '.join(sorted(known))}" if known else "no source is configured"
+                problems.append(f"{_PLACED}channels.{cid}.sources: names {', '.join(unknown)}, which is not a "
+                                f"configured source ({have})")
+        if problems:
+            raise ValueError("\n".join(problems))
         for s in self.sources:
             unknown = [g for g in audience_groups(getattr(s, "audience", "public")) if g.lower() not in self.groups]
             if unknown:
                 raise ValueError(f"the audience of source {s.name!r} names {', '.join(unknown)}, not declared under "
                                  "groups: (declare it there, or write an e-mail or group:<source>/<name>)")
         return self
+
+    def channel(self, conversation_id: str) -> ChannelConfig | None:
+        """The scope of ``conversation_id`` (None: not listed under ``channels:``, every source)."""
+        return self.channels.get(conversation_id) if conversation_id else None
 
     def static_groups(self) -> dict[str, frozenset[str]]:
         """Group name -> its members' e-mails (lower case), as declared under ``groups:``."""
@@ -600,12 +675,20 @@ def _format_errors(exc: ValidationError, data: Any) -> str:
             msg = "type must be confluence, mediawiki or folder"
         elif err["type"] == "union_tag_not_found":
             msg = "every source needs a type: confluence, mediawiki or folder"
+        if not where and _PLACED in msg:  # a cross-check that names its own places, one per line
+            lines.extend(f"  - {line.replace(_PLACED, '')}" for line in msg.split("\n"))
+            continue
         lines.append(f"  - {'.'.join(where) or '(top level)'}: {msg}")
     return "\n".join(lines)
 
 
-def parse_config(data: Any, origin: str = "the sources file") -> ChatopsConfig:
+def parse_config(data: Any, origin: str = "the sources file", extra_sources: Iterable[str] = ()) -> ChatopsConfig:
     """Validate already-loaded YAML data.
+
+    Args:
+        data: the loaded YAML.
+        origin: how messages name the file.
+        extra_sources: names of sources defined elsewhere (``CHATOPS_SOURCES``) that ``channels:`` may name.
 
     Raises:
         ConfigFileError: listing every problem with its location.
@@ -615,13 +698,13 @@ def parse_config(data: Any, origin: str = "the sources file") -> ChatopsConfig:
     if not isinstance(data, dict):
         raise ConfigFileError(f"{origin} must be a mapping with a 'sources' list, got {type(data).__name__}")
     try:
-        return ChatopsConfig.model_validate(data)
+        return ChatopsConfig.model_validate(data, context={"extra_sources": frozenset(extra_sources)})
     except ValidationError as exc:
         raise ConfigFileError(f"{origin} is invalid:\n{_format_errors(exc, data)}") from None
 
 
-def load_config(path: str | os.PathLike[str]) -> ChatopsConfig:
-    """Read and validate the sources file at ``path``.
+def load_config(path: str | os.PathLike[str], extra_sources: Iterable[str] = ()) -> ChatopsConfig:
+    """Read and validate the sources file at ``path`` (``extra_sources``: see :func:`parse_config`).
 
     Raises:
         ConfigFileError: when the file is missing or unreadable, is not YAML, or does not validate.
@@ -638,4 +721,4 @@ def load_config(path: str | os.PathLike[str]) -> ChatopsConfig:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"sources file {p} is not valid YAML: {exc}") from None
-    return parse_config(data, origin=f"sources file {p}")
+    return parse_config(data, origin=f"sources file {p}", extra_sources=extra_sources)

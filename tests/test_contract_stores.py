@@ -259,6 +259,26 @@ def test_set_access_changes_who_finds_a_chunk_and_nothing_else(kind: StoreKind, 
     assert not [h for h in store.search(q, limit=50, viewer=STAFF_AND_HR) if h.chunk.doc_id == "salaries"]
 
 
+def test_what_a_search_remembers_about_readable_chunks_follows_every_write(kind: StoreKind, opened) -> None:
+    """The access pre-filter's remembered state (Whoosh: the readable documents per token set and
+    snapshot; local Qdrant: the NumPy mirror) changes with each write: a viewer who searched before a
+    write sees its effect on the very next search, for re-written, re-permissioned and deleted pages."""
+    store = opened()
+    kind.write(store, ["wiki:parking"], BIKES)
+    kind.write(store, ["wiki:salaries"], SECRET)
+    q = kind.query("salary band confidential bikes courtyard")
+    ids = lambda viewer: {h.chunk.doc_id for h in store.search(q, limit=50, viewer=viewer)}  # noqa: E731
+    assert ids(Viewer.public()) == {"parking"} and ids(HR_READER) == {"parking", "salaries"}
+    kind.write(store, ["wiki:salaries"], [chunk(c.doc_id, c.ordinal, c.text) for c in SECRET])  # now public
+    assert ids(Viewer.public()) == {"parking", "salaries"}
+    store.set_access({"wiki:salaries": HR})
+    assert ids(Viewer.public()) == {"parking"} and ids(HR_READER) == {"parking", "salaries"}
+    store.delete(["wiki:salaries"])
+    assert ids(HR_READER) == {"parking"}
+    kind.write(store, ["wiki:parking"], [chunk("parking", 0, BIKES[0].text, access=HR)])
+    assert ids(Viewer.public()) == set() and ids(HR_READER) == {"parking"}
+
+
 def test_a_search_without_a_viewer_raises(kind: StoreKind, opened) -> None:
     store = opened()
     kind.write(store, ["wiki:parking"], BIKES)

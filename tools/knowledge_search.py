@@ -19,6 +19,10 @@ Access (issue 11): every search runs for the :class:`connectors.access.Viewer` i
 their query, so every candidate, every pseudo-relevance feedback passage (taken from the filtered
 dense hits) and every returned passage is one the viewer may read; the dense-candidate cache is keyed
 by :meth:`Viewer.cache_key`. The viewer is not a tool argument: the language model cannot pick it.
+
+A channel's scope (``channels:`` of the sources file) rides on the same viewer
+(:attr:`Viewer.sources`): both stores add it to their pre-filter, so a question asked in a scoped
+channel only ever ranks chunks of that channel's sources (and the cache key tells scoped viewers apart).
 """
 
 from __future__ import annotations

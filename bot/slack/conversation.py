@@ -7,7 +7,8 @@ Which messages are answered:
   mention (a group DM's answer is for everyone in it: it is read with a channel's audience, not the
   asker's own access).
 - ``message`` in a channel or private channel: only a reply in a thread where this bot already posted,
-  and only when it does not mention the bot (the ``app_mention`` of the same message answers it).
+  and only when it does not mention the bot (the ``app_mention`` of the same message answers it); in a
+  channel whose ``reply_in_threads`` is ``mention_only`` (``channels:`` of the sources file), never.
 - message subtypes other than people's (joins, edits, deletions, bot posts) are never answered.
 
 In an assistant thread the greeting and the suggested prompts come from :mod:`app.welcome` (the sources
@@ -262,6 +263,8 @@ class Conversations:
         thread_ts, ts = event.get("thread_ts"), event.get("ts")
         if not thread_ts or thread_ts == ts:
             return "ignored: not in a thread"
+        if not self.access.answers_thread_replies(event.get("channel", "")):
+            return "ignored: a thread reply without a mention (reply_in_threads: mention_only)"
         # One read per thread at a time: two quick replies in the same thread wait for the first
         # read instead of both calling conversations.replies.
         async with self.threads.lock(event["channel"], thread_ts):

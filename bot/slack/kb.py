@@ -6,7 +6,8 @@ answers through the command's ``response_url``:
 - ``/kb QUESTION``: ack "Searching…", then an ephemeral cited answer with feedback buttons and
   "Share in channel";
 - ``/kb help``: answered in the ack;
-- ``/kb status`` and ``/kb sources``: read the index and the state store, then answer ephemerally;
+- ``/kb status`` and ``/kb sources``: read the index and the state store, then answer ephemerally
+  (``/kb sources`` in a channel listed under ``channels:`` of the sources file also says its scope);
 - ``/kb reindex [SOURCE] [--full]``: admins only (``ADMIN_USER_IDS``). The ack says it started; the
   job (:class:`app.jobs.IndexJobs`, the same routine as the scheduled sync) runs on the job executor of
   this process, and a summary follows when it ends (ephemeral via ``response_url``; by DM if that
@@ -155,8 +156,8 @@ class KbCommands:
                 await _safe_respond(respond, render.error_message(f"Sorry, I couldn't read the {kind} right now.",
                                                                   ref))
                 return
-            out = render.status_message(result.rows) if kind == "status" else render.sources_message(result.names,
-                                                                                                      result.rows)
+            out = render.status_message(result.rows) if kind == "status" else render.sources_message(
+                result.names, result.rows, scope=self.access.scope(msg.channel_id))
             await respond_checked(respond, response_type="ephemeral", **out)
         except Exception:  # noqa: BLE001
             ref = error_reference()

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from agent.models import Citation, PendingAction, Reply
+from connectors.config import ChannelConfig
 
 from ..links import web_url
 from .commands import HELP_LINES
@@ -331,14 +332,25 @@ def help_message() -> dict[str, Any]:
     return {"text": "How to use /kb", "blocks": [_section(text)]}
 
 
-def sources_message(names: Sequence[str], status: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    """``/kb sources``: the configured sources with their page counts."""
+def sources_message(names: Sequence[str], status: Sequence[dict[str, Any]] = (),
+                    scope: ChannelConfig | None = None) -> dict[str, Any]:
+    """``/kb sources``: the configured sources with their page counts, and the scope of the channel where
+    it was asked (``scope``, its entry under ``channels:`` of the sources file; None: not listed)."""
     if not names:
         return notice("No sources are configured. An admin sets `CHATOPS_SOURCES` (for example "
                       "`folder:./wiki?name=handbook`) and runs `/kb reindex`.", ":open_file_folder:")
     pages = {row.get("source"): row.get("pages", 0) for row in status}
     lines = [f"• *{escape(n)}*: {pages.get(n, 0)} pages" for n in names]
-    return {"text": "Knowledge base sources", "blocks": [_section("*Knowledge base sources*\n" + "\n".join(lines))]}
+    blocks = [_section("*Knowledge base sources*\n" + "\n".join(lines))]
+    if scope is not None:
+        notes = []
+        if scope.sources is not None:
+            notes.append("In this channel I answer from: " + ", ".join(f"*{escape(n)}*" for n in scope.sources))
+        if scope.reply_in_threads == "mention_only":
+            notes.append("In this channel's threads I answer only when I am mentioned.")
+        if notes:
+            blocks.append(_context(notes))
+    return {"text": "Knowledge base sources", "blocks": blocks}
 
 
 def date_token(value: Any) -> str:

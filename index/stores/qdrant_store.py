@@ -7,19 +7,22 @@ server (HNSW, shared by several processes) with no other change.
 Access control (issue 11): each point's payload holds ``access``, the list of its chunk's
 :meth:`connectors.access.Access.tokens` (a keyword payload index on a server), and every search takes
 the asker's :class:`connectors.access.Viewer` and runs with a ``MatchAny`` payload filter on it, inside
-the nearest-neighbour query: a point the viewer may not read is never a candidate. In local mode,
+the nearest-neighbour query: a point the viewer may not read is never a candidate (a viewer scoped
+to some sources adds a ``MatchAny`` on the payload's ``source`` to the same filter). In local mode,
 whose filters run in Python point by point, the same test runs on a NumPy mirror of the collection
-(:mod:`index.stores.local_dense`), rebuilt after every write.
+(:mod:`index.stores.local_dense`), built once and then updated by every write the store makes (a
+write that fails drops it, and the next search rebuilds it from the collection).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +32,8 @@ from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard, storage_error
 from connectors.models import Chunk
-from .local_dense import DenseMirror, scroll_points
-from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_tokens
+from .local_dense import DenseMirror, MirrorPoint, scroll_points
+from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
 __all__ = ["QdrantStore", "point_id"]
 
@@ -65,7 +68,7 @@ class QdrantStore:
         # Local mode keeps points in plain Python structures: serialise access so a re-index in a
         # background thread cannot race a search. (A Qdrant server handles concurrency itself.)
         self._lock = threading.RLock() if not url else _NoLock()
-        self._mirror: DenseMirror | None = None  # local mode: vectors and access as arrays (dropped on writes)
+        self._mirror: DenseMirror | None = None  # local mode: vectors and access as arrays (kept in step by writes)
         # Local mode keeps every point in memory and writes through to one SQLite file per
         # collection: damage shows as sqlite3 or OS errors (reads are served from memory).
         self._guard = StoreGuard("the vector index", path or url or "", REBUILD_STORE,
@@ -111,14 +114,16 @@ class QdrantStore:
                 raise IndexCorruptError(
                     f"the vector index holds {size}-dimensional vectors but the embedder makes {self.dim}; "
                     "run `chatops index --full SOURCE` after changing EMBEDDING_MODEL")
-            if not self._is_local and "access" not in (info.payload_schema or {}):
-                self.client.create_payload_index(self.collection, "access", models.PayloadSchemaType.KEYWORD)
+            for key in ("access", "source"):  # keyword indexes of the pre-filter's fields (a channel's scope: source)
+                if not self._is_local and key not in (info.payload_schema or {}):
+                    self.client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)
             return
         self.client.create_collection(
             self.collection, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE))
         if not self._is_local:  # local mode ignores payload indexes (and warns)
             self.client.create_payload_index(self.collection, "doc_key", models.PayloadSchemaType.KEYWORD)
             self.client.create_payload_index(self.collection, "access", models.PayloadSchemaType.KEYWORD)
+            self.client.create_payload_index(self.collection, "source", models.PayloadSchemaType.KEYWORD)
 
     @property
     def _is_local(self) -> bool:
@@ -135,7 +140,7 @@ class QdrantStore:
         keys = list(doc_keys)
         if len(chunks) and vectors is None:
             raise ValueError("QdrantStore.replace needs one vector per chunk")
-        with self._guard(), self._lock:
+        with self._guard(), self._lock, self._mirror_in_step():
             self._replace(keys, chunks, vectors)
 
     def delete(self, doc_keys: Iterable[str]) -> None:
@@ -146,12 +151,22 @@ class QdrantStore:
         """Delete the points of these chunk ids (unknown ids are ignored)."""
         ids = [point_id(c) for c in chunk_ids]
         if ids:
-            with self._guard(), self._lock:
-                self._mirror = None
+            with self._guard(), self._lock, self._mirror_in_step():
                 self.client.delete(self.collection, points_selector=models.PointIdsList(points=ids), wait=True)
+                if self._mirror is not None:
+                    self._mirror.remove_ids(ids)
+
+    @contextlib.contextmanager
+    def _mirror_in_step(self) -> Iterator[None]:
+        """Around a write that updates the mirror itself: if anything fails, drop the mirror, so the
+        next search rebuilds it from the collection instead of trusting a half-applied change."""
+        try:
+            yield
+        except BaseException:
+            self._mirror = None
+            raise
 
     def _replace(self, keys: list[str], chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
-        self._mirror = None
         if keys:
             self.client.delete(self.collection, points_selector=models.FilterSelector(filter=models.Filter(
                 must=[models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys))])), wait=True)
@@ -160,6 +175,11 @@ class QdrantStore:
                       for i, c in enumerate(chunks)]
             for start in range(0, len(points), 256):
                 self.client.upsert(self.collection, points=points[start:start + 256], wait=True)
+        if self._mirror is not None:
+            self._mirror.remove_docs(keys)
+            if len(chunks) and vectors is not None:
+                self._mirror.add(MirrorPoint(point_id(c.chunk_id), vectors[i], tuple(c.access.tokens()), c.key)
+                                 for i, c in enumerate(chunks))
 
     def clear(self) -> None:
         """Drop and recreate the collection."""
@@ -176,14 +196,19 @@ class QdrantStore:
             ValueError: when ``viewer`` is not a :class:`Viewer`.
         """
         tokens = viewer_tokens(viewer, "the vector")
+        sources = viewer_sources(viewer)  # a channel's scope: one more condition of the same pre-filter
         if self._is_local:
             with self._lock:
-                hits = self._local_mirror().search(query, tokens, limit)
+                hits = self._local_mirror().search(query, tokens, limit, sources)
                 pts = self.client.retrieve(self.collection, ids=[h[0] for h in hits], with_payload=True,
                                            with_vectors=False) if hits else []
             payloads = {str(p.id): p.payload for p in pts if p.payload}
             return [StoredChunk(chunk_from_record(payloads[pid]), score) for pid, score in hits if pid in payloads]
         allowed = models.Filter(must=[models.FieldCondition(key="access", match=models.MatchAny(any=tokens))])
+        if sources is not None:
+            if not sources:
+                return []
+            allowed.must.append(models.FieldCondition(key="source", match=models.MatchAny(any=sources)))
         with self._lock:
             res = self.client.query_points(self.collection, query=query.tolist(), query_filter=allowed,
                                            limit=limit, with_payload=True)
@@ -197,10 +222,11 @@ class QdrantStore:
                 self._local_mirror()
 
     def _local_mirror(self) -> DenseMirror:
-        """The local collection as arrays (:class:`DenseMirror`), built on first use after a write."""
+        """The local collection as arrays (:class:`DenseMirror`), built on first use, then kept in step by the writes."""
         if self._mirror is None:
             self._mirror = DenseMirror(scroll_points(lambda offset: self.client.scroll(
-                self.collection, limit=1000, offset=offset, with_payload=["access"], with_vectors=True)), self.dim)
+                self.collection, limit=1000, offset=offset, with_payload=["access", "doc_key"],
+                with_vectors=True)), self.dim)
         return self._mirror
 
     def set_access(self, access: Mapping[str, Access]) -> int:
@@ -211,8 +237,7 @@ class QdrantStore:
             The number of points updated.
         """
         n = 0
-        with self._guard(), self._lock:
-            self._mirror = None
+        with self._guard(), self._lock, self._mirror_in_step():
             for key, acc in access.items():
                 where = models.Filter(must=[models.FieldCondition(key="doc_key", match=models.MatchValue(value=key))])
                 count = self.client.count(self.collection, count_filter=where, exact=True).count
@@ -221,6 +246,8 @@ class QdrantStore:
                                                                       "access_unresolved": acc.unresolved},
                                             points=where, wait=True)
                     n += count
+                    if self._mirror is not None:
+                        self._mirror.set_tokens({key: acc.tokens()})
         return n
 
     def fetch(self, chunk_ids: list[str]) -> dict[str, tuple[Chunk, np.ndarray]]:

@@ -9,7 +9,7 @@ from connectors.access import PUBLIC_TOKEN, Access, Viewer
 from connectors.models import Chunk
 
 __all__ = ["StoredChunk", "chunk_to_record", "chunk_from_record", "access_from_record", "viewer_tokens",
-           "SECTION_SEP", "LEGACY_ACCESS"]
+           "viewer_sources", "SECTION_SEP", "LEGACY_ACCESS"]
 
 SECTION_SEP = "\x1f"
 
@@ -81,3 +81,9 @@ def viewer_tokens(viewer: Viewer, store: str) -> list[str]:
         raise ValueError(f"{store} search needs the asker's access context (a connectors.access.Viewer), "
                          f"got {type(viewer).__name__}")
     return list(viewer.tokens())
+
+
+def viewer_sources(viewer: Viewer) -> list[str] | None:
+    """The sources ``viewer`` is scoped to (:attr:`Viewer.sources`), sorted; None when it searches every
+    source. An empty list (a scope that names nothing) must match no chunk: the stores return nothing."""
+    return None if viewer.sources is None else sorted(viewer.sources)
