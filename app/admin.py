@@ -182,7 +182,8 @@ class AdminService:
         t0 = time.monotonic()
         try:
             loop = asyncio.get_running_loop()
-            results = await loop.run_in_executor(self.executor, self.jobs.run, started.source, started.full)
+            results = await loop.run_in_executor(self.executor, self.jobs.run, started.source, started.full,
+                                                 f"{msg.platform}:{msg.user_id}")
         except Exception as exc:  # noqa: BLE001 - IndexJobs.run reports source failures itself; this is the rest
             log.exception("re-index of %s failed before it could start", target)
             error = f"{type(exc).__name__}: {exc}"
@@ -190,7 +191,8 @@ class AdminService:
             return AdminResult("reindex", "failed", names=started.names, source=started.source, full=started.full,
                                seconds=time.monotonic() - t0, error=error)
         seconds = time.monotonic() - t0
-        outcome: Outcome = "ok" if all(r.status == "ok" for r in results) else "failed"
+        # "queued": a web replica left it for the worker (chatops serve --role web), which is the request's success.
+        outcome: Outcome = "ok" if all(r.status in {"ok", "queued"} for r in results) else "failed"
         await self._audit(msg, AUDIT_REINDEX, target, outcome, {**detail, "seconds": round(seconds, 2), "results": [
             r.as_dict() for r in results]})
         log.info("re-index of %s by %s on %s: %s in %.1f s", target, msg.user_id, msg.platform, outcome, seconds)
@@ -292,6 +294,10 @@ def reindex_text(results: list[JobResult]) -> str:
             s = r.summary
             lines.append(f"- **{r.source}**: {s.added} added, {s.updated} updated, {s.deleted} deleted, "
                          f"{s.unchanged} unchanged ({s.seconds:.1f} s)")
+        elif r.status == "queued":
+            lines.append(f"- **{'every source' if r.source == '*' else r.source}**: {r.error}; "
+                         "`status` shows its run when it is done")
         else:
             lines.append(f"- **{r.source}**: {r.status}: {r.error}")
-    return "Re-index finished:\n" + "\n".join(lines)
+    head = "Re-index queued" if results and all(r.status == "queued" for r in results) else "Re-index finished"
+    return f"{head}:\n" + "\n".join(lines)

@@ -4,9 +4,15 @@ Sources come from the sources file (``CHATOPS_CONFIG``, default ``./chatops.yml`
 and from ``CHATOPS_SOURCES`` spec strings (``folder:./wiki?name=handbook``,
 ``confluence:URL?space=KEY``, ``mediawiki:API_URL``); names must be unique across both. Each run
 of a source goes through :class:`index.sync.SyncEngine`: the state store's lock
-``sync:<name>`` (one run per source at a time, across processes), fetch, convert, chunk, index,
-then the cursor; a run summary (added, updated, deleted, unchanged, skipped, errors, seconds,
+``sync:<index id>:<name>`` (one run per source and index at a time, across processes), fetch, convert,
+chunk, index, then the cursor (of this index: replicas with their own data dirs on one database each
+keep theirs, see :mod:`index.identity`); a run summary (added, updated, deleted, unchanged, skipped, errors, seconds,
 calls) is recorded, and on failure the error, while the indexes keep serving what they had.
+
+Writers and readers (issue 12, step 3): ``chatops worker`` (:mod:`bot.worker`) and the default ``chatops
+serve`` write the index; ``chatops serve --role web`` builds its jobs with ``writes=False``, so
+:meth:`IndexJobs.run` (``/kb reindex``) leaves a job in the state store's ``index_jobs`` table for the
+worker of the same index (:meth:`IndexJobs.run_queued`) instead of writing, and answers ``queued``.
 
 Confluence sources also get a permission sync (:meth:`IndexJobs.run_permissions`, every
 ``permissions_interval``, default 1h): under the same lock, it re-reads every indexed page's read
@@ -16,7 +22,10 @@ access and the members of its groups (:meth:`index.sync.SyncEngine.run_permissio
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,7 +41,8 @@ from connectors.errors import SourceSpecError
 from connectors.sources import parse_source_spec
 from index.indexer import IndexReport
 from index.summary import SyncSummary
-from index.sync import SyncEngine, sources_status
+from index.identity import index_id_of
+from index.sync import SyncEngine, adopt_legacy, holder_is_gone, sources_status
 from state import StateStore, StateStoreError
 
 from .sources_file import load_sources_config, split_specs
@@ -63,8 +73,9 @@ class JobResult:
     """What one source's run did.
 
     Attributes:
-        source: the source name.
-        status: ``ok``, ``failed``, ``busy`` (another run holds the lock) or ``unknown`` (no such source).
+        source: the source name (``*`` for a queued re-index of every source).
+        status: ``ok``, ``failed``, ``busy`` (another run holds the lock), ``unknown`` (no such source) or
+            ``queued`` (left for the worker by a process that does not write the index; ``error`` says which job).
         summary: the run summary (``added``, ``updated``, ``deleted``, ``unchanged``, ``skipped``,
             ``errors`` (messages), ``seconds``, ``calls``, ...); ``None`` when the run did not start
             (busy, unknown, a source that could not be built).
@@ -72,7 +83,7 @@ class JobResult:
     """
 
     source: str
-    status: str  # ok | failed | busy | unknown
+    status: str  # ok | failed | busy | unknown | queued
     summary: SyncSummary | None = None
     error: str = ""
 
@@ -92,6 +103,8 @@ class IndexJobs:
             config entries (built into connectors on first use, so a missing credential fails
             that source's runs with a clear error instead of the whole bot), or a ``ChatopsConfig``.
         default_schedule: the schedule of sources that declare none (``None``: not scheduled).
+        writes: False in a process that must not write the index (``chatops serve --role web``):
+            :meth:`run` then queues the re-index for the worker instead of running it.
 
     Attributes:
         config: the sources as a config (for the scheduler).
@@ -100,7 +113,8 @@ class IndexJobs:
     """
 
     def __init__(self, runtime: Runtime, store: StateStore, sources: list | ChatopsConfig | None = None,
-                 default_schedule: Schedule | None = None) -> None:
+                 default_schedule: Schedule | None = None, *, writes: bool = True) -> None:
+        self.writes = writes
         self.runtime = runtime
         self.store = store
         self.default_schedule = default_schedule
@@ -121,9 +135,11 @@ class IndexJobs:
             {"sources": [c.model_dump(mode="python") for c in configs]})
         self._built: dict[str, Any] = {}
         self.engine = SyncEngine(runtime.index, store, lock_ttl=timedelta(minutes=30), write_lock=self._write)
+        if writes:
+            adopt_legacy(runtime.index.manifest, store, runtime.index.index_id)  # cursors from before 0004
 
     @classmethod
-    def from_settings(cls, runtime: Runtime, store: StateStore, settings=None) -> IndexJobs:
+    def from_settings(cls, runtime: Runtime, store: StateStore, settings=None, *, writes: bool = True) -> IndexJobs:
         """Jobs for the sources of ``CHATOPS_CONFIG`` and ``CHATOPS_SOURCES`` (see :func:`load_sources_config`).
 
         Raises:
@@ -133,7 +149,7 @@ class IndexJobs:
         cfg = load_sources_config(settings)
         interval = str(getattr(settings, "chatops_sync_interval", "") or "off").strip()
         default = None if interval.lower() in {"off", "none", "0", ""} else Schedule(interval=interval)
-        return cls(runtime, store, cfg, default_schedule=default)
+        return cls(runtime, store, cfg, default_schedule=default, writes=writes)
 
     def names(self) -> list[str]:
         """Configured source names."""
@@ -173,8 +189,16 @@ class IndexJobs:
                 self._built[name] = build_source(s)
             return self._built[name]
 
-    def run(self, source: str | None = None, full: bool = False) -> list[JobResult]:
-        """Sync one source (or all, one after the other); never raises for a source's failure."""
+    def run(self, source: str | None = None, full: bool = False, requested_by: str = "") -> list[JobResult]:
+        """Sync one source (or all, one after the other); never raises for a source's failure.
+
+        In a process that does not write the index (``writes=False``) a known source (or all) is queued
+        for the worker instead (one ``queued`` result naming the job; ``requested_by`` is stored with it).
+        """
+        if not self.writes and (source is None or source in self.sources):
+            job = self.store.enqueue_index_job(self.runtime.index.index_id, source, full, requested_by)
+            log.info("re-index of %s queued for the worker as job %d", source or "every source", job)
+            return [JobResult(source or "*", "queued", None, f"queued for the worker as job {job}")]
         names = [source] if source else self.names()
         results = []
         for name in names:
@@ -186,7 +210,7 @@ class IndexJobs:
                 src = self.source(name)
             except Exception as exc:  # noqa: BLE001 - e.g. a missing credential: recorded, the others go on
                 error = f"{type(exc).__name__}: {exc}"
-                run_id = self.store.start_run(name)
+                run_id = self.store.start_run(name, index_id=self.runtime.index.index_id)
                 self.store.finish_run(run_id, "failed", {}, error=error)
                 results.append(JobResult(name, "failed", None, error))
                 continue
@@ -204,11 +228,39 @@ class IndexJobs:
             src = self.source(source)
         except Exception as exc:  # noqa: BLE001 - e.g. a missing credential: recorded, the bot goes on
             error = f"{type(exc).__name__}: {exc}"
-            run_id = self.store.start_run(source)
+            run_id = self.store.start_run(source, index_id=self.runtime.index.index_id)
             self.store.finish_run(run_id, "failed", SyncSummary(mode="permissions").as_dict(), error=error)
             return JobResult(source, "failed", None, error)
         res = self.engine.run_permissions(src)
         return JobResult(source, res.status, res.summary, res.error)
+
+    def run_queued(self, owner: str | None = None, limit: int = 10) -> list[tuple[int, list[JobResult]]]:
+        """Run the re-index jobs web replicas queued for this index (oldest first, at most ``limit``; and any
+        left running by a killed worker of this host), each claimed once (:meth:`state.StateStore.claim_index_job`) and finished with its results; never raises
+        for a source's failure. Returns ``[(job id, results)]``; a worker calls it every few seconds.
+
+        Raises:
+            RuntimeError: in a process that does not write the index (``writes=False``).
+        """
+        if not self.writes:
+            raise RuntimeError("this process does not write the index; the worker runs queued jobs")
+        owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        done: list[tuple[int, list[JobResult]]] = []
+        for _ in range(limit):
+            # A job left running by a worker of this host that was killed is run again.
+            job = self.store.claim_index_job(self.runtime.index.index_id, owner, is_dead=holder_is_gone)
+            if job is None:
+                break
+            try:
+                results = self.run(job.source or None, full=job.full)
+            except Exception as exc:  # noqa: BLE001 - recorded on the job; the worker goes on
+                results = [JobResult(job.source or "*", "failed", None, f"{type(exc).__name__}: {exc}")]
+            status = "done" if all(r.status == "ok" for r in results) else "failed"
+            self.store.finish_index_job(job.id, owner, status, [r.as_dict() for r in results])
+            log.info("index job %d (%s, requested by %s): %s", job.id, job.source or "every source",
+                     job.requested_by or "?", status)
+            done.append((job.id, results))
+        return done
 
     def next_runs(self) -> dict[str, datetime | None]:
         """Next scheduled run per source (empty without a running scheduler)."""
@@ -221,7 +273,8 @@ class IndexJobs:
         :class:`SyncSummary` or ``None``), ``last_error``, ``next_run``, ``schedule``, ``watermark``.
         """
         schedules = {n: s.describe() if s else None for n, s in self.schedules().items()}
-        return sources_status(self.runtime.index.manifest, self.store, self.names(), self.next_runs(), schedules)
+        return sources_status(self.runtime.index.manifest, self.store, self.names(), self.next_runs(), schedules,
+                              index_id=self.runtime.index.index_id)
 
     def close(self) -> None:
         """Close the connectors built from config entries (their HTTP clients)."""
@@ -260,19 +313,21 @@ class RunLog:
 
     Args:
         store: the state store, or ``None`` (nothing is recorded).
+        index_id: the id of the index the runs write (:attr:`index.knowledge.KnowledgeIndex.index_id`).
     """
 
-    def __init__(self, store: StateStore | None) -> None:
+    def __init__(self, store: StateStore | None, index_id: str) -> None:
         self.store = store
+        self.index_id = index_id
 
     @classmethod
-    def open(cls, settings) -> RunLog:
-        """A log on the settings' state store (``DATABASE_URL`` or the data dir's SQLite)."""
+    def open(cls, settings, index_id: str) -> RunLog:
+        """A log on the settings' state store (``DATABASE_URL`` or the data dir's SQLite) for the index ``index_id``."""
         try:
-            return cls(StateStore(settings.state_url))
+            return cls(StateStore(settings.state_url), index_id)
         except StateStoreError as exc:
             log.warning("index runs are not recorded: %s", exc)
-            return cls(None)
+            return cls(None, index_id)
 
     @contextmanager
     def run(self, source: str) -> Iterator[Callable[..., None]]:
@@ -280,7 +335,7 @@ class RunLog:
         :class:`~index.indexer.IndexReport` (and ``pages=``, the source's pages in the index after it).
         The run is recorded with a :class:`SyncSummary` of mode ``index``. An exception records the
         run as failed and propagates."""
-        run_id = self._call(self.store.start_run, source) if self.store else None
+        run_id = self._call(self.store.start_run, source, index_id=self.index_id) if self.store else None
         done: list[SyncSummary] = []
 
         def record(rep: IndexReport, pages: int | None = None) -> None:
@@ -325,7 +380,9 @@ def cli_sources_list(settings, as_json: bool = False) -> int:
     store = StateStore(settings.state_url)
     manifest = Manifest(settings.index_dir / "manifest.sqlite")
     try:
-        rows = sources_status(manifest, store, sorted(configured))
+        index_id = index_id_of(manifest, settings.qdrant_url)
+        adopt_legacy(manifest, store, index_id)
+        rows = sources_status(manifest, store, sorted(configured), index_id=index_id)
     finally:
         manifest.close()
         store.close()
@@ -343,7 +400,8 @@ def cli_sources_list(settings, as_json: bool = False) -> int:
 
 
 def cli_sources_remove(settings, name: str, yes: bool = False) -> int:
-    """``chatops sources remove NAME --yes``: delete NAME's pages from both indexes, forget its cursor and runs.
+    """``chatops sources remove NAME --yes``: delete NAME's pages from both indexes, forget its cursor and runs
+    (this index's: other indexes sharing the state store keep theirs, and their pages).
 
     Returns:
         0 when removed, 2 without ``--yes`` or for a name with no pages (nothing changes then).
@@ -367,11 +425,12 @@ def cli_sources_remove(settings, name: str, yes: bool = False) -> int:
                   "to do it", file=sys.stderr)
             return 2
         rep = Indexer(index).remove_source(name)
+        index_id = index.index_id
     finally:
         index.close()
     store = StateStore(settings.state_url)
     try:
-        store.forget_source(name)
+        store.forget_source(name, index_id=index_id)
     finally:
         store.close()
     print(f"{name}: removed {rep.deleted} pages ({rep.chunks_deleted} chunks)")
@@ -433,7 +492,8 @@ def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) ->
 def cli_status(settings, as_json: bool = False) -> int:
     """``chatops status [--json]``: per source, pages and chunks indexed, the last run and its summary.
 
-    Reads only the index manifest and the state store, so it works while ``chatops serve`` holds the index.
+    Reads only the index manifest and the state store, so it works while ``chatops serve`` holds the index (it
+    writes only the adoption of cursors recorded before they were kept per index: :func:`index.sync.adopt_legacy`).
     """
     import json
 
@@ -448,7 +508,9 @@ def cli_status(settings, as_json: bool = False) -> int:
     store = StateStore(settings.state_url)
     manifest = Manifest(settings.index_dir / "manifest.sqlite")
     try:
-        rows = sources_status(manifest, store, [s.name for s in cfg.sources], None, schedules)
+        index_id = index_id_of(manifest, settings.qdrant_url)
+        adopt_legacy(manifest, store, index_id)
+        rows = sources_status(manifest, store, [s.name for s in cfg.sources], None, schedules, index_id=index_id)
         retention = status_line(store)
     finally:
         manifest.close()

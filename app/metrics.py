@@ -91,12 +91,16 @@ class StoreCollector(Collector):
         manifest: the index's manifest (pages and chunks per source).
         store: the state store (sync runs, pending actions).
         clock: seconds since the epoch (tests may pass their own).
+        index_id: the id of the index ``manifest`` describes: the last successful sync per source is
+            that of runs into this index (replicas sharing the state store each report their own);
+            ``None``: runs into any index.
 
     A query that fails (database down) is logged and its gauges are left out of that scrape; ``/readyz``
     is where the failure shows.
     """
 
-    def __init__(self, manifest: Manifest, store: StateStore, clock=time.time) -> None:
+    def __init__(self, manifest: Manifest, store: StateStore, clock=time.time, *, index_id: str | None = None) -> None:
+        self.index_id = index_id
         self.manifest = manifest
         self.store = store
         self.clock = clock
@@ -120,7 +124,7 @@ class StoreCollector(Collector):
             yield pages
             yield chunks
         try:
-            last = self.store.last_successful_runs()
+            last = self.store.last_successful_runs(self.index_id)
             pending = self.store.pending_counts()
         except Exception:  # noqa: BLE001
             log.warning("metrics: cannot read the state store", exc_info=True)

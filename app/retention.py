@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from state import StateStore
+from state import NO_INDEX, StateStore
 from state.retention import Cutoffs, ForgetReport, forget_user, purge
 
 __all__ = ["RetentionPolicy", "Retention", "RetentionReport", "RUN_SOURCE", "status_line", "cli_purge",
@@ -96,7 +96,7 @@ class Retention:
         now = now or datetime.now(timezone.utc)
         started = time.monotonic()
         cut = self.policy.cutoffs(now)
-        run_id = self.store.start_run(RUN_SOURCE)
+        run_id = self.store.start_run(RUN_SOURCE, index_id=NO_INDEX)  # the purge belongs to no index
         try:
             counts = purge(self.store, cut)
             if self.purge_calendar is not None:

@@ -69,7 +69,7 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
     sources = [parse_source_spec(s) for s in specs]
     own = index is None
     index = index or open_index(settings, repair=True)  # an indexing run rebuilds a damaged store
-    runs = RunLog.open(settings)  # each run is recorded like a sync, so `chatops status` shows it
+    runs = RunLog.open(settings, index.index_id)  # each run is recorded like a sync, so `chatops status` shows it
     try:
         indexer = Indexer(index)
         for src in sources:
@@ -281,11 +281,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """``chatops serve [--host H] [--port P] [--socket-mode] [--no-sync]``: the Slack bot's web server."""
+    """``chatops serve [--host H] [--port P] [--socket-mode] [--no-sync] [--role all|web]``: the bot's web server."""
     from .server import serve
 
     return serve(_settings(), host=args.host, port=args.port, socket_mode=args.socket_mode,
-                 initial_sync=not args.no_sync)
+                 initial_sync=not args.no_sync, role=args.role)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """``chatops worker [--no-sync]``: run the schedules, the queued re-index jobs and the purge; write the index."""
+    from .worker import run_worker
+
+    return run_worker(_settings(), initial_sync=not args.no_sync)
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
@@ -461,7 +468,17 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--socket-mode", action="store_true", help="receive Slack over Socket Mode (SLACK_APP_TOKEN) "
                     "instead of HTTP; /healthz and /readyz are still served")
     ps.add_argument("--no-sync", action="store_true", help="skip the start-up sync of CHATOPS_SOURCES")
+    ps.add_argument("--role", choices=["all", "web"], default="all",
+                    help="all (default): answer and write the index; web: answer only, /kb reindex queues a job "
+                         "for `chatops worker` (needs QDRANT_URL)")
     ps.set_defaults(func=cmd_serve)
+    pw = _command(sub, "worker", "write the index: run the syncs on their schedules and the queued re-index jobs",
+                  "Run the schedules of the configured sources (content and permission syncs), the re-index jobs "
+                  "that `chatops serve --role web` replicas queued for this index, and the daily retention purge. "
+                  "Serves no chat platform. SIGINT or SIGTERM stops it cleanly.",
+                  ["chatops worker", "chatops worker --no-sync"])
+    pw.add_argument("--no-sync", action="store_true", help="skip the start-up sync of CHATOPS_SOURCES")
+    pw.set_defaults(func=cmd_worker)
     py = _command(sub, "sync", "sync the configured sources once (chatops.yml / CHATOPS_SOURCES)",
                   "Run the scheduled sync job once for every configured source (or one): fetch what changed "
                   "since the cursor, index it, then move the cursor. Exit 1 when a source's run failed.",

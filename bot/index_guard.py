@@ -84,7 +84,8 @@ class FirstSync:
     """Whether a server that started on an empty index has synced every configured source once.
 
     Ready at once when the index held pages at start (an earlier run's); otherwise not ready until
-    each configured source has a successful run recorded in the state store, and never ready with no
+    each configured source has a successful run into *this* index recorded in the state store (another
+    replica's runs into its own index do not fill this one), and never ready with no
     source configured and nothing indexed (there would be nothing to answer from).
 
     Args:
@@ -95,6 +96,7 @@ class FirstSync:
 
     def __init__(self, index: KnowledgeIndex, store, names) -> None:
         self.had_pages = index.stats()["pages"] > 0
+        self.index_id = index.index_id
         self.store = store
         self.names = names
         self._done: set[str] = set()
@@ -107,7 +109,8 @@ class FirstSync:
         if not names:
             return "nothing is indexed and no source is configured: set CHATOPS_SOURCES or list sources in chatops.yml"
         for name in names:
-            if name not in self._done and any(r.status == "ok" for r in self.store.last_runs(name, limit=5)):
+            if name not in self._done and any(r.status == "ok" for r in self.store.last_runs(name, limit=5,
+                                                                                         index_id=self.index_id)):
                 self._done.add(name)
         pending = [n for n in names if n not in self._done]
         return f"waiting for the first sync of {', '.join(pending)}" if pending else None

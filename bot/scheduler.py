@@ -27,6 +27,11 @@ scheduler's time zone; a fixed time, so restarts never postpone it), the retenti
 run that ``chatops status`` shows), in a worker thread; a run missed by up to 12 hours still runs, and a
 stop during a run lets it finish.
 
+A process that does not write the index (``chatops serve --role web``: its jobs have ``writes=False``)
+gets no sync or permission job: those are the worker's. A process that writes it (``chatops worker``, the
+default ``chatops serve``) gets :func:`add_queue_job`: every :data:`QUEUE_INTERVAL_SECONDS` it runs the
+re-index jobs web replicas of its index queued (:meth:`app.jobs.IndexJobs.run_queued`), in a worker thread.
+
 Usage inside ``chatops serve`` (from a coroutine, i.e. with the event loop running)::
 
     jobs = IndexJobs.from_settings(runtime, store, settings)
@@ -54,7 +59,8 @@ from app.retention import Retention, RetentionReport
 __all__ = ["build_scheduler", "start_scheduler", "next_run_times", "run_scheduled_sync", "JOB_PREFIX",
            "PERMISSIONS_PREFIX", "run_scheduled_permissions",
            "add_outbox_job", "run_outbox", "OUTBOX_JOB_ID", "OUTBOX_INTERVAL_SECONDS",
-           "add_retention_job", "run_retention", "RETENTION_JOB_ID", "RETENTION_AT"]
+           "add_retention_job", "run_retention", "RETENTION_JOB_ID", "RETENTION_AT",
+           "add_queue_job", "run_queue", "QUEUE_JOB_ID", "QUEUE_INTERVAL_SECONDS"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +71,31 @@ OUTBOX_INTERVAL_SECONDS = 30.0
 RETENTION_JOB_ID = "retention"
 #: When the daily purge runs (hour, minute), in the scheduler's time zone: a quiet hour.
 RETENTION_AT = (3, 17)
+QUEUE_JOB_ID = "index-queue"
+#: How often a writing process looks for re-index jobs queued by web replicas.
+QUEUE_INTERVAL_SECONDS = 5.0
+
+
+def run_queue(jobs: IndexJobs) -> int:
+    """The queue job's body: run the re-index jobs queued for this index (:meth:`IndexJobs.run_queued`);
+    returns how many ran. Never raises (a state store outage is logged; the next run tries again)."""
+    try:
+        done = jobs.run_queued()
+    except Exception:  # noqa: BLE001 - a store outage must not kill the job
+        log.exception("running the queued re-index jobs failed; retrying at the next run")
+        return 0
+    for job_id, results in done:
+        log.info("queued re-index job %d: %s", job_id, ", ".join(f"{r.source} {r.status}" for r in results))
+    return len(done)
+
+
+def add_queue_job(scheduler: AsyncIOScheduler, jobs: IndexJobs, interval_seconds: float = QUEUE_INTERVAL_SECONDS) -> None:
+    """Add (or replace) the job ``index-queue``: :func:`run_queue` every ``interval_seconds`` (first right
+    away), one run at a time, missed runs collapsed into one."""
+    scheduler.add_job(run_queue, trigger="interval", seconds=interval_seconds, args=(jobs,), id=QUEUE_JOB_ID,
+                      next_run_time=datetime.now(scheduler.timezone),
+                      name=f"queued re-index jobs (every {interval_seconds:g} s)", max_instances=1, coalesce=True,
+                      misfire_grace_time=max(1, int(interval_seconds)), replace_existing=True)
 
 
 def run_scheduled_sync(jobs: IndexJobs, name: str) -> str:
@@ -178,14 +209,16 @@ def build_scheduler(jobs: IndexJobs, config: ChatopsConfig | None = None, *, eve
     scheduler = AsyncIOScheduler(timezone=ZoneInfo(opts.timezone),
                                  job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": grace},
                                  **kwargs)
-    for name, schedule in sorted(jobs.schedules().items()):
+    if not jobs.writes:
+        log.info("this process does not write the index: the syncs are the worker's (chatops worker)")
+    for name, schedule in sorted(jobs.schedules().items() if jobs.writes else []):
         if schedule is None:
             log.info("source %s has no schedule; it syncs only on demand", name)
             continue
         scheduler.add_job(run_scheduled_sync, trigger=schedule.trigger(opts.timezone), args=(jobs, name),
                           id=JOB_PREFIX + name, name=f"sync {name} ({schedule.describe()})",
                           max_instances=1, coalesce=True, misfire_grace_time=grace, replace_existing=True)
-    for name, every in sorted(jobs.permission_schedules().items()):
+    for name, every in sorted(jobs.permission_schedules().items() if jobs.writes else []):
         scheduler.add_job(run_scheduled_permissions, trigger="interval", seconds=int(every.total_seconds()),
                           args=(jobs, name), id=PERMISSIONS_PREFIX + name,
                           name=f"permission sync {name} (every {every})", max_instances=1, coalesce=True,

@@ -13,6 +13,13 @@ starts the scheduler (:mod:`bot.scheduler`: the syncs, and the outbox's delivery
 through each served platform's sender), runs an incremental sync of every source in the
 background at start-up (unless ``--no-sync``), and runs until SIGINT/SIGTERM, then drains background
 work and closes everything. Index jobs (start-up sync, ``/kb reindex``) share one worker thread.
+
+Roles (issue 12, step 3): the default (``role="all"``) answers and writes the index (the syncs, ``/kb
+reindex``, and the re-index jobs web replicas of its index queued). ``role="web"`` (``chatops serve --role
+web``) answers and never writes: no start-up sync, no scheduled sync, and ``/kb reindex`` queues a job in
+the state store for the worker (``chatops worker``, :mod:`bot.worker`). A web replica needs ``QDRANT_URL``:
+an embedded index is one process's (its local Qdrant is locked by the process that opened it), so a web
+replica beside a worker on one data dir could not open it, and on its own data dir nobody would write it.
 """
 
 from __future__ import annotations
@@ -274,12 +281,19 @@ class ServerThread:
         self.loop.close()
 
 
+ROLES = ("all", "web")
+
+
 def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mode: bool = False,
-          initial_sync: bool = True) -> int:
+          initial_sync: bool = True, role: str = "all") -> int:
     """Run ``chatops serve`` until SIGINT/SIGTERM (see the module docstring); returns the exit status.
 
+    Args:
+        role: ``all`` (answer and write the index) or ``web`` (answer only; see the module docstring).
+
     Raises:
-        ServeError: when no platform is configured, for incomplete Slack settings, or an unreachable state store.
+        ServeError: when no platform is configured, for incomplete Slack settings, an unreachable state store,
+            an unknown role, or the web role without ``QDRANT_URL``.
         connectors.errors.ConnectorError: for a bad sources file or spec, or a locked or corrupt index.
     """
     from connectors.errors import ConnectorError
@@ -297,6 +311,12 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     from app.outbox import Outbox
     from .slack.outbox import SlackDmSender
 
+    if role not in ROLES:
+        raise ServeError(f"unknown role {role!r}: use all (answer and write the index) or web (answer only)")
+    writes = role != "web"
+    if not writes and not settings.qdrant_url:
+        raise ServeError("`chatops serve --role web` reads a shared index: set QDRANT_URL (with the embedded "
+                         "index one process both writes and answers: run `chatops serve` without --role)")
     slack_wanted = socket_mode or bool(settings.slack_bot_token or settings.slack_signing_secret)
     teams_wanted = bool(settings.microsoft_app_id or settings.teams_allow_unauthenticated)
     if not (slack_wanted or teams_wanted):
@@ -331,7 +351,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     # A store that fails while serving (damaged, disk full) gets users a short reply, not an error.
     runtime.agent = IndexGuardedAgent(runtime.agent)  # type: ignore[assignment]
     try:
-        jobs = IndexJobs.from_settings(runtime, store, settings)
+        jobs = IndexJobs.from_settings(runtime, store, settings, writes=writes)
     except Exception:
         runtime.close()
         store.close()
@@ -367,14 +387,16 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         return await asyncio.to_thread(index_readiness, runtime.index, first_sync)
 
     app = create_app(adapters, checks={"state": state_ready, "index": index_ready},
-                     collectors=[StoreCollector(runtime.index.manifest, store)])
+                     collectors=[StoreCollector(runtime.index.manifest, store, index_id=runtime.index.index_id)])
     try:
         mode = ", ".join(filter(None, ["Slack: socket mode" if socket_mode else ("Slack: /slack/events" if config else ""),
                                        "Teams: /api/messages" if teams_wanted else ""]))
         from app.retention import Retention
 
         retention = Retention.from_settings(store, settings)  # the daily purge (RETENTION_DAYS_*)
-        asyncio.run(_run(app, host, port, executor, jobs, initial_sync, mode, outbox, retention))
+        if not writes:
+            mode += "; web role: syncs and re-indexes are the worker's"
+        asyncio.run(_run(app, host, port, executor, jobs, initial_sync and writes, mode, outbox, retention))
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         jobs.close()
@@ -385,7 +407,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
 
 async def _run(app: web.Application, host: str, port: int, executor: Executor, jobs: Any, initial_sync: bool,
                mode: str, outbox: Any = None, retention: Any = None) -> None:
-    from .scheduler import add_outbox_job, add_retention_job, start_scheduler
+    from .scheduler import add_outbox_job, add_queue_job, add_retention_job, start_scheduler
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -407,6 +429,8 @@ async def _run(app: web.Application, host: str, port: int, executor: Executor, j
             add_outbox_job(scheduler, outbox)  # scheduled messages (reminders), every 30 s
         if retention is not None:
             add_retention_job(scheduler, retention)  # the retention purge, daily
+        if jobs.writes:
+            add_queue_job(scheduler, jobs)  # re-index jobs queued by web replicas of this index
         if initial_sync and jobs.names():
             fut = loop.run_in_executor(executor, jobs.run)
             fut.add_done_callback(_log_sync)

@@ -4,7 +4,11 @@ Layout under the index folder::
 
     whoosh/          BM25F index
     qdrant/          local-mode Qdrant (absent when QDRANT_URL is used)
-    manifest.sqlite  pages, write journal, metadata (embedding model, index version)
+    manifest.sqlite  pages, write journal, metadata (embedding model, index version, index id)
+
+The index has an id (:attr:`KnowledgeIndex.index_id`, see :mod:`index.identity`): sync cursors, run
+records and sync locks in the shared state store are keyed by it, so replicas with their own index
+each keep their own cursor, and replicas writing one Qdrant collection share one.
 
 Opening a :class:`KnowledgeIndex` runs journal recovery (see :mod:`index.manifest`), so the
 two stores agree from the moment it is open, even after a run that was killed half-way.
@@ -34,6 +38,7 @@ from connectors.errors import IndexCorruptError, IndexOutdatedError
 
 from .embeddings import Embedder
 from .faults import quarantine, reason
+from .identity import ensure_index_id
 from .manifest import Manifest
 from .stores import QdrantStore, WhooshStore
 
@@ -82,6 +87,11 @@ class KnowledgeIndex:
         repair: move a damaged local store aside and start it empty instead of raising (for
             indexing runs, whose reconciliation refills it); :attr:`rebuilt` lists what was moved.
 
+    Attributes:
+        index_id: the index's id (:func:`index.identity.ensure_index_id`): random and kept in the manifest
+            for an embedded index (a new one after :meth:`clear`), derived from ``qdrant_url`` and
+            ``collection`` for a shared one.
+
     Raises:
         IndexCorruptError, IndexLockedError, DiskFullError: from the manifest and the stores.
         IndexOutdatedError: (``repair=False``) the index was built before read access was recorded.
@@ -94,6 +104,7 @@ class KnowledgeIndex:
         self.embedder = embedder
         #: Damaged stores moved aside on open (``"bm25 (moved to whoosh.corrupt-...)"``), for the run's report.
         self.rebuilt: list[str] = []
+        self._where = (qdrant_url, collection)
         self.manifest = Manifest(self.path / "manifest.sqlite")
         try:
             self.whoosh = self._open_store("bm25", self.path / "whoosh", lambda: WhooshStore(self.path / "whoosh"),
@@ -121,6 +132,7 @@ class KnowledgeIndex:
             self.clear()
         self.manifest.set("embedding_model", embedder.model_id)
         self.manifest.set("schema_version", SCHEMA_VERSION)
+        self.index_id = ensure_index_id(self.manifest, *self._where)
         self.recover()
 
     def _open_store(self, name: str, folder: Path, open_store, repair: bool):
@@ -174,12 +186,14 @@ class KnowledgeIndex:
         return pending
 
     def clear(self) -> None:
-        """Empty both stores and the manifest (``--full`` re-index)."""
+        """Empty both stores and the manifest (``--full`` re-index); an embedded index gets a new
+        :attr:`index_id` (it holds nothing, so no earlier cursor describes it)."""
         self.whoosh.clear()
         self.qdrant.clear()
         self.manifest.clear()
         self.manifest.set("embedding_model", self.embedder.model_id)
         self.manifest.set("schema_version", SCHEMA_VERSION)
+        self.index_id = ensure_index_id(self.manifest, *self._where)
 
     def consistency(self) -> ConsistencyReport:
         """Compare chunk ids across both stores and the manifest."""

@@ -1,5 +1,8 @@
 """The sync engine's port to persistent state: cursors, run records and cross-process locks.
 
+Cursors and runs are kept per index (``index_id``, :mod:`index.identity`): several indexes (replicas
+with their own data dirs) may share one state store, and a cursor describes one of them.
+
 :class:`SyncState` is a :class:`typing.Protocol`: :class:`state.StateStore` satisfies it
 structurally (``state`` imports nothing of ours), and so can any other store a test or a
 deployment brings. Summaries cross the port as JSON-ready dicts
@@ -48,24 +51,30 @@ class SyncState(Protocol):
     Every method may raise the store's own error when the database cannot be reached.
     """
 
-    def get_cursor(self, source: str) -> dict[str, Any] | None:
-        """The cursor saved for ``source`` by :meth:`set_cursor`, or ``None``."""
+    def get_cursor(self, source: str, *, index_id: str) -> dict[str, Any] | None:
+        """The cursor saved for ``source`` in the index ``index_id`` by :meth:`set_cursor`, or ``None``."""
         ...
 
-    def set_cursor(self, source: str, cursor: dict[str, Any]) -> None:
-        """Save ``source``'s cursor (JSON-ready); called only once the indexes committed."""
+    def set_cursor(self, source: str, cursor: dict[str, Any], *, index_id: str) -> None:
+        """Save ``source``'s cursor (JSON-ready) for the index ``index_id``; called only once it committed."""
         ...
 
-    def start_run(self, source: str) -> int:
-        """Record that a run of ``source`` started; returns its run id."""
+    def adopt_legacy(self, index_id: str, sources: Iterable[str]) -> int:
+        """Give the index ``index_id`` the cursors and runs of ``sources`` recorded before cursors were
+        kept per index (called only with sources whose pages that index holds); returns the count."""
+        ...
+
+    def start_run(self, source: str, *, index_id: str) -> int:
+        """Record that a run of ``source`` into the index ``index_id`` started; returns its run id."""
         ...
 
     def finish_run(self, run_id: int, status: str, summary: dict[str, Any], error: str = "") -> None:
         """Record the run's outcome (``ok`` or ``failed``), its summary dict and error."""
         ...
 
-    def last_runs(self, source: str | None = None, limit: int = 10) -> Sequence[RunRecord]:
-        """The latest runs, newest first (of one source, or all)."""
+    def last_runs(self, source: str | None = None, limit: int = 10, *,
+                  index_id: str | None = None) -> Sequence[RunRecord]:
+        """The latest runs, newest first (of one source, or all; into the index ``index_id``, or any)."""
         ...
 
     def acquire_lock(self, name: str, owner: str, ttl: timedelta = ...) -> bool:

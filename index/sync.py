@@ -2,9 +2,12 @@
 
 A run (:meth:`SyncEngine.run`):
 
-1. takes the state store's lock ``sync:<source>`` (one run per source at a time, across threads,
-   processes and machines sharing the database; renewed while the run goes on, expiring after
-   ``lock_ttl`` if its holder died), else returns ``busy``;
+1. takes the state store's lock ``sync:<index id>:<source>`` (one run per source and index at a time,
+   across threads, processes and machines sharing the database; renewed while the run goes on,
+   expiring after ``lock_ttl`` if its holder died), else returns ``busy``. Cursors, runs and the lock
+   are the index's (:attr:`KnowledgeIndex.index_id <index.knowledge.KnowledgeIndex.index_id>`):
+   replicas with their own index on one database sync it at the same time, each from its own cursor,
+   and replicas that share one index share one lock and one cursor;
 2. records the run's start (``start_run`` of the :class:`~index.ports.SyncState` port, which
    :class:`state.StateStore` implements);
 3. asks an :class:`~connectors.base.IncrementalSource` for what changed since the saved cursor
@@ -74,7 +77,8 @@ from .ports import GroupState, SyncState
 from .reconcile import reconcile
 from .summary import SyncSummary
 
-__all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "SyncSummary", "AnchoredChunker", "sources_status",
+__all__ = ["CursorUpdate", "SyncEngine", "SyncResult", "SyncSummary", "AnchoredChunker", "sources_status", "adopt_legacy",
+           "holder_is_gone",
            "RETRY_DOCS"]
 
 log = logging.getLogger(__name__)
@@ -187,6 +191,25 @@ class SyncEngine:
         self.write_lock = write_lock
         self.chunker_config = chunker_config
 
+    def lock_name(self, source: str) -> str:
+        """The state store's lock of a run of ``source`` into this engine's index: ``sync:<index id>:<source>``."""
+        return f"sync:{self.index.index_id}:{source}"
+
+    def _begin(self, name: str, owner: str) -> tuple[str, int] | None:
+        """Take the run's lock (``None`` when another run holds it), adopt the source's legacy cursor and
+        runs when this index holds its pages (:func:`adopt_legacy`), record the run's start;
+        returns ``(lock, run id)``."""
+        lock = self.lock_name(name)
+        if not self.store.acquire_lock(lock, owner, ttl=self.lock_ttl) and not self._take_over_dead(lock, owner):
+            return None
+        try:
+            if name in self.index.manifest.counts_by_source():  # one aggregate query, however many pages
+                self.store.adopt_legacy(self.index.index_id, [name])
+            return lock, self.store.start_run(name, index_id=self.index.index_id)
+        except BaseException:
+            self._release(lock, owner)
+            raise
+
     @_counted("content")
     def run(self, source: Source, full: bool = False) -> SyncResult:
         """Sync ``source`` once (incrementally, or every page when ``full``).
@@ -200,11 +223,12 @@ class SyncEngine:
             recorded in the state store with the partial counts).
         """
         name = source.name
-        lock = f"sync:{name}"
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        if not self.store.acquire_lock(lock, owner, ttl=self.lock_ttl) and not self._take_over_dead(lock, owner):
-            return SyncResult(name, "busy", None, f"a sync of {name!r} is already running (lock {lock} is held)")
-        run_id = self.store.start_run(name)
+        begun = self._begin(name, owner)
+        if begun is None:
+            return SyncResult(name, "busy", None, f"a sync of {name!r} into this index is already running "
+                                                  f"(lock {self.lock_name(name)} is held)")
+        lock, run_id = begun
         t0 = time.perf_counter()
         progress: dict[str, Any] = {"report": None}
         counters = _counters(source)
@@ -223,7 +247,7 @@ class SyncEngine:
                 # connector with a cursor then lists everything so that it fetches them again.
                 repair = reconcile(self.index, name)
                 if isinstance(source, IncrementalSource):
-                    cursor = self.store.get_cursor(name)
+                    cursor = self.store.get_cursor(name, index_id=self.index.index_id)
                     if repair.pages_forgotten:
                         cursor = None
                     if cursor is None:
@@ -239,13 +263,14 @@ class SyncEngine:
                     cursor = {k: v for k, v in stream.update.cursor.items() if k != RETRY_DOCS}
                     if rep.failed_pages:
                         cursor[RETRY_DOCS] = sorted(set(rep.failed_pages))
-                    self.store.set_cursor(name, cursor)
+                    self.store.set_cursor(name, cursor, index_id=self.index.index_id)
                     self._store_memberships(source)
                 else:
                     mode = "full" if full else "listing"
                     rep = Indexer(self.index, Chunker(self.chunker_config)).run(source, full=full, progress=on_progress,
                                                                                 repair=repair)
-                    self.store.set_cursor(name, {"synced_at": datetime.now(timezone.utc).isoformat()})
+                    self.store.set_cursor(name, {"synced_at": datetime.now(timezone.utc).isoformat()},
+                                          index_id=self.index.index_id)
             summary = self._summary(name, rep, mode, counters, calls0, retries0, time.perf_counter() - t0, stream)
             self.store.finish_run(run_id, "ok", summary.as_dict(), error="; ".join(rep.errors[:5]))
             log.info("sync of %s: %s", name, {"added": summary.added, "updated": summary.updated,
@@ -265,7 +290,7 @@ class SyncEngine:
     def run_permissions(self, source: Source) -> SyncResult:
         """The permission sync of ``source``: re-read every indexed page's read access and group members.
 
-        Under the lock ``sync:<name>`` (a content sync and a permission sync of one source never overlap),
+        Under the lock ``sync:<index id>:<name>`` (a content sync and a permission sync of one source never overlap),
         recorded as a run of mode ``permissions``: ``updated`` counts pages whose stored access was
         rewritten (:meth:`KnowledgeIndex.set_access` returned chunks), ``unchanged`` the others, ``errors``
         the pages left readable by nobody (with why), ``calls`` the requests. Nothing is re-embedded.
@@ -276,11 +301,12 @@ class SyncEngine:
             :class:`~connectors.base.PermissionSource` fails with a clear error.
         """
         name = source.name
-        lock = f"sync:{name}"
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        if not self.store.acquire_lock(lock, owner, ttl=self.lock_ttl) and not self._take_over_dead(lock, owner):
-            return SyncResult(name, "busy", None, f"a sync of {name!r} is already running (lock {lock} is held)")
-        run_id = self.store.start_run(name)
+        begun = self._begin(name, owner)
+        if begun is None:
+            return SyncResult(name, "busy", None, f"a sync of {name!r} into this index is already running "
+                                                  f"(lock {self.lock_name(name)} is held)")
+        lock, run_id = begun
         t0 = time.perf_counter()
         calls0, retries0 = (source.calls, source.retries) if isinstance(source, PermissionSource) else (0, 0)
         renew = _Renewer(self.store, lock, owner, self.lock_ttl)
@@ -368,7 +394,7 @@ class SyncEngine:
         Owners are ``host:pid:nonce``; a holder that was killed (SIGKILL, OOM) would otherwise block
         the source until the lock expires. Returns True when the lock is now ours.
         """
-        return self.store.take_over_lock(lock, owner, _holder_is_gone, ttl=self.lock_ttl)
+        return self.store.take_over_lock(lock, owner, holder_is_gone, ttl=self.lock_ttl)
 
     def _summary(self, name: str, rep: IndexReport, mode: str, counters: Callable[[], tuple[int, int]],
                  calls0: int, retries0: int, seconds: float, stream: _Stream | None) -> SyncSummary:
@@ -402,7 +428,7 @@ def _counters(source: Source) -> Callable[[], tuple[int, int]]:
     return lambda: (0, 0)
 
 
-def _holder_is_gone(holder: str) -> bool:
+def holder_is_gone(holder: str) -> bool:
     """True when lock owner ``holder`` (``host:pid:nonce``) is a process of this host that no longer exists."""
     host, _, rest = holder.partition(":")
     pid_text = rest.split(":", 1)[0]
@@ -436,14 +462,25 @@ class _Renewer:
                 raise RuntimeError(f"lost the lock {self.lock} (it expired and another run took it); stopping")
 
 
+def adopt_legacy(manifest: Manifest, store: SyncState, index_id: str | None) -> int:
+    """Let the index ``index_id`` adopt the legacy cursors and runs (recorded before they were kept per
+    index) of every source whose pages its ``manifest`` holds; returns the cursors adopted (0 for an
+    index without an id: never opened, so it holds nothing)."""
+    if not index_id:
+        return 0
+    return store.adopt_legacy(index_id, manifest.counts_by_source())
+
+
 def sources_status(manifest: Manifest, store: SyncState, names: Iterable[str], next_runs: Mapping[str, datetime | None] | None = None,
-                   schedules: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """Per source: pages and chunks indexed, the last run, its summary, and the next scheduled run.
+                   schedules: Mapping[str, str] | None = None, *, index_id: str | None) -> list[dict[str, Any]]:
+    """Per source: pages and chunks indexed, the last run into this index, its summary, and the next scheduled run.
 
     Args:
         manifest: the index manifest (:class:`index.manifest.Manifest`); read-only, so this
             works while another process holds the index.
         store: the state store.
+        index_id: the index's id (:func:`index.identity.index_id_of`): runs and cursors of other indexes
+            sharing the state store are not this index's; ``None`` (an index never opened) has none.
         names: the sources to report (sources only present in the index are added).
         next_runs: next fire time per source, from a running scheduler.
         schedules: a human description of each source's schedule (``"every 30m"``).
@@ -463,10 +500,10 @@ def sources_status(manifest: Manifest, store: SyncState, names: Iterable[str], n
     out = []
     for name in wanted:
         mine = [p for p in pages if p.source == name]
-        runs = store.last_runs(name, limit=1)
+        runs = store.last_runs(name, limit=1, index_id=index_id) if index_id else []
         last = runs[0] if runs else None
         nxt = (next_runs or {}).get(name)
-        cursor = store.get_cursor(name) or {}
+        cursor = (store.get_cursor(name, index_id=index_id) if index_id else None) or {}
         out.append({
             "source": name, "pages": len(mine), "chunks": sum(len(p.chunk_ids) for p in mine),
             "last_run": (last.finished_at or last.started_at).isoformat() if last else None,

@@ -10,12 +10,15 @@ here through :class:`state.store.StateStore`:
 - feedback on answers, keyed by the turn's trace id,
 - pending actions (side-effect tool calls waiting for confirmation, executed once),
 - the audit log,
-- sync cursors, per-source run summaries and cross-process locks,
+- sync cursors and run summaries per index and source (several indexes may share the database), and
+  cross-process locks,
 - the members of each source's groups (``set_group_members``, ``groups_of``: who belongs to the groups
   that pages' read access names, issue 11),
 - conversation history for platforms that do not keep threads (Teams), each message with its author,
 - scheduled messages (the outbox: a message to a user at a time, claimed and delivered once by
   :mod:`app.outbox`),
+- re-index requests a web replica leaves for the worker of its index (``enqueue_index_job``,
+  ``claim_index_job``, ``finish_index_job``),
 - the turn log (``record_turn``, ``turn_records``: each chat turn's question, outcome and cited pages,
   the knowledge-gap report's input).
 
@@ -24,7 +27,7 @@ here through :class:`state.store.StateStore`:
 """
 
 from .errors import SchemaTooNewError, StateStoreError
-from .store import AuditEntry, PendingRecord, ScheduledMessage, StateStore, StoredMessage, SyncRun, TurnRecord
+from .store import LEGACY_INDEX_ID, NO_INDEX, AuditEntry, IndexJob, PendingRecord, ScheduledMessage, StateStore, StoredMessage, SyncRun, TurnRecord
 
-__all__ = ["StateStore", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
+__all__ = ["StateStore", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
            "ScheduledMessage", "TurnRecord"]

@@ -30,8 +30,8 @@ class Cutoffs:
 
     Attributes:
         conversations: conversation histories (by their last message) and ``turn_log`` rows.
-        audit: the audit log; runs (except each source's latest); settled pending actions and scheduled
-            messages (by their last change).
+        audit: the audit log; runs (except each index's latest run of each source); settled pending actions,
+            scheduled messages (by their last change) and finished re-index jobs (``index_jobs``).
         feedback: feedback on answers, and which turn each bot message answered (``sent_replies``: what
             feedback given later on that message needs).
     """
@@ -46,7 +46,7 @@ def purge(store: StateStore, cutoffs: Cutoffs) -> dict[str, int]:
 
     Returns:
         Rows deleted per table: ``conversations``, ``turn_log``, ``feedback``, ``sent_replies``, ``audit_log``,
-        ``sync_runs``, ``pending_actions``, ``scheduled_messages`` (every key, 0 when none).
+        ``sync_runs``, ``pending_actions``, ``scheduled_messages``, ``index_jobs`` (every key, 0 when none).
 
     Raises:
         ValueError: for a naive cutoff.
@@ -56,7 +56,9 @@ def purge(store: StateStore, cutoffs: Cutoffs) -> dict[str, int]:
     fb = _utc(cutoffs.feedback, "feedback cutoff")
     s = store
     runs = s.runs
-    latest = sa.select(sa.func.max(runs.c.id)).group_by(runs.c.source).scalar_subquery()
+    # Each index keeps its latest run of each source (replicas with their own index share this table):
+    # `chatops status` and /readyz's first-sync check of every replica read their own.
+    latest = sa.select(sa.func.max(runs.c.id)).group_by(runs.c.index_id, runs.c.source).scalar_subquery()
     pa = s.pending
     sm = s.scheduled
     statements = {
@@ -71,6 +73,8 @@ def purge(store: StateStore, cutoffs: Cutoffs) -> dict[str, int]:
             sa.and_(pa.c.status.in_(SETTLED_ACTIONS), pa.c.updated_at < audit),
             sa.and_(pa.c.status == "pending", pa.c.expires_at < audit))),
         "scheduled_messages": sm.delete().where(sm.c.status.in_(SETTLED_MESSAGES), sm.c.updated_at < audit),
+        "index_jobs": s.index_jobs.delete().where(s.index_jobs.c.status.in_(("done", "failed")),
+                                                  s.index_jobs.c.finished_at < audit),
     }
     with s.engine.begin() as conn:
         return {name: int(conn.execute(stmt).rowcount or 0) for name, stmt in statements.items()}
@@ -103,7 +107,8 @@ def forget_user(store: StateStore, user_id: str, pseudonym: str | None = None) -
     Deleted: their messages inside conversation histories (other authors' messages stay; a history left
     empty is deleted), their ``turn_log`` rows, their feedback, their pending actions (``requester``)
     and scheduled messages (``user_id``). The audit log keeps what was done, with ``user_id`` replaced by
-    ``pseudonym`` wherever it appears (actor, target, detail).
+    ``pseudonym`` wherever it appears (actor, target, detail); so do the re-index jobs they asked for
+    (``index_jobs.requested_by``).
 
     Raises:
         ValueError: for an empty or blank ``user_id``.
@@ -135,6 +140,9 @@ def forget_user(store: StateStore, user_id: str, pseudonym: str | None = None) -
         deleted["feedback"] = conn.execute(s.feedback.delete().where(s.feedback.c.user_id == uid)).rowcount
         deleted["pending_actions"] = conn.execute(s.pending.delete().where(s.pending.c.requester == uid)).rowcount
         deleted["scheduled_messages"] = conn.execute(s.scheduled.delete().where(s.scheduled.c.user_id == uid)).rowcount
+        j = s.index_jobs  # who asked for a re-index (``platform:user``): the job stays, the person does not
+        conn.execute(j.update().where(j.c.requested_by.like(f"%:{_like_escape(uid)}", escape="\\"))
+                     .values(requested_by=sa.func.replace(j.c.requested_by, uid, alias)))
         a = s.audit_log
         rows = conn.execute(sa.select(a.c.id, a.c.actor, a.c.target, a.c.detail).where(sa.or_(
             a.c.actor == uid, a.c.target.like(needle, escape="\\"), a.c.detail.like(needle, escape="\\")))).all()

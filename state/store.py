@@ -23,10 +23,17 @@ from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from .errors import SchemaTooNewError, StateStoreError
 
-__all__ = ["StateStore", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
+__all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
            "TurnRecord", "MESSAGE_MAX_ATTEMPTS", "MESSAGE_RETRY_BASE", "MESSAGE_RETRY_MAX", "sqlite_url"]
 
 log = logging.getLogger(__name__)
+
+
+#: The index id of cursors and runs written before they were keyed by index (revision 0004); the first
+#: index that holds pages of a source adopts them (:meth:`StateStore.adopt_legacy`).
+LEGACY_INDEX_ID = "legacy"
+#: The index id of runs that belong to no index (the retention purge).
+NO_INDEX = ""
 
 
 def sqlite_url(path: str | os.PathLike[str]) -> str:
@@ -89,7 +96,8 @@ class AuditEntry:
 
 @dataclass(frozen=True, slots=True)
 class SyncRun:
-    """The summary of one sync run of a source."""
+    """The summary of one sync run of a source (into the index ``index_id``; :data:`NO_INDEX` for runs of
+    no index, :data:`LEGACY_INDEX_ID` for runs recorded before runs were kept per index)."""
 
     id: int
     source: str
@@ -98,6 +106,7 @@ class SyncRun:
     status: str
     summary: dict[str, Any]
     error: str
+    index_id: str = LEGACY_INDEX_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +121,35 @@ class StoredMessage:
 
     text: str
     author: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexJob:
+    """A re-index request left for the worker that writes the index ``index_id`` (table ``index_jobs``).
+
+    Attributes:
+        id: the job's number.
+        index_id: the index to write (the requester's index id: the worker of that index claims it).
+        source: the source to sync, ``""`` for every configured source.
+        full: a full re-index (``/kb reindex --full``).
+        requested_by: who asked (``platform:user id``), for the audit trail.
+        status: ``queued``, ``running`` (claimed by ``owner``), ``done`` or ``failed``.
+        owner: the worker that claimed it (``host:pid:nonce``), ``""`` while queued.
+        result: each source's outcome as :meth:`app.jobs.JobResult.as_dict` dicts (``[]`` until finished).
+        created_at, started_at, finished_at: when (UTC; the last two ``None`` until then).
+    """
+
+    id: int
+    index_id: str
+    source: str
+    full: bool
+    requested_by: str
+    status: str
+    owner: str
+    result: list[dict[str, Any]]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
 
 
 #: Delivery attempts of a scheduled message before it is marked ``failed`` (each claim is one attempt).
@@ -280,21 +318,27 @@ class StateStore:
             sa.Column("outcome", sa.String(50), nullable=False),
             sa.Column("detail", sa.Text, nullable=False, default="{}"),
         )
+        # Cursors and runs belong to one index (its id: index.identity), several of which may share
+        # this database (replicas with their own data dirs); revision 0004.
         self.cursors = sa.Table(
             "sync_cursors", md,
-            sa.Column("source", sa.String(200), primary_key=True),
+            sa.Column("index_id", sa.String(64), nullable=False, server_default=LEGACY_INDEX_ID),
+            sa.Column("source", sa.String(200), nullable=False),
             sa.Column("cursor", sa.Text, nullable=False),
             sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+            sa.PrimaryKeyConstraint("index_id", "source", name="pk_sync_cursors"),
         )
         self.runs = sa.Table(
             "sync_runs", md,
             sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("index_id", sa.String(64), nullable=False, server_default=LEGACY_INDEX_ID),
             sa.Column("source", sa.String(200), nullable=False, index=True),
             sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
             sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
             sa.Column("status", sa.String(20), nullable=False),
             sa.Column("summary", sa.Text, nullable=False, default="{}"),
             sa.Column("error", sa.Text, nullable=False, default=""),
+            sa.Index("ix_sync_runs_index_source", "index_id", "source"),
         )
         self.locks = sa.Table(
             "locks", md,
@@ -358,6 +402,22 @@ class StateStore:
             sa.Column("message_id", sa.String(300), primary_key=True),
             sa.Column("trace_id", sa.String(64), nullable=False),
             sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
+        )
+        # Re-index requests left by web replicas for the worker of their index (revision 0005).
+        self.index_jobs = sa.Table(
+            "index_jobs", md,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("index_id", sa.String(64), nullable=False),
+            sa.Column("source", sa.String(200), nullable=False, server_default=""),
+            sa.Column("full", sa.Boolean, nullable=False, server_default=sa.false()),
+            sa.Column("requested_by", sa.String(200), nullable=False, server_default=""),
+            sa.Column("status", sa.String(20), nullable=False),
+            sa.Column("owner", sa.String(200), nullable=False, server_default=""),
+            sa.Column("result", sa.Text, nullable=False, server_default="[]"),
+            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+            sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
+            sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+            sa.Index("ix_index_jobs_index_status", "index_id", "status"),
         )
         self.metadata = md
         from .migrate import upgrade
@@ -533,33 +593,60 @@ class StateStore:
                                r["outcome"], json.loads(r["detail"])) for r in conn.execute(q).mappings()]
 
     # -- sync cursors, runs and locks ----------------------------------------------------------
-    def get_cursor(self, source: str) -> dict[str, Any] | None:
-        """The saved sync cursor of ``source``."""
+    # Cursors and runs are kept per index (``index_id``, see index.identity): replicas that each keep
+    # their own index on one database each have their own cursor; replicas sharing one index share it.
+    def get_cursor(self, source: str, *, index_id: str) -> dict[str, Any] | None:
+        """The saved sync cursor of ``source`` in the index ``index_id``, or None."""
         t = self.cursors
         with self.engine.connect() as conn:
-            v = conn.execute(sa.select(t.c.cursor).where(t.c.source == source)).scalar()
+            v = conn.execute(sa.select(t.c.cursor).where(t.c.index_id == index_id, t.c.source == source)).scalar()
         return json.loads(v) if v else None
 
-    def forget_source(self, source: str) -> None:
-        """Drop ``source``'s cursor, run history and group memberships (its pages were removed from the
-        index on purpose)."""
+    def forget_source(self, source: str, *, index_id: str) -> None:
+        """Drop ``source``'s cursor and run history in the index ``index_id`` (and any legacy ones), and its
+        group memberships (its pages were removed from that index on purpose). Other indexes' cursors
+        and runs of ``source`` stay: their pages are still there."""
+        ids = [index_id, LEGACY_INDEX_ID]
         with self.engine.begin() as conn:
-            conn.execute(self.cursors.delete().where(self.cursors.c.source == source))
-            conn.execute(self.runs.delete().where(self.runs.c.source == source))
+            conn.execute(self.cursors.delete().where(self.cursors.c.source == source, self.cursors.c.index_id.in_(ids)))
+            conn.execute(self.runs.delete().where(self.runs.c.source == source, self.runs.c.index_id.in_(ids)))
             conn.execute(self.group_members.delete().where(self.group_members.c.source == _principal_part(source)))
 
-    def set_cursor(self, source: str, cursor: dict[str, Any]) -> None:
-        """Save the sync cursor of ``source`` (call only after the indexes committed)."""
+    def set_cursor(self, source: str, cursor: dict[str, Any], *, index_id: str) -> None:
+        """Save the sync cursor of ``source`` in the index ``index_id`` (call only after that index committed)."""
         t = self.cursors
         with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.source == source))
-            conn.execute(t.insert().values(source=source, cursor=json.dumps(cursor, default=str), updated_at=_now()))
+            conn.execute(t.delete().where(t.c.index_id == index_id, t.c.source == source))
+            conn.execute(t.insert().values(index_id=index_id, source=source, cursor=json.dumps(cursor, default=str),
+                                           updated_at=_now()))
 
-    def start_run(self, source: str) -> int:
-        """Record that a sync of ``source`` started; returns the run id."""
+    def adopt_legacy(self, index_id: str, sources: Iterable[str]) -> int:
+        """Give the index ``index_id`` the cursors and runs of ``sources`` written before cursors were kept
+        per index (index id :data:`LEGACY_INDEX_ID`); returns the cursors adopted.
+
+        Call it only with sources whose pages that index holds (an index without them must list them
+        from the start, not from another index's watermark). One conditional ``UPDATE`` per table, so of
+        several replicas starting at once exactly one adopts each legacy row.
+        """
+        names = sorted(set(sources))
+        if not names or index_id == LEGACY_INDEX_ID:
+            return 0
         with self.engine.begin() as conn:
-            res = conn.execute(self.runs.insert().values(source=source, started_at=_now(), status="running",
-                                                         summary="{}", error=""))
+            n = conn.execute(self.cursors.update().where(self.cursors.c.index_id == LEGACY_INDEX_ID,
+                                                         self.cursors.c.source.in_(names))
+                             .values(index_id=index_id)).rowcount
+            conn.execute(self.runs.update().where(self.runs.c.index_id == LEGACY_INDEX_ID, self.runs.c.source.in_(names))
+                         .values(index_id=index_id))
+        if n:
+            log.info("index %s adopted the cursors of %d source(s) written before cursors were kept per index", index_id, n)
+        return n
+
+    def start_run(self, source: str, *, index_id: str) -> int:
+        """Record that a run of ``source`` into the index ``index_id`` (:data:`NO_INDEX` for runs of no
+        index) started; returns the run id."""
+        with self.engine.begin() as conn:
+            res = conn.execute(self.runs.insert().values(index_id=index_id, source=source, started_at=_now(),
+                                                         status="running", summary="{}", error=""))
             return int(res.inserted_primary_key[0])
 
     def finish_run(self, run_id: int, status: str, summary: dict[str, Any], error: str = "") -> None:
@@ -568,15 +655,18 @@ class StateStore:
             conn.execute(self.runs.update().where(self.runs.c.id == run_id).values(
                 finished_at=_now(), status=status, summary=json.dumps(summary, default=str), error=error))
 
-    def last_runs(self, source: str | None = None, limit: int = 10) -> list[SyncRun]:
-        """The latest runs, newest first (of one source, or all)."""
+    def last_runs(self, source: str | None = None, limit: int = 10, *, index_id: str | None = None) -> list[SyncRun]:
+        """The latest runs, newest first (of one source, or all; of the index ``index_id``, or of every index)."""
         t = self.runs
         q = sa.select(t).order_by(t.c.id.desc()).limit(limit)
         if source:
             q = q.where(t.c.source == source)
+        if index_id is not None:
+            q = q.where(t.c.index_id == index_id)
         with self.engine.connect() as conn:
             return [SyncRun(r["id"], r["source"], _aware(r["started_at"]), _aware(r["finished_at"]),  # type: ignore[arg-type]
-                            r["status"], json.loads(r["summary"]), r["error"]) for r in conn.execute(q).mappings()]
+                            r["status"], json.loads(r["summary"]), r["error"], r["index_id"])
+                    for r in conn.execute(q).mappings()]
 
     def acquire_lock(self, name: str, owner: str, ttl: timedelta = timedelta(minutes=30)) -> bool:
         """Take the lock ``name`` for ``owner`` unless someone else holds an unexpired one.
@@ -635,6 +725,67 @@ class StateStore:
         t = self.locks
         with self.engine.begin() as conn:
             conn.execute(t.delete().where(t.c.name == name, t.c.owner == owner))
+
+    # -- index jobs (re-index requests for the worker) ----------------------------------------------
+    def enqueue_index_job(self, index_id: str, source: str | None = None, full: bool = False,
+                          requested_by: str = "") -> int:
+        """Leave a re-index of ``source`` (None: every source) of the index ``index_id`` for its worker;
+        returns the job's id."""
+        with self.engine.begin() as conn:
+            res = conn.execute(self.index_jobs.insert().values(
+                index_id=index_id, source=source or "", full=bool(full), requested_by=requested_by[:200],
+                status="queued", owner="", result="[]", created_at=_now()))
+            return int(res.inserted_primary_key[0])
+
+    def claim_index_job(self, index_id: str, owner: str,
+                        is_dead: Callable[[str], bool] | None = None) -> IndexJob | None:
+        """Claim the oldest queued job of the index ``index_id`` for ``owner`` (``queued`` -> ``running``,
+        one conditional ``UPDATE`` per candidate, so of two workers exactly one gets it); None when none is queued.
+
+        With ``is_dead``, a ``running`` job whose owner ``is_dead(owner)`` says is gone (a worker killed
+        mid-job) is claimed again (the swap is conditional on that owner, so one taker wins)."""
+        t = self.index_jobs
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t.c.id, t.c.status, t.c.owner).where(
+                t.c.index_id == index_id, t.c.status.in_(("queued", "running"))).order_by(t.c.id).limit(20)).all()
+        for job_id, status, holder in rows:
+            if status == "running":
+                if is_dead is None or holder == owner or not is_dead(str(holder)):
+                    continue
+                log.warning("index job %d was running in %s, which is gone; running it again", job_id, holder)
+            with self.engine.begin() as conn:
+                n = conn.execute(t.update().where(t.c.id == job_id, t.c.status == status, t.c.owner == holder).values(
+                    status="running", owner=owner, started_at=_now())).rowcount
+            if n == 1:
+                return self.index_job(job_id)
+        return None
+
+    def finish_index_job(self, job_id: int, owner: str, status: Literal["done", "failed"],
+                         result: list[dict[str, Any]]) -> bool:
+        """Record the outcome of ``owner``'s run of job ``job_id``; False when ``owner`` does not hold it.
+
+        Raises:
+            ValueError: for another ``status``.
+        """
+        if status not in {"done", "failed"}:
+            raise ValueError(f"an index job ends done or failed, got {status!r}")
+        t = self.index_jobs
+        with self.engine.begin() as conn:
+            n = conn.execute(t.update().where(t.c.id == job_id, t.c.status == "running", t.c.owner == owner).values(
+                status=status, result=json.dumps(result, default=str), finished_at=_now())).rowcount
+        return n == 1
+
+    def index_job(self, job_id: int) -> IndexJob | None:
+        """The job ``job_id``, or None."""
+        t = self.index_jobs
+        with self.engine.connect() as conn:
+            r = conn.execute(sa.select(t).where(t.c.id == job_id)).mappings().first()
+        if r is None:
+            return None
+        return IndexJob(id=int(r["id"]), index_id=r["index_id"], source=r["source"], full=bool(r["full"]),
+                        requested_by=r["requested_by"], status=r["status"], owner=r["owner"],
+                        result=json.loads(r["result"] or "[]"), created_at=_aware(r["created_at"]),  # type: ignore[arg-type]
+                        started_at=_aware(r["started_at"]), finished_at=_aware(r["finished_at"]))
 
     # -- group memberships (issue 11) ------------------------------------------------------------
     def set_group_members(self, source: str, group: str, emails: Iterable[str]) -> None:
@@ -882,10 +1033,13 @@ class StateStore:
         with self.engine.connect() as conn:
             return {s: int(n) for s, n in conn.execute(sa.select(t.c.status, sa.func.count()).group_by(t.c.status))}
 
-    def last_successful_runs(self) -> dict[str, datetime]:
-        """When each source's latest successful (``ok``) sync run finished (UTC), from one GROUP BY query."""
+    def last_successful_runs(self, index_id: str | None = None) -> dict[str, datetime]:
+        """When each source's latest successful (``ok``) sync run finished (UTC), from one GROUP BY query:
+        runs into the index ``index_id``, or into any index when None."""
         t = self.runs
         q = sa.select(t.c.source, sa.func.max(t.c.finished_at)).where(t.c.status == "ok").group_by(t.c.source)
+        if index_id is not None:
+            q = q.where(t.c.index_id == index_id)
         with self.engine.connect() as conn:
             return {s: _aware(at) for s, at in conn.execute(q) if at is not None}  # type: ignore[misc]
 

@@ -173,12 +173,12 @@ def test_an_unresolved_page_is_readable_by_nobody_and_counted_in_status(tmp_path
             assert not {e.chunk.chunk_id for e in _search(index, viewer).evidence} & _ids(index)
         assert index.manifest.unresolved_access() == 1 and index.manifest.unresolved_access("handbook") == 1
         assert index.manifest.unresolved_access("other") == 0
-        [row] = sources_status(index.manifest, store, ["handbook"])
+        [row] = sources_status(index.manifest, store, ["handbook"], index_id=index.index_id)
         assert row["pages_unresolved_access"] == 1
         assert any("unresolved access: 1" in line for line in flag_lines(row))
         index.set_access("handbook", PAGE, HR)
         assert index.manifest.unresolved_access() == 0
-        assert not flag_lines(sources_status(index.manifest, store, ["handbook"])[0])
+        assert not flag_lines(sources_status(index.manifest, store, ["handbook"], index_id=index.index_id)[0])
     finally:
         store.close()
         index.close()

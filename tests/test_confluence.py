@@ -159,7 +159,7 @@ def test_cloud_first_sync_pages_by_id_with_acl_anchors_and_converted_storage(sta
     assert "IT-42" not in text and "ac:" not in text and "toc" not in text.lower().split()
     install = next(c for c in vpn if c.section_path == ("Installing the client",))
     assert install.url == f"{standin.cloud_url}/spaces/ENG/pages/{ids['VPN Setup']}/VPN+Setup#Installing-the-client"
-    cursor = store.get_cursor("eng")
+    cursor = store.get_cursor("eng", index_id=index.index_id)
     assert cursor["retry"] == [] and cursor["watermark"] and set(cursor["seen"]) == {ids[t] for t in PAGES}
     consistent(index)
 
@@ -232,13 +232,13 @@ def test_429_with_retry_after_mid_listing_is_honoured(standin, index_factory, st
     ids = seed(standin)
     fault = standin.fail(r"GET /wiki/api/v2/spaces/\d+/pages\?.*cursor=", 429, times=1, headers={"Retry-After": "1"})
     t0 = time.monotonic()
-    res = SyncEngine(index_factory(), store).run(cloud(standin))
+    res = SyncEngine(index := index_factory(), store).run(cloud(standin))
     elapsed = time.monotonic() - t0
     assert res.status == "ok", res.error
     assert fault.hits == 1 and res.summary.retries == 1
     assert res.summary.added == len(PAGES)
     assert elapsed >= 1.0  # waited as told
-    assert set(store.get_cursor("eng")["seen"]) == {ids[t] for t in PAGES}
+    assert set(store.get_cursor("eng", index_id=index.index_id)["seen"]) == {ids[t] for t in PAGES}
 
 
 def test_an_absurd_retry_after_is_clamped(standin, index_factory, store) -> None:
@@ -258,7 +258,7 @@ def test_a_500_mid_sync_fails_the_run_moves_no_cursor_and_loses_no_page(standin,
     engine = SyncEngine(index, store)
     source = cloud(standin)
     assert engine.run(source).status == "ok"
-    cursor = store.get_cursor("eng")
+    cursor = store.get_cursor("eng", index_id=index.index_id)
     before = set(index.manifest.pages_of("eng"))
 
     standin.edit_page(ids["On-call Handbook"], body="<h2>Paging</h2><p>Answer a page within 10 minutes.</p>")
@@ -269,7 +269,7 @@ def test_a_500_mid_sync_fails_the_run_moves_no_cursor_and_loses_no_page(standin,
     failed = engine.run(source)
     assert failed.status == "failed" and "HTTP 500" in failed.error and "tries" in failed.error
     assert transient.hits == 1
-    assert store.get_cursor("eng") == cursor  # not advanced
+    assert store.get_cursor("eng", index_id=index.index_id) == cursor  # not advanced
     assert store.last_runs("eng", limit=1)[0].status == "failed"
     # Nothing lost: the trashed page is still served (no pruning without a complete listing), every page is whole.
     assert set(index.manifest.pages_of("eng")) == before
@@ -298,22 +298,22 @@ def test_a_page_that_keeps_failing_is_skipped_kept_and_retried_next_run(standin,
     res = engine.run(source)
     assert res.status == "ok" and res.summary.skipped == 1, res
     assert any(oncall in e and "502" in e for e in res.summary.errors)
-    assert store.get_cursor("eng")["retry"] == [oncall]
+    assert store.get_cursor("eng", index_id=index.index_id)["retry"] == [oncall]
     assert any("within 15 minutes" in c.text for c in chunks_of(index))  # the old copy keeps serving
 
     standin.clear_faults()
     again = engine.run(source)
     assert again.status == "ok" and again.summary.updated == 1, again.summary
-    assert store.get_cursor("eng")["retry"] == []
+    assert store.get_cursor("eng", index_id=index.index_id)["retry"] == []
     assert any("within 7 minutes" in c.text for c in chunks_of(index))
 
 
 def test_a_401_fails_with_what_to_check(standin, index_factory, store) -> None:
     seed(standin)
-    res = SyncEngine(index_factory(), store).run(cloud(standin, token="wrong"))
+    res = SyncEngine(index := index_factory(), store).run(cloud(standin, token="wrong"))
     assert res.status == "failed"
     assert "401" in res.error and "auth.token_env" in res.error and "API token" in res.error
-    assert store.get_cursor("eng") is None
+    assert store.get_cursor("eng", index_id=index.index_id) is None
 
 
 # -- Data Center (REST v1 + CQL) ----------------------------------------------------------------------
@@ -338,7 +338,7 @@ def test_datacenter_sync_pages_through_cql_under_a_context_path(standin, index_f
     install = next(c for c in vpn if c.section_path == ("Installing the client",))
     assert install.url == f"{standin.dc_url}/display/ENG/VPN+Setup#VPNSetup-Installingtheclient"
 
-    watermark = datetime.fromisoformat(store.get_cursor("eng")["watermark"])
+    watermark = datetime.fromisoformat(store.get_cursor("eng", index_id=index.index_id)["watermark"])
     standin.edit_page(ids["Office Wi-Fi"], body="<p>The guest network is now acme-visitors.</p>")
     standin.trash(ids["On-call Handbook"])  # v1 answers 404 for a trashed page
     mark = len(standin.requests)
@@ -361,7 +361,7 @@ def test_datacenter_cql_dates_are_written_in_the_site_time_zone(index_factory, s
         engine = SyncEngine(index, store)
         source = datacenter(s, timezone="Etc/GMT+7", overlap_minutes=2)  # POSIX sign: Etc/GMT+7 is UTC-7
         assert engine.run(source).status == "ok"
-        watermark = store.get_cursor("eng")["watermark"]
+        watermark = store.get_cursor("eng", index_id=index.index_id)["watermark"]
         s.edit_page(ids["Deploying Services"], body="<h2>Deploy windows</h2><p>Deploys run Monday to Wednesday.</p>")
         mark = len(s.requests)
         res = engine.run(source)
@@ -403,14 +403,14 @@ def test_a_page_nested_500_divs_deep_is_flattened_and_the_run_commits(standin, i
     engine = SyncEngine(index, store)
     source = cloud(standin)
     assert engine.run(source).status == "ok"
-    before = store.get_cursor("eng")["watermark"]
+    before = store.get_cursor("eng", index_id=index.index_id)["watermark"]
     time.sleep(1.1)  # the next watermark is the server's Date header, in whole seconds
     nested = standin.add_page("ENG", "Pantry", NESTED)
     normal = standin.add_page("ENG", "Bike Storage", "<p>Bikes are parked in the basement garage, level minus two.</p>")
     res = engine.run(source)
     assert res.status == "ok", res.error
     assert (res.summary.added, res.summary.skipped, res.summary.errors) == (2, 0, []), res.summary
-    assert store.get_cursor("eng")["watermark"] > before
+    assert store.get_cursor("eng", index_id=index.index_id)["watermark"] > before
     deep = [c for c in chunks_of(index) if c.doc_id == f"page/{nested}"]
     text = "\n\n".join(c.text for c in deep)
     assert "Intro of the nested page.\n\n## Kumquat storage\n\nKumquats are stored in the cold room" in text, text
@@ -443,12 +443,12 @@ def test_a_page_whose_conversion_raises_is_skipped_with_its_reason_and_retried(s
     assert (res.summary.added, res.summary.skipped) == (1, 1), res.summary
     assert res.summary.errors == [f"page/{bad}: RuntimeError: converter bug on this page"]
     assert f"page/{good}" in index.manifest.pages_of("eng") and f"page/{bad}" not in index.manifest.pages_of("eng")
-    assert store.get_cursor("eng")["retry"] == [bad]
+    assert store.get_cursor("eng", index_id=index.index_id)["retry"] == [bad]
 
     monkeypatch.setattr(confluence, "storage_to_markdown", real)
     again = engine.run(source)
     assert again.status == "ok" and again.summary.added == 1, again.summary
-    assert f"page/{bad}" in index.manifest.pages_of("eng") and store.get_cursor("eng")["retry"] == []
+    assert f"page/{bad}" in index.manifest.pages_of("eng") and store.get_cursor("eng", index_id=index.index_id)["retry"] == []
     consistent(index)
 
 
@@ -476,7 +476,7 @@ def test_a_page_whose_chunking_raises_is_skipped_kept_and_fetched_again_next_run
     assert res.status == "ok", res.error
     assert (res.summary.added, res.summary.updated, res.summary.skipped) == (1, 0, 1), res.summary
     assert res.summary.errors == [f"page/{oncall}: RecursionError: maximum recursion depth exceeded"]
-    cursor = store.get_cursor("eng")
+    cursor = store.get_cursor("eng", index_id=index.index_id)
     assert cursor[RETRY_DOCS] == [f"page/{oncall}"] and cursor["retry"] == []
     assert any("within 15 minutes" in c.text for c in chunks_of(index))  # the old copy keeps serving
     assert f"page/{new}" in index.manifest.pages_of("eng")
@@ -487,6 +487,6 @@ def test_a_page_whose_chunking_raises_is_skipped_kept_and_fetched_again_next_run
     again = engine.run(source)
     assert again.status == "ok" and again.summary.updated == 1, again.summary
     assert page_fetches(standin, mark) == [oncall]
-    assert RETRY_DOCS not in store.get_cursor("eng")
+    assert RETRY_DOCS not in store.get_cursor("eng", index_id=index.index_id)
     assert any("within 7 minutes" in c.text for c in chunks_of(index))
     consistent(index)

@@ -302,10 +302,10 @@ def test_the_permission_sync_takes_the_source_lock_and_refuses_other_sources(sta
                                                                              tmp_path) -> None:
     seed(standin)
     engine = SyncEngine(index_factory(), store)
-    assert store.acquire_lock("sync:eng", "someone-else:1:x")
+    assert store.acquire_lock(engine.lock_name("eng"), "someone-else:1:x")
     res = engine.run_permissions(make(standin, "cloud"))
     assert res.status == "busy" and "already running" in res.error
-    store.release_lock("sync:eng", "someone-else:1:x")
+    store.release_lock(engine.lock_name("eng"), "someone-else:1:x")
     (tmp_path / "docs").mkdir()
     res = engine.run_permissions(FolderSource(tmp_path / "docs", name="docs"))
     assert res.status == "failed" and "no per-page permissions" in res.error

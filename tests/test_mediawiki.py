@@ -139,10 +139,10 @@ def _assert_consistent(index: KnowledgeIndex) -> None:
 
 def test_anonymous_read_of_a_private_wiki_fails_with_what_to_do(wiki, index_factory, store) -> None:
     source = _source(wiki, auth=None)
-    result = SyncEngine(index_factory(), store).run(source)
+    result = SyncEngine(index := index_factory(), store).run(source)
     assert result.status == "failed"
     assert "readapidenied" in result.error and "auth.username_env" in result.error and "bot password" in result.error
-    assert store.get_cursor("wiki") is None
+    assert store.get_cursor("wiki", index_id=index.index_id) is None
     assert store.last_runs("wiki")[0].status == "failed"
 
 
@@ -150,10 +150,10 @@ def test_a_wrong_bot_password_is_refused_clearly(wiki, index_factory, store) -> 
     cfg = parse_config({"sources": [{"name": "wiki", "type": "mediawiki", "api_url": wiki.api_url,
                                      "auth": {"username_env": "U", "password_env": "P"}}]}).sources[0]
     source = build_source(cfg, environ={"U": wiki.bot_user, "P": "w" * 32})
-    result = SyncEngine(index_factory(), store).run(source)
+    result = SyncEngine(index := index_factory(), store).run(source)
     assert result.status == "failed"
     assert "refused the login" in result.error and "Special:BotPasswords" in result.error
-    assert store.get_cursor("wiki") is None
+    assert store.get_cursor("wiki", index_id=index.index_id) is None
 
 
 # -- the first sync ---------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ def test_first_sync_keys_pages_by_id_with_wiki_anchors(wiki, index_factory, stor
     meal = next(c for c in chunks if c.section_path == ("Meal allowance",))
     assert "45 EUR per day" in meal.text and "[1]" not in meal.text  # footnote markers dropped
     assert all(c.title in ARTICLES for c in chunks)
-    cursor = store.get_cursor("wiki")
+    cursor = store.get_cursor("wiki", index_id=index.index_id)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", cursor["watermark"]) and cursor["retry"] == []
     _assert_consistent(index)
 

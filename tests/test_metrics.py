@@ -199,10 +199,10 @@ def test_sync_runs_are_counted_by_source_kind_and_outcome(tmp_path: Path, index_
     ok0, busy0, failed0 = runs("ok"), runs("busy"), runs("failed")
     assert engine.run(FolderSource(folder, name="metrics-folder")).status == "ok"
     assert runs("ok") == ok0 + 1
-    assert store.acquire_lock("sync:metrics-folder", "someone-else:1:x")
+    assert store.acquire_lock(engine.lock_name("metrics-folder"), "someone-else:1:x")
     assert engine.run(FolderSource(folder, name="metrics-folder")).status == "busy"
     assert runs("busy") == busy0 + 1
-    store.release_lock("sync:metrics-folder", "someone-else:1:x")
+    store.release_lock(engine.lock_name("metrics-folder"), "someone-else:1:x")
     shutil.rmtree(folder)
     assert engine.run(FolderSource(folder, name="metrics-folder")).status == "failed"
     assert runs("failed") == failed0 + 1

@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from state import SchemaTooNewError, StateStore, TurnRecord
+from state import LEGACY_INDEX_ID, SchemaTooNewError, StateStore, TurnRecord
 from state.migrate import BASELINE, head, status, upgrade
 
 from helpers import run_chatops
@@ -101,14 +101,17 @@ OLD_ROWS: dict[str, list[dict]] = {
 
 
 def _dump(url: str, tables) -> dict[str, set[tuple]]:
-    """Every row of ``tables`` (times as UTC), as comparable sets."""
+    """Every row of ``tables`` (times as UTC), as comparable sets; with ``tables`` a mapping of table to
+    column names, only those columns (the ones a later revision did not add)."""
     engine = _engine(url)
     md = sa.MetaData()
     md.reflect(engine, only=list(tables))
     out = {}
     with engine.connect() as conn:
         for name in tables:
-            rows = conn.execute(sa.select(md.tables[name])).all()
+            t = md.tables[name]
+            cols = [t.c[c] for c in tables[name]] if isinstance(tables, dict) else list(t.c)
+            rows = conn.execute(sa.select(*cols)).all()
             out[name] = {tuple(v.replace(tzinfo=None) if isinstance(v, datetime) and v.tzinfo is None else
                                v.astimezone(timezone.utc).replace(tzinfo=None) if isinstance(v, datetime) else v
                                for v in r) for r in rows}
@@ -141,13 +144,15 @@ def test_a_database_made_by_release_414ee8a_is_upgraded_and_keeps_every_row(url:
         for name, rows in OLD_ROWS.items():
             conn.execute(md.tables[name].insert(), rows)
     engine.dispose()
-    before = _dump(url, OLD_ROWS)
+    old_columns = {name: list(rows[0]) for name, rows in OLD_ROWS.items()}
+    before = _dump(url, old_columns)
     assert status(url).unversioned and status(url).current is None
 
     store = StateStore(url)  # start-up: stamp at 0001, upgrade to the head
     try:
         assert _revision(url) == [head()] and head() != BASELINE
-        assert _dump(url, OLD_ROWS) == before  # no row lost or changed
+        assert _dump(url, old_columns) == before  # no row lost or changed
+        assert store.get_cursor("wiki", index_id=LEGACY_INDEX_ID) == {"watermark": "2026-10-01"}  # 0004: legacy
         assert _schema_diff(store) == []  # the upgraded schema is the code's
         # The old rows read back through the store...
         assert store.get_pending("k1").summary == "Sync"
@@ -245,16 +250,21 @@ def test_db_current_and_upgrade_on_an_unversioned_sqlite_file(tmp_path: Path) ->
 def test_an_unversioned_database_from_main_is_stamped_past_the_tables_it_has(url: str, made_by: str) -> None:
     # Made by main after 414ee8a with create_all: turn_log (9c1b159), then sent_replies (h-teams). No revision
     # may create a table it already has, and the one it lacks is created.
-    store = StateStore(url)
-    store.record_turn(TurnRecord("t1", "slack", "U1", "C1", "kept?", "knowledge", "answered"))
-    with store.engine.begin() as conn:
+    _upgrade_to(url, "0003")  # the tables main had then (0004 came after migrations existed)
+    engine = _engine(url)
+    md = sa.MetaData()
+    md.reflect(engine, only=["turn_log", "sent_replies"])
+    with engine.begin() as conn:
+        conn.execute(md.tables["turn_log"].insert().values(
+            trace_id="t1", platform="slack", user_id="U1", channel_id="C1", question="kept?", route="knowledge",
+            outcome="answered", reason="", citations="[]", total_ms=0.0, created_at=T0))
         conn.execute(sa.text("DROP TABLE alembic_version"))
         if made_by == "9c1b159":
             conn.execute(sa.text("DROP TABLE sent_replies"))
         else:
-            conn.execute(store.sent_replies.insert().values(platform="teams", message_id="m1", trace_id="t1",
-                                                            created_at=T0))
-    store.close()
+            conn.execute(md.tables["sent_replies"].insert().values(platform="teams", message_id="m1", trace_id="t1",
+                                                                   created_at=T0))
+    engine.dispose()
     assert status(url).unversioned
     again = StateStore(url)
     try:
@@ -263,3 +273,78 @@ def test_an_unversioned_database_from_main_is_stamped_past_the_tables_it_has(url
         assert again.trace_of_reply("teams", "m1") == (None if made_by == "9c1b159" else "t1")
     finally:
         again.close()
+
+
+def _upgrade_to(url: str, revision: str) -> None:
+    """Migrate the database at ``url`` to ``revision`` only (as a release at that revision left it)."""
+    from alembic import command
+
+    from state.migrate import _config, _locked
+
+    cfg = _config()
+    with _locked(url) as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+def test_a_database_at_0003_keeps_its_cursors_and_runs_as_legacy_for_the_first_index_to_adopt(url: str) -> None:
+    # Revision 0004 keys cursors and runs by index; the rows already there were written for the one index
+    # that was there, unknown to the database: they become "legacy", and the first index holding the
+    # source's pages adopts them (index.sync.SyncEngine and app.jobs call adopt_legacy with those sources).
+    _upgrade_to(url, "0003")
+    assert _revision(url) == ["0003"]
+    engine = _engine(url)
+    md = sa.MetaData()
+    md.reflect(engine, only=["sync_cursors", "sync_runs", "locks"])
+    with engine.begin() as conn:
+        conn.execute(md.tables["sync_cursors"].insert(), [
+            {"source": "wiki", "cursor": '{"watermark": "2026-10-01T00:00:00Z"}', "updated_at": T0},
+            {"source": "eng", "cursor": '{"watermark": "2026-10-02T00:00:00Z"}', "updated_at": T0}])
+        conn.execute(md.tables["sync_runs"].insert(), [
+            {"id": 1, "source": "wiki", "started_at": T0, "finished_at": T0, "status": "ok",
+             "summary": '{"mode": "incremental", "added": 3}', "error": ""},
+            {"id": 2, "source": "chatops:retention", "started_at": T0, "finished_at": T0, "status": "ok",
+             "summary": '{"mode": "retention"}', "error": ""}])
+        conn.execute(md.tables["locks"].insert().values(name="sync:wiki", owner="host:1:x", expires_at=T0))
+    engine.dispose()
+    store = StateStore(url)
+    try:
+        assert _revision(url) == [head()]
+        assert _schema_diff(store) == []
+        assert {r.index_id for r in store.last_runs()} == {LEGACY_INDEX_ID}
+        assert store.get_cursor("wiki", index_id=LEGACY_INDEX_ID) == {"watermark": "2026-10-01T00:00:00Z"}
+        # The index that holds wiki's pages adopts wiki's cursor and runs; eng's stay for whoever holds eng.
+        assert store.adopt_legacy("index-a", ["wiki"]) == 1
+        assert store.get_cursor("wiki", index_id="index-a") == {"watermark": "2026-10-01T00:00:00Z"}
+        assert store.last_runs("wiki", index_id="index-a")[0].summary["added"] == 3
+        assert store.get_cursor("eng", index_id=LEGACY_INDEX_ID) is not None
+        # Two indexes now keep a cursor of the same source side by side (the key is index and source).
+        store.set_cursor("wiki", {"watermark": "2026-11-01T00:00:00Z"}, index_id="index-b")
+        assert store.get_cursor("wiki", index_id="index-a") == {"watermark": "2026-10-01T00:00:00Z"}
+        assert store.last_runs("chatops:retention")[0].summary["mode"] == "retention"
+    finally:
+        store.close()
+
+
+def test_a_database_at_0004_gets_the_job_table_and_keeps_its_rows(url: str) -> None:
+    # Revision 0005 adds index_jobs (re-index requests for the worker); the cursors and runs stay as they were.
+    _upgrade_to(url, "0004")
+    engine = _engine(url)
+    md = sa.MetaData()
+    md.reflect(engine, only=["sync_cursors", "sync_runs"])
+    with engine.begin() as conn:
+        conn.execute(md.tables["sync_cursors"].insert().values(index_id="index-a", source="wiki",
+                                                               cursor='{"watermark": "w"}', updated_at=T0))
+        conn.execute(md.tables["sync_runs"].insert().values(id=1, index_id="index-a", source="wiki", started_at=T0,
+                                                            finished_at=T0, status="ok", summary="{}", error=""))
+    engine.dispose()
+    assert not sa.inspect(_engine(url)).has_table("index_jobs")
+    store = StateStore(url)
+    try:
+        assert _revision(url) == [head()] and _schema_diff(store) == []
+        assert store.get_cursor("wiki", index_id="index-a") == {"watermark": "w"}
+        assert [r.index_id for r in store.last_runs("wiki")] == ["index-a"]
+        job = store.enqueue_index_job("index-a", "wiki", requested_by="slack:U1")
+        assert store.claim_index_job("index-a", "worker-1").id == job
+    finally:
+        store.close()

@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from bot.index_guard import FirstSync, index_readiness
+from index.manifest import Manifest
 from state import StateStore
 from state.store import sqlite_url
 
@@ -103,7 +104,8 @@ def test_sources_remove_asks_for_yes_then_removes_only_that_source(tmp_path: Pat
     assert cited and all(not d.startswith("runbooks") for d in cited)
     store = StateStore(sqlite_url(data / "state.sqlite"))
     try:
-        assert store.last_runs("runbooks") == [] and store.get_cursor("runbooks") is None
+        assert store.last_runs("runbooks") == []
+        assert store.get_cursor("runbooks", index_id=Manifest(data / "index" / "manifest.sqlite").get("index_id")) is None
     finally:
         store.close()
 
@@ -116,10 +118,12 @@ def test_readiness_waits_for_the_first_sync_of_every_source(index_factory, tmp_p
         first = FirstSync(index, store, lambda: names)
         ok, detail = index_readiness(index, first)
         assert not ok and detail == "0 pages, 0 chunks; waiting for the first sync of handbook, runbooks"
-        store.finish_run(store.start_run("handbook"), "ok", {})
-        store.finish_run(store.start_run("runbooks"), "failed", {}, error="boom")
+        store.finish_run(store.start_run("handbook", index_id="another-replica"), "ok", {})  # not this index's
+        assert index_readiness(index, first) == (False, detail)
+        store.finish_run(store.start_run("handbook", index_id=index.index_id), "ok", {})
+        store.finish_run(store.start_run("runbooks", index_id=index.index_id), "failed", {}, error="boom")
         assert index_readiness(index, first) == (False, "0 pages, 0 chunks; waiting for the first sync of runbooks")
-        store.finish_run(store.start_run("runbooks"), "ok", {})
+        store.finish_run(store.start_run("runbooks", index_id=index.index_id), "ok", {})
         assert index_readiness(index, first) == (True, "0 pages, 0 chunks")
         ok, detail = index_readiness(index, FirstSync(index, store, lambda: []))
         assert not ok and "no source is configured" in detail

@@ -57,11 +57,18 @@ def _seed_ages(store: StateStore) -> None:
         _set(s, s.sent_replies, s.sent_replies.c.trace_id == trace, created_at=_days(age))
         s.audit("U1", "slack", trace)
         _set(s, s.audit_log, s.audit_log.c.action == trace, at=_days(age))
-    for source, ages in (("wiki", (400, 366, 10)), ("gone", (500,))):
+    # "i2": another replica's index; its latest (old) run of wiki stays beside i1's newer one.
+    for index_id, source, ages in (("i1", "wiki", (400, 366, 10)), ("i1", "gone", (500,)), ("i2", "wiki", (380, 370))):
         for age in ages:
-            run = s.start_run(source)
+            run = s.start_run(source, index_id=index_id)
             s.finish_run(run, "ok", {"mode": "incremental"})
             _set(s, s.runs, s.runs.c.id == run, started_at=_days(age), finished_at=_days(age))
+    for status, age in (("done", 366), ("failed", 366), ("done", 364), ("queued", 400)):
+        job = s.enqueue_index_job("i1", "wiki", requested_by="slack:U1")
+        if status != "queued":
+            s.claim_index_job("i1", "w")
+            s.finish_index_job(job, "w", status, [])
+            _set(s, s.index_jobs, s.index_jobs.c.id == job, finished_at=_days(age))
     for key, status, age in (("p-done-old", "done", 366), ("p-done-new", "done", 364),
                              ("p-expired", "pending", 366), ("p-executing", "executing", 400)):
         s.create_pending(key, "calendar.create", {}, "U1", "slack")
@@ -95,8 +102,8 @@ def test_the_purge_deletes_what_is_older_keeps_what_is_newer_and_records_the_cou
                        CALENDAR_ICS_DIR=str(tmp_path / "ics"))
     assert proc.returncode == 0, proc.stderr
     counts = json.loads(proc.stdout)["purged"]
-    assert counts == {"conversations": 1, "turn_log": 1, "feedback": 1, "sent_replies": 1, "audit_log": 1, "sync_runs": 2,
-                      "pending_actions": 2, "scheduled_messages": 2, "calendar_events": 1}
+    assert counts == {"conversations": 1, "turn_log": 1, "feedback": 1, "sent_replies": 1, "audit_log": 1, "sync_runs": 3,
+                      "pending_actions": 2, "scheduled_messages": 2, "index_jobs": 2, "calendar_events": 1}
 
     store = StateStore(url)
     try:
@@ -105,8 +112,10 @@ def test_the_purge_deletes_what_is_older_keeps_what_is_newer_and_records_the_cou
         assert _keys(store, store.feedback, "trace_id") == {"f-new"}
         assert _keys(store, store.sent_replies, "trace_id") == {"f-new"}
         assert _keys(store, store.audit_log, "action") == {"f-new"}
-        assert [r.source for r in store.last_runs("wiki", limit=10)] == ["wiki"]  # the 10-day-old one
+        assert [r.source for r in store.last_runs("wiki", limit=10, index_id="i1")] == ["wiki"]  # the 10-day-old one
         assert len(store.last_runs("gone")) == 1  # a source's latest run stays, however old
+        assert len(store.last_runs("wiki", index_id="i2")) == 1  # so does each index's (another replica's)
+        assert _keys(store, store.index_jobs, "status") == {"done", "queued"}  # finished within, or still queued
         assert _keys(store, store.pending, "key") == {"p-done-new", "p-executing"}
         assert _keys(store, store.scheduled, "key") == {"m-delivered-new", "m-pending"}
         assert _keys(store, cal.table, "id") == {"ev-new", "ev-series"}  # a series' stored end is its first
@@ -118,7 +127,7 @@ def test_the_purge_deletes_what_is_older_keeps_what_is_newer_and_records_the_cou
         store.close()
     status = run_chatops(["status"], tmp_path / "d", cwd=tmp_path, DATABASE_URL=url)
     assert status.returncode == 0, status.stderr
-    assert "ok: deleted 1 conversations, 1 turn_log, 1 feedback, 1 sent_replies, 1 audit_log, 2 sync_runs" in status.stdout
+    assert "ok: deleted 1 conversations, 1 turn_log, 1 feedback, 1 sent_replies, 1 audit_log, 3 sync_runs" in status.stdout
 
     text = run_chatops(["purge"], tmp_path / "d", cwd=tmp_path, DATABASE_URL=url)  # nothing left to purge
     assert text.returncode == 0 and "  conversations: 0" in text.stdout
@@ -175,6 +184,7 @@ def test_forget_deletes_one_persons_records_and_leaves_a_pseudonym_in_the_audit(
     s.audit("U1", "slack", "calendar.create", target="p1")
     s.audit("U2", "slack", "admin.view", target="U1", detail={"user": "U1", "other": "U10"})
     s.audit("U10", "slack", "calendar.create", target="p9")
+    jobs = [s.enqueue_index_job("i1", "wiki", requested_by=who) for who in ("slack:U1", "teams:U10")]
     s.close()
 
     proc = run_chatops(["forget", "--user", "U1"], tmp_path / "d", cwd=tmp_path, DATABASE_URL=url)
@@ -195,6 +205,7 @@ def test_forget_deletes_one_persons_records_and_leaves_a_pseudonym_in_the_audit(
         assert [f["user_id"] for f in s.feedback_for("t3")] == ["U2"] and s.feedback_for("t1") == []
         assert s.get_pending("p1") is None and s.get_pending("p2") is not None
         assert s.scheduled_message("m1") is None and s.scheduled_message("m2") is not None
+        assert [s.index_job(j).requested_by for j in jobs] == [f"slack:{alias}", "teams:U10"]  # the job stays
         audit = {e.action: e for e in s.audit_entries()}
         assert audit["calendar.create"].actor in {alias, "U10"}
         assert [e.actor for e in s.audit_entries(action="calendar.create")] == ["U10", alias]

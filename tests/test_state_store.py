@@ -167,13 +167,13 @@ def test_audit_log_keeps_who_what_when(store: StateStore) -> None:
 
 
 def test_sync_cursor_runs_and_lock(store: StateStore) -> None:
-    assert store.get_cursor("wiki") is None
-    store.set_cursor("wiki", {"watermark": "2026-11-01T00:00:00Z", "seen": [1, 2]})
-    store.set_cursor("wiki", {"watermark": "2026-11-02T00:00:00Z"})
-    assert store.get_cursor("wiki") == {"watermark": "2026-11-02T00:00:00Z"}
-    run = store.start_run("wiki")
+    assert store.get_cursor("wiki", index_id="i1") is None
+    store.set_cursor("wiki", {"watermark": "2026-11-01T00:00:00Z", "seen": [1, 2]}, index_id="i1")
+    store.set_cursor("wiki", {"watermark": "2026-11-02T00:00:00Z"}, index_id="i1")
+    assert store.get_cursor("wiki", index_id="i1") == {"watermark": "2026-11-02T00:00:00Z"}
+    run = store.start_run("wiki", index_id="i1")
     store.finish_run(run, "ok", {"added": 3, "deleted": 1})
-    failed = store.start_run("wiki")
+    failed = store.start_run("wiki", index_id="i1")
     store.finish_run(failed, "failed", {}, error="HTTP 500")
     runs = store.last_runs("wiki")
     assert [(r.status, r.error) for r in runs] == [("failed", "HTTP 500"), ("ok", "")]
@@ -436,10 +436,24 @@ def test_scheduled_messages_are_listed_by_user_and_status(store: StateStore) -> 
     assert [m.key for m in store.scheduled_messages(limit=1)] == ["x"]
 
 
-def test_a_database_made_before_the_outbox_gets_its_table_on_open(store: StateStore) -> None:
-    store.scheduled.drop(store.engine)  # made by a release before the outbox, and so before migrations:
-    with store.engine.begin() as conn:  # its start-up ran create_all, it has no alembic_version
+def _made_before_migrations(url: str) -> None:
+    """Take the database at ``url`` back to what a build from before migrations made with ``create_all``:
+    the tables of revision 0003 (0004 came after migrations existed; its downgrade runs), no revision."""
+    from alembic import command
+
+    from state.migrate import _config, _locked
+
+    cfg = _config()
+    with _locked(url) as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0003")
         conn.execute(sa.text("DROP TABLE alembic_version"))
+
+
+def test_a_database_made_before_the_outbox_gets_its_table_on_open(store: StateStore) -> None:
+    store.close()
+    _made_before_migrations(store.url)
+    store.scheduled.drop(store.engine)  # made by a release before the outbox, and so before migrations
     assert not sa.inspect(store.engine).has_table("scheduled_messages")
     again = StateStore(store.url)
     try:
@@ -466,9 +480,83 @@ def test_group_members_are_replaced_and_looked_up_by_email(store: StateStore) ->
     assert store.groups_of("") == frozenset() and store.groups_of("nobody@example.com") == frozenset()
     with pytest.raises(ValueError):
         store.set_group_members("eng", " ", ["x@example.com"])
-    store.forget_source("eng")
+    store.forget_source("eng", index_id="i1")
     assert store.groups_of("bob@example.com") == frozenset()
     assert store.groups_of("ann@example.com") == {"group:wiki/hr"}
+
+
+def test_cursors_and_runs_are_kept_per_index(store: StateStore) -> None:
+    # Two replicas' own indexes on one database: each has its own cursor and runs of the same source.
+    store.set_cursor("wiki", {"watermark": "2026-11-01T00:00:00Z"}, index_id="replica-a")
+    store.set_cursor("wiki", {"watermark": "2026-11-05T00:00:00Z"}, index_id="replica-b")
+    assert store.get_cursor("wiki", index_id="replica-a") == {"watermark": "2026-11-01T00:00:00Z"}
+    assert store.get_cursor("wiki", index_id="replica-b") == {"watermark": "2026-11-05T00:00:00Z"}
+    store.finish_run(store.start_run("wiki", index_id="replica-a"), "ok", {"added": 1})
+    store.start_run("wiki", index_id="replica-b")  # still running
+    assert [r.index_id for r in store.last_runs("wiki", index_id="replica-a")] == ["replica-a"]
+    assert len(store.last_runs("wiki")) == 2  # None: every index's
+    assert set(store.last_successful_runs("replica-a")) == {"wiki"}
+    assert store.last_successful_runs("replica-b") == {}
+    # Removing the source from one index forgets that index's cursor and runs only.
+    store.forget_source("wiki", index_id="replica-a")
+    assert store.get_cursor("wiki", index_id="replica-a") is None and store.last_runs("wiki", index_id="replica-a") == []
+    assert store.get_cursor("wiki", index_id="replica-b") is not None and len(store.last_runs("wiki")) == 1
+
+
+def test_legacy_cursors_are_adopted_once_and_only_for_the_sources_asked(store: StateStore) -> None:
+    from state import LEGACY_INDEX_ID
+
+    store.set_cursor("wiki", {"watermark": "w"}, index_id=LEGACY_INDEX_ID)
+    store.set_cursor("eng", {"watermark": "e"}, index_id=LEGACY_INDEX_ID)
+    store.finish_run(store.start_run("wiki", index_id=LEGACY_INDEX_ID), "ok", {})
+    assert store.adopt_legacy("first", ["wiki"]) == 1
+    assert store.adopt_legacy("second", ["wiki"]) == 0  # already adopted: one winner
+    assert store.get_cursor("wiki", index_id="first") == {"watermark": "w"}
+    assert store.get_cursor("wiki", index_id="second") is None
+    assert [r.index_id for r in store.last_runs("wiki")] == ["first"]
+    assert store.get_cursor("eng", index_id=LEGACY_INDEX_ID) == {"watermark": "e"}  # not asked: still legacy
+    assert store.adopt_legacy("second", []) == 0 and store.adopt_legacy(LEGACY_INDEX_ID, ["eng"]) == 0
+
+
+def test_index_jobs_are_claimed_once_by_the_worker_of_their_index(store: StateStore) -> None:
+    first = store.enqueue_index_job("index-a", "wiki", full=True, requested_by="slack:UADMIN")
+    everything = store.enqueue_index_job("index-a")
+    store.enqueue_index_job("index-b", "wiki")
+    assert store.index_job(first).status == "queued" and store.index_job(everything).source == ""
+    got: list = []
+    barrier = threading.Barrier(4)
+
+    def claim(owner: str) -> None:
+        barrier.wait(timeout=30)
+        got.append(store.claim_index_job("index-a", owner))
+
+    threads = [threading.Thread(target=claim, args=(f"worker-{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    claimed = [j for j in got if j is not None]
+    assert sorted(j.id for j in claimed) == [first, everything]  # each job once, the other index's left alone
+    job = next(j for j in claimed if j.id == first)
+    assert (job.status, job.full, job.requested_by, job.source) == ("running", True, "slack:UADMIN", "wiki")
+    assert store.finish_index_job(first, "someone-else", "done", []) is False  # not the holder
+    assert store.finish_index_job(first, job.owner, "done", [{"source": "wiki", "status": "ok"}]) is True
+    done = store.index_job(first)
+    assert done.status == "done" and done.result == [{"source": "wiki", "status": "ok"}] and done.finished_at
+    assert store.claim_index_job("index-a", "worker-9") is None
+    with pytest.raises(ValueError):
+        store.finish_index_job(everything, "x", "queued", [])  # type: ignore[arg-type]
+
+
+def test_an_index_job_left_running_by_a_dead_worker_is_claimed_again(store: StateStore) -> None:
+    job = store.enqueue_index_job("index-a", "wiki")
+    assert store.claim_index_job("index-a", "host:1:dead").id == job
+    assert store.claim_index_job("index-a", "host:2:alive") is None  # running, and nobody says its owner is gone
+    assert store.claim_index_job("index-a", "host:2:alive", is_dead=lambda owner: False) is None
+    again = store.claim_index_job("index-a", "host:2:alive", is_dead=lambda owner: owner == "host:1:dead")
+    assert again.id == job and again.owner == "host:2:alive"
+    assert store.finish_index_job(job, "host:1:dead", "done", []) is False  # the dead one's late finish is refused
+    assert store.finish_index_job(job, "host:2:alive", "done", []) is True
 
 
 def test_group_principals_are_spelled_as_connectors_access_spells_them(store: StateStore) -> None:
@@ -485,9 +573,9 @@ def test_group_principals_are_spelled_as_connectors_access_spells_them(store: St
 def test_the_group_table_is_added_to_an_older_database(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'old.sqlite'}"
     first = StateStore(url)
-    first.group_members.drop(first.engine)  # a database made before group memberships existed...
-    with first.engine.begin() as conn:  # ...and before migrations (its start-up ran create_all)
-        conn.execute(sa.text("DROP TABLE alembic_version"))
+    first.close()
+    _made_before_migrations(url)  # a database made before migrations (its start-up ran create_all)...
+    first.group_members.drop(first.engine)  # ...and before group memberships existed
     first.close()
     again = StateStore(url)
     again.set_group_members("eng", "hr", ["a@example.com"])

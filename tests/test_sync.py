@@ -96,7 +96,7 @@ def test_a_folder_page_nested_too_deep_or_failing_to_convert_never_stops_the_syn
     res = engine.run(source)
     assert res.status == "ok", res.error
     assert (res.summary.added, res.summary.skipped, res.summary.errors) == (2, 0, []), res.summary
-    first = store.get_cursor("handbook")["synced_at"]
+    first = store.get_cursor("handbook", index_id=index.index_id)["synced_at"]
     pantry = [index.qdrant.get(c) for c in index.manifest.pages_of("handbook")["pantry.html"].chunk_ids]
     assert any(c.section_path == ("Kumquat storage",) and "shelf nine" in c.text for c in pantry), pantry
     hits = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="where are bikes parked", k=3), public_ctx()).evidence
@@ -118,7 +118,7 @@ def test_a_folder_page_nested_too_deep_or_failing_to_convert_never_stops_the_syn
     assert again.status == "ok", again.error
     assert (again.summary.added, again.summary.skipped) == (1, 1), again.summary
     assert again.summary.errors == ["pantry.html: RuntimeError: converter bug on this page"]
-    assert store.get_cursor("handbook")["synced_at"] > first
+    assert store.get_cursor("handbook", index_id=index.index_id)["synced_at"] > first
     assert set(index.manifest.pages_of("handbook")) == {"bikes.md", "pantry.html", "desks.md"}  # old copy kept
 
 
@@ -137,10 +137,10 @@ def test_a_missing_credential_fails_only_that_source(tmp_path, wiki_copy, index_
 
 # -- locks ------------------------------------------------------------------------------------------------
 
-def _hold_lock_in_another_process(db: Path, owner: str) -> None:
+def _hold_lock_in_another_process(db: Path, lock: str, owner: str) -> None:
     code = ("import sys; from datetime import timedelta; from state import StateStore; "
-            "s = StateStore(sys.argv[1]); assert s.acquire_lock('sync:handbook', sys.argv[2], ttl=timedelta(minutes=5))")
-    subprocess.run([sys.executable, "-c", code, sqlite_url(db), owner], check=True, cwd=ROOT,
+            "s = StateStore(sys.argv[1]); assert s.acquire_lock(sys.argv[2], sys.argv[3], ttl=timedelta(minutes=5))")
+    subprocess.run([sys.executable, "-c", code, sqlite_url(db), lock, owner], check=True, cwd=ROOT,
                    env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
 
 
@@ -149,12 +149,12 @@ def test_one_run_per_source_across_processes(tmp_path, wiki_copy, index_factory,
 
     engine = SyncEngine(index_factory(), store)
     source = FolderSource(wiki_copy, name="handbook")
-    _hold_lock_in_another_process(tmp_path / "state.sqlite", "other-host:4242:abc")
+    _hold_lock_in_another_process(tmp_path / "state.sqlite", engine.lock_name("handbook"), "other-host:4242:abc")
     busy = engine.run(source)
     assert busy.status == "busy" and "already running" in busy.error
-    assert store.get_cursor("handbook") is None and store.last_runs("handbook") == []
+    assert store.get_cursor("handbook", index_id=engine.index.index_id) is None and store.last_runs("handbook") == []
 
-    store.release_lock("sync:handbook", "other-host:4242:abc")
+    store.release_lock(engine.lock_name("handbook"), "other-host:4242:abc")
     assert engine.run(source).status == "ok"
 
 
@@ -163,8 +163,10 @@ def test_a_lock_left_by_a_killed_process_on_this_host_is_taken_over(tmp_path, wi
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    _hold_lock_in_another_process(tmp_path / "state.sqlite", f"{socket.gethostname()}:{gone.pid}:dead")
-    res = SyncEngine(index_factory(), store).run(FolderSource(wiki_copy, name="handbook"))
+    engine = SyncEngine(index_factory(), store)
+    _hold_lock_in_another_process(tmp_path / "state.sqlite", engine.lock_name("handbook"),
+                                  f"{socket.gethostname()}:{gone.pid}:dead")
+    res = engine.run(FolderSource(wiki_copy, name="handbook"))
     assert res.status == "ok" and res.summary.added == WIKI_PAGES
 
 
@@ -333,7 +335,7 @@ def test_a_killed_sync_loses_nothing_and_the_next_run_completes(tmp_path: Path, 
             proc.wait(timeout=30)
         assert written == 48
         crashed = StateStore(sqlite_url(data / "state.sqlite"))
-        assert crashed.get_cursor("eng") is None  # the killed run saved no cursor
+        assert crashed.get_cursor("eng", index_id=Manifest(data / "index" / "manifest.sqlite").get("index_id")) is None  # the killed run saved no cursor
         assert crashed.last_runs("eng")[0].status == "running"  # and never finished
         crashed.close()
 

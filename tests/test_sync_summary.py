@@ -52,7 +52,7 @@ def test_the_cli_line_reads_the_summary() -> None:
 def test_an_index_run_is_recorded_as_a_summary_of_mode_index(tmp_path: Path) -> None:
     store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
     try:
-        with RunLog(store).run("handbook") as record:
+        with RunLog(store, "i1").run("handbook") as record:
             record(IndexReport(source="handbook", added=12, unchanged=1, skipped=1, seconds=0.5,
                                errors=["a.md: bad"]), pages=13)
         [run] = store.last_runs("handbook")

@@ -419,11 +419,16 @@ def reindex_summary(results: Sequence[Any], seconds: float) -> dict[str, Any]:
         elif r.status == "busy":
             ok = False
             line = f":hourglass: *{name}*: a run of this source is already in progress; try again when it ends"
+        elif r.status == "queued":  # a web replica (chatops serve --role web) left it for the worker
+            what = "every source" if r.source == "*" else f"*{name}*"
+            line = f":inbox_tray: {what}: {escape(str(r.error))}; `/kb status` shows its run when it is done"
         else:
             ok = False
             line = f":x: *{name}*: {escape(truncate(r.error or r.status, 500))}"
         lines.append(line)
     head = "Re-index finished" if ok else "Re-index finished with problems"
+    if results and all(r.status == "queued" for r in results):
+        head = "Re-index queued"
     text = f"*{head}* in {seconds:.1f} s\n" + ("\n".join(lines) or "nothing to do")
     return {"text": _fallback(f"{head}: " + "; ".join(f"{r.source} {r.status}" for r in results)),
             "blocks": [_section(t) for t in split_text(text, MAX_SECTION)][:MAX_BLOCKS]}

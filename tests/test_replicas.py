@@ -1,0 +1,210 @@
+"""Two ``chatops serve`` replicas on one PostgreSQL database, each with its own data dir (issue 12, step 1).
+
+The real thing: two console-script subprocesses (as ``tests/test_slack_serve.py`` starts one), one state
+database created for the test on ``$CHATOPS_TEST_PG_URL`` (skipped when the server is unreachable,
+failed instead with ``CHATOPS_TEST_REQUIRE_PG=1``), the Confluence stand-in as their source on a 10 s
+schedule (the shortest a schedule may be), and the Slack stand-in.
+
+Each replica's index has its own id (``index_id`` in its manifest), and its cursor, runs and lock
+``sync:<index id>:eng`` are its own. The test proves:
+
+- both replicas sync at start-up, each every page (neither waits for the other's lock, neither starts
+  from the other's watermark);
+- a second, unchanged sync of each replica fetches no page body (the stand-in's request log, and each
+  run's own summary: nothing fetched, nothing written);
+- a page edited between syncs is fetched once by *each* replica at its next sync (with one shared
+  cursor, the replica that synced second would list nothing: the other had moved the watermark past
+  the edit), and then both answer a signed Slack mention with the new text, never the old.
+
+Timings (each replica's first and second sync: calls and seconds) are measured by
+``bench/replica_sync.py`` from the same scenario; this test asserts behaviour only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from index.manifest import Manifest
+from state import StateStore
+
+from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
+from helpers import chatops_command, cli_environment, wait_for
+from slack_standin import APP_TOKEN, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
+
+PG_ADMIN_URL = os.environ.get("CHATOPS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+ALICE = "UALICE01"
+OLD, NEW = "vpn-gw-amber.example.com", "vpn-gw-cobalt.example.com"
+PAGES = {
+    "VPN Setup": f"<h2>Gateway</h2><p>The VPN gateway address is {OLD}. Connect with the corporate VPN client "
+                 "and sign in with your single sign-on account.</p>",
+    "Laptop Refresh": "<h2>Policy</h2><p>Every employee gets a new laptop every three years; IT orders it.</p>",
+    "On-call Handbook": "<h2>Paging</h2><p>The on-call engineer answers a page within 15 minutes.</p>",
+    "Expenses": "<h2>Deadlines</h2><p>Submit expenses within 30 days of the purchase, with the receipt.</p>",
+}
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A new PostgreSQL database for the test, dropped afterwards (as in ``tests/test_migrations.py``)."""
+    name = f"chatops_replicas_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001 - any failure means no server to test against
+        if os.environ.get("CHATOPS_TEST_REQUIRE_PG") == "1":
+            pytest.fail(f"PostgreSQL at {PG_ADMIN_URL} is required (CHATOPS_TEST_REQUIRE_PG=1) but unusable: {exc}")
+        pytest.skip(f"PostgreSQL at {PG_ADMIN_URL} is not reachable: {exc}")
+    yield sa.engine.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def page_bodies(s: ConfluenceStandIn, since: int) -> list[str]:
+    """Ids of the single-page GETs (REST v2 ``/pages/{id}``: a page's body) since request number ``since``."""
+    with s.lock:
+        paths = [path for _, path, _ in s.requests[since:]]
+    return [p.rsplit("/", 1)[-1] for p in paths if p.startswith("/wiki/api/v2/pages/") and p.rsplit("/", 1)[-1].isdigit()]
+
+
+class Replica:
+    """One ``chatops serve`` subprocess with its own data dir, on the shared database."""
+
+    def __init__(self, name: str, root: Path, env: dict[str, str]) -> None:
+        self.name = name
+        self.data = root / name
+        self.log_path = root / f"{name}.log"
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen([*chatops_command(), "serve", "--host", "127.0.0.1", "--port", "0"],
+                                         cwd=root, env=cli_environment(self.data, **env), stdout=log,
+                                         stderr=subprocess.STDOUT)
+        self.url = ""
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def listening(self) -> bool:
+        m = re.search(r"serving on http://127\.0\.0\.1:(\d+)", self.log())
+        assert self.proc.poll() is None, f"{self.name} exited: {self.log()[-3000:]}"
+        if m:
+            self.url = f"http://127.0.0.1:{m.group(1)}"
+        return bool(m)
+
+    def index_id(self) -> str:
+        manifest = Manifest(self.data / "index" / "manifest.sqlite")
+        try:
+            value = manifest.get("index_id")
+        finally:
+            manifest.close()
+        assert value, f"{self.name}'s index has no id"
+        return value
+
+    def content_runs(self, store: StateStore) -> list:
+        """This replica's finished content syncs of ``eng``, oldest first."""
+        runs = store.last_runs("eng", limit=50, index_id=self.index_id())
+        return [r for r in reversed(runs) if r.status != "running" and r.summary.get("mode") != "permissions"]
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+
+def ask(replica: Replica, slack: SlackStandin, question: str) -> str:
+    """Mention the bot on ``replica`` through a signed Slack event; the reply as the user sees it (JSON)."""
+    channel = "C0REPLICA"
+    msg = slack.user_message(channel, ALICE, f"<@{BOT_USER_ID}> {question}")
+    sender = SlackSender(replica.url, SIGNING_SECRET)
+    try:
+        resp, _ = sender.event({"type": "app_mention", "user": ALICE, "text": msg["text"], "ts": msg["ts"],
+                                "channel": channel, "event_ts": msg["ts"]})
+    finally:
+        sender.close()
+    assert resp.status_code == 200
+    [post] = slack.wait_for(lambda s: s.answers(channel, msg["ts"]), timeout=30)
+    return json.dumps({"text": post.params.get("text"), "blocks": post.params.get("blocks")})
+
+
+def test_two_replicas_with_their_own_index_on_one_database_both_follow_an_edit(tmp_path: Path, pg_url: str) -> None:
+    slack = SlackStandin(BOT_TOKEN, APP_TOKEN, manifest_scopes()).start()
+    slack.add_user(ALICE)
+    slack.add_conversation("C0REPLICA")
+    confluence = ConfluenceStandIn().start()
+    replicas: list[Replica] = []
+    store: StateStore | None = None
+    try:
+        confluence.add_space("ENG")
+        ids = {title: confluence.add_page("ENG", title, body) for title, body in PAGES.items()}
+        config = tmp_path / "chatops.yml"
+        config.write_text(
+            "sources:\n"
+            f"  - {{name: eng, type: confluence, base_url: '{confluence.cloud_url}', deployment: cloud, spaces: [ENG],\n"
+            "     public_groups: [confluence-users], overlap_minutes: 0, permissions_interval: 'off',\n"
+            "     schedule: {interval: 10s}}\n", encoding="utf-8")
+        env = {"CHATOPS_CONFIG": str(config), "DATABASE_URL": pg_url, "CONFLUENCE_EMAIL": CLOUD_EMAIL,
+               "CONFLUENCE_API_TOKEN": CLOUD_TOKEN, "SLACK_BOT_TOKEN": BOT_TOKEN,
+               "SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_API_URL": slack.api_url}
+        StateStore(pg_url).close()  # migrate once here, so the replicas' start-ups only find the head
+        replicas = [Replica(name, tmp_path, env) for name in ("replica-a", "replica-b")]
+        for r in replicas:
+            wait_for(r.listening, 90, f"{r.name} to listen")
+        store = StateStore(pg_url)
+        # Start-up: each replica syncs every page into its own index, from its own (empty) cursor.
+        for r in replicas:
+            wait_for(lambda r=r: r.content_runs(store), 60, f"{r.name}'s start-up sync")
+        a, b = replicas
+        assert a.index_id() != b.index_id()
+        for r in replicas:
+            first = r.content_runs(store)[0]
+            assert first.status == "ok", first.error
+            assert (first.summary["added"], first.summary["fetched"]) == (len(PAGES), len(PAGES)), first.summary
+        synced = len(confluence.requests)
+        # The next scheduled sync of each: nothing changed, so nothing is fetched or written.
+        for r in replicas:
+            wait_for(lambda r=r: len(r.content_runs(store)) >= 2, 40, f"{r.name}'s second sync")
+            second = r.content_runs(store)[1]
+            s = second.summary
+            assert second.status == "ok" and (s["mode"], s["fetched"], s["added"], s["updated"], s["deleted"]) == \
+                ("incremental", 0, 0, 0, 0), s
+        assert page_bodies(confluence, synced) == []  # the stand-in saw no page body fetched since
+
+        before = {r.name: len(r.content_runs(store)) for r in replicas}
+        edited = datetime.now(timezone.utc)
+        mark = len(confluence.requests)
+        confluence.edit_page(ids["VPN Setup"], body=PAGES["VPN Setup"].replace(OLD, NEW))
+
+        def took_the_edit(r: Replica):
+            return [run for run in r.content_runs(store)[before[r.name]:]
+                    if run.started_at > edited and run.summary.get("updated") == 1]
+        for r in replicas:
+            [run] = wait_for(lambda r=r: took_the_edit(r), 40, f"{r.name}'s sync of the edit")
+            assert run.status == "ok" and run.summary["fetched"] == 1, run.summary
+        assert page_bodies(confluence, mark) == [ids["VPN Setup"]] * 2  # once per replica, nothing else
+
+        for r in replicas:
+            reply = ask(r, slack, "what is the VPN gateway address?")
+            assert NEW in reply and OLD not in reply, (r.name, reply)
+            ready = httpx.get(r.url + "/readyz").json()
+            assert ready["checks"]["index"]["ok"], ready
+    finally:
+        if store is not None:
+            store.close()
+        codes = {r.name: r.stop() for r in replicas}
+        confluence.stop()
+        slack.stop()
+    for r in replicas:
+        assert codes[r.name] == 0, r.log()[-3000:]
+        assert "Traceback" not in r.log(), r.log()[-3000:]
