@@ -79,6 +79,6 @@ def test_operating_it_sits_before_settings_with_its_subsections() -> None:
     assert top.index("Security") + 1 == top.index("Operating it") == top.index("Settings") - 1
     operating = _section("Operating it")
     subs = re.findall(r"^### (.+)$", operating, flags=re.M)
-    wanted = ["Deploying", "Metrics and traces", "Logs", "The knowledge-gap report", "Upgrades",
+    wanted = ["Deploying", "Running at scale", "Metrics and traces", "Logs", "The knowledge-gap report", "Upgrades",
               "Retention and forgetting"]
     assert [t for t in subs if t in wanted] == wanted
