@@ -608,8 +608,10 @@ class ExtractiveAnswerer:
                         out.append(top)
                         used += len(top.span.text)
                         continue
-                if not any((c.terms & key) - covered for c in pool):
-                    break
+                quoted = {c.ev.chunk.chunk_id for c in out}
+                if not any((c.terms & key) - covered or states_type(c) or c.ev.chunk.chunk_id in quoted
+                           for c in pool):
+                    break  # nothing left could earn its place
                 continue
             if used + len(best.span.text) > self.config.max_chars and (out or already):
                 continue

@@ -404,6 +404,25 @@ def test_a_sentence_of_another_passage_adding_no_key_term_nor_the_asked_type_is_
     assert [c.chunk_id for c in draft.citations] == ["c1"]
 
 
+def test_a_sentence_that_fails_to_earn_does_not_stop_the_search_for_one_that_does() -> None:
+    # The first sentence covers every key term; the next best by gain (another page's definition) earns
+    # nothing, but the quoted passage's own step with the command still does and must be found.
+    from agent.terms import KeyTerms
+    from connectors.models import Chunk
+    from tools.knowledge_search import Evidence
+
+    how = Chunk("c1", "folder", "incidents.md", "Incidents", ("Declaring an incident",), "",
+                "Anyone can declare an incident, not only engineers.\n\n"
+                "1. In any channel, type the `/declare-incident` command with the severity.")
+    definition = Chunk("c2", "folder", "glossary.md", "Glossary", ("Incident",), "",
+                       "An incident is any unplanned event that hurts customers; declare one when unsure.")
+    terms = KeyTerms({"declare": 3.0, "incident": 1.0})
+    draft = _earning_answerer().answer([Evidence(how, 1.0, cosine=0.75), Evidence(definition, 0.95, cosine=0.74)],
+                                       terms, question="how do I declare an incident?")
+    assert "/declare-incident" in draft.text, draft.text
+    assert "unplanned event" not in draft.text, draft.text
+
+
 def test_a_sentence_stating_the_asked_figure_is_kept_though_it_adds_no_key_term() -> None:
     # "how long until the secondary gets paged?": the sentence with "12 hours" shares no word with the
     # question (the first sentence covers them all), yet it states what was asked.
