@@ -39,7 +39,9 @@ from connectors.access import Access, Viewer  # noqa: E402
 from bench.vector_candidates import CANDIDATES, no_fsync, run_size  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DEV = ROOT.parent / "shared" / "eval" / "dev.jsonl"
+#: the eval set next to the repository (``/work/main``) or next to its worktree's folder (``/work/wt/NAME``)
+DEV = next((p for p in (ROOT.parent / "shared" / "eval" / "dev.jsonl", ROOT.parents[1] / "shared" / "eval" / "dev.jsonl")
+            if p.is_file()), ROOT.parent / "shared" / "eval" / "dev.jsonl")
 FALLBACK_QUESTIONS = [
     "how much is the home office budget?", "how do I declare an incident?", "when do patch releases go out?",
     "how many days of PTO do we get?", "what is the expense deadline?", "who approves long vacations?",

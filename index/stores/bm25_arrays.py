@@ -153,14 +153,22 @@ def _leaf_lengths(leaf, fieldname: str, n: int) -> np.ndarray:
 
 
 def _leaf_postings(m) -> tuple[np.ndarray, np.ndarray]:
-    """All of a leaf matcher's document numbers and weights, a block at a time for Whoosh 3 postings."""
+    """All of a leaf matcher's document numbers and weights: for Whoosh 3 postings a block at a time, the
+    block's delta-coded ids summed by NumPy (what ``W3LeafMatcher._read_ids`` does one id at a time)."""
     ids, ws = [], []
-    if hasattr(m, "_read_ids") and hasattr(m, "_next_block"):
+    if all(hasattr(m, a) for a in ("_read_data", "_next_block", "_blocklength", "_byteids", "_atend")):
         while m.is_active():
-            m._read_ids()  # noqa: SLF001
-            m._read_weights()  # noqa: SLF001
-            ids.append(np.asarray(m._ids, dtype=np.int64))  # noqa: SLF001
-            ws.append(np.asarray(m._weights, dtype=np.float64))  # noqa: SLF001
+            m._read_data()  # noqa: SLF001
+            raw_ids, raw_w = m._data[0], m._data[1]  # noqa: SLF001
+            n = m._blocklength  # noqa: SLF001
+            ids.append(np.asarray(raw_ids, dtype=np.int64) if m._byteids else  # noqa: SLF001
+                       np.cumsum(np.asarray(raw_ids, dtype=np.int64)))
+            if raw_w is None:
+                ws.append(np.ones(n))
+            elif isinstance(raw_w, float):
+                ws.append(np.full(n, float(np.float32(raw_w))))  # Whoosh widens it through array("f")
+            else:
+                ws.append(np.asarray(raw_w, dtype=np.float64))
             m._next_block()  # noqa: SLF001
     else:
         while m.is_active():
