@@ -148,3 +148,16 @@ def test_boosts_it_cannot_express_fall_back_to_whoosh(store: WhooshStore) -> Non
     assert scorer.top(store.query_terms(query), boosts, scorer.live, 10) is None  # declined
     assert_same(store.search_ids(query, limit=40, boosts=boosts, viewer=Viewer.public()),
                 whoosh_ranking(store, query, 40, boosts, Viewer.public()))
+
+
+def test_warm_reads_the_longest_posting_lists_without_changing_results(store: WhooshStore) -> None:
+    query = "w0 w1 w2 deploy"
+    before = store.search_ids(query, limit=30, viewer=Viewer.public())
+    store.delete_chunks([before[0][0]])  # a new snapshot, nothing read yet
+    store.warm()
+    scorer = store._get_searcher()._chatops_bm25
+    held = scorer.postings.cache_info().currsize
+    assert held > 0  # read by warm(), before any search of this snapshot
+    assert_same(store.search_ids(query, limit=30, viewer=Viewer.public()),
+                whoosh_ranking(store, query, 30, None, Viewer.public()))
+    assert scorer.postings.cache_info().hits > 0

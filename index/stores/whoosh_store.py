@@ -266,6 +266,22 @@ class WhooshStore:
                     self._searcher = self._searcher.refresh()
             return self._searcher
 
+    def warm(self) -> None:
+        """Read what the first searches of the current snapshot would otherwise read, off the users' path
+        (:meth:`index.knowledge.KnowledgeIndex.warm`, which sync runs call after writing): the array scorer's
+        field lengths and longest posting lists (:meth:`~index.stores.bm25_arrays.SnapshotScorer.preload`)
+        and the chunks a public viewer may read."""
+        searcher = self._get_searcher()
+        with self._guard():
+            if searcher.doc_count_all() == 0:
+                return
+            scorer = self._array_scorer(searcher)
+            if scorer is not None:
+                scorer.preload()
+            allowed = self._allowed_docs(searcher, viewer_tokens(Viewer.public(), "the BM25"))
+            if allowed:
+                self._allowed_mask(searcher, allowed)
+
     def analyze(self, text: str) -> list[str]:
         """The index terms of ``text`` (lower-cased, stop words removed, stemmed), in order."""
         return [t.text for t in self._analyzer(text)]
