@@ -128,7 +128,10 @@ class SnapshotScorer:
         for df, term in sizes[: TERM_CACHE // 2]:
             if held + df > budget:
                 break
-            self.postings(term.decode("utf-8") if isinstance(term, bytes) else term)
+            try:
+                self.postings(term.decode("utf-8") if isinstance(term, bytes) else term)
+            except Unsupported:
+                break
             held += df
             n += 1
         return n
@@ -137,13 +140,16 @@ class SnapshotScorer:
             limit: int | None) -> list[tuple[int, float]] | None:
         """The best ``limit`` (all when ``None``) documents of ``allowed`` (a boolean array of :attr:`size`)
         for the OR of ``terms``, as ``(docnum, score)`` pairs, best first; ``None`` when a boost is not a
-        positive finite number (the caller runs Whoosh)."""
+        positive finite number or a segment cannot be read (the caller runs Whoosh)."""
         weights = [float(boosts.get(t, 1.0)) for t in terms]
         if any(not (math.isfinite(b) and b > 0) for b in weights):
             return None
+        try:
+            lists = [self.postings(t) for t in terms]
+        except Unsupported:
+            return None
         scores = np.zeros(self.size)
-        for term, boost in zip(terms, weights):
-            doc, contrib = self.postings(term)
+        for (doc, contrib), boost in zip(lists, weights):
             scores[doc] += contrib if boost == 1.0 else contrib * boost  # one posting per document and term
         cand = np.flatnonzero((scores > 0) & allowed & self.live)
         s = scores[cand]
