@@ -22,6 +22,12 @@ used at index time. In an index of at least ``prune_min_docs`` chunks, terms fou
 ``max_df_ratio`` of them are dropped while at least two rarer terms remain: their IDF is small, so they barely move the ranking, but their long
 posting lists are what a pure-Python engine spends its time on (a query's cost is proportional
 to the number of postings it visits).
+
+Ranking (issue 12): Whoosh keeps the index and its statistics, but an OR of terms is scored by
+:class:`index.stores.bm25_arrays.SnapshotScorer`: per searcher snapshot, each term's postings are read once
+into arrays (an LRU of terms) and a query is ranked with NumPy, to the same scores (bit for bit), order and
+filters as Whoosh's own matchers, which still rank what it does not cover (non-positive boosts, a segment it
+cannot read). :meth:`WhooshStore.warm` reads the longest posting lists ahead of the first searches.
 """
 
 from __future__ import annotations
