@@ -7,8 +7,9 @@ Part 1 times hybrid, BM25-only and dense-only searches of real questions (the ev
 ``../shared`` is present) on a real index (``--index``, e.g. ``.chatops/index``; built from the
 example wiki when omitted). Part 2 builds synthetic indexes: chunks made of words drawn from the
 corpus vocabulary with a Zipf-like distribution, and random unit vectors (so no embedding cost),
-and times the same searches, to show how latency grows with index size in local mode, then what
-re-writing one page costs the next search. Part 3, at each size, compares the embedded dense-index
+and times the same searches, to show how latency grows with index size in local mode, BM25 alone through the store's
+NumPy ranking beside Whoosh's own matchers (with the number of identical rankings), then what re-writing
+one page costs the next search. Part 3, at each size, compares the embedded dense-index
 candidates of ``bench/vector_candidates.py`` (build time, memory, access-filtered top-30 p50/p95,
 recall@10 against the exact scan); candidates whose package is not installed are skipped.
 """
@@ -39,7 +40,9 @@ from connectors.access import Access, Viewer  # noqa: E402
 from bench.vector_candidates import CANDIDATES, no_fsync, run_size  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DEV = ROOT.parent / "shared" / "eval" / "dev.jsonl"
+#: the eval set next to the repository (``/work/main``) or next to its worktree's folder (``/work/wt/NAME``)
+DEV = next((p for p in (ROOT.parent / "shared" / "eval" / "dev.jsonl", ROOT.parents[1] / "shared" / "eval" / "dev.jsonl")
+            if p.is_file()), ROOT.parent / "shared" / "eval" / "dev.jsonl")
 FALLBACK_QUESTIONS = [
     "how much is the home office budget?", "how do I declare an incident?", "when do patch releases go out?",
     "how many days of PTO do we get?", "what is the expense deadline?", "who approves long vacations?",
@@ -76,6 +79,38 @@ def report(label: str, search: KnowledgeSearch, qs: list[str]) -> None:
         search._dcache.clear()  # noqa: SLF001 - time real searches, not the retry cache
         p50, p95 = time_searches(search, qs, r)
         print(f"{label:<28} {r:<7} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
+
+
+def bm25_side_by_side(label: str, index: KnowledgeIndex, qs: list[str]) -> None:
+    """Time BM25 alone (top 50, a public viewer) through the store (NumPy over cached posting arrays) and
+    through Whoosh's own matchers on the same query and filter (what the store ran before), and count the
+    questions whose ranked ids and scores agree (within 1e-6)."""
+    from whoosh.query import Term
+
+    from index.stores.whoosh_store import _PreloadedOr
+
+    store = index.whoosh
+    viewer = Viewer.public()
+    ours, theirs, same = [], [], 0
+    for q in qs:
+        t = time.perf_counter()
+        got = store.search_ids(q, limit=50, viewer=viewer)
+        ours.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        searcher = store._get_searcher()  # noqa: SLF001 - the reference ranking, as the store ran it before
+        terms = store.query_terms(q, searcher)
+        allowed = store._allowed_docs(searcher, viewer.tokens())  # noqa: SLF001
+        col = store._id_column(searcher)  # noqa: SLF001
+        want = [(col[h.docnum], float(h.score)) for h in searcher.search(
+            _PreloadedOr([Term("content", x) for x in terms]), limit=50, filter=allowed, optimize=False)] if terms else []
+        theirs.append((time.perf_counter() - t) * 1000)
+        same += [c for c, _ in got] == [c for c, _ in want] and all(abs(a - b) <= 1e-6 for (_, a), (_, b) in zip(got, want))
+
+    def p(xs: list[float]) -> str:
+        xs = sorted(xs)
+        return f"{statistics.median(xs):.1f} / {xs[min(len(xs) - 1, int(0.95 * len(xs)))]:.1f} ms"
+    print(f"{label:<28} bm25 top-50 p50 / p95: arrays {p(ours)}, Whoosh's matchers {p(theirs)}; "
+          f"{same}/{len(qs)} rankings identical")
 
 
 def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Random) -> None:
@@ -162,6 +197,7 @@ def main() -> None:
             syn.warm()  # as a sync run does after writing: the dense mirror is built off the users' path
             build = time.perf_counter() - t
             report(f"synthetic {n:,} (built {build:.0f} s)", KnowledgeSearch(syn), qs)
+            bm25_side_by_side(f"synthetic {n:,}", syn, qs)
             after_write(syn, n, qs[0])
             syn.close()
             if names:

@@ -207,8 +207,10 @@ class KnowledgeIndex:
 
     def warm(self) -> None:
         """Prepare what the first search after a write would otherwise build (the dense store's local
-        mirror, :meth:`QdrantStore.warm`); sync runs call it after writing, off the users' path."""
+        mirror, :meth:`QdrantStore.warm`, and the BM25 posting arrays, :meth:`WhooshStore.warm`); sync runs
+        call it after writing, off the users' path."""
         self.qdrant.warm()
+        self.whoosh.warm()
 
     def stats(self) -> dict[str, int]:
         """Pages and chunks held (``{"pages": int, "chunks": int}``, from aggregate queries)."""

@@ -22,6 +22,12 @@ used at index time. In an index of at least ``prune_min_docs`` chunks, terms fou
 ``max_df_ratio`` of them are dropped while at least two rarer terms remain: their IDF is small, so they barely move the ranking, but their long
 posting lists are what a pure-Python engine spends its time on (a query's cost is proportional
 to the number of postings it visits).
+
+Ranking (issue 12): Whoosh keeps the index and its statistics, but an OR of terms is scored by
+:class:`index.stores.bm25_arrays.SnapshotScorer`: per searcher snapshot, each term's postings are read once
+into arrays (an LRU of terms) and a query is ranked with NumPy, to the same scores (bit for bit), order and
+filters as Whoosh's own matchers, which still rank what it does not cover (non-positive boosts, a segment it
+cannot read). :meth:`WhooshStore.warm` reads the longest posting lists ahead of the first searches.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from connectors.access import Access, Viewer
 from connectors.errors import IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard
 from connectors.models import Chunk
+from .bm25_arrays import SnapshotScorer, Unsupported, bitset_mask
 from .records import SECTION_SEP, StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
 __all__ = ["WhooshStore"]
@@ -265,6 +272,22 @@ class WhooshStore:
                     self._searcher = self._searcher.refresh()
             return self._searcher
 
+    def warm(self) -> None:
+        """Read what the first searches of the current snapshot would otherwise read, off the users' path
+        (:meth:`index.knowledge.KnowledgeIndex.warm`, which sync runs call after writing): the array scorer's
+        field lengths and longest posting lists (:meth:`~index.stores.bm25_arrays.SnapshotScorer.preload`)
+        and the chunks a public viewer may read."""
+        searcher = self._get_searcher()
+        with self._guard():
+            if searcher.doc_count_all() == 0:
+                return
+            scorer = self._array_scorer(searcher)
+            if scorer is not None:
+                scorer.preload()
+            allowed = self._allowed_docs(searcher, viewer_tokens(Viewer.public(), "the BM25"))
+            if allowed:
+                self._allowed_mask(searcher, allowed)
+
     def analyze(self, text: str) -> list[str]:
         """The index terms of ``text`` (lower-cased, stop words removed, stemmed), in order."""
         return [t.text for t in self._analyzer(text)]
@@ -299,8 +322,41 @@ class WhooshStore:
             allowed = self._allowed_docs(searcher, tokens, sources)
             if not allowed:  # nothing readable (and Whoosh would take an empty filter set for no filter)
                 return []
+            col = self._id_column(searcher)
+            scorer = self._array_scorer(searcher)
+            if scorer is not None:
+                top = scorer.top(terms, boosts, self._allowed_mask(searcher, allowed), limit)
+                if top is not None:
+                    return [(col[d], s) for d, s in top]
             results = searcher.search(_PreloadedOr(clauses), limit=limit, filter=allowed, optimize=False)
-            return [(col[hit.docnum], float(hit.score)) for col in [self._id_column(searcher)] for hit in results]
+            return [(col[hit.docnum], float(hit.score)) for hit in results]
+
+    @staticmethod
+    def _array_scorer(searcher) -> SnapshotScorer | None:
+        """The searcher's :class:`~index.stores.bm25_arrays.SnapshotScorer` (made on first use, kept with
+        the snapshot), or ``None`` when the index holds something it does not read (Whoosh then ranks)."""
+        scorer = getattr(searcher, "_chatops_bm25", None)
+        if scorer is None:
+            try:
+                scorer = SnapshotScorer(searcher, "content")
+            except Unsupported as exc:
+                log.info("BM25 ranks with Whoosh's own matchers (%s not read by the array path)", exc)
+                scorer = False
+            searcher._chatops_bm25 = scorer
+        return scorer or None
+
+    @staticmethod
+    def _allowed_mask(searcher, allowed: BitSet) -> np.ndarray:
+        """``allowed`` (one of :meth:`_allowed_docs`' sets) as a boolean array, kept with it."""
+        masks: dict[int, tuple[BitSet, np.ndarray]] | None = getattr(searcher, "_chatops_masks", None)
+        if masks is None:
+            masks = searcher._chatops_masks = {}
+        hit = masks.get(id(allowed))
+        if hit is None or hit[0] is not allowed:
+            if len(masks) >= ALLOWED_CACHE:
+                masks.pop(next(iter(masks)))
+            hit = masks[id(allowed)] = (allowed, bitset_mask(allowed, searcher.doc_count_all()))
+        return hit[1]
 
     def search(self, query: str, limit: int = 50, boosts: dict[str, float] | None = None, *,
                viewer: Viewer) -> list[StoredChunk]:
