@@ -25,7 +25,12 @@ Access control as in :class:`~index.stores.qdrant_store.QdrantStore`: the payloa
 chunk's :meth:`connectors.access.Access.tokens`) and ``source`` get keyword indexes on a server, and every
 search sends a ``MatchAny`` filter on them with the query, so the filter runs inside the query and
 does not change the scores (IDF is collection-wide). The payload's ``terms`` (the chunk's distinct
-terms, keyword-indexed) answers :meth:`QdrantSparseStore.doc_frequency` with a count.
+terms, keyword-indexed) answers :meth:`QdrantSparseStore.doc_frequency` with a count. Those counts
+(and :attr:`~QdrantSparseStore.count`) are remembered until this store writes, and on a server for at
+most ``DF_TTL`` seconds (other processes write there too): pseudo-relevance feedback asks for the
+document frequency of every term of the top chunks, a few hundred counts per question, which in
+local mode (a scan in Python each) took seconds per search before they were remembered. The search
+itself does not use them (the server's IDF is current at every query).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -59,6 +65,7 @@ log = logging.getLogger(__name__)
 VECTOR = "bm25"  #: the name of the collection's sparse vector
 K1, B = 1.2, 0.75  #: BM25's saturation and length normalisation (the Whoosh store's)
 BATCH = 256  #: points per upsert
+DF_TTL = 60.0  #: seconds a server's document frequencies and count are remembered (local mode: until a write)
 
 
 def term_index(term: str) -> int:
@@ -101,6 +108,8 @@ class QdrantSparseStore:
         self.max_terms = max_terms
         self._analyzer = analyzer()
         self._is_local = not url
+        self._stats: dict[str, int] = {}  # term -> document frequency ("" -> number of points), see the module docstring
+        self._stats_at = time.monotonic()
         # Local mode keeps points in Python structures: serialise access (a server handles concurrency).
         self._lock: threading.RLock | _NoLock = threading.RLock() if not url else _NoLock()
         self._guard = StoreGuard("the BM25 index", path or url or "", REBUILD_STORE,
@@ -196,6 +205,22 @@ class QdrantSparseStore:
         payload = chunk_to_record(c) | {"terms": sorted(set(terms))}
         return models.PointStruct(id=point_id(c.chunk_id), vector={VECTOR: self.doc_vector(terms)}, payload=payload)
 
+    def _remembered(self, key: str, where: models.Filter | None) -> int:
+        """A count of the points matching ``where`` (all when ``None``), remembered under ``key``."""
+        with self._lock:
+            if not self._is_local and time.monotonic() - self._stats_at > DF_TTL:
+                self._forget()
+            n = self._stats.get(key)
+        if n is None:
+            with self._guard(), self._lock:
+                n = self.client.count(self.collection, count_filter=where, exact=True).count
+                self._stats[key] = n
+        return n
+
+    def _forget(self) -> None:
+        self._stats = {}
+        self._stats_at = time.monotonic()
+
     # -- writing -----------------------------------------------------------------------------------
     def replace(self, doc_keys: Iterable[str], chunks: Sequence[Chunk], vectors: np.ndarray | None = None) -> None:
         """Delete every point of ``doc_keys``, then upsert ``chunks`` (``vectors`` is ignored: the sparse
@@ -203,6 +228,7 @@ class QdrantSparseStore:
         keys = list(doc_keys)
         points = [self._point(c) for c in chunks]
         with self._guard(), self._lock:
+            self._forget()
             if keys:
                 self.client.delete(self.collection, points_selector=models.FilterSelector(filter=models.Filter(
                     must=[models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys))])), wait=True)
@@ -218,6 +244,7 @@ class QdrantSparseStore:
         ids = [point_id(c) for c in chunk_ids]
         if ids:
             with self._guard(), self._lock:
+                self._forget()
                 self.client.delete(self.collection, points_selector=models.PointIdsList(points=ids), wait=True)
 
     def set_access(self, access: Mapping[str, Access]) -> int:
@@ -241,6 +268,7 @@ class QdrantSparseStore:
     def clear(self) -> None:
         """Drop and recreate the collection."""
         with self._guard(), self._lock:
+            self._forget()
             self.client.delete_collection(self.collection)
             self._ensure_collection()
 
@@ -284,10 +312,12 @@ class QdrantSparseStore:
                 for p in self._query(query, limit, boosts, viewer, True)]
 
     def doc_frequency(self, term: str) -> int:
-        """Number of chunks containing the analysed ``term`` (a count on the payload's ``terms``)."""
-        where = models.Filter(must=[models.FieldCondition(key="terms", match=models.MatchValue(value=term))])
-        with self._guard(), self._lock:
-            return self.client.count(self.collection, count_filter=where, exact=True).count
+        """Number of chunks containing the analysed ``term`` (a count on the payload's ``terms``, remembered:
+        see the module docstring)."""
+        if not term:
+            return 0
+        return self._remembered(term, models.Filter(
+            must=[models.FieldCondition(key="terms", match=models.MatchValue(value=term))]))
 
     @property
     def doc_count(self) -> int:
@@ -296,9 +326,8 @@ class QdrantSparseStore:
 
     @property
     def count(self) -> int:
-        """Number of points."""
-        with self._guard(), self._lock:
-            return self.client.count(self.collection, exact=True).count
+        """Number of points (remembered like :meth:`doc_frequency`)."""
+        return self._remembered("", None)
 
     def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
         """The stored chunks among ``chunk_ids`` (unknown ids are absent)."""
