@@ -96,7 +96,7 @@ class QdrantSparseStore:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, url: str | None = None,
-                 api_key: str | None = None, collection: str = "chunks-bm25", *, avgdl: float = 120.0,
+                 api_key: str | None = None, collection: str = "chunks-bm25", *, avgdl: float = 56.0,
                  tf: Literal["bm25", "raw"] = "bm25", max_terms: int = 16) -> None:
         if tf not in ("bm25", "raw"):
             raise ValueError(f"tf must be 'bm25' or 'raw', got {tf!r}")
