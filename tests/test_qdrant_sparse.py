@@ -5,7 +5,8 @@ from the analysed text (IDF kept by Qdrant's ``Modifier.IDF`` from the live poin
 stored per chunk); it saturates repeated terms and normalises by length where raw term frequencies
 would not; the title and heading path count twice, as in the Whoosh store; query boosts are the
 sparse query weights; document frequencies follow writes; a collection without the sparse vector is
-refused with what to do.
+refused with what to do. Then ``KEYWORD_INDEX=qdrant``: the knowledge index keeps BM25 in Qdrant and no
+Whoosh files, and an index switched to it gets its keyword store filled by the next run's reconciliation.
 """
 
 from __future__ import annotations
@@ -18,12 +19,19 @@ from pathlib import Path
 import pytest
 from qdrant_client import QdrantClient, models
 
+from app.settings import Settings
 from connectors.access import Viewer
 from connectors.errors import IndexCorruptError
+from connectors.folder import FolderSource
+from helpers import WIKI_PAGES
+from index.indexer import Indexer
+from index.knowledge import KnowledgeIndex
 from index.stores import QdrantSparseStore
 from index.stores.qdrant_sparse import B, K1
 from index.stores.whoosh_store import analyzer
 from test_contract_stores import BIKES, PRINTER, chunk
+from tools.context import ToolContext
+from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 
 EVERYONE = Viewer.public()
 
@@ -126,3 +134,54 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
         QdrantSparseStore(path=tmp_path / "a", tf="bm15")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="avgdl"):
         QdrantSparseStore(path=tmp_path / "b", avgdl=0)
+
+
+# -- KEYWORD_INDEX=qdrant: the knowledge index's keyword store ----------------------------------------------
+def test_keyword_index_qdrant_keeps_bm25_in_qdrant_and_no_whoosh_files(tmp_path: Path, wiki_copy: Path,
+                                                                         embedder) -> None:
+    index = KnowledgeIndex(tmp_path / "index", embedder, keyword_index="qdrant")
+    try:
+        rep = Indexer(index).run(FolderSource(wiki_copy))
+        assert rep.added == WIKI_PAGES and not rep.errors, rep
+        assert isinstance(index.whoosh, QdrantSparseStore) and index.consistency().ok
+        assert (tmp_path / "index" / "qdrant-bm25").is_dir() and not (tmp_path / "index" / "whoosh").exists()
+        res = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="expense report receipts", retriever="bm25"),
+                                         ToolContext(viewer=EVERYONE))
+        assert res.evidence and res.evidence[0].ranks.get("bm25") == 1
+    finally:
+        index.close()
+
+
+def test_switching_an_index_to_qdrant_fills_the_new_keyword_store_on_the_next_run(tmp_path: Path, wiki_copy: Path,
+                                                                                   embedder) -> None:
+    index = KnowledgeIndex(tmp_path / "index", embedder)  # Whoosh
+    Indexer(index).run(FolderSource(wiki_copy))
+    index.close()
+    index = KnowledgeIndex(tmp_path / "index", embedder, keyword_index="qdrant")
+    try:
+        assert index.whoosh.count == 0 and not index.consistency().ok
+        rep = Indexer(index).run(FolderSource(wiki_copy))
+        assert rep.repair.bm25_added == index.qdrant.count > 0 and index.consistency().ok
+    finally:
+        index.close()
+
+
+def test_the_keyword_index_setting(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from app.wiring import open_index
+
+    monkeypatch.delenv("KEYWORD_INDEX", raising=False)
+    assert Settings().keyword_index == "whoosh"
+    monkeypatch.setenv("KEYWORD_INDEX", "qdrant")
+    assert Settings().keyword_index == "qdrant"
+    index = open_index(Settings(chatops_data_dir=tmp_path / "data"), embedder)
+    try:
+        assert isinstance(index.whoosh, QdrantSparseStore)
+    finally:
+        index.close()
+    monkeypatch.setenv("KEYWORD_INDEX", "elastic")
+    with pytest.raises(ValidationError, match="whoosh"):
+        Settings()
+    with pytest.raises(ValueError, match="KEYWORD_INDEX must be"):
+        KnowledgeIndex(tmp_path / "index", embedder, keyword_index="elastic")  # type: ignore[arg-type]
