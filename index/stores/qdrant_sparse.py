@@ -29,7 +29,8 @@ terms, keyword-indexed) answers :meth:`QdrantSparseStore.doc_frequency` with a c
 (and :attr:`~QdrantSparseStore.count`) are remembered until this store writes, and on a server for at
 most ``DF_TTL`` seconds (other processes write there too): pseudo-relevance feedback asks for the
 document frequency of every term of the top chunks, a few hundred counts per question, which in
-local mode (a scan in Python each) took seconds per search before they were remembered. The search
+local mode (a scan in Python each) took seconds per search before they were remembered; local mode
+reads every term's frequency in one pass over the points instead. The search
 itself does not use them (the server's IDF is current at every query).
 """
 
@@ -110,6 +111,7 @@ class QdrantSparseStore:
         self._is_local = not url
         self._stats: dict[str, int] = {}  # term -> document frequency ("" -> number of points), see the module docstring
         self._stats_at = time.monotonic()
+        self._complete = False  # local mode: _stats holds every term (one pass over the points)
         # Local mode keeps points in Python structures: serialise access (a server handles concurrency).
         self._lock: threading.RLock | _NoLock = threading.RLock() if not url else _NoLock()
         self._guard = StoreGuard("the BM25 index", path or url or "", REBUILD_STORE,
@@ -211,14 +213,36 @@ class QdrantSparseStore:
             if not self._is_local and time.monotonic() - self._stats_at > DF_TTL:
                 self._forget()
             n = self._stats.get(key)
+        if n is None and self._is_local:
+            if not self._complete:
+                self._count_all()
+            n = self._stats.get(key, 0)
         if n is None:
             with self._guard(), self._lock:
                 n = self.client.count(self.collection, count_filter=where, exact=True).count
                 self._stats[key] = n
         return n
 
+    def _count_all(self) -> None:
+        """Local mode: every term's document frequency (and the count) in one pass over the points' ``terms``
+        (a filtered count is a scan in Python too: one pass instead of one per term)."""
+        with self._guard(), self._lock:
+            stats: Counter[str] = Counter()
+            offset = None
+            while True:
+                points, offset = self.client.scroll(self.collection, limit=1000, offset=offset,
+                                                    with_payload=["terms"], with_vectors=False)
+                for p in points:
+                    stats.update((p.payload or {}).get("terms", ()))
+                    stats[""] += 1
+                if offset is None:
+                    break
+            self._stats = dict(stats)
+            self._complete = True
+
     def _forget(self) -> None:
         self._stats = {}
+        self._complete = False
         self._stats_at = time.monotonic()
 
     # -- writing -----------------------------------------------------------------------------------
