@@ -185,3 +185,23 @@ def test_the_keyword_index_setting(tmp_path: Path, embedder, monkeypatch: pytest
         Settings()
     with pytest.raises(ValueError, match="KEYWORD_INDEX must be"):
         KnowledgeIndex(tmp_path / "index", embedder, keyword_index="elastic")  # type: ignore[arg-type]
+
+
+def test_the_query_terms_are_the_whoosh_stores(tmp_path: Path) -> None:
+    """Unknown terms dropped, very common ones pruned in a large enough collection, at most ``max_terms``."""
+    from index.stores import WhooshStore
+
+    docs = [chunk(f"p{i}", 0, f"printer floor {i} needs toner" + (" badge" if i < 2 else "")) for i in range(10)]
+    settings = {"max_terms": 3, "max_df_ratio": 0.5, "prune_min_docs": 5}
+    sparse = QdrantSparseStore(path=tmp_path / "kw", **settings)
+    whoosh = WhooshStore(tmp_path / "wh", **settings)
+    try:
+        for s in (sparse, whoosh):
+            s.replace([], docs)
+        for q in ("printer toner badge zebra", "zebra badge", "printer toner floor", "badge floor unicorn p1 toner"):
+            assert sparse.query_terms(q) == whoosh.query_terms(q), q
+        assert sparse.query_terms("badge floor unicorn p1 toner") == ["badge", "p1"]  # common and unknown out
+        assert sparse.query_terms("printer toner floor") == ["printer", "toner", "floor"]  # no two rare: all kept
+    finally:
+        sparse.close()
+        whoosh.close()

@@ -87,7 +87,10 @@ class QdrantSparseStore:
         collection: collection name.
         avgdl: the chunk length (in terms) BM25's length normalisation is relative to.
         tf: ``"bm25"`` stores BM25 term weights (see the module docstring), ``"raw"`` plain term frequencies.
-        max_terms: at most this many distinct query terms are sent.
+        max_terms: at most this many distinct query terms are sent...
+        max_df_ratio: ...after dropping terms in a larger share of chunks while two rarer ones remain...
+        prune_min_docs: ...in collections of at least this many chunks: the Whoosh store's query terms
+            (:meth:`query_terms`), so both keyword indexes run the same query.
 
     Raises:
         IndexLockedError: when another process has the local folder open.
@@ -98,7 +101,8 @@ class QdrantSparseStore:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, url: str | None = None,
                  api_key: str | None = None, collection: str = "chunks-bm25", *, avgdl: float = 56.0,
-                 tf: Literal["bm25", "raw"] = "bm25", max_terms: int = 16) -> None:
+                 tf: Literal["bm25", "raw"] = "bm25", max_terms: int = 16, max_df_ratio: float = 0.06,
+                 prune_min_docs: int = 2000) -> None:
         if tf not in ("bm25", "raw"):
             raise ValueError(f"tf must be 'bm25' or 'raw', got {tf!r}")
         if avgdl <= 0:
@@ -107,6 +111,8 @@ class QdrantSparseStore:
         self.avgdl = float(avgdl)
         self.tf = tf
         self.max_terms = max_terms
+        self.max_df_ratio = max_df_ratio
+        self.prune_min_docs = prune_min_docs
         self._analyzer = analyzer()
         self._is_local = not url
         self._stats: dict[str, int] = {}  # term -> document frequency ("" -> number of points), see the module docstring
@@ -189,10 +195,22 @@ class QdrantSparseStore:
             weights[idx] = weights.get(idx, 0.0) + w
         return _sparse(weights)
 
+    def query_terms(self, query: str) -> list[str]:
+        """The terms a query is run with, as the Whoosh store chooses them: analysed, de-duplicated, those no
+        chunk holds dropped, in a collection of at least ``prune_min_docs`` chunks those in more than
+        ``max_df_ratio`` of them dropped while two rarer ones remain, at most ``max_terms``."""
+        terms = [t for t in dict.fromkeys(self.analyze(query)) if self.doc_frequency(t) > 0]
+        n = self.count
+        if n >= self.prune_min_docs:
+            rare = [t for t in terms if self.doc_frequency(t) <= self.max_df_ratio * n]
+            if len(rare) >= 2:
+                terms = rare
+        return terms[: self.max_terms]
+
     def query_vector(self, query: str, boosts: Mapping[str, float] | None = None) -> models.SparseVector | None:
-        """The query's sparse vector: each distinct analysed term (at most ``max_terms``) weighted by its
-        boost (1.0 unless ``boosts`` names it); ``None`` when the query has no term."""
-        terms = list(dict.fromkeys(self.analyze(query)))[: self.max_terms]
+        """The query's sparse vector: each of its :meth:`query_terms` weighted by its boost (1.0 unless
+        ``boosts`` names it); ``None`` when the query has no term."""
+        terms = self.query_terms(query)
         if not terms:
             return None
         boosts = boosts or {}
