@@ -39,6 +39,9 @@ class Settings(BaseSettings):
                                      "when unset, e.g. postgresql+psycopg://user@host:5432/chatops.")
     qdrant_url: str | None = Field(None, description="Qdrant server URL; local mode on disk when unset.")
     qdrant_api_key: str | None = Field(None, description="API key for QDRANT_URL.")
+    keyword_index: Literal["whoosh", "qdrant"] = Field(
+        "whoosh", description="The BM25 index: 'whoosh' (files under the data dir) or 'qdrant' (a sparse vector "
+        "in the collection chunks-bm25 of QDRANT_URL; local mode under the data dir when unset, one process).")
     min_citations: int = Field(2, ge=1, le=10, description="Distinct supporting passages an answer needs.")
     relevance_floor: float = Field(0.43, ge=-1, le=1, description="Cosine similarity a passage needs to count as support.")
     single_source_min_cosine: float = Field(0.55, ge=-1, le=1,

@@ -53,7 +53,8 @@ def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repai
     embedding cache on open (see :func:`build_embedder`).
     """
     return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings, verify_cache=repair),
-                          qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key, repair=repair)
+                          qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key,
+                          keyword_index=settings.keyword_index, repair=repair)
 
 
 @dataclass(slots=True)

@@ -1,9 +1,10 @@
-"""One knowledge index on disk: the Whoosh store, the Qdrant store and their manifest.
+"""One knowledge index on disk: the keyword store (Whoosh), the Qdrant store and their manifest.
 
 Layout under the index folder::
 
-    whoosh/          BM25F index
+    whoosh/          BM25F index (KEYWORD_INDEX=whoosh, the default)
     qdrant/          local-mode Qdrant (absent when QDRANT_URL is used)
+    qdrant-bm25/     BM25 as a local-mode Qdrant sparse vector (KEYWORD_INDEX=qdrant without QDRANT_URL)
     manifest.sqlite  pages, write journal, metadata (embedding model, index version, index id)
 
 The index has an id (:attr:`KnowledgeIndex.index_id`, see :mod:`index.identity`): sync cursors, run
@@ -12,6 +13,12 @@ each keep their own cursor, and replicas writing one Qdrant collection share one
 
 Opening a :class:`KnowledgeIndex` runs journal recovery (see :mod:`index.manifest`), so the
 two stores agree from the moment it is open, even after a run that was killed half-way.
+
+With ``keyword_index="qdrant"`` the keyword store is :class:`~index.stores.QdrantSparseStore` (BM25
+as a sparse vector in the collection ``<collection>-bm25``, on the server of ``qdrant_url`` or in local
+mode under ``qdrant-bm25/``) instead of Whoosh; it is still the attribute ``whoosh``, which callers
+use for the keyword search whatever its engine. Switching an index between the two leaves the new
+store empty: the next indexing run's reconciliation fills it from the dense store.
 
 The manifest is the record of what the index holds; the two stores are derived from it. Opened
 with ``repair=True`` (indexing runs), a store whose files are damaged is moved aside
@@ -32,6 +39,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from connectors.access import Access
 from connectors.errors import IndexCorruptError, IndexOutdatedError
@@ -40,7 +48,7 @@ from .embeddings import Embedder
 from .faults import quarantine, reason
 from .identity import ensure_index_id
 from .manifest import Manifest
-from .stores import QdrantStore, WhooshStore
+from .stores import QdrantSparseStore, QdrantStore, WhooshStore
 
 __all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION", "ACCESS_SCHEMA"]
 
@@ -84,6 +92,7 @@ class KnowledgeIndex:
         embedder: the dense model; its ``model_id`` is recorded, and a different model on a later
             open wipes the vectors (they are incomparable) so the next run re-embeds.
         qdrant_url: a Qdrant server to use instead of local mode; ``qdrant_api_key`` goes with it.
+        keyword_index: ``"whoosh"`` (default) or ``"qdrant"``: the engine of the keyword (BM25) store.
         repair: move a damaged local store aside and start it empty instead of raising (for
             indexing runs, whose reconciliation refills it); :attr:`rebuilt` lists what was moved.
 
@@ -98,7 +107,10 @@ class KnowledgeIndex:
     """
 
     def __init__(self, path: str | os.PathLike[str], embedder: Embedder, qdrant_url: str | None = None,
-                 qdrant_api_key: str | None = None, collection: str = "chunks", repair: bool = False) -> None:
+                 qdrant_api_key: str | None = None, collection: str = "chunks", repair: bool = False,
+                 keyword_index: Literal["whoosh", "qdrant"] = "whoosh") -> None:
+        if keyword_index not in ("whoosh", "qdrant"):
+            raise ValueError(f"KEYWORD_INDEX must be 'whoosh' or 'qdrant', got {keyword_index!r}")
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder
@@ -107,8 +119,16 @@ class KnowledgeIndex:
         self._where = (qdrant_url, collection)
         self.manifest = Manifest(self.path / "manifest.sqlite")
         try:
-            self.whoosh = self._open_store("bm25", self.path / "whoosh", lambda: WhooshStore(self.path / "whoosh"),
-                                           repair)
+            self.whoosh: WhooshStore | QdrantSparseStore
+            if keyword_index == "qdrant":
+                self.whoosh = self._open_store(
+                    "bm25", self.path / "qdrant-bm25",
+                    lambda: QdrantSparseStore(path=None if qdrant_url else self.path / "qdrant-bm25", url=qdrant_url,
+                                              api_key=qdrant_api_key, collection=f"{collection}-bm25"),
+                    repair and not qdrant_url)
+            else:
+                self.whoosh = self._open_store("bm25", self.path / "whoosh",
+                                               lambda: WhooshStore(self.path / "whoosh"), repair)
             self.qdrant = self._open_store(
                 "dense", self.path / "qdrant",
                 lambda: QdrantStore(embedder.dim, path=None if qdrant_url else self.path / "qdrant",

@@ -1,7 +1,9 @@
 """Access control inside retrieval (issue 11): the whole path from the index to the planner's evidence.
 
 A copy of examples/wiki gets one extra page, restricted to ``group:handbook/hr`` (the "Zanzibar" salary
-band, with words no other page holds). Real Whoosh and Qdrant on disk, the real ONNX embedder (cached).
+band, with words no other page holds). Real Whoosh and Qdrant on disk, the real ONNX embedder (cached). The
+tests on the ``restricted`` index run with each keyword index (``KEYWORD_INDEX``: Whoosh, and BM25 as a Qdrant
+sparse vector in local mode, issue 12): the permission filter must hold in both.
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ class RestrictingFolder(FolderSource):
         return dataclasses.replace(doc, access=self.per_page.get(doc_id, doc.access))
 
 
-def _index(path: Path, wiki: Path, embedder, access: dict[str, Access]) -> KnowledgeIndex:
-    index = KnowledgeIndex(path, embedder)
+def _index(path: Path, wiki: Path, embedder, access: dict[str, Access], keyword: str = "whoosh") -> KnowledgeIndex:
+    index = KnowledgeIndex(path, embedder, keyword_index=keyword)
     rep = Indexer(index).run(RestrictingFolder(wiki, access))
     assert not rep.errors, rep
     return index
@@ -72,9 +74,15 @@ def wiki(wiki_copy: Path) -> Path:
     return wiki_copy
 
 
+@pytest.fixture(params=["whoosh", "qdrant"])
+def keyword(request: pytest.FixtureRequest) -> str:
+    """The keyword index (``KEYWORD_INDEX``) of the ``restricted`` index."""
+    return request.param
+
+
 @pytest.fixture
-def restricted(tmp_path: Path, wiki: Path, embedder):
-    index = _index(tmp_path / "restricted", wiki, embedder, {PAGE: HR})
+def restricted(tmp_path: Path, wiki: Path, embedder, keyword: str):
+    index = _index(tmp_path / "restricted", wiki, embedder, {PAGE: HR}, keyword)
     yield index
     index.close()
 
@@ -100,8 +108,8 @@ def test_a_restricted_page_reaches_its_readers_only(restricted: KnowledgeIndex, 
 
 
 def test_a_reader_ranks_the_restricted_page_where_it_would_be_without_the_filter(tmp_path, wiki, embedder,
-                                                                                 restricted) -> None:
-    public = _index(tmp_path / "public", wiki, embedder, {PAGE: Access.everyone()})
+                                                                                 restricted, keyword) -> None:
+    public = _index(tmp_path / "public", wiki, embedder, {PAGE: Access.everyone()}, keyword)
     try:
         for query in (QUESTION, "quokkafrost bonus in March", "how much are staff engineers paid"):
             reader = [(e.chunk.chunk_id, round(e.score, 6), e.ranks) for e in _search(restricted, READER, query).evidence]

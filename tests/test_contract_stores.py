@@ -1,7 +1,8 @@
 """The chunk-store contract (:class:`index.stores.base.ChunkStore`), one suite run against every store.
 
-Stores: :class:`WhooshStore` (BM25, queried with text) and :class:`QdrantStore` in local mode on
-disk (queried with a vector). Vectors come from a small hashed bag of words (:func:`embed`), so a
+Stores: :class:`WhooshStore` (BM25, queried with text), :class:`QdrantStore` in local mode on
+disk (queried with a vector) and :class:`QdrantSparseStore` in local mode on disk (BM25 as a sparse
+vector, queried with text: the shared mode's keyword index, issue 12). Vectors come from a small hashed bag of words (:func:`embed`), so a
 query sharing a chunk's words lands nearest to it: the test is about the store, not the model.
 (No test here starts a Qdrant server; ``QDRANT_URL`` is the same client code over HTTP.)
 
@@ -27,7 +28,7 @@ import pytest
 
 from connectors.access import Access, Viewer
 from connectors.models import Chunk, content_hash
-from index.stores import ChunkStore, QdrantStore, WhooshStore
+from index.stores import ChunkStore, QdrantSparseStore, QdrantStore, WhooshStore
 
 DIM = 64
 
@@ -74,6 +75,7 @@ class StoreKind:
 KINDS = {
     "whoosh": StoreKind("whoosh", lambda p: WhooshStore(p), lambda text: text, vectors=False),
     "qdrant-local": StoreKind("qdrant-local", lambda p: QdrantStore(DIM, path=p), embed, vectors=True),
+    "qdrant-sparse": StoreKind("qdrant-sparse", lambda p: QdrantSparseStore(path=p), lambda text: text, vectors=False),
 }
 
 

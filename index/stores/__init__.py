@@ -1,4 +1,4 @@
-"""The two chunk stores: Whoosh (BM25F, sparse) and Qdrant (dense vectors).
+"""The chunk stores: Whoosh (BM25F, sparse), Qdrant (dense vectors) and Qdrant's sparse vectors (BM25, the shared mode's keyword index).
 
 Qdrant keeps every chunk whole as its point payload; searches hydrate chunks from it. Whoosh
 keeps the chunk's fields too (stored, for inspection) but its fast search returns chunk ids and scores.
@@ -6,8 +6,9 @@ Both implement :class:`~index.stores.base.ChunkStore` (``replace``, ``delete``, 
 """
 
 from .base import ChunkStore
+from .qdrant_sparse import QdrantSparseStore
 from .qdrant_store import QdrantStore
 from .records import StoredChunk, chunk_from_record, chunk_to_record
 from .whoosh_store import WhooshStore
 
-__all__ = ["ChunkStore", "WhooshStore", "QdrantStore", "StoredChunk", "chunk_to_record", "chunk_from_record"]
+__all__ = ["ChunkStore", "WhooshStore", "QdrantStore", "QdrantSparseStore", "StoredChunk", "chunk_to_record", "chunk_from_record"]
