@@ -145,6 +145,7 @@ def test_keyword_index_qdrant_keeps_bm25_in_qdrant_and_no_whoosh_files(tmp_path:
         assert rep.added == WIKI_PAGES and not rep.errors, rep
         assert isinstance(index.whoosh, QdrantSparseStore) and index.consistency().ok
         assert (tmp_path / "index" / "qdrant-bm25").is_dir() and not (tmp_path / "index" / "whoosh").exists()
+        index.warm()  # what a sync run does after writing, in this mode too
         res = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="expense report receipts", retriever="bm25"),
                                          ToolContext(viewer=EVERYONE))
         assert res.evidence and res.evidence[0].ranks.get("bm25") == 1

@@ -307,6 +307,10 @@ class QdrantSparseStore:
     def optimize(self) -> None:
         """Nothing to do (the Whoosh store merges segments here; Qdrant optimises on its own)."""
 
+    def warm(self) -> None:
+        """Nothing to prepare: the server scores postings itself, and the document-frequency memory fills on
+        the first searches (:meth:`index.knowledge.KnowledgeIndex.warm` calls every store's after a write)."""
+
     def clear(self) -> None:
         """Drop and recreate the collection."""
         with self._guard(), self._lock:
