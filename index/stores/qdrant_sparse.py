@@ -44,18 +44,17 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError
 from connectors.models import Chunk
 from index.faults import REBUILD_STORE, StoreGuard, storage_error
 
-from .qdrant_store import point_id
+from .qdrant_store import open_client, point_id
 from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 from .whoosh_store import analyzer, bm25f_content
 
@@ -123,21 +122,11 @@ class QdrantSparseStore:
         self._guard = StoreGuard("the BM25 index", path or url or "", REBUILD_STORE,
                                  damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)))
         try:
-            if url:
-                self.client = QdrantClient(url=url, api_key=api_key, timeout=10)
-            else:
-                if path is None:
-                    raise ValueError("QdrantSparseStore needs a path (local mode) or a url")
-                Path(path).mkdir(parents=True, exist_ok=True)
-                self.client = QdrantClient(path=str(path))
-        except RuntimeError as exc:
-            if "already accessed by another instance" in str(exc):
-                raise IndexLockedError(
-                    f"the BM25 index in {path} is open in another process (local Qdrant allows one); "
-                    "stop the other chatops process or set QDRANT_URL to use a Qdrant server") from exc
-            raise storage_error(exc, "the BM25 index", path or "", REBUILD_STORE) or exc from exc
-        except ValueError:
+            self.client = open_client(url, api_key, path, "the BM25 index", "QdrantSparseStore")
+        except (IndexLockedError, ValueError):
             raise
+        except RuntimeError as exc:
+            raise storage_error(exc, "the BM25 index", path or "", REBUILD_STORE) or exc from exc
         except Exception as exc:
             if url:
                 raise IndexCorruptError(f"cannot open the BM25 index at {url} ({type(exc).__name__}: {exc}); "

@@ -74,19 +74,10 @@ class QdrantStore:
         self._guard = StoreGuard("the vector index", path or url or "", REBUILD_STORE,
                                  damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)))
         try:
-            if url:
-                self.client = QdrantClient(url=url, api_key=api_key, timeout=10)
-            else:
-                if path is None:
-                    raise ValueError("QdrantStore needs a path (local mode) or a url")
-                Path(path).mkdir(parents=True, exist_ok=True)
-                self.client = QdrantClient(path=str(path))
+            self.client = open_client(url, api_key, path, "the vector index", "QdrantStore")
+        except (IndexLockedError, ValueError):
+            raise
         except RuntimeError as exc:
-            if "already accessed by another instance" in str(exc):
-                raise IndexLockedError(
-                    f"the vector index in {path} is open in another process (local Qdrant allows one); "
-                    "stop the other chatops process or set QDRANT_URL to use a Qdrant server"
-                ) from exc
             raise self._open_error(exc, path) from exc
         except Exception as exc:
             if url:
@@ -317,3 +308,33 @@ class _NoLock:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def open_client(url: str | None, api_key: str | None, path: str | os.PathLike[str] | None, what: str,
+                owner: str) -> QdrantClient:
+    """A client for the server at ``url``, or for local mode in the folder ``path`` (created if missing).
+
+    Args:
+        url, api_key: a Qdrant server (10 s timeout), or None for local mode.
+        path: local mode's folder, used when ``url`` is None.
+        what: the store as users know it ("the vector index"), for the locked-folder error.
+        owner: the store class, for the missing-argument error.
+
+    Raises:
+        ValueError: with neither ``url`` nor ``path``.
+        IndexLockedError: when another process holds the local folder (local Qdrant allows one).
+        RuntimeError: any other failure to open local mode (the caller maps it to a storage error).
+    """
+    if url:
+        return QdrantClient(url=url, api_key=api_key, timeout=10)
+    if path is None:
+        raise ValueError(f"{owner} needs a path (local mode) or a url")
+    Path(path).mkdir(parents=True, exist_ok=True)
+    try:
+        return QdrantClient(path=str(path))
+    except RuntimeError as exc:
+        if "already accessed by another instance" in str(exc):
+            raise IndexLockedError(
+                f"{what} in {path} is open in another process (local Qdrant allows one); "
+                "stop the other chatops process or set QDRANT_URL to use a Qdrant server") from exc
+        raise
