@@ -23,7 +23,7 @@ class Settings(BaseSettings):
 
     chatops_data_dir: Path = Field(Path(".chatops"), description="Where indexes, caches and state live.")
     chatops_cache_dir: Path | None = Field(None, description="Embedding cache folder; default DATA_DIR/cache.")
-    chatops_log_level: str = Field("INFO", description="Python log level.")
+    chatops_log_level: str = Field("INFO", description="Python log level (unset: WARNING for ask, chat and eval).")
     chatops_log_format: str = Field("auto", description="json, text, or auto (text on a terminal, else JSON).")
     otel_exporter_otlp_endpoint: str | None = Field(None, description="OpenTelemetry collector's OTLP/HTTP base "
                                                     "URL (e.g. http://otel-collector:4318); spans of turns, searches, "

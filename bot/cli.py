@@ -31,7 +31,16 @@ class ConfigError(Exception):
     """Bad settings; the CLI prints the message and exits with status 2."""
 
 
-def _settings() -> Settings:
+def _settings(answers_on_stdout: bool = False) -> Settings:
+    """The settings, with logging and tracing configured from them.
+
+    ``answers_on_stdout``: a command whose output is the answer itself (``ask``, ``chat``, ``eval``) logs at
+    WARNING unless ``CHATOPS_LOG_LEVEL`` is set, so each turn's INFO line does not interleave with the
+    answer a person is reading; the server and the worker keep INFO.
+
+    Raises:
+        ConfigError: when a setting is invalid (the message says which and what to fix).
+    """
     from pydantic import ValidationError
 
     from app.settings import Settings
@@ -42,7 +51,10 @@ def _settings() -> Settings:
         raise ConfigError(f"invalid settings:\n{exc}\nFix the environment variables (see the README's Settings table).")
     from .logs import configure_logging
 
-    configure_logging(s.chatops_log_level, s.chatops_log_format, s.secret_values)
+    level = s.chatops_log_level
+    if answers_on_stdout and "chatops_log_level" not in s.model_fields_set:
+        level = "WARNING"
+    configure_logging(level, s.chatops_log_format, s.secret_values)
     from telemetry.tracing import configure_tracing  # imports OpenTelemetry only when the endpoint is set
 
     try:
@@ -138,7 +150,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from app.turns import build_turn
     from app.wiring import build_agent
 
-    settings = _settings()
+    settings = _settings(answers_on_stdout=True)
     rt = build_agent(settings, retriever=args.retriever)
     try:
         empty = rt.index.stats()["pages"] == 0
@@ -204,7 +216,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from app.turns import build_turn
     from app.wiring import build_agent
 
-    settings = _settings()
+    settings = _settings(answers_on_stdout=True)
     rt = build_agent(settings, retriever=args.retriever)
     access = _cli_access(settings, rt.access, args.as_user)
     if rt.index.stats()["pages"] == 0:
@@ -259,7 +271,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from app.layout import SectionPrinter
     from app.wiring import build_agent, open_index
 
-    settings = _settings()
+    settings = _settings(answers_on_stdout=True)
     questions = load_questions(args.questions)
     out = SectionPrinter()
     index = open_index(settings, repair=bool(args.source))

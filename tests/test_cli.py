@@ -140,6 +140,16 @@ def test_ask_with_invalid_settings_exits_2(tmp_path: Path) -> None:
     assert proc.returncode == 2
 
 
+def test_ask_keeps_the_turn_log_off_its_output_unless_a_log_level_is_set(tmp_path: Path) -> None:
+    """``ask`` prints the answer; the turn's INFO log line joins it only when CHATOPS_LOG_LEVEL asks for it."""
+    quiet = run_chatops(["ask", "how do I request leave?"], tmp_path / "data", cwd=tmp_path)
+    assert quiet.returncode == 2 and "chatops index" in quiet.stderr  # empty index: the agent ran, then the advice
+    assert "outcome" not in quiet.stderr and '"INFO"' not in quiet.stderr, quiet.stderr
+    loud = run_chatops(["ask", "how do I request leave?"], tmp_path / "data", cwd=tmp_path, CHATOPS_LOG_LEVEL="INFO")
+    turn = [json.loads(line) for line in loud.stderr.splitlines() if line.startswith("{")]
+    assert any(r.get("level") == "INFO" and r.get("outcome") for r in turn), loud.stderr
+
+
 def test_eval_json_reports_metrics(tmp_path: Path, embedding_cache_dir: Path, wiki_index) -> None:
     data = seed_embedding_cache(tmp_path / "data", embedding_cache_dir / "embeddings.sqlite")
     proc = run_chatops(["eval", "--questions", "examples/eval.jsonl", "--source", "folder:examples/wiki", "--json"],
