@@ -128,11 +128,14 @@ class StoreGuard:
     Args:
         what, path, fix: as for :func:`storage_error`.
         damage: which exceptions mean damage (default: all that are not disk-full or access errors).
+        translate: tried first: the user-facing error for a failure that is not about files (a store on a
+            server maps the client's errors here), or ``None`` to go on with :func:`storage_error`.
     """
 
     def __init__(self, what: str, path: Path | str, fix: str,
-                 damage: Callable[[BaseException], bool] = lambda e: True) -> None:
-        self.what, self.path, self.fix, self._damage = what, path, fix, damage
+                 damage: Callable[[BaseException], bool] = lambda e: True,
+                 translate: Callable[[BaseException], ConnectorError | None] | None = None) -> None:
+        self.what, self.path, self.fix, self._damage, self._translate = what, path, fix, damage, translate
         self.damage: IndexCorruptError | None = None
 
     @contextmanager
@@ -142,6 +145,9 @@ class StoreGuard:
         except ConnectorError:
             raise
         except Exception as exc:
+            mapped = self._translate(exc) if self._translate is not None else None
+            if mapped is not None:
+                raise mapped from exc
             mapped = storage_error(exc, self.what, self.path, self.fix, self._damage)
             if mapped is None:
                 raise

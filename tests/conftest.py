@@ -7,6 +7,8 @@
   (Whoosh + local-mode Qdrant + manifest), built once and shared by read-only tests.
 - ``wiki_copy`` / ``index_factory``: per-test copies of the wiki and indexes in ``tmp_path`` for
   tests that change pages; every index opened through the factory is closed at teardown.
+- ``qdrant_server``: a Qdrant stand-in (``tests/qdrant_standin.py``) in memory and strict (a filter on a
+  field without a payload index is refused), for the stores' server code path (``QDRANT_URL``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer
 
 from helpers import WIKI, WIKI_PAGES
+from qdrant_standin import QdrantStandIn
 
 
 @pytest.fixture(scope="session")
@@ -85,3 +88,10 @@ def index_factory(tmp_path: Path, embedder: CachedEmbedder) -> Iterator[Callable
     yield open_index
     for index in opened:
         index.close()
+
+
+@pytest.fixture
+def qdrant_server() -> Iterator[QdrantStandIn]:
+    """A Qdrant stand-in for the test: in memory, strict; its ``url`` is what ``QDRANT_URL`` would be."""
+    with QdrantStandIn(strict=True) as server:
+        yield server

@@ -3,7 +3,9 @@
 A copy of examples/wiki gets one extra page, restricted to ``group:handbook/hr`` (the "Zanzibar" salary
 band, with words no other page holds). Real Whoosh and Qdrant on disk, the real ONNX embedder (cached). The
 tests on the ``restricted`` index run with each keyword index (``KEYWORD_INDEX``: Whoosh, and BM25 as a Qdrant
-sparse vector in local mode, issue 12): the permission filter must hold in both.
+sparse vector in local mode, issue 12), and with both stores on a Qdrant server (the stand-in,
+``tests/qdrant_standin.py``: the ``QDRANT_URL`` code path, filters inside ``query_points``): the permission
+filter must hold in each.
 """
 
 from __future__ import annotations
@@ -61,8 +63,11 @@ class RestrictingFolder(FolderSource):
         return dataclasses.replace(doc, access=self.per_page.get(doc_id, doc.access))
 
 
-def _index(path: Path, wiki: Path, embedder, access: dict[str, Access], keyword: str = "whoosh") -> KnowledgeIndex:
-    index = KnowledgeIndex(path, embedder, keyword_index=keyword)
+def _index(path: Path, wiki: Path, embedder, access: dict[str, Access], keyword: str = "whoosh",
+           qdrant_url: str | None = None) -> KnowledgeIndex:
+    """An index of ``wiki``; with ``qdrant_url`` both stores live on that server, in collections named after ``path``."""
+    index = KnowledgeIndex(path, embedder, keyword_index="qdrant" if keyword == "qdrant-server" else keyword,
+                           qdrant_url=qdrant_url, collection=path.name if qdrant_url else "chunks")
     rep = Indexer(index).run(RestrictingFolder(wiki, access))
     assert not rep.errors, rep
     return index
@@ -74,15 +79,21 @@ def wiki(wiki_copy: Path) -> Path:
     return wiki_copy
 
 
-@pytest.fixture(params=["whoosh", "qdrant"])
+@pytest.fixture(params=["whoosh", "qdrant", "qdrant-server"])
 def keyword(request: pytest.FixtureRequest) -> str:
-    """The keyword index (``KEYWORD_INDEX``) of the ``restricted`` index."""
+    """The keyword index (``KEYWORD_INDEX``) of the ``restricted`` index; ``qdrant-server``: both stores on a server."""
     return request.param
 
 
 @pytest.fixture
-def restricted(tmp_path: Path, wiki: Path, embedder, keyword: str):
-    index = _index(tmp_path / "restricted", wiki, embedder, {PAGE: HR}, keyword)
+def qdrant_url(keyword: str, request: pytest.FixtureRequest) -> str | None:
+    """The Qdrant stand-in's URL when ``keyword`` is ``qdrant-server``, else ``None`` (local mode)."""
+    return request.getfixturevalue("qdrant_server").url if keyword == "qdrant-server" else None
+
+
+@pytest.fixture
+def restricted(tmp_path: Path, wiki: Path, embedder, keyword: str, qdrant_url: str | None):
+    index = _index(tmp_path / "restricted", wiki, embedder, {PAGE: HR}, keyword, qdrant_url)
     yield index
     index.close()
 
@@ -108,8 +119,8 @@ def test_a_restricted_page_reaches_its_readers_only(restricted: KnowledgeIndex, 
 
 
 def test_a_reader_ranks_the_restricted_page_where_it_would_be_without_the_filter(tmp_path, wiki, embedder,
-                                                                                 restricted, keyword) -> None:
-    public = _index(tmp_path / "public", wiki, embedder, {PAGE: Access.everyone()}, keyword)
+                                                                                 restricted, keyword, qdrant_url) -> None:
+    public = _index(tmp_path / "public", wiki, embedder, {PAGE: Access.everyone()}, keyword, qdrant_url)
     try:
         for query in (QUESTION, "quokkafrost bonus in March", "how much are staff engineers paid"):
             reader = [(e.chunk.chunk_id, round(e.score, 6), e.ranks) for e in _search(restricted, READER, query).evidence]

@@ -2,9 +2,12 @@
 
 Stores: :class:`WhooshStore` (BM25, queried with text), :class:`QdrantStore` in local mode on
 disk (queried with a vector) and :class:`QdrantSparseStore` in local mode on disk (BM25 as a sparse
-vector, queried with text: the shared mode's keyword index, issue 12). Vectors come from a small hashed bag of words (:func:`embed`), so a
-query sharing a chunk's words lands nearest to it: the test is about the store, not the model.
-(No test here starts a Qdrant server; ``QDRANT_URL`` is the same client code over HTTP.)
+vector, queried with text: the shared mode's keyword index, issue 12), and both Qdrant stores again with
+``url=`` a Qdrant stand-in (``tests/qdrant_standin.py``, strict): the server code path of ``QDRANT_URL``,
+which creates payload indexes and filters inside ``query_points`` instead of the local NumPy mirror. There
+a store's "path" names its collection (a reopen is the same collection). Vectors come from a small hashed
+bag of words (:func:`embed`), so a query sharing a chunk's words lands nearest to it: the test is about
+the store, not the model.
 
 Every store: conforms to the protocol (``isinstance``); after ``replace`` a search finds the chunk,
 every field intact; ``replace`` again with the same keys does not duplicate and drops chunks a new
@@ -78,10 +81,26 @@ KINDS = {
     "qdrant-sparse": StoreKind("qdrant-sparse", lambda p: QdrantSparseStore(path=p), lambda text: text, vectors=False),
 }
 
+#: The Qdrant stores on a server (the stand-in at the given URL); a path's last part names the collection.
+SERVER_KINDS: dict[str, Callable[[str], StoreKind]] = {
+    "qdrant-server": lambda url: StoreKind("qdrant-server", lambda p: QdrantStore(DIM, url=url, collection=p.name),
+                                           embed, vectors=True),
+    "qdrant-sparse-server": lambda url: StoreKind(
+        "qdrant-sparse-server", lambda p: QdrantSparseStore(url=url, collection=p.name), lambda text: text,
+        vectors=False),
+}
 
-@pytest.fixture(params=sorted(KINDS))
+
+def store_kind(request: pytest.FixtureRequest) -> StoreKind:
+    """The kind named by ``request.param``; a server kind starts the ``qdrant_server`` stand-in for the test."""
+    if request.param in KINDS:
+        return KINDS[request.param]
+    return SERVER_KINDS[request.param](request.getfixturevalue("qdrant_server").url)
+
+
+@pytest.fixture(params=sorted(KINDS) + sorted(SERVER_KINDS))
 def kind(request: pytest.FixtureRequest) -> StoreKind:
-    return KINDS[request.param]
+    return store_kind(request)
 
 
 @pytest.fixture

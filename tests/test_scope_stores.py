@@ -3,7 +3,8 @@
 The scope rides on the :class:`connectors.access.Viewer` (:attr:`~connectors.access.Viewer.sources`) and each
 store applies it as one more condition of the access pre-filter, inside the query (Whoosh: a ``Prefix`` on the
 ``doc_key``; Qdrant: ``MatchAny`` on the payload's ``source``, in local mode a mask of the NumPy mirror), never
-as a cut of results already ranked. Run against every store of ``tests/test_contract_stores.py``.
+as a cut of results already ranked. Run against every store of ``tests/test_contract_stores.py``, the Qdrant
+stores on a server (the stand-in) too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from connectors.access import Access, Viewer
 from connectors.models import Chunk, content_hash
 from index.stores import ChunkStore
 
-from test_contract_stores import KINDS, StoreKind
+from test_contract_stores import KINDS, SERVER_KINDS, StoreKind, store_kind
 
 
 def chunk(source: str, doc_id: str, ordinal: int, text: str, access: Access | None = None) -> Chunk:
@@ -40,9 +41,9 @@ ENG_RESTRICTED = [chunk("eng", "oncall", 0, "Deploy freeze deploy freeze pager n
 QUESTION = "deploy freeze fridays holidays"
 
 
-@pytest.fixture(params=sorted(KINDS))
+@pytest.fixture(params=sorted(KINDS) + sorted(SERVER_KINDS))
 def kind(request: pytest.FixtureRequest) -> StoreKind:
-    return KINDS[request.param]
+    return store_kind(request)
 
 
 @pytest.fixture

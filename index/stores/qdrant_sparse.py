@@ -48,13 +48,14 @@ from typing import Literal
 
 import numpy as np
 from qdrant_client import models
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError
 from connectors.models import Chunk
 from index.faults import REBUILD_STORE, StoreGuard, storage_error
 
-from .qdrant_store import open_client, point_id
+from .qdrant_store import open_client, point_id, server_errors
 from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 from .whoosh_store import analyzer, bm25f_content
 
@@ -96,6 +97,8 @@ class QdrantSparseStore:
         IndexCorruptError: when the folder or server cannot be read, or the collection has no ``bm25``
             sparse vector; :attr:`damage` keeps the first such error a write ran into.
         DiskFullError: when a local-mode write finds no space.
+        IndexUnavailableError: on a server (``url``), from any call (opening too) when the server cannot
+            be reached, refuses the API key or answers an error (:func:`~index.stores.qdrant_store.server_errors`).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, url: str | None = None,
@@ -120,7 +123,8 @@ class QdrantSparseStore:
         # Local mode keeps points in Python structures: serialise access (a server handles concurrency).
         self._lock: threading.RLock | _NoLock = threading.RLock() if not url else _NoLock()
         self._guard = StoreGuard("the BM25 index", path or url or "", REBUILD_STORE,
-                                 damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)))
+                                 damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)),
+                                 translate=server_errors(url, "the BM25 index") if url else None)
         try:
             self.client = open_client(url, api_key, path, "the BM25 index", "QdrantSparseStore")
         except (IndexLockedError, ValueError):
@@ -157,9 +161,14 @@ class QdrantSparseStore:
                     if key not in (info.payload_schema or {}):
                         self.client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)
             return
-        self.client.create_collection(
-            self.collection, vectors_config={},
-            sparse_vectors_config={VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)})
+        try:
+            self.client.create_collection(
+                self.collection, vectors_config={},
+                sparse_vectors_config={VECTOR: models.SparseVectorParams(modifier=models.Modifier.IDF)})
+        except UnexpectedResponse as exc:
+            if exc.status_code != 409:
+                raise
+            return self._ensure_collection()  # another process created it since the check: open it as it is
         if not self._is_local:  # local mode ignores payload indexes (and warns)
             for key in ("access", "source", "doc_key", "terms"):
                 self.client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)

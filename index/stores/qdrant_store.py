@@ -17,25 +17,29 @@ write that fails drops it, and the next search rebuilds it from the collection).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+import httpx
 import numpy as np
 from qdrant_client import QdrantClient, models
+from qdrant_client.common.client_exceptions import QdrantException
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from connectors.access import Access, Viewer
-from connectors.errors import IndexCorruptError, IndexLockedError
+from connectors.errors import IndexCorruptError, IndexLockedError, IndexUnavailableError
 from index.faults import REBUILD_STORE, StoreGuard, storage_error
 from connectors.models import Chunk
 from .local_dense import DenseMirror, MirrorPoint, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
-__all__ = ["QdrantStore", "point_id"]
+__all__ = ["QdrantStore", "point_id", "open_client", "server_errors"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +63,8 @@ class QdrantStore:
         IndexCorruptError: when the local folder cannot be read, or (local mode, from any write) its
             SQLite file turns out damaged; :attr:`damage` keeps the first such error.
         DiskFullError: when a local-mode write finds no space.
+        IndexUnavailableError: on a server (``url``), from any call (opening too) when the server cannot
+            be reached, refuses the API key or answers an error (:func:`server_errors`); not damage.
     """
 
     def __init__(self, dim: int, path: str | os.PathLike[str] | None = None, url: str | None = None,
@@ -72,7 +78,8 @@ class QdrantStore:
         # Local mode keeps every point in memory and writes through to one SQLite file per
         # collection: damage shows as sqlite3 or OS errors (reads are served from memory).
         self._guard = StoreGuard("the vector index", path or url or "", REBUILD_STORE,
-                                 damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)))
+                                 damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)),
+                                 translate=server_errors(url, "the vector index") if url else None)
         try:
             self.client = open_client(url, api_key, path, "the vector index", "QdrantStore")
         except (IndexLockedError, ValueError):
@@ -109,8 +116,13 @@ class QdrantStore:
                 if not self._is_local and key not in (info.payload_schema or {}):
                     self.client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)
             return
-        self.client.create_collection(
-            self.collection, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE))
+        try:
+            self.client.create_collection(
+                self.collection, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE))
+        except UnexpectedResponse as exc:
+            if exc.status_code != 409:
+                raise
+            return self._ensure_collection()  # another process created it since the check: open it as it is
         if not self._is_local:  # local mode ignores payload indexes (and warns)
             self.client.create_payload_index(self.collection, "doc_key", models.PayloadSchemaType.KEYWORD)
             self.client.create_payload_index(self.collection, "access", models.PayloadSchemaType.KEYWORD)
@@ -200,7 +212,7 @@ class QdrantStore:
             if not sources:
                 return []
             allowed.must.append(models.FieldCondition(key="source", match=models.MatchAny(any=sources)))
-        with self._lock:
+        with self._guard(), self._lock:
             res = self.client.query_points(self.collection, query=query.tolist(), query_filter=allowed,
                                            limit=limit, with_payload=True)
         return [StoredChunk(chunk_from_record(p.payload or {}), float(p.score)) for p in res.points]
@@ -245,7 +257,7 @@ class QdrantStore:
         """Stored chunks and vectors by chunk id (unknown ids are absent)."""
         if not chunk_ids:
             return {}
-        with self._lock:
+        with self._guard(), self._lock:
             pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
                                        with_payload=True, with_vectors=True)
         return {p.payload["chunk_id"]: (chunk_from_record(p.payload), np.asarray(p.vector, dtype=np.float32))
@@ -256,28 +268,28 @@ class QdrantStore:
         ids = list(dict.fromkeys(chunk_ids))
         if not ids:
             return {}
-        with self._lock:
+        with self._guard(), self._lock:
             pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in ids], with_payload=True,
                                        with_vectors=False)
         return {p.payload["chunk_id"]: chunk_from_record(p.payload) for p in pts if p.payload}
 
     def vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors of ``chunk_ids`` (unknown ids are absent), shape ``(dim,)`` each."""
-        with self._lock:
+        with self._guard(), self._lock:
             pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
                                        with_payload=["chunk_id"], with_vectors=True)
         return {p.payload["chunk_id"]: np.asarray(p.vector, dtype=np.float32) for p in pts if p.payload}
 
     def get(self, chunk_id: str) -> Chunk | None:
         """The stored chunk with ``chunk_id``, or ``None``."""
-        with self._lock:
+        with self._guard(), self._lock:
             pts = self.client.retrieve(self.collection, ids=[point_id(chunk_id)], with_payload=True, with_vectors=False)
         return chunk_from_record(pts[0].payload) if pts and pts[0].payload else None
 
     @property
     def count(self) -> int:
         """Number of points."""
-        with self._lock:
+        with self._guard(), self._lock:
             return self.client.count(self.collection, exact=True).count
 
     def chunk_ids(self) -> set[str]:
@@ -285,7 +297,7 @@ class QdrantStore:
         ids: set[str] = set()
         offset = None
         while True:
-            with self._lock:
+            with self._guard(), self._lock:
                 points, offset = self.client.scroll(self.collection, limit=1000, offset=offset,
                                                     with_payload=["chunk_id"], with_vectors=False)
             ids.update(p.payload["chunk_id"] for p in points if p.payload)
@@ -308,6 +320,44 @@ class _NoLock:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def server_errors(url: str, what: str) -> Callable[[BaseException], IndexUnavailableError | None]:
+    """For a store on the Qdrant server at ``url``: maps the client's failures (the server refused the key,
+    answered an error, could not be reached, answered something unreadable) to an
+    :class:`IndexUnavailableError` naming the server, its answer and what to check; ``None`` for anything else."""
+
+    def translate(exc: BaseException) -> IndexUnavailableError | None:
+        if isinstance(exc, UnexpectedResponse):
+            answer = f"HTTP {exc.status_code} {exc.reason_phrase}: {_error_text(exc.content)}"
+            if exc.status_code in (401, 403):
+                return IndexUnavailableError(f"the Qdrant server at {url} refused {what} ({answer}); "
+                                             "check QDRANT_URL and QDRANT_API_KEY")
+            return IndexUnavailableError(f"the Qdrant server at {url} failed a request of {what} ({answer}); "
+                                         "the server's log says why; check that QDRANT_URL is the right server")
+        if isinstance(exc, ResponseHandlingException):
+            source = exc.source
+            if isinstance(source, httpx.TransportError):
+                how = "cannot reach" if isinstance(source, (httpx.ConnectError, httpx.ConnectTimeout)) else "no answer from"
+                return IndexUnavailableError(f"{how} the Qdrant server at {url} for {what} "
+                                             f"({type(source).__name__}: {source or 'no answer'}); check that it "
+                                             "is running and that QDRANT_URL points at it")
+            return IndexUnavailableError(f"the Qdrant server at {url} answered {what} with something qdrant-client "
+                                         f"cannot read ({type(source).__name__}); check that QDRANT_URL is a Qdrant "
+                                         "server of a version compatible with the installed qdrant-client")
+        if isinstance(exc, QdrantException):  # e.g. 429 with Retry-After
+            return IndexUnavailableError(f"the Qdrant server at {url} did not serve {what} ({exc}); try again later")
+        return None
+
+    return translate
+
+
+def _error_text(content: bytes) -> str:
+    """Qdrant's ``{"status": {"error": ...}}`` message, else the start of the body."""
+    try:
+        return str(json.loads(content)["status"]["error"])
+    except (ValueError, KeyError, TypeError):
+        return content[:200].decode("utf-8", "replace") or "no body"
 
 
 def open_client(url: str | None, api_key: str | None, path: str | os.PathLike[str] | None, what: str,
