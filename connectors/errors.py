@@ -11,6 +11,7 @@ The tree, so callers can catch at the right level::
         ├── IndexCorruptError       an index file is damaged (cannot be opened or read); rebuild it
         ├── IndexLockedError        another process holds the index (local Qdrant is single-process)
         ├── IndexOutdatedError      the index was built before read access was recorded; rebuild it
+        ├── IndexUnavailableError   the database holding a shared index's manifest is unreachable or not migrated
         └── DiskFullError           a write failed for lack of space (ENOSPC, EFBIG, SQLite "disk is full")
 
 Every message says what to do next.
@@ -28,6 +29,7 @@ __all__ = [
     "IndexCorruptError",
     "IndexLockedError",
     "IndexOutdatedError",
+    "IndexUnavailableError",
     "DiskFullError",
 ]
 
@@ -70,6 +72,11 @@ class IndexLockedError(IndexError_):
 class IndexOutdatedError(IndexError_):
     """The index was built before each chunk recorded who may read it, so it cannot enforce access:
     readers refuse it (``chatops index --full`` rebuilds it)."""
+
+
+class IndexUnavailableError(IndexError_):
+    """The state database that holds a shared index's manifest (``DATABASE_URL``) cannot be reached or
+    used, or lacks the manifest's tables (not migrated: ``chatops db upgrade``); the message says which."""
 
 
 class DiskFullError(IndexError_):
