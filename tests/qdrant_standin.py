@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +30,8 @@ from qdrant_client import QdrantClient, models
 
 __all__ = ["QdrantStandin"]
 
+#: How long the stand-in keeps answering after its ``with`` block ends (see :meth:`QdrantStandin.__exit__`).
+GRACE_SECONDS = 0.3
 _ROUTE = re.compile(r"^/collections/(?P<c>[^/]+)(?P<rest>/.*)?$")
 _SELECTOR = TypeAdapter(models.PointsSelector)
 _INSERT = TypeAdapter(models.PointInsertOperations)
@@ -99,6 +102,9 @@ class QdrantStandin:
         return self
 
     def __exit__(self, *_exc) -> None:
+        # qdrant-client checks the server's version in a background thread of each new client: give the
+        # last ones time to ask before the port closes (else they warn that the check failed).
+        time.sleep(GRACE_SECONDS)
         self._server.shutdown()
         self._server.server_close()
         self.client.close()
