@@ -29,8 +29,10 @@ fits it per corpus from self-made probes:
    point (reported, not optimised).
 
 The result is stored with the index (:data:`CALIBRATION_FILE`, JSON: the fitted values, probe counts,
-rates and the date), loaded when the gate is built (:func:`gate_config`; defaults when absent), and
-shown by ``chatops status``. A few hundred probes take seconds.
+rates and the date; a shared index keeps it in its manifest in the state database instead, metadata key
+:data:`CALIBRATION_KEY`, so every replica's gate uses it and no replica needs a local file), loaded when
+the gate is built (:func:`gate_config`; defaults when absent), and shown by ``chatops status``. A few
+hundred probes take seconds.
 """
 
 from __future__ import annotations
@@ -53,10 +55,13 @@ from .gate import GateConfig
 from .text import QUESTION_STOPWORDS, sentence_spans
 
 __all__ = ["CALIBRATION_FILE", "NEAR_MISS_NOUNS", "Probe", "make_probes", "absent_nouns", "calibrate",
-           "save_calibration", "load_calibration", "gate_config", "describe", "calibrate_index"]
+           "save_calibration", "load_calibration", "store_calibration", "index_calibration", "CALIBRATION_KEY",
+           "gate_config", "describe", "calibrate_index"]
 
 log = logging.getLogger(__name__)
 
+#: The manifest metadata key of a shared index's calibration (see the module docstring).
+CALIBRATION_KEY = "gate_calibration"
 #: The calibration's file name inside the index folder.
 CALIBRATION_FILE = "gate_calibration.json"
 
@@ -231,17 +236,46 @@ def load_calibration(index_dir: str | Path) -> dict[str, Any] | None:
     """The stored calibration of the index in ``index_dir``, or None when absent or unreadable."""
     path = Path(index_dir) / CALIBRATION_FILE
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        return _checked(json.loads(path.read_text(encoding="utf-8")), path)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
         log.warning("ignoring the gate calibration %s (%s); using the default thresholds", path, exc)
         return None
+
+
+def _checked(record: Any, where: Any) -> dict[str, Any] | None:
+    """``record`` when it has the fitted values, else None (logged: the defaults stay in use)."""
     if not isinstance(record, dict) or not all(isinstance(record.get(k), (int, float))
                                                for k in ("relevance_floor", "paraphrase_margin")):
-        log.warning("ignoring the gate calibration %s (missing fields); using the default thresholds", path)
+        log.warning("ignoring the gate calibration %s (missing fields); using the default thresholds", where)
         return None
     return record
+
+
+def index_calibration(manifest, index_dir: str | Path) -> dict[str, Any] | None:
+    """The stored calibration of an index: from its ``manifest`` (an :class:`index.manifest.Manifest`) when
+    that lives in the state database (a shared index), else from the file in ``index_dir``; None when
+    absent or unreadable."""
+    if manifest.scope is None:
+        return load_calibration(index_dir)
+    raw = manifest.get(CALIBRATION_KEY)
+    try:
+        return None if raw is None else _checked(json.loads(raw), f"of the shared index {manifest.scope}")
+    except ValueError as exc:
+        log.warning("ignoring the gate calibration of the shared index %s (%s); using the default thresholds",
+                    manifest.scope, exc)
+        return None
+
+
+def store_calibration(index, record: dict[str, Any]) -> str:
+    """Keep ``record`` where :func:`index_calibration` reads it for ``index`` (a
+    :class:`index.knowledge.KnowledgeIndex`): its manifest for a shared index, else the file
+    (:func:`save_calibration`); returns where, for messages."""
+    if index.manifest.scope is None:
+        return str(save_calibration(index.path, record))
+    index.manifest.set(CALIBRATION_KEY, json.dumps(record, sort_keys=True))
+    return f"the manifest of the shared index {index.manifest.scope}"
 
 
 def gate_config(base: GateConfig, record: dict[str, Any] | None) -> GateConfig:
@@ -275,7 +309,7 @@ def calibrate_index(index, force: bool = False, change: float = 0.1) -> dict[str
     stored, or the chunk count moved by more than ``change`` (a share). Returns the new record, or None
     when nothing was done or the index is too small (logged; the defaults stay in use).
     """
-    old = load_calibration(index.path)
+    old = index_calibration(index.manifest, index.path)
     chunks = index.whoosh.doc_count
     if not force and old and abs(chunks - int(old.get("chunks", 0))) <= change * max(int(old.get("chunks", 0)), 1):
         return None
@@ -284,5 +318,5 @@ def calibrate_index(index, force: bool = False, change: float = 0.1) -> dict[str
     except ValueError as exc:
         log.info("gate calibration skipped: %s", exc)
         return None
-    save_calibration(index.path, record)
+    store_calibration(index, record)
     return record

@@ -374,11 +374,11 @@ def cli_sources_list(settings, as_json: bool = False) -> int:
     """
     import json
 
-    from index.manifest import Manifest
+    from .wiring import open_index_manifest
 
     configured = {s.name for s in load_sources_config(settings).sources}
     store = StateStore(settings.state_url)
-    manifest = Manifest(settings.index_dir / "manifest.sqlite")
+    manifest = open_index_manifest(settings)
     try:
         index_id = index_id_of(manifest, settings.qdrant_url)
         adopt_legacy(manifest, store, index_id)
@@ -497,7 +497,7 @@ def cli_status(settings, as_json: bool = False) -> int:
     """
     import json
 
-    from index.manifest import Manifest
+    from .wiring import open_index_manifest
 
     cfg = load_sources_config(settings)
     interval = str(getattr(settings, "chatops_sync_interval", "") or "off").strip()
@@ -506,12 +506,15 @@ def cli_status(settings, as_json: bool = False) -> int:
     from .retention import status_line
 
     store = StateStore(settings.state_url)
-    manifest = Manifest(settings.index_dir / "manifest.sqlite")
+    manifest = open_index_manifest(settings)
     try:
         index_id = index_id_of(manifest, settings.qdrant_url)
         adopt_legacy(manifest, store, index_id)
         rows = sources_status(manifest, store, [s.name for s in cfg.sources], None, schedules, index_id=index_id)
         retention = status_line(store)
+        from agent.calibration import describe, index_calibration
+
+        calibration = describe(index_calibration(manifest, settings.index_dir))
     finally:
         manifest.close()
         store.close()
@@ -519,13 +522,10 @@ def cli_status(settings, as_json: bool = False) -> int:
         out = [{**row, "last_summary": row["last_summary"].as_dict() if row["last_summary"] else {}} for row in rows]
         print(json.dumps(out, ensure_ascii=False, default=str))
         return 0
-    from agent.calibration import describe, load_calibration
-
     from .layout import SectionPrinter
 
     out = SectionPrinter()  # the data dir, the sources, the gate's calibration: three sections
     out(f"data dir: {settings.chatops_data_dir}")
-    calibration = describe(load_calibration(settings.index_dir))
     out(retention)
     out.section()
     if not rows:

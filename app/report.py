@@ -505,17 +505,16 @@ def report_from_settings(settings: Settings, since: datetime, until: datetime,
     Raises:
         ValueError, StateStoreError, IndexCorruptError: as :func:`gap_report`.
     """
-    from index.manifest import Manifest
     from index.stores import WhooshStore
 
-    from .wiring import build_embedder
+    from .wiring import build_embedder, open_index_manifest
 
     embedder = embed or build_embedder(settings).embed
     store = StateStore(settings.state_url)
     manifest = bm25 = None
     try:
-        if (settings.index_dir / "manifest.sqlite").exists():
-            manifest = Manifest(settings.index_dir / "manifest.sqlite")
+        manifest = open_index_manifest(settings, create=False)
+        if manifest is not None:
             bm25 = WhooshStore(settings.index_dir / "whoosh")
         return gap_report(store, manifest, bm25, embedder, since=since, until=until,
                           stale_after_days=settings.stale_after_days)

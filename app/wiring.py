@@ -10,14 +10,15 @@ from agent.gate import GateConfig
 from agent.planner import ActionConfig, RuleBasedPlanner
 from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
 from connectors.errors import EmbeddingError
-from index.knowledge import KnowledgeIndex
+from index.knowledge import MANIFEST_FILE, KnowledgeIndex, open_manifest
+from index.manifest import Manifest
 from tools.base import ToolRegistry
 from tools.knowledge_search import KnowledgeSearch, SearchConfig
 
 from .access import AccessPolicy, access_policy, unreadable_citations
 from .settings import Settings
 
-__all__ = ["build_embedder", "open_index", "build_agent", "register_action_tools", "Runtime"]
+__all__ = ["build_embedder", "open_index", "open_index_manifest", "build_agent", "register_action_tools", "Runtime"]
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +46,25 @@ def build_embedder(settings: Settings, verify_cache: bool = False) -> CachedEmbe
     return CachedEmbedder(inner, EmbeddingCache(settings.embedding_cache_path, verify=verify_cache))
 
 
+def _shared_manifest_database(settings: Settings) -> str | None:
+    """The state store's URL when the index is shared (``QDRANT_URL``: its manifest lives in the state
+    database), migrated to the newest revision first, so every command may open the index whether or not it
+    opened the state store before; ``None`` for an embedded index (its manifest is a file).
+
+    Raises:
+        StateStoreError: the database cannot be reached or migrated (SchemaTooNewError: a newer chatops).
+    """
+    if not settings.qdrant_url:
+        return None
+    from state.migrate import upgrade
+
+    upgrade(settings.state_url)  # idempotent: nothing to do when the state store already migrated it
+    return settings.state_url
+
+
 def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repair: bool = False) -> KnowledgeIndex:
-    """Open (or create) the knowledge index under the data dir.
+    """Open (or create) the knowledge index: under the data dir, or with ``QDRANT_URL`` on that server with its
+    manifest in the state database (``DATABASE_URL``, or the data dir's ``state.sqlite``).
 
     ``repair=True`` (indexing runs) moves a damaged store aside instead of raising; the run's
     reconciliation rebuilds it (see :class:`index.knowledge.KnowledgeIndex`); it also verifies the
@@ -54,7 +72,26 @@ def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repai
     """
     return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings, verify_cache=repair),
                           qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key,
-                          keyword_index=settings.keyword_index, repair=repair)
+                          keyword_index=settings.keyword_index, repair=repair,
+                          database_url=_shared_manifest_database(settings))
+
+
+def open_index_manifest(settings: Settings, create: bool = True) -> Manifest | None:
+    """The index's manifest alone, for reads that need no store (``chatops status``, ``sources list``,
+    ``report``): the state database's for a shared index (``QDRANT_URL``, see :func:`index.knowledge.open_manifest`),
+    else ``index/manifest.sqlite`` under the data dir.
+
+    Args:
+        create: when False, ``None`` for an embedded index never created (no manifest file), instead of
+            creating an empty one.
+
+    Raises:
+        IndexCorruptError, DiskFullError, IndexUnavailableError: as :class:`index.manifest.Manifest`.
+        StateStoreError: the state database cannot be reached or migrated.
+    """
+    if not (create or settings.qdrant_url or (settings.index_dir / MANIFEST_FILE).is_file()):
+        return None
+    return open_manifest(settings.index_dir, settings.qdrant_url, _shared_manifest_database(settings))
 
 
 @dataclass(slots=True)
@@ -119,9 +156,9 @@ def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriev
                                                  bm25_weight=settings.rrf_bm25_weight))
     gate = GateConfig(min_citations=settings.min_citations, relevance_floor=settings.relevance_floor,
                       strong_single=settings.single_source_min_cosine)
-    from agent.calibration import gate_config, load_calibration
+    from agent.calibration import gate_config, index_calibration
 
-    gate = gate_config(gate, load_calibration(index.path))  # the corpus's own operating point, when calibrated
+    gate = gate_config(gate, index_calibration(index.manifest, index.path))  # the corpus's own operating point
     tools = ToolRegistry()
     tools.register(search)
     register_action_tools(tools, settings)

@@ -116,7 +116,7 @@ def _recalibrate(index, quiet: bool, force: bool = False, out=print) -> dict | N
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """``chatops calibrate [--json]``: fit the evidence gate's operating point on the indexed corpus."""
-    from agent.calibration import calibrate, describe, save_calibration
+    from agent.calibration import calibrate, describe, store_calibration
 
     from app.wiring import build_agent
 
@@ -127,7 +127,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             print("chatops: the index is empty; run `chatops index folder:PATH` first", file=sys.stderr)
             return 2
         record = calibrate(rt.search)
-        save_calibration(rt.index.path, record)
+        store_calibration(rt.index, record)
     finally:
         rt.close()
     print(json.dumps(record, ensure_ascii=False) if args.json else describe(record))

@@ -11,7 +11,9 @@ The tree, so callers can catch at the right level::
         ├── IndexCorruptError       an index file is damaged (cannot be opened or read); rebuild it
         ├── IndexLockedError        another process holds the index (local Qdrant is single-process)
         ├── IndexOutdatedError      the index was built before read access was recorded; rebuild it
-        ├── IndexUnavailableError   the Qdrant server (QDRANT_URL) cannot be reached, refused the key, or failed
+        ├── IndexUnavailableError   a shared index's services (the Qdrant server of QDRANT_URL, the database
+        │                           holding its manifest) cannot be reached, refused the key, failed, or
+        │                           the database lacks the manifest's tables
         └── DiskFullError           a write failed for lack of space (ENOSPC, EFBIG, SQLite "disk is full")
 
 Every message says what to do next.
@@ -75,10 +77,12 @@ class IndexOutdatedError(IndexError_):
 
 
 class IndexUnavailableError(IndexError_):
-    """The index server (``QDRANT_URL``) cannot be reached, refused the API key, or failed a request.
+    """A shared index's services cannot be used: the index server (``QDRANT_URL``) cannot be reached,
+    refused the API key or failed a request, or the state database that holds the index's manifest
+    (``DATABASE_URL``) cannot be reached or lacks the manifest's tables (not migrated: ``chatops db upgrade``).
 
-    Nothing on disk is damaged: the same call may succeed once the server answers again. The message
-    names the server, what it answered and what to check.
+    Nothing on disk is damaged: the same call may succeed once the service answers again. The message
+    names the service, what it answered and what to check.
     """
 
 

@@ -13,7 +13,9 @@ Two kinds of id:
   makes a new one: the new index holds nothing, so no earlier cursor may describe it.
 - **Shared** (``QDRANT_URL``): derived from the server's URL and the collection's name
   (:func:`shared_index_id`), so every replica that writes that collection computes the same id without
-  asking anyone, and shares one cursor and one lock. Derived rather than stored in the collection: the
+  asking anyone, and shares one cursor and one lock. It is also the ``scope`` of the index's manifest in
+  the state database (:class:`~index.manifest.Manifest` with ``database_url``), so it is known before the
+  manifest is opened. Derived rather than stored in the collection: the
   id must be known to processes that only read the manifest (``chatops status``) and cannot reach or
   may not write the collection, and it needs no write to a server another team may run. The price:
   a collection dropped and created again under the same name keeps its id, so its old cursor would
@@ -53,9 +55,31 @@ def shared_index_id(qdrant_url: str, collection: str) -> str:
     return SHARED_PREFIX + hashlib.sha256(f"{where}\n{collection}".encode()).hexdigest()[:20]
 
 
+def _scoped_id(manifest: Manifest, qdrant_url: str | None, collection: str) -> str | None:
+    """The id a manifest in the state database is scoped by (``None`` for a manifest file).
+
+    Raises:
+        ValueError: when ``qdrant_url`` and ``collection`` name another index than the manifest's scope.
+    """
+    if manifest.scope is None:
+        return None
+    if qdrant_url and shared_index_id(qdrant_url, collection) != manifest.scope:
+        raise ValueError(f"the manifest is scoped by {manifest.scope!r}, not by the id of collection {collection!r} "
+                         f"on {qdrant_url} ({shared_index_id(qdrant_url, collection)!r})")
+    return manifest.scope
+
+
 def index_id_of(manifest: Manifest, qdrant_url: str | None = None, collection: str = "chunks") -> str | None:
     """The id of the index whose manifest is ``manifest`` (read only), or ``None`` for an index never
-    opened (its manifest has no id yet; nothing can have been recorded for it)."""
+    opened (its manifest file has no id yet; nothing can have been recorded for it). A manifest in the
+    state database answers its scope.
+
+    Raises:
+        ValueError: for a manifest in the state database scoped by another index than ``qdrant_url``'s.
+    """
+    scoped = _scoped_id(manifest, qdrant_url, collection)
+    if scoped is not None:
+        return scoped
     if qdrant_url:
         return shared_index_id(qdrant_url, collection)
     return manifest.get(INDEX_ID_KEY)
@@ -66,10 +90,16 @@ def ensure_index_id(manifest: Manifest, qdrant_url: str | None = None, collectio
 
     The shared id is stored too (so readers of the manifest alone see which collection it described); a
     data dir that held a shared id and is opened without ``QDRANT_URL`` gets a new random one (its local
-    Qdrant is not that collection).
+    Qdrant is not that collection). A manifest in the state database has its scope as its id.
+
+    Raises:
+        ValueError: for a manifest in the state database scoped by another index than ``qdrant_url``'s.
     """
     have = manifest.get(INDEX_ID_KEY)
-    if qdrant_url:
+    scoped = _scoped_id(manifest, qdrant_url, collection)
+    if scoped is not None:
+        want = scoped
+    elif qdrant_url:
         want = shared_index_id(qdrant_url, collection)
     elif have and not have.startswith(SHARED_PREFIX):
         want = have

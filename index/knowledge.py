@@ -1,4 +1,4 @@
-"""One knowledge index on disk: the keyword store (Whoosh), the Qdrant store and their manifest.
+"""One knowledge index: the keyword store (Whoosh), the Qdrant store and their manifest.
 
 Layout under the index folder::
 
@@ -6,6 +6,13 @@ Layout under the index folder::
     qdrant/          local-mode Qdrant (absent when QDRANT_URL is used)
     qdrant-bm25/     BM25 as a local-mode Qdrant sparse vector (KEYWORD_INDEX=qdrant without QDRANT_URL)
     manifest.sqlite  pages, write journal, metadata (embedding model, index version, index id)
+
+A **shared** index (``qdrant_url`` and ``database_url`` both given: replicas writing and reading one
+Qdrant collection) keeps its manifest in the state database instead, scoped by the index id
+(:func:`open_manifest`), so every replica sees the same pages; the folder is then not created (with
+``keyword_index="qdrant"`` nothing of the index is on this machine). Journal recovery and clearing a
+shared index for another embedding model are then left to writers (``repair=True``): a reader must not
+undo pages a writer is writing at that moment, nor empty the index every replica answers from.
 
 The index has an id (:attr:`KnowledgeIndex.index_id`, see :mod:`index.identity`): sync cursors, run
 records and sync locks in the shared state store are keyed by it, so replicas with their own index
@@ -46,11 +53,11 @@ from connectors.errors import IndexCorruptError, IndexOutdatedError
 
 from .embeddings import Embedder
 from .faults import quarantine, reason
-from .identity import ensure_index_id
+from .identity import ensure_index_id, index_id_of, shared_index_id
 from .manifest import Manifest
 from .stores import QdrantSparseStore, QdrantStore, WhooshStore
 
-__all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION", "ACCESS_SCHEMA"]
+__all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION", "ACCESS_SCHEMA", "MANIFEST_FILE", "open_manifest"]
 
 #: Bumped whenever what the stores keep changes shape or the chunker cuts pages differently;
 #: an index of another version is cleared and rebuilt (embeddings come from the cache).
@@ -60,6 +67,56 @@ SCHEMA_VERSION = "7"
 ACCESS_SCHEMA = 7
 
 log = logging.getLogger(__name__)
+
+#: The manifest file of an index kept on this machine, in its folder.
+MANIFEST_FILE = "manifest.sqlite"
+
+
+def open_manifest(path: str | os.PathLike[str], qdrant_url: str | None = None, database_url: str | None = None,
+                  collection: str = "chunks") -> Manifest:
+    """The manifest of the index in the folder ``path``.
+
+    With both ``qdrant_url`` and ``database_url`` (a shared index): the state database's, scoped by
+    :func:`~index.identity.shared_index_id` of ``qdrant_url`` and ``collection``; nothing is made under
+    ``path``. A ``path/manifest.sqlite`` that this very index kept before revision 0006 is copied in once
+    (:meth:`Manifest.adopt`, when the database holds no page of the index yet) and renamed
+    ``manifest.sqlite.copied-to-database``: without it, the first sync's reconciliation would delete every
+    chunk the database does not list, and the cursor would not list those pages again.
+    Otherwise: the SQLite file ``path/manifest.sqlite`` (created with its folder).
+
+    Raises:
+        IndexCorruptError, DiskFullError, IndexUnavailableError: as :class:`Manifest`.
+    """
+    local = Path(path) / MANIFEST_FILE
+    if not (qdrant_url and database_url):
+        return Manifest(local)
+    scope = shared_index_id(qdrant_url, collection)
+    manifest = Manifest(database_url=database_url, scope=scope)
+    if local.is_file():
+        try:
+            _adopt_file(manifest, local, scope)
+        except BaseException:
+            manifest.close()
+            raise
+    return manifest
+
+
+def _adopt_file(manifest: Manifest, local: Path, scope: str) -> None:
+    """Copy ``local`` into ``manifest`` when it is the manifest of the index ``scope`` (see :func:`open_manifest`)."""
+    old = Manifest(local)
+    try:
+        if index_id_of(old) != scope:
+            return  # another index's (an embedded one of this data dir): not ours to copy
+        copied = manifest.adopt(old)
+    finally:
+        old.close()
+    if copied:
+        log.warning("copied the manifest of the shared index %s (%d pages) from %s into the state database",
+                    scope, copied, local)
+    try:
+        local.rename(local.with_name(f"{MANIFEST_FILE}.copied-to-database"))
+    except OSError as exc:
+        log.warning("could not rename %s after copying it into the state database (%s); it is no longer used", local, exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +147,11 @@ class KnowledgeIndex:
     Args:
         path: the index folder.
         embedder: the dense model; its ``model_id`` is recorded, and a different model on a later
-            open wipes the vectors (they are incomparable) so the next run re-embeds.
+            open wipes the vectors (they are incomparable) so the next run re-embeds (a shared index: only
+            a writer's, ``repair=True``; a reader raises :class:`IndexOutdatedError`).
         qdrant_url: a Qdrant server to use instead of local mode; ``qdrant_api_key`` goes with it.
+        database_url: the state database (``DATABASE_URL``); with ``qdrant_url``, the manifest lives there
+            (:func:`open_manifest`) and ``path`` is not created. Ignored without ``qdrant_url``.
         keyword_index: ``"whoosh"`` (default) or ``"qdrant"``: the engine of the keyword (BM25) store.
         repair: move a damaged local store aside and start it empty instead of raising (for
             indexing runs, whose reconciliation refills it); :attr:`rebuilt` lists what was moved.
@@ -103,21 +163,26 @@ class KnowledgeIndex:
 
     Raises:
         IndexCorruptError, IndexLockedError, DiskFullError: from the manifest and the stores.
-        IndexOutdatedError: (``repair=False``) the index was built before read access was recorded.
+        IndexUnavailableError: a shared index's state database cannot be reached or is not migrated.
+        IndexOutdatedError: (``repair=False``) the index was built before read access was recorded, or
+            (a shared index) with another embedding model or schema.
     """
 
     def __init__(self, path: str | os.PathLike[str], embedder: Embedder, qdrant_url: str | None = None,
                  qdrant_api_key: str | None = None, collection: str = "chunks", repair: bool = False,
-                 keyword_index: Literal["whoosh", "qdrant"] = "whoosh") -> None:
+                 keyword_index: Literal["whoosh", "qdrant"] = "whoosh", database_url: str | None = None) -> None:
         if keyword_index not in ("whoosh", "qdrant"):
             raise ValueError(f"KEYWORD_INDEX must be 'whoosh' or 'qdrant', got {keyword_index!r}")
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        #: True when the manifest is in the state database (replicas share the index; see the module docstring).
+        self.shared = bool(qdrant_url and database_url)
+        if not self.shared:  # a shared index keeps its manifest in the state database, nothing here
+            self.path.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder
         #: Damaged stores moved aside on open (``"bm25 (moved to whoosh.corrupt-...)"``), for the run's report.
         self.rebuilt: list[str] = []
         self._where = (qdrant_url, collection)
-        self.manifest = Manifest(self.path / "manifest.sqlite")
+        self.manifest = open_manifest(self.path, qdrant_url, database_url, collection)
         try:
             self.whoosh: WhooshStore | QdrantSparseStore
             if keyword_index == "qdrant":
@@ -146,6 +211,14 @@ class KnowledgeIndex:
                 "tell who may read what and is not used; rebuild it with `chatops index --full SOURCE...` "
                 "(every source), then start the bot again")
         if self.whoosh.outdated or (has_pages and recorded != (embedder.model_id, SCHEMA_VERSION)):
+            if self.shared and not repair:  # every replica answers from it: only a writer may empty it
+                self.close()
+                raise IndexOutdatedError(
+                    f"the shared index {shared_index_id(qdrant_url, collection)} (Qdrant collection {collection!r}) was "
+                    f"built with model {recorded[0]}, "
+                    f"schema {recorded[1]}; this chatops uses {embedder.model_id}, schema {SCHEMA_VERSION}: set "
+                    "EMBEDDING_MODEL as the worker has it, or let the worker rebuild the index (it clears and "
+                    "re-indexes it when it starts with the new model), then start this process again")
             log.warning("index %s was built with model %s, schema %s; now %s, %s: clearing it, "
                         "the next index run rebuilds it (embeddings come from the cache)",
                         self.path, *recorded, embedder.model_id, SCHEMA_VERSION)
@@ -153,7 +226,8 @@ class KnowledgeIndex:
         self.manifest.set("embedding_model", embedder.model_id)
         self.manifest.set("schema_version", SCHEMA_VERSION)
         self.index_id = ensure_index_id(self.manifest, *self._where)
-        self.recover()
+        if repair or not self.shared:  # a reader of a shared index must not undo a writer's pages in flight
+            self.recover()
 
     def _open_store(self, name: str, folder: Path, open_store, repair: bool):
         try:

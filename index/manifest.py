@@ -1,7 +1,15 @@
 """The index manifest: which pages each index holds, at which content hash, and a write journal.
 
-It lives beside the indexes (``<index dir>/manifest.sqlite``), not in the shared state store,
-because it describes these files on this machine. SQLite through SQLAlchemy.
+One class, two homes (the same methods and behaviour; only the tables differ):
+
+- **a SQLite file** (``Manifest(path)``, ``<index dir>/manifest.sqlite``; tables ``pages``, ``journal``,
+  ``meta``) beside an embedded index's stores, because it describes files on this machine;
+- **the state database** (``Manifest(database_url=..., scope=...)``; ``DATABASE_URL``, PostgreSQL in
+  production, SQLite too) for an index shared by replicas (``QDRANT_URL``), so every replica sees the same
+  pages and no replica needs a local file: tables ``index_pages``, ``index_journal``, ``index_meta`` of
+  the state store's revision ``0006`` (:mod:`state.index_manifest`), every row keyed by ``scope``, the
+  index's id, so indexes sharing a database never see each other's rows. ``index_pages.chunk_count``
+  keeps each page's number of chunks (PostgreSQL has no ``json_array_length`` on text).
 
 The journal makes indexing crash-consistent across two stores that cannot share a transaction:
 a page is written to the journal (committed) before either store changes, and removed from it
@@ -9,9 +17,15 @@ together with its manifest row once both stores committed. Any journal entry fou
 index is next opened marks a page whose write may have stopped half-way; recovery deletes its
 chunks from both stores and forgets it, so the next scan indexes it again from the source.
 
-A damaged file (not a database, or failing ``PRAGMA quick_check`` on open) raises
-:class:`~connectors.errors.IndexCorruptError`, and a full disk :class:`~connectors.errors.DiskFullError`,
-from any method, each with a message that says what to do.
+Several writers at once (two sources syncing in one worker, on their own connections): each write is
+one short transaction; the index version is bumped by one ``INSERT ... ON CONFLICT DO UPDATE SET value =
+value + 1`` (atomic on SQLite and PostgreSQL: no bump is lost) as the transaction's last statement, so
+the one row every writer updates is locked last and writers never wait on each other in opposite orders.
+
+Errors, from any method, each with a message that says what to do: a damaged file (not a database, or
+failing ``PRAGMA quick_check`` on open) raises :class:`~connectors.errors.IndexCorruptError`, a full disk
+:class:`~connectors.errors.DiskFullError`; a state database that cannot be reached or used, or that lacks
+the tables (not migrated: ``chatops db upgrade``), :class:`~connectors.errors.IndexUnavailableError`.
 """
 
 from __future__ import annotations
@@ -24,12 +38,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from connectors.access import PUBLIC_TOKEN, Access
-from connectors.errors import IndexCorruptError
-from .faults import REBUILD_INDEX, guard_engine
+from connectors.errors import IndexCorruptError, IndexUnavailableError
+from state.index_manifest import SCOPE_LENGTH, index_manifest_tables
 
-__all__ = ["Manifest", "PageEntry"]
+from .faults import REBUILD_INDEX, guard_engine, storage_error
+
+__all__ = ["Manifest", "PageEntry", "VERSION_KEY"]
+
+#: The metadata key of the index version (:attr:`Manifest.version`).
+VERSION_KEY = "index_version"
+#: ``INSERT`` with ``ON CONFLICT`` of each database the manifest can live in.
+_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,54 +98,168 @@ def _access_of(tokens: str | None, unresolved: str | None) -> Access | None:
     return Access.everyone() if PUBLIC_TOKEN in toks else Access(principals=frozenset(toks))
 
 
-class Manifest:
-    """Pages, journal and metadata of one index folder.
+def _file_tables(md: sa.MetaData) -> tuple[sa.Table, sa.Table, sa.Table]:
+    """The tables of a manifest file (unchanged since access control: :meth:`Manifest._add_missing_columns`)."""
+    pages = sa.Table(
+        "pages", md,
+        sa.Column("doc_key", sa.String(600), primary_key=True),
+        sa.Column("source", sa.String(200), nullable=False, index=True),
+        sa.Column("doc_id", sa.String(500), nullable=False),
+        sa.Column("hash", sa.String(64), nullable=False),
+        sa.Column("chunk_ids", sa.Text, nullable=False),
+        sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("sensitive_chunks", sa.Integer, nullable=True),
+        sa.Column("injection_chunks", sa.Integer, nullable=True),
+        sa.Column("access_tokens", sa.Text, nullable=True),
+        sa.Column("access_unresolved", sa.Text, nullable=True),
+    )
+    journal = sa.Table(
+        "journal", md,
+        sa.Column("doc_key", sa.String(600), primary_key=True),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    )
+    meta = sa.Table(
+        "meta", md,
+        sa.Column("key", sa.String(100), primary_key=True),
+        sa.Column("value", sa.Text, nullable=False),
+    )
+    return pages, journal, meta
 
-    Args:
-        path: the SQLite file.
+
+def _open_file(path: Path) -> sa.Engine:
+    """An engine on the manifest file ``path`` (created with its folder), checked with ``PRAGMA quick_check``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(f"sqlite:///{path}")
+    fix = REBUILD_INDEX.format(index_dir=path.parent)
+    guard_engine(engine, "the index manifest", path, fix)
+    with engine.connect() as conn:
+        check = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check")]
+    if check != ["ok"]:
+        engine.dispose()
+        raise IndexCorruptError(f"the index manifest at {path} is damaged (sqlite quick_check: "
+                                f"{'; '.join(map(str, check[:3]))}); {fix}")
+    return engine
+
+
+def _safe(url: str) -> str:
+    """``url`` with any password masked (for messages)."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - only for messages
+        return "<unparseable URL>"
+
+
+#: What to do about a damaged (SQLite) state database holding a manifest.
+_REBUILD_STATE = ("restore the state database from a backup (it also holds sync cursors, pending actions and the "
+                  "audit log), or move it away and rebuild the index with `chatops sync --full`")
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")  # as the state store's own connections: readers never block the writer
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _open_database(url: str, tables: Iterable[sa.Table]) -> sa.Engine:
+    """An engine on the state database ``url`` whose failures raise the manifest's errors, after checking
+    that it is SQLite or PostgreSQL and has ``tables`` (revision 0006).
 
     Raises:
-        IndexCorruptError: when the file is damaged (here or from any later call).
+        IndexUnavailableError: an unusable URL, another database, an unreachable server, missing tables.
+    """
+    where = _safe(url)
+    try:
+        engine = sa.create_engine(url, pool_pre_ping=True, **(
+            {"connect_args": {"timeout": 30, "check_same_thread": False}} if url.startswith("sqlite") else {}))
+    except (SQLAlchemyError, ImportError, ValueError) as exc:
+        raise IndexUnavailableError(f"cannot use DATABASE_URL ({where}) for the shared index's manifest: {exc}; "
+                                    "check DATABASE_URL") from exc
+    if engine.dialect.name not in _INSERTS:
+        engine.dispose()
+        raise IndexUnavailableError(f"the shared index's manifest needs PostgreSQL or SQLite, not "
+                                    f"{engine.dialect.name} ({where}); check DATABASE_URL")
+    if engine.dialect.name == "sqlite":
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+
+    def unavailable(context) -> None:
+        exc = context.original_exception
+        mapped = storage_error(exc, "the shared index's manifest in the state database", where, _REBUILD_STATE,
+                               damage=lambda e: False)
+        if mapped is None and (context.is_disconnect or isinstance(
+                context.sqlalchemy_exception, (sa.exc.OperationalError, sa.exc.InterfaceError))):
+            mapped = IndexUnavailableError(
+                f"cannot use the state database {where}, which holds the shared index's manifest "
+                f"({type(exc).__name__}: {' '.join(str(exc).split())}); check DATABASE_URL and that the database "
+                "server is running, then try again")
+        if mapped is not None:
+            raise mapped from exc
+
+    sa.event.listen(engine, "handle_error", unavailable)
+    try:
+        with engine.connect() as conn:
+            missing = [t.name for t in tables if not sa.inspect(conn).has_table(t.name)]
+    except BaseException:
+        engine.dispose()
+        raise
+    if missing:
+        engine.dispose()
+        raise IndexUnavailableError(
+            f"the state database {where} lacks the tables of the shared index's manifest ({', '.join(missing)}; schema "
+            "revision 0006): run `chatops db upgrade` (or start `chatops serve` or `chatops worker`, which migrate "
+            "it), then run the command again")
+    return engine
+
+
+class Manifest:
+    """Pages, journal and metadata of one index: in a SQLite file, or in the state database under a scope.
+
+    Args:
+        path: the SQLite file (an embedded index's ``manifest.sqlite``; created with its folder).
+        database_url: instead of ``path``: the state database (a SQLAlchemy URL of PostgreSQL or SQLite),
+            migrated to revision ``0006`` (``chatops db upgrade``; the state store migrates on opening).
+        scope: with ``database_url`` only: the index's id (for a shared index
+            :func:`index.identity.shared_index_id`), at most 64 characters; every row read or written
+            belongs to it.
+
+    Attributes:
+        scope: the scope in the state database, ``None`` for a file.
+
+    Raises:
+        ValueError: neither or both of ``path`` and ``database_url``; ``scope`` missing, empty or too long
+            with ``database_url``, or given with ``path``.
+        IndexCorruptError: when the file (or a SQLite state database) is damaged (here or from any later call).
         DiskFullError: when a write finds no space (from any call).
+        IndexUnavailableError: the state database cannot be reached or used, or lacks the tables (here or from
+            any later call).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.engine = sa.create_engine(f"sqlite:///{Path(path)}")
-        fix = REBUILD_INDEX.format(index_dir=Path(path).parent)
-        guard_engine(self.engine, "the index manifest", path, fix)
-        with self.engine.connect() as conn:
-            check = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check")]
-        if check != ["ok"]:
-            self.engine.dispose()
-            raise IndexCorruptError(f"the index manifest at {path} is damaged (sqlite quick_check: "
-                                    f"{'; '.join(map(str, check[:3]))}); {fix}")
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, database_url: str | None = None,
+                 scope: str | None = None) -> None:
+        if (path is None) == (database_url is None):
+            raise ValueError("a Manifest takes exactly one of path (a SQLite file) and database_url (the state database)")
+        if (database_url is None) != (scope is None) or scope == "" or len(scope or "") > SCOPE_LENGTH:
+            raise ValueError(f"scope (the index id, 1 to {SCOPE_LENGTH} characters) goes with database_url, and only "
+                             f"with it; got scope={scope!r}")
+        self.scope = scope
         md = sa.MetaData()
-        self.pages = sa.Table(
-            "pages", md,
-            sa.Column("doc_key", sa.String(600), primary_key=True),
-            sa.Column("source", sa.String(200), nullable=False, index=True),
-            sa.Column("doc_id", sa.String(500), nullable=False),
-            sa.Column("hash", sa.String(64), nullable=False),
-            sa.Column("chunk_ids", sa.Text, nullable=False),
-            sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("sensitive_chunks", sa.Integer, nullable=True),
-            sa.Column("injection_chunks", sa.Integer, nullable=True),
-            sa.Column("access_tokens", sa.Text, nullable=True),
-            sa.Column("access_unresolved", sa.Text, nullable=True),
-        )
-        self.journal = sa.Table(
-            "journal", md,
-            sa.Column("doc_key", sa.String(600), primary_key=True),
-            sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-        )
-        self.meta = sa.Table(
-            "meta", md,
-            sa.Column("key", sa.String(100), primary_key=True),
-            sa.Column("value", sa.Text, nullable=False),
-        )
-        md.create_all(self.engine)
-        self._add_missing_columns()
+        if path is not None:
+            self.pages, self.journal, self.meta = _file_tables(md)
+            self.engine = _open_file(Path(path))
+            md.create_all(self.engine)
+            self._add_missing_columns()
+        else:
+            self.pages, self.journal, self.meta = index_manifest_tables(md)
+            self.engine = _open_database(database_url, (self.pages, self.journal, self.meta))
+        #: Column values every row written carries, and the condition every row read meets (the scope).
+        self._key = {} if scope is None else {"scope": scope}
+        #: A page's chunk count in SQL: the stored count in the database, the JSON list's length in a file.
+        self._chunks = self.pages.c.chunk_count if scope is not None else sa.func.json_array_length(
+            self.pages.c.chunk_ids)
+
+    def _mine(self, table: sa.Table) -> list[sa.ColumnElement[bool]]:
+        """The conditions selecting this manifest's rows of ``table`` (none for a file)."""
+        return [table.c[k] == v for k, v in self._key.items()]
 
     def _add_missing_columns(self) -> None:
         """Manifests made before the flag counts (or the access) existed get the columns (NULL: not
@@ -137,34 +274,38 @@ class Manifest:
     # -- pages -------------------------------------------------------------------------------
     def pages_of(self, source: str) -> dict[str, PageEntry]:
         """Every page of ``source``, by doc_id."""
+        q = sa.select(self.pages).where(*self._mine(self.pages), self.pages.c.source == source)
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(self.pages).where(self.pages.c.source == source)).mappings()
-            return {r["doc_id"]: self._entry(r) for r in rows}
+            return {r["doc_id"]: self._entry(r) for r in conn.execute(q).mappings()}
 
     def page(self, doc_key: str) -> PageEntry | None:
         """One page by its doc key (``source:doc_id``), or None when the manifest does not hold it."""
+        q = sa.select(self.pages).where(*self._mine(self.pages), self.pages.c.doc_key == doc_key)
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(self.pages).where(self.pages.c.doc_key == doc_key)).mappings().first()
+            row = conn.execute(q).mappings().first()
         return self._entry(row) if row is not None else None
 
     def counts(self) -> tuple[int, int]:
         """``(pages, chunks)`` held, from one aggregate query (no row reaches Python, so probes such as
         ``/readyz`` cost the same whatever the corpus size)."""
-        q = sa.text("SELECT COUNT(*), COALESCE(SUM(json_array_length(chunk_ids)), 0) FROM pages")
+        q = sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(self._chunks), 0)).where(*self._mine(self.pages))
         with self.engine.connect() as conn:
-            pages, chunks = conn.execute(q).one()
+            pages, chunks = conn.execute(q.select_from(self.pages)).one()
         return int(pages), int(chunks)
 
     def counts_by_source(self) -> dict[str, tuple[int, int]]:
         """``{source: (pages, chunks)}`` from one aggregate query (no page row reaches Python; for ``/metrics``)."""
-        q = sa.text("SELECT source, COUNT(*), COALESCE(SUM(json_array_length(chunk_ids)), 0) FROM pages GROUP BY source")
+        src = self.pages.c.source
+        q = sa.select(src, sa.func.count(), sa.func.coalesce(sa.func.sum(self._chunks), 0)).where(
+            *self._mine(self.pages)).group_by(src)
         with self.engine.connect() as conn:
             return {s: (int(p), int(c)) for s, p, c in conn.execute(q)}
 
     def all_pages(self) -> list[PageEntry]:
         """Every page of every source."""
         with self.engine.connect() as conn:
-            return [self._entry(r) for r in conn.execute(sa.select(self.pages)).mappings()]
+            rows = conn.execute(sa.select(self.pages).where(*self._mine(self.pages))).mappings()
+            return [self._entry(r) for r in rows]
 
     @staticmethod
     def _entry(r) -> PageEntry:
@@ -172,10 +313,20 @@ class Manifest:
                          r["sensitive_chunks"], r["injection_chunks"],
                          _access_of(r["access_tokens"], r["access_unresolved"]))
 
+    def _row(self, e: PageEntry, now: datetime) -> dict:
+        """The ``pages`` row of ``e`` (with its scope and chunk count in the state database)."""
+        row = {**self._key, "doc_key": e.doc_key, "source": e.source, "doc_id": e.doc_id, "hash": e.hash,
+               "chunk_ids": json.dumps(list(e.chunk_ids)), "indexed_at": now,
+               "sensitive_chunks": e.sensitive_chunks, "injection_chunks": e.injection_chunks,
+               **_access_columns(e.access)}
+        if self.scope is not None:
+            row["chunk_count"] = len(e.chunk_ids)
+        return row
+
     def unresolved_access(self, source: str | None = None) -> int:
         """Pages readable by nobody (their access could not be read, or names no reader; pages recorded
         before access control count too), of ``source`` or of every source; one aggregate query."""
-        q = sa.select(sa.func.count()).select_from(self.pages).where(sa.or_(
+        q = sa.select(sa.func.count()).select_from(self.pages).where(*self._mine(self.pages), sa.or_(
             self.pages.c.access_tokens.is_(None), self.pages.c.access_tokens == "[]",
             sa.func.coalesce(self.pages.c.access_unresolved, "") != ""))
         if source is not None:
@@ -187,8 +338,9 @@ class Manifest:
         """Record a page's new access (its chunks' access changed in both stores; nothing else did) and
         clear its journal entry, atomically."""
         with self.engine.begin() as conn:
-            conn.execute(self.pages.update().where(self.pages.c.doc_key == doc_key).values(**_access_columns(access)))
-            conn.execute(self.journal.delete().where(self.journal.c.doc_key == doc_key))
+            conn.execute(self.pages.update().where(*self._mine(self.pages), self.pages.c.doc_key == doc_key)
+                         .values(**_access_columns(access)))
+            self._unjournal(conn, [doc_key])
             self._bump_version(conn)
 
     # -- journal -----------------------------------------------------------------------------
@@ -199,8 +351,14 @@ class Manifest:
         if not keys:
             return
         with self.engine.begin() as conn:
-            conn.execute(self.journal.delete().where(self.journal.c.doc_key.in_(keys)))
-            conn.execute(self.journal.insert(), [{"doc_key": k, "started_at": now} for k in keys])
+            self._unjournal(conn, keys)
+            conn.execute(self.journal.insert(), [{**self._key, "doc_key": k, "started_at": now} for k in keys])
+
+    def _unjournal(self, conn: sa.Connection, keys: list[str]) -> None:
+        conn.execute(self.journal.delete().where(*self._mine(self.journal), self.journal.c.doc_key.in_(keys)))
+
+    def _drop_pages(self, conn: sa.Connection, keys: list[str]) -> None:
+        conn.execute(self.pages.delete().where(*self._mine(self.pages), self.pages.c.doc_key.in_(keys)))
 
     def commit(self, upserts: Iterable[PageEntry], deletes: Iterable[str]) -> None:
         """Record written pages and deleted page keys, and clear their journal entries, atomically."""
@@ -210,27 +368,23 @@ class Manifest:
         keys = [e.doc_key for e in ups] + dels
         with self.engine.begin() as conn:
             if keys:
-                conn.execute(self.pages.delete().where(self.pages.c.doc_key.in_(keys)))
-                conn.execute(self.journal.delete().where(self.journal.c.doc_key.in_(keys)))
+                self._drop_pages(conn, keys)
+                self._unjournal(conn, keys)
             if ups:
-                conn.execute(self.pages.insert(), [
-                    {"doc_key": e.doc_key, "source": e.source, "doc_id": e.doc_id, "hash": e.hash,
-                     "chunk_ids": json.dumps(list(e.chunk_ids)), "indexed_at": now,
-                     "sensitive_chunks": e.sensitive_chunks, "injection_chunks": e.injection_chunks,
-                     **_access_columns(e.access)} for e in ups])
+                conn.execute(self.pages.insert(), [self._row(e, now) for e in ups])
             if keys:
                 self._bump_version(conn)
 
     def set_flags(self, doc_key: str, sensitive_chunks: int, injection_chunks: int) -> None:
         """Record a page's flag counts (for a page indexed before the scan existed; its chunks are unchanged)."""
         with self.engine.begin() as conn:
-            conn.execute(self.pages.update().where(self.pages.c.doc_key == doc_key).values(
+            conn.execute(self.pages.update().where(*self._mine(self.pages), self.pages.c.doc_key == doc_key).values(
                 sensitive_chunks=sensitive_chunks, injection_chunks=injection_chunks))
 
     def pending(self) -> list[str]:
         """Doc keys journaled by a run that did not finish."""
         with self.engine.connect() as conn:
-            return [r[0] for r in conn.execute(sa.select(self.journal.c.doc_key))]
+            return [r[0] for r in conn.execute(sa.select(self.journal.c.doc_key).where(*self._mine(self.journal)))]
 
     def forget(self, doc_keys: Iterable[str]) -> None:
         """Drop pages and journal entries of ``doc_keys`` (after their chunks left both stores)."""
@@ -238,40 +392,78 @@ class Manifest:
         if not keys:
             return
         with self.engine.begin() as conn:
-            conn.execute(self.pages.delete().where(self.pages.c.doc_key.in_(keys)))
-            conn.execute(self.journal.delete().where(self.journal.c.doc_key.in_(keys)))
+            self._drop_pages(conn, keys)
+            self._unjournal(conn, keys)
             self._bump_version(conn)
 
     def clear(self) -> None:
-        """Forget everything (pages, journal, metadata)."""
+        """Forget everything (pages, journal, metadata) but the index version, which is bumped (answer
+        caches keyed by it never see an earlier version number again)."""
         with self.engine.begin() as conn:
-            for t in (self.pages, self.journal, self.meta):
-                conn.execute(t.delete())
+            for t in (self.pages, self.journal):
+                conn.execute(t.delete().where(*self._mine(t)))
+            conn.execute(self.meta.delete().where(*self._mine(self.meta), self.meta.c.key != VERSION_KEY))
+            self._bump_version(conn)
+
+    def adopt(self, other: Manifest) -> int:
+        """Copy the pages, journal and metadata of ``other`` (the manifest file a shared index kept before
+        revision 0006) into this manifest, when this one holds no page yet; one transaction.
+
+        Metadata keys this manifest already has keep their values; the version is bumped.
+
+        Returns:
+            The number of pages copied: 0 when this manifest already held pages (or another process adopted
+            at the same moment).
+        """
+        pages, pending = other.all_pages(), other.pending()
+        now = datetime.now(timezone.utc)
+        with other.engine.connect() as conn:
+            meta = dict(conn.execute(sa.select(other.meta.c.key, other.meta.c.value).where(*other._mine(other.meta))).all())
+        try:
+            with self.engine.begin() as conn:
+                held = conn.execute(sa.select(sa.func.count()).select_from(self.pages).where(*self._mine(self.pages)))
+                if held.scalar() or not pages:
+                    return 0
+                have = set(conn.execute(sa.select(self.meta.c.key).where(*self._mine(self.meta))).scalars())
+                conn.execute(self.pages.insert(), [self._row(e, now) for e in pages])
+                if pending:
+                    conn.execute(self.journal.insert(), [{**self._key, "doc_key": k, "started_at": now} for k in pending])
+                new = [{**self._key, "key": k, "value": v} for k, v in meta.items() if k not in have and k != VERSION_KEY]
+                if new:
+                    conn.execute(self.meta.insert(), new)
+                self._bump_version(conn)
+        except IntegrityError:  # another process copied the same rows first
+            return 0
+        return len(pages)
 
     # -- metadata ----------------------------------------------------------------------------
     def get(self, key: str, default: str | None = None) -> str | None:
         """Read a metadata value."""
         with self.engine.connect() as conn:
-            v = conn.execute(sa.select(self.meta.c.value).where(self.meta.c.key == key)).scalar()
+            v = conn.execute(sa.select(self.meta.c.value).where(*self._mine(self.meta), self.meta.c.key == key)).scalar()
             return default if v is None else v
 
     def set(self, key: str, value: str) -> None:
         """Write a metadata value."""
         with self.engine.begin() as conn:
-            self._set(conn, key, value)
+            self._put(conn, key, value)
 
-    def _set(self, conn, key: str, value: str) -> None:
-        conn.execute(self.meta.delete().where(self.meta.c.key == key))
-        conn.execute(self.meta.insert(), [{"key": key, "value": value}])
+    def _put(self, conn: sa.Connection, key: str, value: str, on_conflict: sa.ColumnElement | None = None) -> None:
+        """Insert the metadata row ``key`` = ``value``, or when it exists set its value to ``on_conflict``
+        (default: ``value``): one atomic statement, so concurrent writers neither collide nor lose an update."""
+        insert = _INSERTS[conn.dialect.name](self.meta).values(**self._key, key=key, value=value)
+        conn.execute(insert.on_conflict_do_update(
+            index_elements=[*self._key, "key"],
+            set_={"value": insert.excluded.value if on_conflict is None else on_conflict}))
 
-    def _bump_version(self, conn) -> None:
-        v = conn.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "index_version")).scalar()
-        self._set(conn, "index_version", str(int(v or 0) + 1))
+    def _bump_version(self, conn: sa.Connection) -> None:
+        """Add one to the index version (1 when there is none); keep it the transaction's last statement."""
+        self._put(conn, VERSION_KEY, "1", sa.cast(sa.cast(self.meta.c.value, sa.Integer) + 1, sa.Text))
 
     @property
     def version(self) -> int:
         """Increases on every change to the indexed pages (for answer caches)."""
-        return int(self.get("index_version", "0") or 0)
+        return int(self.get(VERSION_KEY, "0") or 0)
 
     def close(self) -> None:
         """Release connections."""

@@ -19,6 +19,8 @@ here through :class:`state.store.StateStore`:
   :mod:`app.outbox`),
 - re-index requests a web replica leaves for the worker of its index (``enqueue_index_job``,
   ``claim_index_job``, ``finish_index_job``),
+- the manifests of indexes shared by replicas (``QDRANT_URL``): their pages, write journal and metadata,
+  per index id (tables of :mod:`state.index_manifest`, used by ``index.manifest.Manifest``),
 - the turn log (``record_turn``, ``turn_records``: each chat turn's question, outcome and cited pages,
   the knowledge-gap report's input).
 

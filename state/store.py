@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from .errors import SchemaTooNewError, StateStoreError
+from .index_manifest import index_manifest_tables
 
 __all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage",
            "TurnRecord", "MESSAGE_MAX_ATTEMPTS", "MESSAGE_RETRY_BASE", "MESSAGE_RETRY_MAX", "sqlite_url"]
@@ -419,6 +420,9 @@ class StateStore:
             sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
             sa.Index("ix_index_jobs_index_status", "index_id", "status"),
         )
+        # Manifests of shared indexes (revision 0006): declared here so the schema is checked against
+        # them; read and written by index.manifest.Manifest(database_url=..., scope=...).
+        index_manifest_tables(md)
         self.metadata = md
         from .migrate import upgrade
 

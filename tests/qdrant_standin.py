@@ -129,6 +129,8 @@ class QdrantStandIn:
 
     Attributes:
         requests: every request received, in order (:class:`LoggedRequest`; control requests excluded).
+        unknown: ``(method, path)`` of every request the stand-in does not implement (answered 404), so a
+            test can assert the code under test only made calls the stand-in speaks.
         engine: the local-mode client executing the requests (hold :attr:`lock` to use it directly).
         lock: serialises the engine, the log and the faults.
     """
@@ -143,6 +145,7 @@ class QdrantStandIn:
         self.port = port
         self.keep_bodies = keep_bodies
         self.requests: list[LoggedRequest] = []
+        self.unknown: list[tuple[str, str]] = []
         self.faults: list[Fault] = []
         self.lock = threading.RLock()
         if self.path is not None:
@@ -296,6 +299,8 @@ class QdrantStandIn:
                     if args and name not in ("create_collection", "collection_exists", "delete_collection"):
                         self._need(args[0])
                     return getattr(self, "_" + name)(*args, query=query, body=body)
+        with self.lock:
+            self.unknown.append((method, path))
         raise ApiError(404, f"the Qdrant stand-in does not implement {method} {path}")
 
     def _need(self, c: str) -> None:

@@ -15,6 +15,8 @@ failed instead with ``CHATOPS_TEST_REQUIRE_PG=1``).
 - An unversioned database that already has ``turn_log`` (and ``sent_replies``), built from main before
   migrations, is stamped past them, keeps its rows and gets what it lacks.
 - ``chatops db current`` / ``db upgrade`` on an unversioned SQLite file.
+- Revision 0006 adds the tables of shared indexes' manifests (compared with the code's like every table),
+  and its downgrade drops them and nothing else.
 """
 
 from __future__ import annotations
@@ -348,3 +350,50 @@ def test_a_database_at_0004_gets_the_job_table_and_keeps_its_rows(url: str) -> N
         assert store.claim_index_job("index-a", "worker-1").id == job
     finally:
         store.close()
+
+
+def _downgrade_to(url: str, revision: str) -> None:
+    """Migrate the database at ``url`` down to ``revision``."""
+    from alembic import command
+
+    from state.migrate import _config, _locked
+
+    cfg = _config()
+    with _locked(url) as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+
+
+MANIFEST_TABLES = {"index_pages", "index_journal", "index_meta"}
+
+
+def test_revision_0006_adds_the_manifest_tables_of_shared_indexes_and_its_downgrade_drops_them(url: str) -> None:
+    from index.manifest import Manifest, PageEntry
+
+    _upgrade_to(url, "0005")
+    assert not MANIFEST_TABLES & set(sa.inspect(_engine(url)).get_table_names())
+    store = StateStore(url)  # start-up upgrades to the head
+    try:
+        assert _revision(url) == [head()] and _schema_diff(store) == []  # the tables are the code's
+        store.enqueue_index_job("index-a", "wiki")
+    finally:
+        store.close()
+    m = Manifest(database_url=url, scope="qdrant-0123456789abcdef0123")
+    m.commit([PageEntry("wiki:a", "wiki", "a", "h", ("c1", "c2"))], [])
+    assert m.counts() == (1, 2)
+    m.close()
+
+    _downgrade_to(url, "0005")
+    tables = set(sa.inspect(_engine(url)).get_table_names())
+    assert not MANIFEST_TABLES & tables and "index_jobs" in tables and _revision(url) == ["0005"]
+    engine = _engine(url)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT COUNT(*) FROM index_jobs")).scalar() == 1  # the rest is kept
+    engine.dispose()
+
+    StateStore(url).close()  # and up again: empty tables
+    m = Manifest(database_url=url, scope="qdrant-0123456789abcdef0123")
+    try:
+        assert m.counts() == (0, 0) and m.version == 0
+    finally:
+        m.close()

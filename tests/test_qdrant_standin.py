@@ -168,6 +168,13 @@ def test_errors_come_with_qdrants_statuses_and_envelope(qdrant_server: QdrantSta
     assert _raw(qdrant_server, "POST", "/collections/c/points/count", {}).json()["result"] == {"count": 1}
 
 
+def test_a_call_it_does_not_implement_is_a_404_and_is_recorded(qdrant_server: QdrantStandIn) -> None:
+    assert qdrant_server.unknown == []
+    resp = _raw(qdrant_server, "POST", "/collections/c/points/discover", {"limit": 1})
+    assert resp.status_code == 404 and "does not implement" in resp.json()["status"]["error"]
+    assert qdrant_server.unknown == [("POST", "/collections/c/points/discover")]
+
+
 def test_strict_mode_refuses_a_filter_on_a_field_without_an_index(qdrant_server: QdrantStandIn) -> None:
     client = QdrantClient(url=qdrant_server.url, timeout=5)
     client.create_collection("c", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE))
