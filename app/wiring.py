@@ -46,7 +46,8 @@ def build_embedder(settings: Settings, verify_cache: bool = False) -> CachedEmbe
 
 
 def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repair: bool = False) -> KnowledgeIndex:
-    """Open (or create) the knowledge index under the data dir.
+    """Open (or create) the knowledge index: embedded under the data dir, or shared (``QDRANT_URL``: the
+    collection ``QDRANT_COLLECTION``; see :class:`index.knowledge.KnowledgeIndex`).
 
     ``repair=True`` (indexing runs) moves a damaged store aside instead of raising; the run's
     reconciliation rebuilds it (see :class:`index.knowledge.KnowledgeIndex`); it also verifies the
@@ -54,7 +55,7 @@ def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repai
     """
     return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings, verify_cache=repair),
                           qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key,
-                          keyword_index=settings.keyword_index, repair=repair)
+                          collection=settings.qdrant_collection, keyword_index=settings.keyword_index, repair=repair)
 
 
 @dataclass(slots=True)

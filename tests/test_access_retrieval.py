@@ -3,7 +3,8 @@
 A copy of examples/wiki gets one extra page, restricted to ``group:handbook/hr`` (the "Zanzibar" salary
 band, with words no other page holds). Real Whoosh and Qdrant on disk, the real ONNX embedder (cached). The
 tests on the ``restricted`` index run with each keyword index (``KEYWORD_INDEX``: Whoosh, and BM25 as a Qdrant
-sparse vector in local mode, issue 12): the permission filter must hold in both.
+sparse vector in local mode, issue 12) and on the shared index (one collection with both vectors, searched
+through the Query API, in local mode): the permission filter must hold in all three.
 """
 
 from __future__ import annotations
@@ -62,7 +63,11 @@ class RestrictingFolder(FolderSource):
 
 
 def _index(path: Path, wiki: Path, embedder, access: dict[str, Access], keyword: str = "whoosh") -> KnowledgeIndex:
-    index = KnowledgeIndex(path, embedder, keyword_index=keyword)
+    """An index of ``wiki``; ``keyword`` "shared": the shared index (one collection, in local mode under ``path``)."""
+    if keyword == "shared":
+        index = KnowledgeIndex(path, embedder, qdrant_url=f"file:{path / 'shared'}")
+    else:
+        index = KnowledgeIndex(path, embedder, keyword_index=keyword)
     rep = Indexer(index).run(RestrictingFolder(wiki, access))
     assert not rep.errors, rep
     return index
@@ -74,9 +79,10 @@ def wiki(wiki_copy: Path) -> Path:
     return wiki_copy
 
 
-@pytest.fixture(params=["whoosh", "qdrant"])
+@pytest.fixture(params=["whoosh", "qdrant", "shared"])
 def keyword(request: pytest.FixtureRequest) -> str:
-    """The keyword index (``KEYWORD_INDEX``) of the ``restricted`` index."""
+    """The keyword index (``KEYWORD_INDEX``) of the ``restricted`` index, or "shared": the shared index
+    (``QDRANT_URL``), one collection holding both retrievers, searched in one call."""
     return request.param
 
 

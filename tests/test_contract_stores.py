@@ -1,8 +1,11 @@
 """The chunk-store contract (:class:`index.stores.base.ChunkStore`), one suite run against every store.
 
 Stores: :class:`WhooshStore` (BM25, queried with text), :class:`QdrantStore` in local mode on
-disk (queried with a vector) and :class:`QdrantSparseStore` in local mode on disk (BM25 as a sparse
-vector, queried with text: the shared mode's keyword index, issue 12). Vectors come from a small hashed bag of words (:func:`embed`), so a
+disk (queried with a vector), :class:`QdrantSparseStore` in local mode on disk (BM25 as a sparse
+vector in a collection of its own, queried with text) and the shared index's one collection,
+:class:`QdrantHybridStore` in local mode on disk, twice: as the dense store (queried with a vector) and as
+its keyword view (``store.keyword``, queried with text), written as :class:`~index.knowledge.KnowledgeIndex`
+writes it (:class:`KeywordFace`). Vectors come from a small hashed bag of words (:func:`embed`), so a
 query sharing a chunk's words lands nearest to it: the test is about the store, not the model.
 (No test here starts a Qdrant server; ``QDRANT_URL`` is the same client code over HTTP.)
 
@@ -28,7 +31,7 @@ import pytest
 
 from connectors.access import Access, Viewer
 from connectors.models import Chunk, content_hash
-from index.stores import ChunkStore, QdrantSparseStore, QdrantStore, WhooshStore
+from index.stores import ChunkStore, QdrantHybridStore, QdrantSparseStore, QdrantStore, WhooshStore
 
 DIM = 64
 
@@ -72,10 +75,51 @@ class StoreKind:
         store.replace(keys, chunks, vectors)
 
 
+class KeywordFace:
+    """A :class:`QdrantHybridStore`'s keyword view as :class:`~index.knowledge.KnowledgeIndex` uses it: every write
+    goes to the view (which writes nothing: the store's write holds both vectors) and then to the store, with
+    the chunks' vectors; every read goes to the view."""
+
+    def __init__(self, path: Path) -> None:
+        self.store = QdrantHybridStore(DIM, path=path)
+        self.view = self.store.keyword
+
+    def replace(self, keys, chunks, vectors=None) -> None:
+        self.view.replace(keys, chunks, vectors)
+        self.store.replace(keys, chunks, np.stack([embed(c.text) for c in chunks]) if chunks else None)
+
+    def delete(self, keys) -> None:
+        self.view.delete(keys)
+        self.store.delete(keys)
+
+    def delete_chunks(self, ids) -> None:
+        ids = list(ids)
+        self.view.delete_chunks(ids)
+        self.store.delete_chunks(ids)
+
+    def set_access(self, access) -> int:
+        n = self.view.set_access(access)
+        self.store.set_access(access)
+        return n
+
+    def clear(self) -> None:
+        self.view.clear()
+        self.store.clear()
+
+    def close(self) -> None:
+        self.view.close()
+        self.store.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self.view, name)
+
+
 KINDS = {
     "whoosh": StoreKind("whoosh", lambda p: WhooshStore(p), lambda text: text, vectors=False),
     "qdrant-local": StoreKind("qdrant-local", lambda p: QdrantStore(DIM, path=p), embed, vectors=True),
     "qdrant-sparse": StoreKind("qdrant-sparse", lambda p: QdrantSparseStore(path=p), lambda text: text, vectors=False),
+    "qdrant-hybrid": StoreKind("qdrant-hybrid", lambda p: QdrantHybridStore(DIM, path=p), embed, vectors=True),
+    "qdrant-hybrid-keyword": StoreKind("qdrant-hybrid-keyword", KeywordFace, lambda text: text, vectors=False),
 }
 
 
@@ -103,6 +147,8 @@ def test_a_store_conforms_to_the_protocol(opened) -> None:
     store = opened()
     assert isinstance(store, ChunkStore)
     assert store.count == 0 and store.chunk_ids() == set() and store.damage is None
+    if isinstance(store, KeywordFace):
+        assert isinstance(store.view, ChunkStore)  # the view itself, not only the test's face of it
 
 
 def test_after_replace_a_search_finds_the_chunk_with_every_field(kind: StoreKind, opened) -> None:
