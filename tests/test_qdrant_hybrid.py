@@ -178,6 +178,23 @@ def test_a_vocabulary_larger_than_one_facet_counts_the_rest_alone(store: QdrantH
     assert counts.doc_frequency("printer") == 1 and calls["count"] == 3  # and remembered
 
 
+def test_a_read_that_a_write_overtook_is_not_remembered(store: QdrantHybridStore, monkeypatch) -> None:
+    """A sync writing while a search reads the counts: the write's ``forget`` wins, the next search reads again."""
+    counts = store.keyword._counts
+    facet = store.client.facet
+
+    def facet_then_a_write_ends(*args, **kwargs):
+        result = facet(*args, **kwargs)
+        counts.forget()  # what the writer's replace() does once its upsert is done
+        return result
+
+    monkeypatch.setattr(store.client, "facet", facet_then_a_write_ends)
+    assert store.keyword.doc_frequency("lunch") == len(FILLER)  # answered from that read...
+    calls = spy(store.client, monkeypatch)
+    assert store.keyword.doc_frequency("lunch") == len(FILLER)
+    assert calls["facet"] == 1  # ...but not kept
+
+
 def test_a_servers_counts_expire_after_the_ttl(store: QdrantHybridStore, monkeypatch) -> None:
     """On a server other processes write too: the memory lasts ``ttl`` seconds (here none)."""
     counts = TermCounts(store.client, store.collection, server=True, guard=store._guard, lock=store._lock, ttl=0.0)

@@ -50,6 +50,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Literal
 
 from qdrant_client import QdrantClient, models
@@ -106,49 +107,60 @@ class TermCounts:
         self._lock = lock
         self.ttl = ttl
         self.facet_limit = facet_limit
-        self._df: dict[str, int] | None = None  # term -> document frequency; None: not read since the last write
-        self._n = 0
-        self._complete = False  # the facet returned every term (fewer than facet_limit)
-        self._at = 0.0
+        self._read: _Snapshot | None = None  # None: not read since the last write
+        self._writes = 0  # forget() calls: a refresh that a write overtook is not remembered
         self._mutex = threading.Lock()  # one refresh at a time (a server's client has no lock)
 
     def forget(self) -> None:
-        """Drop what is remembered (the owner calls this around every write)."""
-        self._df = None
+        """Drop what is remembered (the owner calls this after every write)."""
+        self._writes += 1
+        self._read = None
 
-    def _snapshot(self) -> dict[str, int]:
+    def _snapshot(self) -> _Snapshot:
         with self._mutex:
-            df = self._df
-            if df is not None and not (self.server and time.monotonic() - self._at > self.ttl):
-                return df
+            read = self._read
+            if read is not None and not (self.server and time.monotonic() - read.at > self.ttl):
+                return read
+            writes = self._writes
             with self._guard(), self._lock:
                 hits = self.client.facet(self.collection, key="terms", limit=self.facet_limit, exact=False).hits
-                self._n = self.client.count(self.collection, exact=True).count
-            self._df = {str(h.value): int(h.count) for h in hits}
-            self._complete = len(hits) < self.facet_limit
-            self._at = time.monotonic()
-            return self._df
+                n = self.client.count(self.collection, exact=True).count
+            read = _Snapshot({str(h.value): int(h.count) for h in hits}, n, len(hits) < self.facet_limit,
+                             time.monotonic())
+            if writes == self._writes:  # else a write ended meanwhile: answer with it once, read again next time
+                self._read = read
+            return read
 
     def doc_frequency(self, term: str) -> int:
         """Number of points whose payload ``terms`` hold ``term`` (0 for an empty term)."""
         if not term:
             return 0
-        df = self._snapshot()
-        n = df.get(term)
-        if n is None and self._complete:
+        read = self._snapshot()
+        n = read.df.get(term)
+        if n is None and read.complete:
             return 0
         if n is None:  # a vocabulary larger than one facet: the rarest terms are counted alone
             where = models.Filter(must=[models.FieldCondition(key="terms", match=models.MatchValue(value=term))])
             with self._guard(), self._lock:
                 n = self.client.count(self.collection, count_filter=where, exact=True).count
-            df[term] = n
+            read.df[term] = n
         return n
 
     @property
     def count(self) -> int:
         """Number of points (read with the document frequencies)."""
-        self._snapshot()
-        return self._n
+        return self._snapshot().n
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    """One read of the counts: term -> document frequency, the number of points, whether ``df`` holds every term
+    (the facet returned fewer than its limit), and when it was read (``time.monotonic()``)."""
+
+    df: dict[str, int]
+    n: int
+    complete: bool
+    at: float
 
 
 class SparseBM25:
