@@ -115,7 +115,6 @@ class KnowledgeIndex:
         index_id: the index's id (:func:`index.identity.ensure_index_id`): random and kept in the manifest
             for an embedded index (a new one after :meth:`clear`), derived from ``qdrant_url`` and
             ``collection`` for a shared one.
-
         hybrid: the shared collection's store (:class:`~index.stores.QdrantHybridStore`, also ``qdrant``), or
             ``None`` for an embedded index.
 
