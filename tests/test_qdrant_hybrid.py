@@ -22,7 +22,7 @@ from qdrant_client import QdrantClient, models
 
 from app.settings import Settings
 from connectors.access import Access, Viewer
-from connectors.errors import IndexOutdatedError
+from connectors.errors import IndexCorruptError, IndexOutdatedError
 from connectors.folder import FolderSource
 from helpers import WIKI_PAGES
 from index.identity import shared_index_id
@@ -211,7 +211,7 @@ def test_a_collection_of_an_older_layout_is_refused_to_readers_and_rebuilt_on_re
     params = models.VectorParams(size=DIM, distance=models.Distance.COSINE)
     client.create_collection("chunks", vectors_config=params if old == "unnamed-dense" else {"dense": params})
     client.upsert("chunks", points=[models.PointStruct(id=1, vector=[0.1] * DIM if old == "unnamed-dense"
-                                                       else {"dense": [0.1] * DIM}, payload={"chunk_id": "x"})])
+                                                       else {"dense": [0.1] * DIM}, payload={"chunk_id": "x", "doc_key": "wiki:x"})])
     client.close()
     with pytest.raises(IndexOutdatedError, match=r"older chatops.*chatops index --full"):
         QdrantHybridStore(DIM, url=f"file:{tmp_path / 'shared'}")
@@ -223,6 +223,20 @@ def test_a_collection_of_an_older_layout_is_refused_to_readers_and_rebuilt_on_re
     finally:
         store.close()
     QdrantHybridStore(DIM, url=f"file:{tmp_path / 'shared'}").close()  # rebuilt: readers open it
+
+
+def test_an_indexing_run_never_drops_a_collection_that_is_not_chatops(tmp_path: Path) -> None:
+    client = QdrantClient(path=str(tmp_path / "shared"))
+    client.create_collection("chunks", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE))
+    client.upsert("chunks", points=[models.PointStruct(id=1, vector=[0.1] * DIM, payload={"sku": "A-1"})])
+    client.close()
+    with pytest.raises(IndexCorruptError, match="does not hold chatops chunks.*QDRANT_COLLECTION"):
+        QdrantHybridStore(DIM, url=f"file:{tmp_path / 'shared'}", recreate=True)
+    client = QdrantClient(path=str(tmp_path / "shared"))
+    try:
+        assert client.count("chunks").count == 1  # untouched
+    finally:
+        client.close()
 
 
 def test_a_file_url_names_a_local_mode_folder() -> None:

@@ -39,6 +39,8 @@ two calls.
 **A collection made by an older version** (one unnamed dense vector, no ``bm25``): a reader gets
 :class:`~connectors.errors.IndexOutdatedError` saying to run ``chatops index --full``; an indexing run
 (``recreate=True``) drops it and creates the new layout (the run's reconciliation then re-indexes every page).
+It drops only an empty collection or one whose points are chatops chunks (``chunk_id`` and ``doc_key`` in the
+payload): a ``QDRANT_COLLECTION`` naming someone else's collection is refused, never emptied.
 
 ``QDRANT_URL=file:PATH`` (:func:`~index.stores.qdrant_store.qdrant_location`) opens the same layout in
 qdrant-client's local mode (one process): the tests and the dev eval of the shared mode use it.
@@ -103,8 +105,9 @@ class QdrantHybridStore(QdrantStore):
     Raises:
         IndexOutdatedError: (``recreate=False``) the collection has an older layout (no named ``dense``
             vector or no ``bm25`` sparse vector): run ``chatops index --full``.
-        IndexCorruptError: the server cannot be reached, the local folder cannot be read, or the dense
-            vectors are not the embedder's size.
+        IndexCorruptError: the server cannot be reached, the local folder cannot be read, the dense vectors
+            are not the embedder's size, or (``recreate=True``) a collection of another layout holds points that
+            are not chatops chunks.
         IndexLockedError: another process has the local folder open.
     """
 
@@ -136,6 +139,11 @@ class QdrantHybridStore(QdrantStore):
                     f"the Qdrant collection {self.collection!r} at {self.location} was made by an older chatops "
                     f"(it lacks the named {DENSE!r} vector or the {VECTOR!r} sparse vector of the shared index); "
                     "rebuild it with `chatops index --full SOURCE...` (every source), then start the bot again")
+            points, _ = self.client.scroll(self.collection, limit=1, with_payload=["chunk_id", "doc_key"])
+            if points and not {"chunk_id", "doc_key"} <= set(points[0].payload or {}):
+                raise IndexCorruptError(
+                    f"the Qdrant collection {self.collection!r} at {self.location} does not hold chatops chunks, so "
+                    "an indexing run will not drop it; set QDRANT_COLLECTION to another name")
             log.warning("the Qdrant collection %r has an older layout: dropping it and creating the shared "
                         "layout (dense + bm25); this run re-indexes every page", self.collection)
             return False
