@@ -380,7 +380,7 @@ def cli_sources_list(settings, as_json: bool = False) -> int:
     store = StateStore(settings.state_url)
     manifest = open_index_manifest(settings)
     try:
-        index_id = index_id_of(manifest, settings.qdrant_url)
+        index_id = index_id_of(manifest, settings.qdrant_url, settings.qdrant_collection)
         adopt_legacy(manifest, store, index_id)
         rows = sources_status(manifest, store, sorted(configured), index_id=index_id)
     finally:
@@ -508,7 +508,7 @@ def cli_status(settings, as_json: bool = False) -> int:
     store = StateStore(settings.state_url)
     manifest = open_index_manifest(settings)
     try:
-        index_id = index_id_of(manifest, settings.qdrant_url)
+        index_id = index_id_of(manifest, settings.qdrant_url, settings.qdrant_collection)
         adopt_legacy(manifest, store, index_id)
         rows = sources_status(manifest, store, [s.name for s in cfg.sources], None, schedules, index_id=index_id)
         retention = status_line(store)

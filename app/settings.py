@@ -37,11 +37,18 @@ class Settings(BaseSettings):
                                  "folder:./wiki?name=handbook. Used by chatops serve and /kb reindex.")
     database_url: str | None = Field(None, description="State store (SQLAlchemy URL); SQLite under the data dir "
                                      "when unset, e.g. postgresql+psycopg://user@host:5432/chatops.")
-    qdrant_url: str | None = Field(None, description="Qdrant server URL; local mode on disk when unset.")
+    qdrant_url: str | None = Field(None, description="Qdrant server URL: the shared index, one collection holding "
+                                   "the dense and the BM25 vectors (no local store files); unset: the embedded "
+                                   "index under the data dir. file:PATH opens the shared layout in Qdrant's local "
+                                   "mode (one process; for tests and the eval).")
     qdrant_api_key: str | None = Field(None, description="API key for QDRANT_URL.")
-    keyword_index: Literal["whoosh", "qdrant"] = Field(
-        "whoosh", description="The BM25 index: 'whoosh' (files under the data dir) or 'qdrant' (a sparse vector "
-        "in the collection chunks-bm25 of QDRANT_URL; local mode under the data dir when unset, one process).")
+    qdrant_collection: str = Field("chunks", min_length=1, description="The shared index's Qdrant collection "
+                                   "(with QDRANT_URL).")
+    keyword_index: Literal["auto", "whoosh", "qdrant"] = Field(
+        "auto", description="The BM25 index: 'auto' (Whoosh files under the data dir without QDRANT_URL, the "
+        "shared collection's sparse vector with it), 'whoosh' (embedded only: refused with QDRANT_URL) or 'qdrant' "
+        "(with QDRANT_URL the same as auto; without, a sparse vector in a local collection chunks-bm25 under the "
+        "data dir beside the embedded dense store, one process, to compare keyword engines).")
     min_citations: int = Field(2, ge=1, le=10, description="Distinct supporting passages an answer needs.")
     relevance_floor: float = Field(0.43, ge=-1, le=1, description="Cosine similarity a passage needs to count as support.")
     single_source_min_cosine: float = Field(0.55, ge=-1, le=1,

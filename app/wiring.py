@@ -63,8 +63,9 @@ def _shared_manifest_database(settings: Settings) -> str | None:
 
 
 def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repair: bool = False) -> KnowledgeIndex:
-    """Open (or create) the knowledge index: under the data dir, or with ``QDRANT_URL`` on that server with its
-    manifest in the state database (``DATABASE_URL``, or the data dir's ``state.sqlite``).
+    """Open (or create) the knowledge index: embedded under the data dir, or shared (``QDRANT_URL``: the
+    collection ``QDRANT_COLLECTION`` on that server, its manifest in the state database, ``DATABASE_URL`` or the
+    data dir's ``state.sqlite``; see :class:`index.knowledge.KnowledgeIndex`).
 
     ``repair=True`` (indexing runs) moves a damaged store aside instead of raising; the run's
     reconciliation rebuilds it (see :class:`index.knowledge.KnowledgeIndex`); it also verifies the
@@ -72,7 +73,7 @@ def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repai
     """
     return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings, verify_cache=repair),
                           qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key,
-                          keyword_index=settings.keyword_index, repair=repair,
+                          collection=settings.qdrant_collection, keyword_index=settings.keyword_index, repair=repair,
                           database_url=_shared_manifest_database(settings))
 
 

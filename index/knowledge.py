@@ -5,6 +5,7 @@ Layout under the index folder::
     whoosh/          BM25F index (KEYWORD_INDEX=whoosh, the default)
     qdrant/          local-mode Qdrant (absent when QDRANT_URL is used)
     qdrant-bm25/     BM25 as a local-mode Qdrant sparse vector (KEYWORD_INDEX=qdrant without QDRANT_URL)
+                     (a shared index, QDRANT_URL: none of the three, its stores are one Qdrant collection)
     manifest.sqlite  pages, write journal, metadata (embedding model, index version, index id)
 
 A **shared** index (``qdrant_url`` and ``database_url`` both given: replicas writing and reading one
@@ -21,10 +22,20 @@ each keep their own cursor, and replicas writing one Qdrant collection share one
 Opening a :class:`KnowledgeIndex` runs journal recovery (see :mod:`index.manifest`), so the
 two stores agree from the moment it is open, even after a run that was killed half-way.
 
-With ``keyword_index="qdrant"`` the keyword store is :class:`~index.stores.QdrantSparseStore` (BM25
-as a sparse vector in the collection ``<collection>-bm25``, on the server of ``qdrant_url`` or in local
-mode under ``qdrant-bm25/``) instead of Whoosh; it is still the attribute ``whoosh``, which callers
-use for the keyword search whatever its engine. Switching an index between the two leaves the new
+A **shared** index (``qdrant_url`` set: ``QDRANT_URL``) is ONE Qdrant collection (``collection``:
+``QDRANT_COLLECTION``) holding both retrievers, :class:`~index.stores.QdrantHybridStore`: it is the dense
+store (``qdrant``), its keyword view (``store.keyword``, BM25 as the collection's sparse vector) is the
+keyword store (``whoosh``), and :attr:`KnowledgeIndex.hybrid` is the store again, through which
+:class:`tools.knowledge_search.KnowledgeSearch` sends both queries in one call. No store folder is made
+(only the manifest stays under the index folder); a ``file:`` URL opens that layout in local mode, for tests
+and the eval. ``keyword_index`` ``"auto"`` (the default) or ``"qdrant"`` mean the collection's sparse vector
+there; ``"whoosh"`` is refused (a shared index cannot use local Whoosh files).
+
+An **embedded** index (no ``qdrant_url``) is Whoosh and local-mode Qdrant under the index folder, as before.
+With ``keyword_index="qdrant"`` its keyword store is :class:`~index.stores.QdrantSparseStore` (BM25 as a
+sparse vector in a local collection ``<collection>-bm25`` under ``qdrant-bm25/``, beside the unchanged dense
+store: a comparison of keyword engines) instead of Whoosh; it is still the attribute ``whoosh``, which
+callers use for the keyword search whatever its engine. Switching an index between the two leaves the new
 store empty: the next indexing run's reconciliation fills it from the dense store.
 
 The manifest is the record of what the index holds; the two stores are derived from it. Opened
@@ -55,7 +66,7 @@ from .embeddings import Embedder
 from .faults import quarantine, reason
 from .identity import ensure_index_id, index_id_of, shared_index_id
 from .manifest import Manifest
-from .stores import QdrantSparseStore, QdrantStore, WhooshStore
+from .stores import HybridKeywordView, QdrantHybridStore, QdrantSparseStore, QdrantStore, WhooshStore
 
 __all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION", "ACCESS_SCHEMA", "MANIFEST_FILE", "open_manifest"]
 
@@ -149,30 +160,41 @@ class KnowledgeIndex:
         embedder: the dense model; its ``model_id`` is recorded, and a different model on a later
             open wipes the vectors (they are incomparable) so the next run re-embeds (a shared index: only
             a writer's, ``repair=True``; a reader raises :class:`IndexOutdatedError`).
-        qdrant_url: a Qdrant server to use instead of local mode; ``qdrant_api_key`` goes with it.
+        qdrant_url: the shared index's Qdrant server (``qdrant_api_key`` goes with it), or a ``file:`` URL
+            naming a local-mode folder for that layout; ``None``: the embedded index.
         database_url: the state database (``DATABASE_URL``); with ``qdrant_url``, the manifest lives there
             (:func:`open_manifest`) and ``path`` is not created. Ignored without ``qdrant_url``.
-        keyword_index: ``"whoosh"`` (default) or ``"qdrant"``: the engine of the keyword (BM25) store.
+        collection: the shared index's collection (the embedded dense store's too).
+        keyword_index: the keyword (BM25) store: ``"auto"`` (default: Whoosh embedded, the collection's sparse
+            vector shared), ``"whoosh"`` (embedded only) or ``"qdrant"`` (embedded: a local sparse collection).
         repair: move a damaged local store aside and start it empty instead of raising (for
-            indexing runs, whose reconciliation refills it); :attr:`rebuilt` lists what was moved.
+            indexing runs, whose reconciliation refills it); :attr:`rebuilt` lists what was moved. A shared
+            collection of an older layout is dropped and made again.
 
     Attributes:
         index_id: the index's id (:func:`index.identity.ensure_index_id`): random and kept in the manifest
             for an embedded index (a new one after :meth:`clear`), derived from ``qdrant_url`` and
             ``collection`` for a shared one.
+        hybrid: the shared collection's store (:class:`~index.stores.QdrantHybridStore`, also ``qdrant``), or
+            ``None`` for an embedded index.
 
     Raises:
+        ValueError: an unknown ``keyword_index``, or ``"whoosh"`` with ``qdrant_url``.
         IndexCorruptError, IndexLockedError, DiskFullError: from the manifest and the stores.
-        IndexUnavailableError: a shared index's state database cannot be reached or is not migrated.
+        IndexUnavailableError: a shared index's server or state database cannot be reached, or the database
+            is not migrated.
         IndexOutdatedError: (``repair=False``) the index was built before read access was recorded, or
-            (a shared index) with another embedding model or schema.
+            (a shared index) with another embedding model or schema, or its collection was made by an older version.
     """
 
     def __init__(self, path: str | os.PathLike[str], embedder: Embedder, qdrant_url: str | None = None,
                  qdrant_api_key: str | None = None, collection: str = "chunks", repair: bool = False,
-                 keyword_index: Literal["whoosh", "qdrant"] = "whoosh", database_url: str | None = None) -> None:
-        if keyword_index not in ("whoosh", "qdrant"):
-            raise ValueError(f"KEYWORD_INDEX must be 'whoosh' or 'qdrant', got {keyword_index!r}")
+                 keyword_index: Literal["auto", "whoosh", "qdrant"] = "auto", database_url: str | None = None) -> None:
+        if keyword_index not in ("auto", "whoosh", "qdrant"):
+            raise ValueError(f"KEYWORD_INDEX must be 'auto', 'whoosh' or 'qdrant', got {keyword_index!r}")
+        if qdrant_url and keyword_index == "whoosh":
+            raise ValueError("a shared index (QDRANT_URL) cannot use local Whoosh files: its keyword index is the "
+                             "BM25 sparse vector of its Qdrant collection; unset KEYWORD_INDEX (or set it to auto)")
         self.path = Path(path)
         #: True when the manifest is in the state database (replicas share the index; see the module docstring).
         self.shared = bool(qdrant_url and database_url)
@@ -184,21 +206,24 @@ class KnowledgeIndex:
         self._where = (qdrant_url, collection)
         self.manifest = open_manifest(self.path, qdrant_url, database_url, collection)
         try:
-            self.whoosh: WhooshStore | QdrantSparseStore
-            if keyword_index == "qdrant":
+            self.whoosh: WhooshStore | QdrantSparseStore | HybridKeywordView
+            self.qdrant: QdrantStore
+            self.hybrid: QdrantHybridStore | None = None
+            if qdrant_url:  # shared: one collection, both retrievers
+                self.hybrid = QdrantHybridStore(embedder.dim, url=qdrant_url, api_key=qdrant_api_key,
+                                                collection=collection, recreate=repair)
+                self.qdrant, self.whoosh = self.hybrid, self.hybrid.keyword
+            elif keyword_index == "qdrant":
                 self.whoosh = self._open_store(
                     "bm25", self.path / "qdrant-bm25",
-                    lambda: QdrantSparseStore(path=None if qdrant_url else self.path / "qdrant-bm25", url=qdrant_url,
-                                              api_key=qdrant_api_key, collection=f"{collection}-bm25"),
-                    repair and not qdrant_url)
+                    lambda: QdrantSparseStore(path=self.path / "qdrant-bm25", collection=f"{collection}-bm25"), repair)
             else:
                 self.whoosh = self._open_store("bm25", self.path / "whoosh",
                                                lambda: WhooshStore(self.path / "whoosh"), repair)
-            self.qdrant = self._open_store(
-                "dense", self.path / "qdrant",
-                lambda: QdrantStore(embedder.dim, path=None if qdrant_url else self.path / "qdrant",
-                                    url=qdrant_url, api_key=qdrant_api_key, collection=collection),
-                repair and not qdrant_url)
+            if not qdrant_url:
+                self.qdrant = self._open_store(
+                    "dense", self.path / "qdrant",
+                    lambda: QdrantStore(embedder.dim, path=self.path / "qdrant", collection=collection), repair)
         except BaseException:
             self.manifest.close()
             raise
@@ -223,8 +248,10 @@ class KnowledgeIndex:
                         "the next index run rebuilds it (embeddings come from the cache)",
                         self.path, *recorded, embedder.model_id, SCHEMA_VERSION)
             self.clear()
-        self.manifest.set("embedding_model", embedder.model_id)
-        self.manifest.set("schema_version", SCHEMA_VERSION)
+        if (self.manifest.get("embedding_model"), self.manifest.get("schema_version")) != \
+                (embedder.model_id, SCHEMA_VERSION):  # a reader of a current shared index writes nothing
+            self.manifest.set("embedding_model", embedder.model_id)
+            self.manifest.set("schema_version", SCHEMA_VERSION)
         self.index_id = ensure_index_id(self.manifest, *self._where)
         if repair or not self.shared:  # a reader of a shared index must not undo a writer's pages in flight
             self.recover()

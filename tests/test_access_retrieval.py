@@ -3,9 +3,10 @@
 A copy of examples/wiki gets one extra page, restricted to ``group:handbook/hr`` (the "Zanzibar" salary
 band, with words no other page holds). Real Whoosh and Qdrant on disk, the real ONNX embedder (cached). The
 tests on the ``restricted`` index run with each keyword index (``KEYWORD_INDEX``: Whoosh, and BM25 as a Qdrant
-sparse vector in local mode, issue 12), and with both stores on a Qdrant server (the stand-in,
-``tests/qdrant_standin.py``: the ``QDRANT_URL`` code path, filters inside ``query_points``): the permission
-filter must hold in each.
+sparse vector in local mode, issue 12), on the shared index (one collection with both vectors, searched
+through the Query API) in local mode, and on the shared index on a Qdrant server (the stand-in,
+``tests/qdrant_standin.py``: the ``QDRANT_URL`` code path, filters inside the queries): the permission filter
+must hold in each.
 """
 
 from __future__ import annotations
@@ -65,9 +66,14 @@ class RestrictingFolder(FolderSource):
 
 def _index(path: Path, wiki: Path, embedder, access: dict[str, Access], keyword: str = "whoosh",
            qdrant_url: str | None = None) -> KnowledgeIndex:
-    """An index of ``wiki``; with ``qdrant_url`` both stores live on that server, in collections named after ``path``."""
-    index = KnowledgeIndex(path, embedder, keyword_index="qdrant" if keyword == "qdrant-server" else keyword,
-                           qdrant_url=qdrant_url, collection=path.name if qdrant_url else "chunks")
+    """An index of ``wiki``; ``keyword`` "shared": the shared index (one collection, in local mode under ``path``),
+    or, with ``qdrant_url``, on that server in a collection named after ``path``."""
+    if qdrant_url:
+        index = KnowledgeIndex(path, embedder, qdrant_url=qdrant_url, collection=path.name)
+    elif keyword == "shared":
+        index = KnowledgeIndex(path, embedder, qdrant_url=f"file:{path / 'shared'}")
+    else:
+        index = KnowledgeIndex(path, embedder, keyword_index=keyword)
     rep = Indexer(index).run(RestrictingFolder(wiki, access))
     assert not rep.errors, rep
     return index
@@ -79,16 +85,18 @@ def wiki(wiki_copy: Path) -> Path:
     return wiki_copy
 
 
-@pytest.fixture(params=["whoosh", "qdrant", "qdrant-server"])
+@pytest.fixture(params=["whoosh", "qdrant", "shared", "shared-server"])
 def keyword(request: pytest.FixtureRequest) -> str:
-    """The keyword index (``KEYWORD_INDEX``) of the ``restricted`` index; ``qdrant-server``: both stores on a server."""
+    """The keyword index (``KEYWORD_INDEX``) of the ``restricted`` index, or "shared": the shared index
+    (``QDRANT_URL``), one collection holding both retrievers, searched in one call ("shared-server": on the
+    Qdrant stand-in)."""
     return request.param
 
 
 @pytest.fixture
 def qdrant_url(keyword: str, request: pytest.FixtureRequest) -> str | None:
-    """The Qdrant stand-in's URL when ``keyword`` is ``qdrant-server``, else ``None`` (local mode)."""
-    return request.getfixturevalue("qdrant_server").url if keyword == "qdrant-server" else None
+    """The Qdrant stand-in's URL when ``keyword`` is ``shared-server``, else ``None`` (local mode)."""
+    return request.getfixturevalue("qdrant_server").url if keyword == "shared-server" else None
 
 
 @pytest.fixture

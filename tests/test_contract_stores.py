@@ -1,13 +1,15 @@
 """The chunk-store contract (:class:`index.stores.base.ChunkStore`), one suite run against every store.
 
 Stores: :class:`WhooshStore` (BM25, queried with text), :class:`QdrantStore` in local mode on
-disk (queried with a vector) and :class:`QdrantSparseStore` in local mode on disk (BM25 as a sparse
-vector, queried with text: the shared mode's keyword index, issue 12), and both Qdrant stores again with
-``url=`` a Qdrant stand-in (``tests/qdrant_standin.py``, strict): the server code path of ``QDRANT_URL``,
-which creates payload indexes and filters inside ``query_points`` instead of the local NumPy mirror. There
-a store's "path" names its collection (a reopen is the same collection). Vectors come from a small hashed
-bag of words (:func:`embed`), so a query sharing a chunk's words lands nearest to it: the test is about
-the store, not the model.
+disk (queried with a vector), :class:`QdrantSparseStore` in local mode on disk (BM25 as a sparse
+vector in a collection of its own, queried with text) and the shared index's one collection,
+:class:`QdrantHybridStore` in local mode on disk, twice: as the dense store (queried with a vector) and as
+its keyword view (``store.keyword``, queried with text), written as :class:`~index.knowledge.KnowledgeIndex`
+writes it (:class:`KeywordFace`). The Qdrant stores run again with ``url=`` a Qdrant stand-in
+(``tests/qdrant_standin.py``, strict): the server code path of ``QDRANT_URL``, which creates payload indexes
+and filters inside the queries instead of the local NumPy mirror; there a store's "path" names its
+collection (a reopen is the same collection). Vectors come from a small hashed bag of words (:func:`embed`),
+so a query sharing a chunk's words lands nearest to it: the test is about the store, not the model.
 
 Every store: conforms to the protocol (``isinstance``); after ``replace`` a search finds the chunk,
 every field intact; ``replace`` again with the same keys does not duplicate and drops chunks a new
@@ -31,7 +33,7 @@ import pytest
 
 from connectors.access import Access, Viewer
 from connectors.models import Chunk, content_hash
-from index.stores import ChunkStore, QdrantSparseStore, QdrantStore, WhooshStore
+from index.stores import ChunkStore, QdrantHybridStore, QdrantSparseStore, QdrantStore, WhooshStore
 
 DIM = 64
 
@@ -75,10 +77,51 @@ class StoreKind:
         store.replace(keys, chunks, vectors)
 
 
+class KeywordFace:
+    """A :class:`QdrantHybridStore`'s keyword view as :class:`~index.knowledge.KnowledgeIndex` uses it: every write
+    goes to the view (which writes nothing: the store's write holds both vectors) and then to the store, with
+    the chunks' vectors; every read goes to the view."""
+
+    def __init__(self, path: Path, url: str | None = None) -> None:
+        self.store = QdrantHybridStore(DIM, url=url, collection=path.name) if url else QdrantHybridStore(DIM, path=path)
+        self.view = self.store.keyword
+
+    def replace(self, keys, chunks, vectors=None) -> None:
+        self.view.replace(keys, chunks, vectors)
+        self.store.replace(keys, chunks, np.stack([embed(c.text) for c in chunks]) if chunks else None)
+
+    def delete(self, keys) -> None:
+        self.view.delete(keys)
+        self.store.delete(keys)
+
+    def delete_chunks(self, ids) -> None:
+        ids = list(ids)
+        self.view.delete_chunks(ids)
+        self.store.delete_chunks(ids)
+
+    def set_access(self, access) -> int:
+        n = self.view.set_access(access)
+        self.store.set_access(access)
+        return n
+
+    def clear(self) -> None:
+        self.view.clear()
+        self.store.clear()
+
+    def close(self) -> None:
+        self.view.close()
+        self.store.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self.view, name)
+
+
 KINDS = {
     "whoosh": StoreKind("whoosh", lambda p: WhooshStore(p), lambda text: text, vectors=False),
     "qdrant-local": StoreKind("qdrant-local", lambda p: QdrantStore(DIM, path=p), embed, vectors=True),
     "qdrant-sparse": StoreKind("qdrant-sparse", lambda p: QdrantSparseStore(path=p), lambda text: text, vectors=False),
+    "qdrant-hybrid": StoreKind("qdrant-hybrid", lambda p: QdrantHybridStore(DIM, path=p), embed, vectors=True),
+    "qdrant-hybrid-keyword": StoreKind("qdrant-hybrid-keyword", KeywordFace, lambda text: text, vectors=False),
 }
 
 #: The Qdrant stores on a server (the stand-in at the given URL); a path's last part names the collection.
@@ -88,6 +131,10 @@ SERVER_KINDS: dict[str, Callable[[str], StoreKind]] = {
     "qdrant-sparse-server": lambda url: StoreKind(
         "qdrant-sparse-server", lambda p: QdrantSparseStore(url=url, collection=p.name), lambda text: text,
         vectors=False),
+    "qdrant-hybrid-server": lambda url: StoreKind(
+        "qdrant-hybrid-server", lambda p: QdrantHybridStore(DIM, url=url, collection=p.name), embed, vectors=True),
+    "qdrant-hybrid-keyword-server": lambda url: StoreKind(
+        "qdrant-hybrid-keyword-server", lambda p: KeywordFace(p, url), lambda text: text, vectors=False),
 }
 
 
@@ -122,6 +169,8 @@ def test_a_store_conforms_to_the_protocol(opened) -> None:
     store = opened()
     assert isinstance(store, ChunkStore)
     assert store.count == 0 and store.chunk_ids() == set() and store.damage is None
+    if isinstance(store, KeywordFace):
+        assert isinstance(store.view, ChunkStore)  # the view itself, not only the test's face of it
 
 
 def test_after_replace_a_search_finds_the_chunk_with_every_field(kind: StoreKind, opened) -> None:

@@ -173,7 +173,7 @@ def test_the_keyword_index_setting(tmp_path: Path, embedder, monkeypatch: pytest
     from app.wiring import open_index
 
     monkeypatch.delenv("KEYWORD_INDEX", raising=False)
-    assert Settings().keyword_index == "whoosh"
+    assert Settings().keyword_index == "auto"
     monkeypatch.setenv("KEYWORD_INDEX", "qdrant")
     assert Settings().keyword_index == "qdrant"
     index = open_index(Settings(chatops_data_dir=tmp_path / "data"), embedder)

@@ -23,6 +23,16 @@ by :meth:`Viewer.cache_key`. The viewer is not a tool argument: the language mod
 A channel's scope (``channels:`` of the sources file) rides on the same viewer
 (:attr:`Viewer.sources`): both stores add it to their pre-filter, so a question asked in a scoped
 channel only ever ranks chunks of that channel's sources (and the cache key tells scoped viewers apart).
+
+The shared index (``QDRANT_URL``: :attr:`index.knowledge.KnowledgeIndex.hybrid`, one Qdrant collection with
+both vectors, :mod:`index.stores.qdrant_hybrid`) is searched in as few round trips as the steps allow:
+without pseudo-relevance feedback (``prf`` off, e.g. the LLM planner gave expansion terms, or
+``retriever="bm25"``) the dense and the BM25 queries go in ONE ``query_batch_points`` call; with it, the dense
+query first (its top passages give the feedback terms), then the BM25 query: two calls. Either way the BM25
+hits come back with their chunks and their cosines to the dense query (computed by the server), so nothing
+is fetched afterwards. Fusion stays here, client-side: the measured weighted RRF, each retriever's own rank
+and raw score for the gate (see :mod:`index.stores.qdrant_hybrid` for why the server's fusion is not used).
+The embedded index (Whoosh and local Qdrant) runs the steps below unchanged.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from index.knowledge import KnowledgeIndex
+from index.stores import StoredChunk
 from connectors.access import Viewer
 from connectors.models import Chunk, content_hash
 from telemetry.tracing import span
@@ -185,7 +196,9 @@ class KnowledgeSearch:
         the evidence gate reads); dense candidates; feedback terms from the top dense passages
         (``prf``, hybrid only); one BM25F search with the query, expansion and feedback terms;
         weighted RRF; de-duplication; chunks and vectors of BM25-only hits fetched from Qdrant.
-        Both searches are restricted to what ``ctx.viewer`` may read.
+        Both searches are restricted to what ``ctx.viewer`` may read. On a shared index the dense and
+        BM25 searches share one call when there is no feedback step, and the BM25 hits bring their chunks
+        and cosines (see the module docstring).
 
         Raises:
             ValueError: when ``ctx`` carries no :class:`~connectors.access.Viewer`.
@@ -203,27 +216,50 @@ class KnowledgeSearch:
         t = time.perf_counter()
         vec = self.embed_query(args.dense_query or args.query)
         timings["embed"] = (time.perf_counter() - t) * 1000
-        if args.retriever in ("hybrid", "dense"):
-            t = time.perf_counter()
-            hits = self._dense(args.dense_query or args.query, vec, viewer)
+        dense_text = args.dense_query or args.query
+        pair = self.index.hybrid if args.retriever != "dense" else None  # shared: both queries in one collection
+        prf = args.prf and args.retriever == "hybrid"
+
+        def take_dense(hits: list[StoredChunk]) -> None:
             for h in hits:
                 chunks[h.chunk.chunk_id] = h.chunk
                 cosines[h.chunk.chunk_id] = h.score
             lists["dense"] = [(h.chunk.chunk_id, h.score) for h in hits]
-            timings["dense"] = (time.perf_counter() - t) * 1000
+
+        if args.retriever in ("hybrid", "dense"):
+            t = time.perf_counter()
+            hits = self._cached_dense(dense_text, viewer)
+            if hits is None and (pair is None or prf):  # feedback terms need the dense top passages first
+                hits = self._dense(dense_text, vec, viewer)
+            if hits is not None:
+                take_dense(hits)
+                timings["dense"] = (time.perf_counter() - t) * 1000
         if args.retriever in ("hybrid", "bm25"):
             t = time.perf_counter()
             base = set(self.analyze(args.query))
             extra = [x for term in args.expansion for x in self.analyze(term) if x not in base]
-            if args.prf and args.retriever == "hybrid" and lists.get("dense"):
+            if prf and lists.get("dense"):
                 # Only the viewer's filtered dense hits: no term of a page they may not read gets in.
                 top = [chunks[cid] for cid, _ in lists["dense"][: cfg.prf_docs]]
                 feedback = feedback_terms(top, base | set(extra), self.analyze, self.idf, cfg.prf_terms)
             added = list(dict.fromkeys(extra + feedback))
             q = " ".join([args.query, *added])
             boosts = {x: cfg.expansion_weight for x in added}
-            lists["bm25"] = self.index.whoosh.search_ids(q, limit=cfg.candidates, boosts=boosts, viewer=viewer)
-            timings["bm25"] = (time.perf_counter() - t) * 1000
+            if pair is None:
+                lists["bm25"] = self.index.whoosh.search_ids(q, limit=cfg.candidates, boosts=boosts, viewer=viewer)
+                timings["bm25"] = (time.perf_counter() - t) * 1000
+            else:
+                with_dense = args.retriever == "hybrid" and "dense" not in lists
+                both = pair.search_pair(vec, q, limit=cfg.candidates, boosts=boosts, viewer=viewer, dense=with_dense)
+                if with_dense:
+                    self._remember_dense(dense_text, viewer, both.dense)
+                    take_dense(both.dense)
+                for h in both.bm25:  # their payloads and cosines came with the response: nothing to fetch
+                    chunks.setdefault(h.chunk.chunk_id, h.chunk)
+                for cid, cos in both.cosines.items():
+                    cosines.setdefault(cid, cos)
+                lists["bm25"] = [(h.chunk.chunk_id, h.score) for h in both.bm25]
+                timings["dense+bm25" if with_dense else "bm25"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         ranks: dict[str, dict[str, int]] = {}
         raw: dict[str, dict[str, float]] = {}
@@ -265,19 +301,28 @@ class KnowledgeSearch:
         timings["fuse"] = (time.perf_counter() - t) * 1000
         return SearchResult(out, timings, args.query, args.retriever, feedback)
 
-    def _dense(self, text: str, vec: np.ndarray, viewer: Viewer):
+    def _dense(self, text: str, vec: np.ndarray, viewer: Viewer) -> list[StoredChunk]:
         """Dense candidates the viewer may read, cached per (text, index version, viewer's access set): a
         retry that keeps the dense query does not search twice, and one viewer never gets another's hits."""
-        key = (content_hash(text), self.index.version, viewer.cache_key())
-        with self._lock:
-            hits = self._dcache.get(key)
+        hits = self._cached_dense(text, viewer)
         if hits is None:
             hits = self.index.qdrant.search(vec, limit=self.config.candidates, viewer=viewer)
-            with self._lock:
-                self._dcache[key] = hits
-                if len(self._dcache) > 64:
-                    self._dcache.popitem(last=False)
+            self._remember_dense(text, viewer, hits)
         return hits
+
+    def _dense_key(self, text: str, viewer: Viewer) -> tuple[str, int, str]:
+        return content_hash(text), self.index.version, viewer.cache_key()
+
+    def _cached_dense(self, text: str, viewer: Viewer) -> list[StoredChunk] | None:
+        """The cached dense candidates of ``text`` for ``viewer`` (see :meth:`_dense`), else ``None``."""
+        with self._lock:
+            return self._dcache.get(self._dense_key(text, viewer))
+
+    def _remember_dense(self, text: str, viewer: Viewer, hits: list[StoredChunk]) -> None:
+        with self._lock:
+            self._dcache[self._dense_key(text, viewer)] = hits
+            if len(self._dcache) > 64:
+                self._dcache.popitem(last=False)
 
     # -- helpers the agent uses to judge evidence ------------------------------------------------
     def analyze(self, text: str) -> list[str]:

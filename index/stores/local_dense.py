@@ -233,15 +233,16 @@ class DenseMirror:
         self._n = len(keep)
 
 
-def scroll_points(scroll: Callable[[object], tuple[list, object]]) -> Iterator[MirrorPoint]:
+def scroll_points(scroll: Callable[[object], tuple[list, object]], name: str | None = None) -> Iterator[MirrorPoint]:
     """Every point from a Qdrant ``scroll`` page function (``offset -> (points, next offset)``) as
-    :class:`MirrorPoint` (payload keys ``access``, the access tokens, and ``doc_key``)."""
+    :class:`MirrorPoint` (payload keys ``access``, the access tokens, and ``doc_key``); ``name``: the
+    collection's dense vector is the named one (``None``: its one unnamed vector)."""
     offset = None
     while True:
         points, offset = scroll(offset)
         for p in points:
             payload = p.payload or {}
-            yield MirrorPoint(str(p.id), np.asarray(p.vector, dtype=np.float32),
+            yield MirrorPoint(str(p.id), np.asarray(p.vector if name is None else p.vector[name], dtype=np.float32),
                               tuple(payload.get("access") or ()), str(payload.get("doc_key") or ""))
         if offset is None:
             return

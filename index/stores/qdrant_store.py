@@ -1,8 +1,9 @@
 """Qdrant store: dense vectors with the chunk as payload, cosine similarity.
 
 Embedded default: ``qdrant-client`` local mode, persisted under the data dir (exact search in
-process; one process may open the folder at a time). Setting ``QDRANT_URL`` switches to a Qdrant
-server (HNSW, shared by several processes) with no other change.
+process; one process may open the folder at a time). With ``QDRANT_URL`` the index is the shared
+collection of :class:`~index.stores.qdrant_hybrid.QdrantHybridStore`, a subclass of this store whose
+dense vector is named (:attr:`QdrantStore.DENSE`) beside a BM25 sparse vector.
 
 Access control (issue 11): each point's payload holds ``access``, the list of its chunk's
 :meth:`connectors.access.Access.tokens` (a keyword payload index on a server), and every search takes
@@ -25,6 +26,8 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import httpx
 import numpy as np
@@ -39,7 +42,7 @@ from connectors.models import Chunk
 from .local_dense import DenseMirror, MirrorPoint, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
-__all__ = ["QdrantStore", "point_id", "open_client", "server_errors"]
+__all__ = ["QdrantStore", "point_id", "open_client", "server_errors", "connect", "access_filter", "qdrant_location"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +70,15 @@ class QdrantStore:
             be reached, refuses the API key or answers an error (:func:`server_errors`); not damage.
     """
 
+    #: The dense vector's name in the collection; ``None``: the collection's one unnamed vector.
+    DENSE: str | None = None
+    #: Payload fields with a keyword index on a server: the access pre-filter's, the channel scope's, the writes'.
+    KEYWORD_FIELDS: tuple[str, ...] = ("access", "source", "doc_key")
+    #: How users know this store (in errors).
+    WHAT = "the vector index"
+    #: The ``with_payload`` that reads a point's chunk record (a subclass leaves out payload fields of its own).
+    RECORD: bool | models.PayloadSelectorExclude = True
+
     def __init__(self, dim: int, path: str | os.PathLike[str] | None = None, url: str | None = None,
                  api_key: str | None = None, collection: str = "chunks") -> None:
         self.dim = dim
@@ -77,27 +89,12 @@ class QdrantStore:
         self._mirror: DenseMirror | None = None  # local mode: vectors and access as arrays (kept in step by writes)
         # Local mode keeps every point in memory and writes through to one SQLite file per
         # collection: damage shows as sqlite3 or OS errors (reads are served from memory).
-        self._guard = StoreGuard("the vector index", path or url or "", REBUILD_STORE,
+        self._guard = StoreGuard(self.WHAT, path or url or "", REBUILD_STORE,
                                  damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)),
-                                 translate=server_errors(url, "the vector index") if url else None)
-        try:
-            self.client = open_client(url, api_key, path, "the vector index", "QdrantStore")
-        except (IndexLockedError, ValueError):
-            raise
-        except RuntimeError as exc:
-            raise self._open_error(exc, path) from exc
-        except Exception as exc:
-            if url:
-                raise IndexCorruptError(f"cannot open the vector index at {url} ({type(exc).__name__}: {exc}); "
-                                        "check QDRANT_URL and QDRANT_API_KEY") from exc
-            raise self._open_error(exc, path) from exc
+                                 translate=server_errors(url, self.WHAT) if url else None)
+        self.client = connect(url, api_key, path, self.WHAT, type(self).__name__)
         with self._guard():
             self._ensure_collection()
-
-    @staticmethod
-    def _open_error(exc: Exception, path) -> Exception:
-        """Local mode: anything failing while the folder loads means it is damaged (or the disk is full)."""
-        return storage_error(exc, "the vector index", path, REBUILD_STORE) or exc
 
     @property
     def damage(self):
@@ -105,28 +102,59 @@ class QdrantStore:
         return self._guard.damage
 
     def _ensure_collection(self) -> None:
-        if self.client.collection_exists(self.collection):
-            info = self.client.get_collection(self.collection)
-            size = info.config.params.vectors.size  # type: ignore[union-attr]
-            if size != self.dim:
-                raise IndexCorruptError(
-                    f"the vector index holds {size}-dimensional vectors but the embedder makes {self.dim}; "
-                    "run `chatops index --full SOURCE` after changing EMBEDDING_MODEL")
-            for key in ("access", "source"):  # keyword indexes of the pre-filter's fields (a channel's scope: source)
-                if not self._is_local and key not in (info.payload_schema or {}):
+        """Open the collection (checking its layout, :meth:`_layout_ok`) or create it (:meth:`_create`), with
+        the keyword payload indexes of :attr:`KEYWORD_FIELDS` on a server (local mode ignores them, and warns)."""
+        info = self.client.get_collection(self.collection) if self.client.collection_exists(self.collection) else None
+        if info is not None and not self._layout_ok(info):
+            self.client.delete_collection(self.collection)  # an outdated layout the caller asked to rebuild
+            info = None
+        if info is None:
+            try:
+                self._create()
+            except UnexpectedResponse as exc:
+                if exc.status_code != 409:
+                    raise
+                info = self.client.get_collection(self.collection)  # another process made it since the check
+                if not self._layout_ok(info):
+                    raise IndexCorruptError(f"the Qdrant collection {self.collection!r} was just made by another "
+                                            "process with another layout; run `chatops index --full SOURCE`") from exc
+        if not self._is_local:
+            for key in self.KEYWORD_FIELDS:
+                if info is None or key not in (info.payload_schema or {}):
                     self.client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)
-            return
-        try:
-            self.client.create_collection(
-                self.collection, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE))
-        except UnexpectedResponse as exc:
-            if exc.status_code != 409:
-                raise
-            return self._ensure_collection()  # another process created it since the check: open it as it is
-        if not self._is_local:  # local mode ignores payload indexes (and warns)
-            self.client.create_payload_index(self.collection, "doc_key", models.PayloadSchemaType.KEYWORD)
-            self.client.create_payload_index(self.collection, "access", models.PayloadSchemaType.KEYWORD)
-            self.client.create_payload_index(self.collection, "source", models.PayloadSchemaType.KEYWORD)
+
+    def _layout_ok(self, info: models.CollectionInfo) -> bool:
+        """True when the existing collection is usable as it is (a subclass may answer False to have it made again).
+
+        Raises:
+            IndexCorruptError: when its vectors are not the embedder's size.
+        """
+        self._check_dim(info.config.params.vectors.size)  # type: ignore[union-attr]
+        return True
+
+    def _check_dim(self, size: int | None) -> None:
+        if size != self.dim:
+            raise IndexCorruptError(
+                f"the vector index holds {size}-dimensional vectors but the embedder makes {self.dim}; "
+                "run `chatops index --full SOURCE` after changing EMBEDDING_MODEL")
+
+    def _create(self) -> None:
+        """Create the collection: one unnamed cosine vector of the embedder's size."""
+        self.client.create_collection(
+            self.collection, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE))
+
+    def _point(self, c: Chunk, vector: np.ndarray) -> models.PointStruct:
+        """The point of chunk ``c``: its id (:func:`point_id`), its vector, its record as payload."""
+        return models.PointStruct(id=point_id(c.chunk_id), vector=vector.tolist(), payload=chunk_to_record(c))
+
+    def _dense_of(self, vector) -> np.ndarray:
+        """The dense vector of a returned point's ``vector`` (the named one, :attr:`DENSE`, when named)."""
+        return np.asarray(vector if self.DENSE is None else vector[self.DENSE], dtype=np.float32)
+
+    @property
+    def _with_dense(self) -> bool | list[str]:
+        """The ``with_vectors`` argument that reads the dense vector."""
+        return True if self.DENSE is None else [self.DENSE]
 
     @property
     def _is_local(self) -> bool:
@@ -174,8 +202,7 @@ class QdrantStore:
             self.client.delete(self.collection, points_selector=models.FilterSelector(filter=models.Filter(
                 must=[models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys))])), wait=True)
         if len(chunks) and vectors is not None:
-            points = [models.PointStruct(id=point_id(c.chunk_id), vector=vectors[i].tolist(), payload=chunk_to_record(c))
-                      for i, c in enumerate(chunks)]
+            points = [self._point(c, vectors[i]) for i, c in enumerate(chunks)]
             for start in range(0, len(points), 256):
                 self.client.upsert(self.collection, points=points[start:start + 256], wait=True)
         if self._mirror is not None:
@@ -203,18 +230,16 @@ class QdrantStore:
         if self._is_local:
             with self._lock:
                 hits = self._local_mirror().search(query, tokens, limit, sources)
-                pts = self.client.retrieve(self.collection, ids=[h[0] for h in hits], with_payload=True,
+                pts = self.client.retrieve(self.collection, ids=[h[0] for h in hits], with_payload=self.RECORD,
                                            with_vectors=False) if hits else []
             payloads = {str(p.id): p.payload for p in pts if p.payload}
             return [StoredChunk(chunk_from_record(payloads[pid]), score) for pid, score in hits if pid in payloads]
-        allowed = models.Filter(must=[models.FieldCondition(key="access", match=models.MatchAny(any=tokens))])
-        if sources is not None:
-            if not sources:
-                return []
-            allowed.must.append(models.FieldCondition(key="source", match=models.MatchAny(any=sources)))
+        allowed = access_filter(viewer, "the vector")
+        if allowed is None:
+            return []
         with self._guard(), self._lock:
-            res = self.client.query_points(self.collection, query=query.tolist(), query_filter=allowed,
-                                           limit=limit, with_payload=True)
+            res = self.client.query_points(self.collection, query=query.tolist(), using=self.DENSE,
+                                           query_filter=allowed, limit=limit, with_payload=self.RECORD)
         return [StoredChunk(chunk_from_record(p.payload or {}), float(p.score)) for p in res.points]
 
     def warm(self) -> None:
@@ -229,7 +254,7 @@ class QdrantStore:
         if self._mirror is None:
             self._mirror = DenseMirror(scroll_points(lambda offset: self.client.scroll(
                 self.collection, limit=1000, offset=offset, with_payload=["access", "doc_key"],
-                with_vectors=True)), self.dim)
+                with_vectors=self._with_dense), self.DENSE), self.dim)
         return self._mirror
 
     def set_access(self, access: Mapping[str, Access]) -> int:
@@ -259,9 +284,8 @@ class QdrantStore:
             return {}
         with self._guard(), self._lock:
             pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
-                                       with_payload=True, with_vectors=True)
-        return {p.payload["chunk_id"]: (chunk_from_record(p.payload), np.asarray(p.vector, dtype=np.float32))
-                for p in pts if p.payload}
+                                       with_payload=self.RECORD, with_vectors=self._with_dense)
+        return {p.payload["chunk_id"]: (chunk_from_record(p.payload), self._dense_of(p.vector)) for p in pts if p.payload}
 
     def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
         """The stored chunks among ``chunk_ids`` (unknown ids are absent), without their vectors."""
@@ -269,7 +293,7 @@ class QdrantStore:
         if not ids:
             return {}
         with self._guard(), self._lock:
-            pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in ids], with_payload=True,
+            pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in ids], with_payload=self.RECORD,
                                        with_vectors=False)
         return {p.payload["chunk_id"]: chunk_from_record(p.payload) for p in pts if p.payload}
 
@@ -277,13 +301,13 @@ class QdrantStore:
         """Stored vectors of ``chunk_ids`` (unknown ids are absent), shape ``(dim,)`` each."""
         with self._guard(), self._lock:
             pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
-                                       with_payload=["chunk_id"], with_vectors=True)
-        return {p.payload["chunk_id"]: np.asarray(p.vector, dtype=np.float32) for p in pts if p.payload}
+                                       with_payload=["chunk_id"], with_vectors=self._with_dense)
+        return {p.payload["chunk_id"]: self._dense_of(p.vector) for p in pts if p.payload}
 
     def get(self, chunk_id: str) -> Chunk | None:
         """The stored chunk with ``chunk_id``, or ``None``."""
         with self._guard(), self._lock:
-            pts = self.client.retrieve(self.collection, ids=[point_id(chunk_id)], with_payload=True, with_vectors=False)
+            pts = self.client.retrieve(self.collection, ids=[point_id(chunk_id)], with_payload=self.RECORD, with_vectors=False)
         return chunk_from_record(pts[0].payload) if pts and pts[0].payload else None
 
     @property
@@ -388,3 +412,57 @@ def open_client(url: str | None, api_key: str | None, path: str | os.PathLike[st
                 f"{what} in {path} is open in another process (local Qdrant allows one); "
                 "stop the other chatops process or set QDRANT_URL to use a Qdrant server") from exc
         raise
+
+
+def connect(url: str | None, api_key: str | None, path: str | os.PathLike[str] | None, what: str,
+            owner: str) -> QdrantClient:
+    """:func:`open_client`, with its failures turned into the errors users see.
+
+    Raises:
+        ValueError: with neither ``url`` nor ``path``.
+        IndexLockedError: when another process holds the local folder.
+        IndexCorruptError: when the server cannot be reached ("check QDRANT_URL and QDRANT_API_KEY"), or the
+            local folder cannot be read (it is damaged: an indexing run moves it aside).
+        DiskFullError: when loading the local folder finds no space.
+    """
+    try:
+        return open_client(url, api_key, path, what, owner)
+    except (IndexLockedError, ValueError):
+        raise
+    except Exception as exc:
+        if url and not isinstance(exc, RuntimeError):
+            raise IndexCorruptError(f"cannot open {what} at {url} ({type(exc).__name__}: {exc}); "
+                                    "check QDRANT_URL and QDRANT_API_KEY") from exc
+        # Local mode: anything failing while the folder loads means it is damaged (or the disk is full).
+        raise storage_error(exc, what, path or "", REBUILD_STORE) or exc from exc
+
+
+def access_filter(viewer: Viewer, store: str) -> models.Filter | None:
+    """The pre-filter of a search for ``viewer``: ``MatchAny`` of its access tokens on the payload's ``access``,
+    and, for a viewer scoped to some sources (a channel's scope), ``MatchAny`` of them on ``source``; ``None``
+    for an empty scope, which matches nothing (the caller returns no hits without asking).
+
+    Raises:
+        ValueError: when ``viewer`` is not a :class:`Viewer` (``store`` names the search in the message).
+    """
+    tokens = viewer_tokens(viewer, store)
+    sources = viewer_sources(viewer)
+    if sources is not None and not sources:
+        return None
+    allowed = models.Filter(must=[models.FieldCondition(key="access", match=models.MatchAny(any=tokens))])
+    if sources is not None:
+        allowed.must.append(models.FieldCondition(key="source", match=models.MatchAny(any=sources)))  # type: ignore[union-attr]
+    return allowed
+
+
+def qdrant_location(url: str | None) -> tuple[str | None, Path | None]:
+    """``QDRANT_URL`` as ``(server url, local folder)``: a ``file:`` URL (``file:/srv/qdrant``,
+    ``file:///srv/qdrant`` or ``file:relative/folder``) names a folder for qdrant-client's local mode (one
+    process at a time: for tests and measurements of the shared layout, not for replicas); any other
+    value is a server. ``(None, None)`` when unset."""
+    if not url:
+        return None, None
+    parts = urlsplit(url)
+    if parts.scheme != "file":
+        return url, None
+    return None, Path(url2pathname(parts.path))
