@@ -463,6 +463,18 @@ class QdrantStandIn:
         self._strict(c, req.filter)
         return _engine(lambda: self.engine.count(c, count_filter=req.filter, exact=True)).model_dump(mode="json")
 
+    def _facet(self, c: str, body: Any, **_: Any) -> dict:
+        """``POST /collections/{c}/facet``: value counts of a payload key; as on a server, the key needs a payload
+        index (400 otherwise, strict or not)."""
+        req = _parse(models.FacetRequest, body or {})
+        if req.key not in self.indexes.get(c, {}):
+            raise ApiError(400, f'Bad request: Index required but not found for "{req.key}" of one of the following '
+                                "types: [keyword, integer, uuid]. Help: Create an index for this key.")
+        self._strict(c, req.filter)
+        return _engine(lambda: self.engine.facet(c, key=req.key, facet_filter=req.filter,
+                                                 limit=_default(req.limit, 10), exact=bool(req.exact))
+                       ).model_dump(mode="json")
+
     def _query_one(self, c: str, req: models.QueryRequest) -> models.QueryResponse:
         self._strict(c, req.filter)
         for where in _prefetch_filters(req.prefetch):
@@ -502,6 +514,7 @@ ROUTES: list[tuple[str, re.Pattern[str], str]] = [(m, re.compile(p), n) for m, p
     ("POST", _C + r"/points/payload/clear", "clear_payload"),
     ("POST", _C + r"/points/scroll", "scroll"),
     ("POST", _C + r"/points/count", "count"),
+    ("POST", _C + r"/facet", "facet"),
     ("POST", _C + r"/points/query", "query"),
     ("POST", _C + r"/points/query/batch", "query_batch"),
     ("GET", _C + r"/points/([^/]+)", "get_point"),
