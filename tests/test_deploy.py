@@ -152,7 +152,7 @@ def test_compose_runs_the_bot_with_postgres_and_qdrant(compose: dict) -> None:
     assert bot["env_file"] == ".env" and "/data" in bot["volumes"][0]
     example = (DEPLOY / "chatops.env.example").read_text()
     assert "POSTGRES_PASSWORD=" in example and "QDRANT_API_KEY=" in example
-    assert "issue 12" in (DEPLOY / "compose.yaml").read_text()  # the worker, when it exists
+    assert "compose.scale.yaml" in (DEPLOY / "compose.yaml").read_text()  # where the worker and web replicas are
 
 
 def test_docker_compose_config_accepts_it(tmp_path: Path) -> None:
@@ -216,3 +216,189 @@ def test_kubernetes_deployment_probes_security_and_wiring(manifests: dict[str, d
     assert data == env["CHATOPS_DATA_DIR"] == "/data"
     assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate"
     assert not container["image"].endswith(":latest") and ":" in container["image"]
+
+
+# -- The shared topology: one worker, N web replicas (issue 12) -------------------------------------------
+
+@pytest.fixture(scope="module")
+def compose_scale() -> dict:
+    return yaml.safe_load((DEPLOY / "compose.scale.yaml").read_text())
+
+
+def _compose_schema() -> dict:
+    schema_file = resources.files("check_jsonschema.builtin_schemas.vendor") / "compose-spec.json"
+    return json.loads(schema_file.read_text())
+
+
+def test_compose_scale_file_is_valid_against_the_compose_specification(compose_scale: dict) -> None:
+    schema = _compose_schema()
+    jsonschema.validate(compose_scale, schema)
+    broken = {**compose_scale, "services": {**compose_scale["services"],
+                                            "web": {**compose_scale["services"]["web"], "scael": 3}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_compose_scale_runs_one_worker_and_scalable_web_replicas(compose_scale: dict, compose: dict) -> None:
+    services = compose_scale["services"]
+    assert set(services) == {"worker", "web", "proxy", "postgres", "qdrant"}
+    worker, web = services["worker"], services["web"]
+    assert worker["command"] == ["chatops", "worker"]
+    assert "ports" not in worker and "expose" not in worker  # the worker opens no port
+    assert worker.get("deploy", {}).get("replicas", 1) == 1
+    assert "/healthz" not in json.dumps(worker["healthcheck"])  # the image's check would fail without a port
+    assert web["command"][:4] == ["chatops", "serve", "--role", "web"]
+    # --scale web=N: a fixed host port would let only one replica start; the proxy publishes the one port.
+    assert "ports" not in web and "container_name" not in web
+    assert "/readyz" in json.dumps(web["healthcheck"])
+    assert services["proxy"]["ports"] == ["3000:3000"]
+    assert "dynamic a web 3000" in compose_scale["configs"]["caddyfile"]["content"]
+    for name in ("worker", "web"):
+        env = services[name]["environment"]
+        assert env["QDRANT_URL"] == "http://qdrant:6333" and "@postgres:5432/" in env["DATABASE_URL"], name
+        assert {d: c["condition"] for d, c in services[name]["depends_on"].items()
+                if d in {"postgres", "qdrant"}} == {"postgres": "service_healthy", "qdrant": "service_healthy"}
+    for name, svc in services.items():
+        assert "healthcheck" in svc, name
+        image = svc.get("image", "")
+        assert ":" in image and not image.endswith(":latest"), image
+    # The same project, databases and volumes as compose.yaml: switching keeps the index.
+    assert compose_scale["name"] == compose["name"]
+    assert services["postgres"] == compose["services"]["postgres"]
+    assert services["qdrant"] == compose["services"]["qdrant"]
+    assert services["qdrant"]["image"].startswith("qdrant/qdrant:v")
+
+
+def test_docker_compose_config_accepts_the_scale_file(tmp_path: Path) -> None:
+    docker = shutil.which("docker")
+    if not docker:
+        pytest.skip("no docker client installed; the schema test above still checks the file")
+    probe = subprocess.run([docker, "compose", "version"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"the docker client has no Compose plugin: {(probe.stderr or probe.stdout).strip()[:120]}")
+    (tmp_path / "deploy").mkdir()
+    shutil.copy(DEPLOY / "compose.scale.yaml", tmp_path / "deploy" / "compose.scale.yaml")
+    shutil.copy(DEPLOY / "chatops.env.example", tmp_path / "deploy" / ".env")
+    shutil.copy(ROOT / "Dockerfile", tmp_path / "Dockerfile")
+    proc = subprocess.run([docker, "compose", "-f", str(tmp_path / "deploy" / "compose.scale.yaml"), "config",
+                           "--quiet"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def scale_manifests() -> dict[tuple[str, str], dict]:
+    docs = {}
+    for path in sorted((K8S / "scale").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            docs[(doc["kind"], doc["metadata"]["name"])] = doc
+    return docs
+
+
+def test_kubernetes_scale_manifests_are_valid_against_the_official_schemas(scale_manifests: dict) -> None:
+    assert set(scale_manifests) == {("Deployment", "chatops-worker"), ("Deployment", "chatops-web"),
+                                    ("Service", "chatops-web"), ("PodDisruptionBudget", "chatops-web")}
+    version = kubernetes_validate.latest_version()
+    for doc in scale_manifests.values():
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def _pod(dep: dict) -> tuple[dict, dict]:
+    pod = dep["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    return pod, container
+
+
+def _secret_env(container: dict) -> dict[str, tuple[str, str]]:
+    return {e["name"]: (e["valueFrom"]["secretKeyRef"]["name"], e["valueFrom"]["secretKeyRef"]["key"])
+            for e in container["env"] if "valueFrom" in e}
+
+
+def _assert_locked_down(pod: dict, container: dict, dockerfile: DockerfileParser) -> None:
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert str(pod["securityContext"]["runAsUser"]) == _instructions(dockerfile, "USER")[-1].split(":")[0]
+    sc = container["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    assert {"cpu", "memory"} <= set(container["resources"]["requests"])
+    assert not container["image"].endswith(":latest") and ":" in container["image"]
+
+
+def test_kubernetes_worker_is_one_replica_with_no_port_or_service(scale_manifests: dict, manifests: dict,
+                                                                  dockerfile: DockerfileParser) -> None:
+    dep = scale_manifests[("Deployment", "chatops-worker")]
+    pod, container = _pod(dep)
+    assert container["args"] == ["chatops", "worker"]
+    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate"
+    assert "ports" not in container and "readinessProbe" not in container
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    for (kind, _), doc in scale_manifests.items():  # no Service of this topology selects the worker
+        if kind == "Service":
+            assert not doc["spec"]["selector"].items() <= labels.items()
+    assert container["livenessProbe"]["exec"]["command"][0] == "python"
+    secret = manifests["Secret"]["metadata"]["name"]
+    assert _secret_env(container) == {"DATABASE_URL": (secret, "DATABASE_URL"), "QDRANT_URL": (secret, "QDRANT_URL")}
+    claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v]
+    assert claims == [manifests["PersistentVolumeClaim"]["metadata"]["name"]]  # the embedding cache survives
+    _assert_locked_down(pod, container, dockerfile)
+
+
+def test_kubernetes_web_replicas_read_the_secret_and_route_on_readyz(scale_manifests: dict, manifests: dict,
+                                                                     dockerfile: DockerfileParser) -> None:
+    dep = scale_manifests[("Deployment", "chatops-web")]
+    pod, container = _pod(dep)
+    assert container["args"][:4] == ["chatops", "serve", "--role", "web"]
+    assert dep["spec"]["replicas"] >= 2 and dep["spec"]["strategy"]["type"] == "RollingUpdate"
+    assert dep["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    secret = manifests["Secret"]["metadata"]["name"]
+    assert _secret_env(container) == {"DATABASE_URL": (secret, "DATABASE_URL"), "QDRANT_URL": (secret, "QDRANT_URL")}
+    assert {"DATABASE_URL", "QDRANT_URL"} <= set(manifests["Secret"]["stringData"])
+    assert not any("persistentVolumeClaim" in v for v in pod["volumes"])
+    data = next(m for m in container["volumeMounts"] if m["name"] == "data")
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    assert data["mountPath"] == env["CHATOPS_DATA_DIR"] == "/data"
+    assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == "data")
+    service = scale_manifests[("Service", "chatops-web")]
+    assert service["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+    assert service["spec"]["ports"][0]["targetPort"] == "http"
+    assert {p["name"]: p["containerPort"] for p in container["ports"]}["http"] == 3000
+    pdb = scale_manifests[("PodDisruptionBudget", "chatops-web")]
+    assert pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+    _assert_locked_down(pod, container, dockerfile)
+
+
+def _worker_probes(compose_scale: dict, scale_manifests: dict) -> list[str]:
+    compose_probe = compose_scale["services"]["worker"]["healthcheck"]["test"]
+    k8s_probe = scale_manifests[("Deployment", "chatops-worker")]["spec"]["template"]["spec"]["containers"][0][
+        "livenessProbe"]["exec"]["command"]
+    assert compose_probe[0] == "CMD" and compose_probe[1:] == k8s_probe  # one probe in both files
+    assert k8s_probe[:2] == ["python", "-c"]
+    return k8s_probe
+
+
+def test_the_worker_probe_fails_when_the_worker_is_gone(compose_scale: dict, scale_manifests: dict) -> None:
+    """The probe reads PID 1 in the container; here it runs against real processes by their own pid."""
+    import sys
+    import time
+
+    code = _worker_probes(compose_scale, scale_manifests)[2]
+
+    def probe(pid: int) -> int:
+        return subprocess.run([sys.executable, "-c", code.replace("/proc/1/", f"/proc/{pid}/")],
+                              capture_output=True).returncode
+
+    sleeper = "import time; time.sleep(60)"
+    worker = subprocess.Popen([sys.executable, "-c", sleeper, "worker"])  # argv as `chatops worker` has it
+    other = subprocess.Popen([sys.executable, "-c", sleeper, "serve"])
+    try:
+        time.sleep(0.2)
+        assert probe(worker.pid) == 0
+        assert probe(other.pid) == 1  # another process as PID 1: not the worker
+    finally:
+        other.kill()
+        other.wait()
+        worker.kill()
+    assert probe(worker.pid) != 0  # a zombie, not yet reaped
+    worker.wait()
+    assert probe(worker.pid) != 0  # gone
