@@ -31,7 +31,7 @@ import sqlalchemy as sa  # noqa: E402
 from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn  # noqa: E402
 from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes  # noqa: E402
 from state import StateStore  # noqa: E402
-from test_replicas import Replica, page_bodies  # noqa: E402
+from chatops_procs import Replica, page_bodies  # noqa: E402
 
 PG_ADMIN_URL = os.environ.get("CHATOPS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 

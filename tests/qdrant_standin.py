@@ -78,8 +78,9 @@ INDEXES_FILE = "standin-payload-indexes.json"  #: the recorded payload indexes, 
 CONTROL = "/__standin/"  #: the control endpoints' prefix (not Qdrant's API)
 NO_KEY = "Must provide an API key or an Authorization bearer token"
 BAD_KEY = "Invalid API key or JWT"
-#: POST paths a read-only key may call (everything else but GET writes).
-READ_POSTS = re.compile(r"/collections/[^/]+/points(/count|/scroll|/query|/query/batch)?")
+#: POST paths a read-only key may call (everything else but GET writes): retrieve, count, scroll, query and
+#: facet are reads on a server (its access table), so a web replica's document-frequency refresh is allowed.
+READ_POSTS = re.compile(r"/collections/[^/]+/(points(/count|/scroll|/query|/query/batch)?|facet)")
 
 
 class LoggedRequest(NamedTuple):
@@ -89,6 +90,10 @@ class LoggedRequest(NamedTuple):
     path: str  #: unquoted, without the query string
     query: dict[str, str]
     body: Any  #: the parsed JSON body (``None`` without one, or when bodies are not kept)
+    #: which configured key the request carried: ``"api"``, ``"read-only"``, ``"other"`` (a key that is
+    #: neither), ``None`` (no key); so a test with several client processes, each given its own key, can
+    #: tell whose request each was (recorded before the key is checked)
+    key: str | None = None
 
 
 @dataclass
@@ -122,7 +127,7 @@ class QdrantStandIn:
             recorded payload indexes there), or ``None`` for an in-memory engine.
         api_key: when set, every request but ``GET /`` and the health checks needs it (``api-key`` header or
             ``Authorization: Bearer``), else 401.
-        read_only_api_key: a second key that may only read (GET, retrieve, scroll, count, query): 403 on writes.
+        read_only_api_key: a second key that may only read (GET, retrieve, scroll, count, query, facet): 403 on writes.
         strict: refuse filters on fields without a payload index (400), as a server in strict mode.
         port: the port to listen on (0: a free one).
         keep_bodies: keep each request's parsed JSON body in :attr:`requests` (off for long runs).
@@ -239,12 +244,14 @@ class QdrantStandIn:
         with self.lock:
             return {f: t for f, (t, _) in self.indexes.get(collection, {}).items()}
 
-    def _log(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[Fault | None, float]:
-        """Log a request; the fault that answers it (if any) and the delay to wait first."""
+    def _log(self, method: str, path: str, query: dict[str, str], body: Any,
+             key: str | None = None) -> tuple[Fault | None, float]:
+        """Log a request (``key``: as :attr:`LoggedRequest.key`); the fault that answers it (if any) and the
+        delay to wait first."""
         delay = 0.0
         with self.lock:
             self._last_request = time.monotonic()
-            self.requests.append(LoggedRequest(method, path, query, body if self.keep_bodies else None))
+            self.requests.append(LoggedRequest(method, path, query, body if self.keep_bodies else None, key))
             target = f"{method} {path}" + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
             for f in self.faults:
                 if f.times <= 0 or not f.pattern.search(target):
@@ -260,14 +267,26 @@ class QdrantStandIn:
         return None, delay
 
     # -- auth --------------------------------------------------------------------------------------
+    @staticmethod
+    def _key_of(headers) -> str | None:
+        """The key a request carries (``api-key`` header or ``Authorization: Bearer``), else ``None``."""
+        bearer = headers.get("authorization", "")
+        return headers.get("api-key") or (bearer[len("Bearer "):] if bearer.startswith("Bearer ") else None)
+
+    def key_role(self, headers) -> str | None:
+        """Which configured key ``headers`` carry: ``"api"``, ``"read-only"``, ``"other"`` or ``None`` (no key)."""
+        key = self._key_of(headers)
+        if not key:
+            return None
+        return "api" if key == self.api_key else "read-only" if key == self.read_only_api_key else "other"
+
     def check_key(self, method: str, path: str, headers) -> None:
         """Raise :class:`ApiError` (401/403) unless the request carries a key allowed to do this."""
         if self.api_key is None and self.read_only_api_key is None:
             return
         if method == "GET" and (path in ("/", "/healthz") or re.match(r"/(readyz|livez)", path)):
             return
-        bearer = headers.get("authorization", "")
-        key = headers.get("api-key") or (bearer[len("Bearer "):] if bearer.startswith("Bearer ") else None)
+        key = self._key_of(headers)
         if not key:
             raise ApiError(401, NO_KEY)
         if self.api_key is not None and key == self.api_key:
@@ -618,7 +637,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"status": {"error": f"Json deserialize error: {exc}"}, "time": 0.0})
             return
         logged_path = "/".join(unquote(s) for s in path.split("/"))
-        fault, delay = st._log(method, logged_path, query, body)
+        fault, delay = st._log(method, logged_path, query, body, st.key_role(self.headers))
         if delay:
             time.sleep(delay)
         if fault is not None:

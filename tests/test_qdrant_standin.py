@@ -202,6 +202,13 @@ def test_the_api_key_is_enforced_as_a_server_does() -> None:
         assert _raw(server, "POST", "/collections/c/points/scroll", {}, **{"api-key": "reader-key"}).status_code == 200
         write = _raw(server, "PUT", "/collections/c/points", {"points": []}, **{"api-key": "reader-key"})
         assert write.status_code == 403 and write.json()["status"]["error"] == "Write access denied"
+        # A facet (the shared index's document frequencies) is a read, as on a server: a web replica may call it.
+        assert _raw(server, "PUT", "/collections/c/index", {"field_name": "t", "field_schema": "keyword"},
+                    **{"api-key": "secret-key"}).status_code == 200
+        assert _raw(server, "POST", "/collections/c/facet", {"key": "t"}, **{"api-key": "reader-key"}).status_code == 200
+        # The log says which key each request carried (to tell client processes with their own key apart).
+        assert [r.key for r in server.requests] == \
+            [None, None, None, "other", "api", "api", "read-only", "read-only", "api", "read-only"]
 
 
 def test_faults_and_the_log(qdrant_server: QdrantStandIn) -> None:

@@ -22,28 +22,21 @@ Timings (each replica's first and second sync: calls and seconds) are measured b
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
-import subprocess
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
-from index.manifest import Manifest
 from state import StateStore
 
+from chatops_procs import Replica, ask, page_bodies
 from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
-from helpers import chatops_command, cli_environment, wait_for
-from slack_standin import APP_TOKEN, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
+from helpers import wait_for
+from pg import pg_database
+from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes
 
-PG_ADMIN_URL = os.environ.get("CHATOPS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 ALICE = "UALICE01"
 OLD, NEW = "vpn-gw-amber.example.com", "vpn-gw-cobalt.example.com"
 PAGES = {
@@ -57,85 +50,9 @@ PAGES = {
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    """A new PostgreSQL database for the test, dropped afterwards (as in ``tests/test_migrations.py``)."""
-    name = f"chatops_replicas_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # noqa: BLE001 - any failure means no server to test against
-        if os.environ.get("CHATOPS_TEST_REQUIRE_PG") == "1":
-            pytest.fail(f"PostgreSQL at {PG_ADMIN_URL} is required (CHATOPS_TEST_REQUIRE_PG=1) but unusable: {exc}")
-        pytest.skip(f"PostgreSQL at {PG_ADMIN_URL} is not reachable: {exc}")
-    yield sa.engine.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-
-
-def page_bodies(s: ConfluenceStandIn, since: int) -> list[str]:
-    """Ids of the single-page GETs (REST v2 ``/pages/{id}``: a page's body) since request number ``since``."""
-    with s.lock:
-        paths = [path for _, path, _ in s.requests[since:]]
-    return [p.rsplit("/", 1)[-1] for p in paths if p.startswith("/wiki/api/v2/pages/") and p.rsplit("/", 1)[-1].isdigit()]
-
-
-class Replica:
-    """One ``chatops serve`` subprocess with its own data dir, on the shared database."""
-
-    def __init__(self, name: str, root: Path, env: dict[str, str]) -> None:
-        self.name = name
-        self.data = root / name
-        self.log_path = root / f"{name}.log"
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen([*chatops_command(), "serve", "--host", "127.0.0.1", "--port", "0"],
-                                         cwd=root, env=cli_environment(self.data, **env), stdout=log,
-                                         stderr=subprocess.STDOUT)
-        self.url = ""
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def listening(self) -> bool:
-        m = re.search(r"serving on http://127\.0\.0\.1:(\d+)", self.log())
-        assert self.proc.poll() is None, f"{self.name} exited: {self.log()[-3000:]}"
-        if m:
-            self.url = f"http://127.0.0.1:{m.group(1)}"
-        return bool(m)
-
-    def index_id(self) -> str:
-        manifest = Manifest(self.data / "index" / "manifest.sqlite")
-        try:
-            value = manifest.get("index_id")
-        finally:
-            manifest.close()
-        assert value, f"{self.name}'s index has no id"
-        return value
-
-    def content_runs(self, store: StateStore) -> list:
-        """This replica's finished content syncs of ``eng``, oldest first."""
-        runs = store.last_runs("eng", limit=50, index_id=self.index_id())
-        return [r for r in reversed(runs) if r.status != "running" and r.summary.get("mode") != "permissions"]
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(30)
-
-
-def ask(replica: Replica, slack: SlackStandin, question: str) -> str:
-    """Mention the bot on ``replica`` through a signed Slack event; the reply as the user sees it (JSON)."""
-    channel = "C0REPLICA"
-    msg = slack.user_message(channel, ALICE, f"<@{BOT_USER_ID}> {question}")
-    sender = SlackSender(replica.url, SIGNING_SECRET)
-    try:
-        resp, _ = sender.event({"type": "app_mention", "user": ALICE, "text": msg["text"], "ts": msg["ts"],
-                                "channel": channel, "event_ts": msg["ts"]})
-    finally:
-        sender.close()
-    assert resp.status_code == 200
-    [post] = slack.wait_for(lambda s: s.answers(channel, msg["ts"]), timeout=30)
-    return json.dumps({"text": post.params.get("text"), "blocks": post.params.get("blocks")})
+    """A new PostgreSQL database for the test, dropped afterwards."""
+    with pg_database("chatops_replicas") as url:
+        yield url
 
 
 def test_two_replicas_with_their_own_index_on_one_database_both_follow_an_edit(tmp_path: Path, pg_url: str) -> None:
@@ -195,7 +112,7 @@ def test_two_replicas_with_their_own_index_on_one_database_both_follow_an_edit(t
         assert page_bodies(confluence, mark) == [ids["VPN Setup"]] * 2  # once per replica, nothing else
 
         for r in replicas:
-            reply = ask(r, slack, "what is the VPN gateway address?")
+            reply = ask(r, slack, "what is the VPN gateway address?", ALICE)
             assert NEW in reply and OLD not in reply, (r.name, reply)
             ready = httpx.get(r.url + "/readyz").json()
             assert ready["checks"]["index"]["ok"], ready
