@@ -199,7 +199,8 @@ def test_every_turn_logs_one_json_record_with_its_trace_id_and_never_the_questio
     handbook, _ = _two_folders(tmp_path)
     assert run_chatops(["index", f"folder:{handbook}"], data, cwd=tmp_path).returncode == 0
     question = "how do I declare an incident?"
-    proc = run_chatops(["ask", "--json", question], data, cwd=tmp_path, CHATOPS_LOG_FORMAT="json")
+    proc = run_chatops(["ask", "--json", question], data, cwd=tmp_path, CHATOPS_LOG_FORMAT="json",
+                       CHATOPS_LOG_LEVEL="INFO")  # ask logs at WARNING unless asked (tests/test_cli.py)
     assert proc.returncode == 0, proc.stderr
     trace_id = json.loads(proc.stdout)["trace"]["trace_id"]
     records = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
