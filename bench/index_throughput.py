@@ -34,7 +34,10 @@ from index.indexer import Indexer  # noqa: E402
 from bench.search_latency import MODES, STANDIN_LABEL, Indexes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-HANDBOOK = ROOT.parent / "shared" / "corpus" / "sourcegraph-handbook"
+#: the handbook next to the repository (``/work/main``) or next to its worktree's folder (``/work/wt/NAME``)
+HANDBOOK = next((p for p in (ROOT.parent / "shared" / "corpus" / "sourcegraph-handbook",
+                             ROOT.parents[1] / "shared" / "corpus" / "sourcegraph-handbook") if p.is_dir()),
+                ROOT.parent / "shared" / "corpus" / "sourcegraph-handbook")
 
 
 def peak_rss_mb() -> float:
