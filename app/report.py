@@ -17,8 +17,9 @@ and last update from its stored chunks), and gives a :class:`GapReport`:
 - totals: questions, answered, refused, the answer rate, helpful and unhelpful votes.
 
 Everything here is platform-neutral: ``chatops report`` prints it (:mod:`app.report_render`), ``/kb report``
-posts its summary. Reading needs only the manifest and the BM25 store (no Qdrant), so the report runs while
-``chatops serve`` holds the index.
+posts its summary. Reading needs only the manifest and the stored chunks (:func:`app.wiring.open_index_chunks`:
+an embedded index's Whoosh files, which readers open without a lock, or a shared index's collection on its
+Qdrant server, with nothing made on this machine), so the report runs while ``chatops serve`` holds the index.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 from state import StateStore, TurnRecord
 
 if TYPE_CHECKING:  # the index and NumPy are imported when a report is built, not when this module is
+    from index.knowledge import StoredChunks
     from index.manifest import Manifest
-    from index.stores import WhooshStore
 
     from .settings import Settings
 
@@ -277,11 +278,12 @@ def parse_since(text: str, now: datetime) -> datetime:
 
 
 # -- pages -----------------------------------------------------------------------------------------------------
-def index_pages(manifest: Manifest, store: WhooshStore) -> tuple[list[PageInfo], dict[str, str]]:
+def index_pages(manifest: Manifest, store: StoredChunks) -> tuple[list[PageInfo], dict[str, str]]:
     """Every indexed page with its title, link and last update, and the page key of every chunk id.
 
-    The manifest lists the pages and their chunk ids; each page's first stored chunk (the BM25 store keeps
-    title, URL and ``updated_at`` with every chunk) gives the rest. Reads only; safe beside a running bot.
+    The manifest lists the pages and their chunk ids; each page's first stored chunk (``store``: any of the
+    index's stores, which keep title, URL and ``updated_at`` with every chunk) gives the rest. Reads only;
+    safe beside a running bot.
 
     Returns:
         ``(pages, chunk_page)``: the pages by source then title, and ``{chunk_id: "source:doc_id"}``.
@@ -475,11 +477,11 @@ def build_report(turns: Sequence[TurnRecord], votes: Iterable[Vote], pages: Sequ
         ungrouped=len(refused) - len(grouped))
 
 
-def gap_report(store: StateStore, manifest: Manifest | None, bm25: WhooshStore | None, embed: Embed, *,
+def gap_report(store: StateStore, manifest: Manifest | None, bm25: StoredChunks | None, embed: Embed, *,
                since: datetime, until: datetime, stale_after_days: int = 365,
                min_similarity: float = GROUP_MIN_SIMILARITY) -> GapReport:
-    """Read the period's turns and feedback from ``store`` and the pages from the index (none when
-    ``manifest`` or ``bm25`` is None: nothing indexed yet), then :func:`build_report`.
+    """Read the period's turns and feedback from ``store`` and the pages from the index (its manifest and a
+    store of its chunks, ``bm25``; none when either is None: nothing indexed yet), then :func:`build_report`.
 
     Raises:
         ValueError: for naive ``since`` or ``until``, or ``since`` not before ``until``.
@@ -498,27 +500,27 @@ def gap_report(store: StateStore, manifest: Manifest | None, bm25: WhooshStore |
 
 def report_from_settings(settings: Settings, since: datetime, until: datetime,
                          embed: Embed | None = None) -> GapReport:
-    """``chatops report``'s read: the state store at ``settings.state_url``, the index under the data dir (its
-    manifest and BM25 store only, so it works while ``chatops serve`` runs; no pages when nothing was indexed
-    yet), and the configured embedding model (``embed``, when given, replaces it).
+    """``chatops report``'s read: the state store at ``settings.state_url``, the configured index (its manifest
+    and stored chunks only, :func:`app.wiring.open_index_chunks`, so it works while ``chatops serve`` runs and
+    makes no local files for a shared index; no pages when nothing was indexed yet), and the configured
+    embedding model (``embed``, when given, replaces it for the grouping).
 
     Raises:
         ValueError, StateStoreError, IndexCorruptError: as :func:`gap_report`.
+        IndexLockedError, IndexOutdatedError, IndexUnavailableError: as :func:`app.wiring.open_index_chunks`.
     """
-    from index.stores import WhooshStore
+    from .wiring import build_embedder, open_index_chunks, open_index_manifest
 
-    from .wiring import build_embedder, open_index_manifest
-
-    embedder = embed or build_embedder(settings).embed
+    embedder = build_embedder(settings)
     store = StateStore(settings.state_url)
     manifest = bm25 = None
     try:
         manifest = open_index_manifest(settings, create=False)
-        if manifest is not None:
-            bm25 = WhooshStore(settings.index_dir / "whoosh")
-        return gap_report(store, manifest, bm25, embedder, since=since, until=until,
+        if manifest is not None and manifest.counts()[0]:
+            bm25 = open_index_chunks(settings, embedder.dim)
+        return gap_report(store, manifest, bm25, embed or embedder.embed, since=since, until=until,
                           stale_after_days=settings.stale_after_days)
     finally:
-        for part in (bm25, manifest, store):
+        for part in (bm25, manifest, store, embedder.cache):
             if part is not None:
                 part.close()

@@ -10,7 +10,7 @@ from agent.gate import GateConfig
 from agent.planner import ActionConfig, RuleBasedPlanner
 from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
 from connectors.errors import EmbeddingError
-from index.knowledge import MANIFEST_FILE, KnowledgeIndex, open_manifest
+from index.knowledge import MANIFEST_FILE, KnowledgeIndex, StoredChunks, open_manifest, open_stored_chunks
 from index.manifest import Manifest
 from tools.base import ToolRegistry
 from tools.knowledge_search import KnowledgeSearch, SearchConfig
@@ -18,7 +18,8 @@ from tools.knowledge_search import KnowledgeSearch, SearchConfig
 from .access import AccessPolicy, access_policy, unreadable_citations
 from .settings import Settings
 
-__all__ = ["build_embedder", "open_index", "open_index_manifest", "build_agent", "register_action_tools", "Runtime"]
+__all__ = ["build_embedder", "open_index", "open_index_manifest", "open_index_chunks", "build_agent",
+           "register_action_tools", "Runtime"]
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,22 @@ def open_index_manifest(settings: Settings, create: bool = True) -> Manifest | N
     """
     if not (create or settings.qdrant_url or (settings.index_dir / MANIFEST_FILE).is_file()):
         return None
-    return open_manifest(settings.index_dir, settings.qdrant_url, _shared_manifest_database(settings))
+    return open_manifest(settings.index_dir, settings.qdrant_url, _shared_manifest_database(settings),
+                         settings.qdrant_collection)
+
+
+def open_index_chunks(settings: Settings, dim: int) -> StoredChunks | None:
+    """The index's stored chunks alone (titles, links, dates), for reads beside a running ``chatops serve``
+    (``chatops report``): the shared collection (``QDRANT_URL``, ``QDRANT_COLLECTION``; no local files), else the
+    keyword store's files under the data dir (``None`` when never made), as
+    :func:`index.knowledge.open_stored_chunks`. ``dim`` is the embedder's vector size.
+
+    Raises:
+        IndexCorruptError, IndexLockedError, IndexOutdatedError, IndexUnavailableError: as
+        :func:`index.knowledge.open_stored_chunks`.
+    """
+    return open_stored_chunks(settings.index_dir, dim, settings.qdrant_url, settings.qdrant_api_key,
+                              settings.qdrant_collection, settings.keyword_index)
 
 
 @dataclass(slots=True)

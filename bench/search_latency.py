@@ -1,7 +1,20 @@
 """``knowledge.search`` latency at the corpus's size and on synthetic indexes up to 100,000 chunks.
 
 Usage: python bench/search_latency.py [--index DIR] [--sizes 10000,30000,100000] [--queries N] [--dev FILE]
+       [--mode embedded|shared|file|both|all] [--budget-s SECONDS]
        [--candidates qdrant-local,numpy-gather,numpy-exact,qdrant-edge,hnswlib,faiss-hnsw] [--candidate-queries N]
+
+``--mode`` picks the index layouts (comma-separated, default ``embedded``): ``embedded`` (Whoosh and
+local-mode Qdrant under the index folder), ``shared`` (``QDRANT_URL``: one collection with a dense and a BM25
+sparse vector, :class:`~index.stores.QdrantHybridStore`, over HTTP to the Qdrant stand-in
+``tests/qdrant_standin.py`` run as its own process: the real client code path, but the stand-in executes
+requests with qdrant-client's local engine, so its figures are NOT a Qdrant server's), ``file`` (the shared
+layout in qdrant-client's local mode, ``QDRANT_URL=file:PATH``, in this process); ``both`` is
+``embedded,shared``, ``all`` the three. Every mode opens its index through
+:class:`~index.knowledge.KnowledgeIndex` and searches through ``knowledge.search``. For ``shared`` it also
+counts the HTTP requests per search in the stand-in's log (1 without pseudo-relevance feedback, 2 with).
+A mode whose searches at a size would take longer than ``--budget-s`` (estimated linearly from the
+previous size) is not measured there, and says so.
 
 Part 1 times hybrid, BM25-only and dense-only searches of real questions (the eval set's when
 ``../shared`` is present) on a real index (``--index``, e.g. ``.chatops/index``; built from the
@@ -17,6 +30,7 @@ recall@10 against the exact scan); candidates whose package is not installed are
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
@@ -38,6 +52,7 @@ from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs  # noqa:
 from tools.context import ToolContext  # noqa: E402
 from connectors.access import Access, Viewer  # noqa: E402
 from bench.vector_candidates import CANDIDATES, no_fsync, run_size  # noqa: E402
+from state import StateStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the eval set next to the repository (``/work/main``) or next to its worktree's folder (``/work/wt/NAME``)
@@ -48,6 +63,37 @@ FALLBACK_QUESTIONS = [
     "how many days of PTO do we get?", "what is the expense deadline?", "who approves long vacations?",
     "what does RFC mean?", "how do I report phishing?", "when is the all-hands?", "what laptop do I get?",
 ]
+MODES = ("embedded", "shared", "file")
+STANDIN_LABEL = "stand-in (qdrant-client local engine behind HTTP), not a Qdrant server"
+
+
+class Indexes:
+    """Opens a :class:`KnowledgeIndex` of one mode (see the module docstring) under ``tmp``.
+
+    ``shared`` indexes live in one Qdrant stand-in process (in memory), one collection each; ``shared`` and
+    ``file`` keep their manifest in one migrated SQLite state database, as ``QDRANT_URL`` deployments do.
+    """
+
+    def __init__(self, tmp: Path, embedder: CachedEmbedder, stack: contextlib.ExitStack, modes: list[str]) -> None:
+        self.tmp, self.embedder, self.standin = tmp, embedder, None
+        self.state_url = f"sqlite:///{tmp / 'state.sqlite'}"
+        StateStore(self.state_url).close()
+        if "shared" in modes:
+            from tests.qdrant_standin import QdrantStandInProcess
+
+            self.standin = stack.enter_context(QdrantStandInProcess())
+
+    def open(self, mode: str, name: str) -> KnowledgeIndex:
+        """A new index ``name`` of ``mode`` (opened as an indexing run does: ``repair=True``)."""
+        folder = self.tmp / mode / name
+        if mode == "embedded":
+            return KnowledgeIndex(folder, self.embedder)
+        url = self.standin.url if mode == "shared" else f"file:{folder / 'qdrant'}"
+        return KnowledgeIndex(folder, self.embedder, qdrant_url=url, collection=name, database_url=self.state_url,
+                              repair=True)
+
+    def label(self, mode: str) -> str:
+        return {"embedded": "embedded", "shared": "shared/stand-in", "file": "shared/local-file"}[mode]
 
 
 def questions(n: int, dev: Path = DEV) -> list[str]:
@@ -73,12 +119,41 @@ def time_searches(search: KnowledgeSearch, qs: list[str], retriever: str) -> tup
     return statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))]
 
 
-def report(label: str, search: KnowledgeSearch, qs: list[str]) -> None:
-    """Print one line per retriever."""
+def report(label: str, search: KnowledgeSearch, qs: list[str], standin=None) -> float:
+    """Print one line per retriever (with the stand-in's HTTP requests per search when ``standin`` is
+    given); returns the seconds the timed searches took."""
+    t = time.perf_counter()
     for r in ("hybrid", "bm25", "dense"):
         search._dcache.clear()  # noqa: SLF001 - time real searches, not the retry cache
+        if standin is not None:
+            standin.reset()
         p50, p95 = time_searches(search, qs, r)
-        print(f"{label:<28} {r:<7} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
+        calls = "" if standin is None else f"   {requests_per_search(standin, len(qs))}"
+        print(f"{label:<34} {r:<7} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms{calls}")
+    return time.perf_counter() - t
+
+
+def requests_per_search(standin, searches: int) -> str:
+    """The stand-in's logged requests since its last reset, per search, by endpoint."""
+    by: dict[str, int] = {}
+    for r in standin.requests:
+        what = f"{r.method} {r.path.split('/', 3)[-1] if r.path.count('/') >= 3 else r.path}"
+        by[what] = by.get(what, 0) + 1
+    total = sum(by.values())
+    parts = ", ".join(f"{k} {v / searches:.2f}" for k, v in sorted(by.items(), key=lambda kv: -kv[1]))
+    return f"HTTP requests/search {total / searches:.2f} ({parts})"
+
+
+def round_trips(search: KnowledgeSearch, standin, q: str) -> None:
+    """Print the requests one hybrid search sends, with and without pseudo-relevance feedback (a fresh
+    query each time, so no cache answers it)."""
+    for prf in (False, True):
+        search._dcache.clear()  # noqa: SLF001
+        search.embed_query(q)
+        standin.reset()
+        search.run(KnowledgeSearchArgs(query=q, k=30, retriever="hybrid", prf=prf), ToolContext(viewer=Viewer.public()))
+        paths = [f"{r.method} {r.path}" for r in standin.requests]
+        print(f"{'':<34} hybrid {'with' if prf else 'without'} PRF: {len(paths)} HTTP request(s): {', '.join(paths)}")
 
 
 def bm25_side_by_side(label: str, index: KnowledgeIndex, qs: list[str]) -> None:
@@ -109,13 +184,16 @@ def bm25_side_by_side(label: str, index: KnowledgeIndex, qs: list[str]) -> None:
     def p(xs: list[float]) -> str:
         xs = sorted(xs)
         return f"{statistics.median(xs):.1f} / {xs[min(len(xs) - 1, int(0.95 * len(xs)))]:.1f} ms"
-    print(f"{label:<28} bm25 top-50 p50 / p95: arrays {p(ours)}, Whoosh's matchers {p(theirs)}; "
+    print(f"{label:<34} bm25 top-50 p50 / p95: arrays {p(ours)}, Whoosh's matchers {p(theirs)}; "
           f"{same}/{len(qs)} rankings identical")
 
 
-def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Random) -> None:
-    """Fill ``index`` with ``n`` synthetic chunks (Zipf-like words, random unit vectors)."""
-    no_fsync(index.qdrant.client, index.qdrant.collection)
+def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Random) -> float:
+    """Fill ``index`` with ``n`` synthetic chunks (Zipf-like words, random unit vectors) through its stores'
+    writes, 2,000 chunks a write; returns the seconds spent in the writes (text and vectors are made outside)."""
+    if index.qdrant._is_local:  # noqa: SLF001 - bench set-up: local mode's SQLite file
+        no_fsync(index.qdrant.client, index.qdrant.collection)
+    writing = 0.0
     weights = [1 / (i + 1) for i in range(len(vocab))]
     batch_chunks: list[Chunk] = []
     vecs = []
@@ -131,16 +209,31 @@ def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Rando
         vecs.append(v / np.linalg.norm(v))
         if len(batch_chunks) == 2000 or i == n - 1:
             keys = sorted({c.key for c in batch_chunks})
+            stacked = np.stack(vecs)
+            t = time.perf_counter()
             index.whoosh.replace(keys, batch_chunks)
-            index.qdrant.replace([], batch_chunks, np.stack(vecs))
+            index.qdrant.replace([], batch_chunks, stacked)
+            writing += time.perf_counter() - t
             batch_chunks, vecs = [], []
+    t = time.perf_counter()
     index.whoosh.optimize()
+    return writing + time.perf_counter() - t
 
 
-def after_write(index: KnowledgeIndex, n: int, question: str) -> None:
+def corpus_vocabulary(index: KnowledgeIndex, size: int = 20000) -> list[str]:
+    """The ``size`` most frequent index terms of the chunks' text (by document frequency), read through the
+    index's stores and analyzer (so every mode gets the same words)."""
+    df: dict[str, int] = {}
+    for chunk in index.qdrant.chunks(index.qdrant.chunk_ids()).values():
+        for term in set(index.whoosh.analyze(chunk.text)):
+            df[term] = df.get(term, 0) + 1
+    return [t for t, _ in sorted(df.items(), key=lambda x: (-x[1], x[0]))][:size]
+
+
+def after_write(label: str, index: KnowledgeIndex, question: str) -> None:
     """Time what a sync's write costs the next search: re-write one 12-chunk page, then one hybrid
     search (the dense mirror is updated in place), against rebuilding the mirror from the collection
-    (what every write cost before: a scroll of every point with its vector)."""
+    (what every write cost before: a scroll of every point with its vector; local mode only)."""
     search = KnowledgeSearch(index)
     doc = "synthetic/0.md"
     chunks = [Chunk(content_hash(doc, "rewrite", str(i))[:32], "synthetic", doc, "Page 0", ("Section", "x"), "",
@@ -153,20 +246,27 @@ def after_write(index: KnowledgeIndex, n: int, question: str) -> None:
     t = time.perf_counter()
     search.run(KnowledgeSearchArgs(query=question, k=30), ToolContext(viewer=Viewer.public()))
     first = (time.perf_counter() - t) * 1000
+    if not index.qdrant._is_local:  # noqa: SLF001 - a server keeps no mirror
+        print(f"{label:<34} after a write: one 12-chunk page written in {write:.0f} ms, next hybrid search {first:.0f} ms")
+        return
     t = time.perf_counter()
     index.qdrant._mirror = None  # noqa: SLF001 - time a rebuild from the collection
     index.qdrant.warm()
     rebuild = (time.perf_counter() - t) * 1000
-    print(f"synthetic {n:,} after a write   one 12-chunk page written in {write:.0f} ms, next hybrid search "
+    print(f"{label:<34} after a write: one 12-chunk page written in {write:.0f} ms, next hybrid search "
           f"{first:.0f} ms (mirror kept in step; a rebuild from the collection takes {rebuild:.0f} ms)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--index", help="an existing index folder (default: build one from examples/wiki)")
+    ap.add_argument("--index", help="an existing embedded index folder (default: build one from examples/wiki)")
     ap.add_argument("--sizes", default="10000,30000,100000")
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--dev", type=Path, default=DEV, help="eval questions (JSON lines with 'question')")
+    ap.add_argument("--mode", default="embedded",
+                    help="embedded, shared, file (comma-separated), both (embedded,shared) or all")
+    ap.add_argument("--budget-s", type=float, default=300.0,
+                    help="skip a mode at a size when its searches would take longer (estimated from the previous size)")
     ap.add_argument("--candidates", default=",".join(CANDIDATES),
                     help="dense-index candidates to compare at each size (bench/vector_candidates.py); '' for none")
     ap.add_argument("--candidate-queries", type=int, default=100)
@@ -174,33 +274,59 @@ def main() -> None:
     names = [x for x in args.candidates.split(",") if x]
     if set(names) - set(CANDIDATES):
         ap.error(f"unknown candidates {sorted(set(names) - set(CANDIDATES))}; choose from {', '.join(CANDIDATES)}")
+    modes = {"both": ["embedded", "shared"], "all": list(MODES)}.get(args.mode, args.mode.split(","))
+    if set(modes) - set(MODES):
+        ap.error(f"unknown modes {sorted(set(modes) - set(MODES))}; choose from {', '.join(MODES)}, both, all")
     qs = questions(args.queries, args.dev)
     print(f"{len(qs)} questions from {args.dev if args.dev.is_file() else 'the built-in list'}")
-    with tempfile.TemporaryDirectory() as tmp:
+    if "shared" in modes:
+        print(f"shared/stand-in figures: {STANDIN_LABEL}")
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         embedder = CachedEmbedder(OnnxMiniLMEmbedder(), EmbeddingCache(Path(tmp) / "emb.sqlite"))
-        if args.index:
-            index = KnowledgeIndex(args.index, embedder)
-        else:
-            index = KnowledgeIndex(Path(tmp) / "real", embedder)
-            Indexer(index).run(FolderSource(ROOT / "examples" / "wiki"))
-        stats = index.stats()
-        report(f"real ({stats['chunks']} chunks)", KnowledgeSearch(index), qs)
-        searcher = index.whoosh._get_searcher()  # noqa: SLF001
-        vocab = [t for t, _ in sorted(((t.decode() if isinstance(t, bytes) else t, searcher.doc_frequency("content", t))
-                                       for t in searcher.lexicon("content")), key=lambda x: -x[1])][:20000]
-        index.close()
-        rng = random.Random(7)
+        indexes = Indexes(Path(tmp), embedder, stack, modes)
+        vocab: list[str] = []
+        for mode in modes:
+            if args.index and mode == "embedded":
+                index = KnowledgeIndex(args.index, embedder)
+            else:
+                index = indexes.open(mode, "real")
+                Indexer(index).run(FolderSource(ROOT / "examples" / "wiki"))
+            standin = indexes.standin if mode == "shared" else None
+            search = KnowledgeSearch(index)
+            report(f"{indexes.label(mode)} real ({index.stats()['chunks']} chunks)", search, qs, standin)
+            if standin is not None:
+                round_trips(search, standin, qs[0])
+            vocab = vocab or corpus_vocabulary(index)
+            index.close()
+        spent: dict[str, tuple[int, float]] = {}  # mode -> (size, seconds of its searches there)
         for n in (int(x) for x in args.sizes.split(",") if x):
-            t = time.perf_counter()
-            syn = KnowledgeIndex(Path(tmp) / f"syn{n}", embedder)
-            synthetic(syn, n, vocab, rng)
-            syn.warm()  # as a sync run does after writing: the dense mirror is built off the users' path
-            build = time.perf_counter() - t
-            report(f"synthetic {n:,} (built {build:.0f} s)", KnowledgeSearch(syn), qs)
-            bm25_side_by_side(f"synthetic {n:,}", syn, qs)
-            after_write(syn, n, qs[0])
-            syn.close()
-            if names:
+            for mode in modes:
+                label = f"{indexes.label(mode)} {n:,}"
+                if mode in spent and spent[mode][1] * n / spent[mode][0] > args.budget_s:
+                    size, seconds = spent[mode]
+                    print(f"{label:<34} not measured (its searches would take ~{seconds * n / size:.0f} s, estimated "
+                          f"from {seconds:.0f} s at {size:,} chunks, over the --budget-s {args.budget_s:.0f} s budget)")
+                    continue
+                rng = random.Random(7)  # every mode gets the same chunks
+                t = time.perf_counter()
+                syn = indexes.open(mode, f"syn{n}")
+                writing = synthetic(syn, n, vocab, rng)
+                syn.warm()  # as a sync run does after writing: the dense mirror is built off the users' path
+                build = time.perf_counter() - t
+                print(f"{label:<34} written in {writing:.1f} s ({n / writing:,.0f} chunks/s through the stores' "
+                      f"writes), built and warmed in {build:.0f} s")
+                standin = indexes.standin if mode == "shared" else None
+                search = KnowledgeSearch(syn)
+                spent[mode] = (n, report(label, search, qs, standin))
+                if standin is not None:
+                    round_trips(search, standin, qs[1 % len(qs)])
+                if mode == "embedded":
+                    bm25_side_by_side(label, syn, qs)
+                after_write(label, syn, qs[0])
+                if mode == "shared":  # free the stand-in's memory for the next size
+                    syn.qdrant.client.delete_collection(syn.qdrant.collection)
+                syn.close()
+            if names and "embedded" in modes:
                 run_size(n, names, args.candidate_queries, local_max=30000)
 
 

@@ -56,11 +56,13 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from connectors.access import Access
 from connectors.errors import IndexCorruptError, IndexOutdatedError
+from connectors.models import Chunk
 
 from .embeddings import Embedder
 from .faults import quarantine, reason
@@ -68,7 +70,8 @@ from .identity import ensure_index_id, index_id_of, shared_index_id
 from .manifest import Manifest
 from .stores import HybridKeywordView, QdrantHybridStore, QdrantSparseStore, QdrantStore, WhooshStore
 
-__all__ = ["KnowledgeIndex", "ConsistencyReport", "SCHEMA_VERSION", "ACCESS_SCHEMA", "MANIFEST_FILE", "open_manifest"]
+__all__ = ["KnowledgeIndex", "ConsistencyReport", "StoredChunks", "SCHEMA_VERSION", "ACCESS_SCHEMA", "MANIFEST_FILE",
+           "open_manifest", "open_stored_chunks"]
 
 #: Bumped whenever what the stores keep changes shape or the chunker cuts pages differently;
 #: an index of another version is cleared and rebuilt (embeddings come from the cache).
@@ -110,6 +113,51 @@ def open_manifest(path: str | os.PathLike[str], qdrant_url: str | None = None, d
             manifest.close()
             raise
     return manifest
+
+
+class StoredChunks(Protocol):
+    """Read access to an index's stored chunks (what :func:`open_stored_chunks` returns)."""
+
+    def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
+        """The stored chunks among ``chunk_ids`` (unknown ids are absent)."""
+        ...
+
+    def close(self) -> None:
+        """Release files and clients."""
+        ...
+
+
+def open_stored_chunks(path: str | os.PathLike[str], dim: int, qdrant_url: str | None = None,
+                       qdrant_api_key: str | None = None, collection: str = "chunks",
+                       keyword_index: Literal["auto", "whoosh", "qdrant"] = "auto") -> StoredChunks | None:
+    """The stored chunks (title, URL, ``updated_at``, text, ...) of the index :class:`KnowledgeIndex` would open
+    with these arguments, without opening the rest, for reads beside a process that holds the index
+    (``chatops report`` while ``chatops serve`` runs).
+
+    - shared (``qdrant_url``): the collection on the server (:class:`~index.stores.QdrantHybridStore`, opened
+      as a reader: nothing is made under ``path``, and a server admits any number of clients; a ``file:`` URL
+      is local mode, one process at a time);
+    - embedded, keyword store Whoosh: its files under ``path/whoosh`` (Whoosh readers take no lock);
+    - embedded, ``keyword_index="qdrant"``: the local sparse collection under ``path/qdrant-bm25`` (local mode:
+      :class:`IndexLockedError` while another process has it open).
+
+    Args:
+        dim: the embedder's vector size (a shared collection of another size is refused, as by the index).
+
+    Returns:
+        The store (close it), or ``None`` for an embedded index whose keyword store was never made (nothing is
+        created then).
+
+    Raises:
+        IndexCorruptError, IndexLockedError, IndexOutdatedError, IndexUnavailableError: as :class:`KnowledgeIndex`.
+    """
+    if qdrant_url:
+        return QdrantHybridStore(dim, url=qdrant_url, api_key=qdrant_api_key, collection=collection)
+    path = Path(path)
+    if keyword_index == "qdrant":
+        folder = path / "qdrant-bm25"
+        return QdrantSparseStore(path=folder, collection=f"{collection}-bm25") if folder.is_dir() else None
+    return WhooshStore(path / "whoosh") if (path / "whoosh").is_dir() else None
 
 
 def _adopt_file(manifest: Manifest, local: Path, scope: str) -> None:

@@ -354,3 +354,62 @@ def test_kb_report_with_an_impossible_date_says_which_periods_work(slack) -> Non
     resp = h.sender.command("report 2026-13-45", ADMIN, "CREPORT01", h.standin.response_url("bad"))
     assert resp.status_code == 200 and "is not a period like 7d" in resp.json()["text"]
     assert store.audit_entries(action="admin.report")[0].outcome == "invalid"
+
+
+# -- the index's modes -------------------------------------------------------------------------------------------
+def test_chatops_report_reads_titles_and_links_from_a_shared_index_and_makes_no_local_files(
+        stale_wiki: Path, tmp_path: Path, embedder, embedding_cache_dir, qdrant_server, monkeypatch, capsys) -> None:
+    """``QDRANT_URL``: the pages' titles, links and dates come from the shared collection (a non-default
+    ``QDRANT_COLLECTION``, whose manifest is scoped by it), and the reader's data dir gets no index folder."""
+    state_url = sqlite_url(tmp_path / "state.sqlite")
+    StateStore(state_url).close()  # migrated, as the worker's start does
+    worker = KnowledgeIndex(tmp_path / "worker", embedder, qdrant_url=qdrant_server.url, collection="gaps",
+                            database_url=state_url, repair=True)
+    try:  # the worker keeps the index open while the report runs, as a deployment does
+        Indexer(worker).run(FolderSource(stale_wiki))
+        store = StateStore(state_url)
+        seed(store, worker)
+        store.close()
+        data = tmp_path / "reader"
+        for key, value in {"CHATOPS_DATA_DIR": str(data), "QDRANT_URL": qdrant_server.url, "QDRANT_COLLECTION": "gaps",
+                           "DATABASE_URL": state_url, "EMBEDDING_MODEL": "local",
+                           "CHATOPS_CACHE_DIR": str(embedding_cache_dir)}.items():
+            monkeypatch.setenv(key, value)
+        assert main(["report", "--json"]) == 0
+        wiki = json.loads(capsys.readouterr().out)["sources"][0]
+        assert wiki["source"] == "wiki" and wiki["pages"] == 13
+        assert wiki["stale"][0]["page"]["title"] == "Time off and holidays"
+        never = wiki["never_cited"]
+        assert len(never) == 11 and all(p["title"] != p["doc_id"] and p["url"] for p in never)
+        assert not (data / "index").exists()
+    finally:
+        worker.close()
+
+
+@pytest.mark.parametrize("keyword_index", ["whoosh", "qdrant"])
+def test_the_report_reads_the_embedded_keyword_store_it_is_configured_with(
+        stale_wiki: Path, tmp_path: Path, embedder, keyword_index: str) -> None:
+    """Embedded: titles come from the configured keyword store (Whoosh, read beside the open index; or, with
+    ``KEYWORD_INDEX=qdrant``, the local sparse collection), and no other store's folder is made."""
+    from app.wiring import open_index_chunks, open_index_manifest
+
+    settings = Settings(chatops_data_dir=tmp_path / "data", keyword_index=keyword_index, embedding_model="local",
+                        database_url=None, qdrant_url=None)
+    assert open_index_chunks(settings, embedder.dim) is None  # nothing indexed: nothing opened, nothing made
+    index = KnowledgeIndex(settings.index_dir, embedder, keyword_index=keyword_index)
+    try:
+        Indexer(index).run(FolderSource(stale_wiki))
+    finally:
+        if keyword_index == "qdrant":
+            index.close()  # local mode admits one process (client) at a time; Whoosh readers need no lock
+    manifest, chunks = open_index_manifest(settings, create=False), open_index_chunks(settings, embedder.dim)
+    try:
+        pages, _ = index_pages(manifest, chunks)
+        assert len(pages) == 13 and all(p.title != p.doc_id and p.url for p in pages)
+        assert {p.name for p in settings.index_dir.iterdir()} >= {"whoosh" if keyword_index == "whoosh" else "qdrant-bm25"}
+        assert not (settings.index_dir / ("qdrant-bm25" if keyword_index == "whoosh" else "whoosh")).exists()
+    finally:
+        chunks.close()
+        manifest.close()
+        if keyword_index == "whoosh":
+            index.close()
