@@ -15,18 +15,21 @@ schedules them). :meth:`Outbox.deliver_due` (run every 30 s by ``chatops serve``
 time and finished once. The transport's side is *at least once*: if the process dies (or stalls past
 the lease) after the platform accepted the message but before ``finish`` was recorded, the lease
 expires and another run sends it again. The window is the few milliseconds between the platform's
-answer and one ``UPDATE``; Slack's ``chat.postMessage`` has no idempotency key that would close it.
+answer and one ``UPDATE``; neither Slack's ``chat.postMessage`` nor the Bot Connector has an idempotency
+key that would close it.
 A crash never loses a message, and only a crash or such a stall can send one twice.
 
 **Platforms without a sender** (no sender in ``senders``): their messages are not claimed; they stay
 ``pending`` until a process that has the sender delivers them, and a warning is logged once per
 platform and :class:`Outbox`. This covers a ``serve`` that runs only Slack and a reminder made in
-Teams, and the terminal platforms :data:`TERMINAL_PLATFORMS` (``cli``, ``console``): no long-running
-process can reach a shell, so ``chatops serve`` never delivers those; the CLI shows them when asked.
-Teams has no sender yet: a proactive Teams message needs the conversation reference of the user's
-personal chat, which the Teams adapter does not store (see ``bot/slack/outbox.py`` for Slack's).
+Teams (or the reverse), and the terminal platforms :data:`TERMINAL_PLATFORMS` (``cli``, ``console``):
+no long-running process can reach a shell, so ``chatops serve`` never delivers those; the CLI shows
+them when asked. (``chatops worker`` serves no platform and runs no outbox at all.)
 
-The module is platform-neutral: senders are passed in (Slack's is :class:`bot.slack.outbox.SlackDmSender`).
+The module is platform-neutral: senders are passed in. Slack's is :class:`bot.slack.outbox.SlackDmSender`
+(a DM); Teams' is :class:`bot.teams.outbox.TeamsSender`, a proactive message into the user's personal
+chat through the conversation reference the Teams bot stores when the user messages it there; a Teams
+user who never did has no such chat, and their message fails at once saying so.
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ class Outbox:
 
     Args:
         store: the state store holding the messages.
-        senders: a sender per platform name (``{"slack": SlackDmSender(client)}``).
+        senders: a sender per platform name (``{"slack": SlackDmSender(client), "teams": TeamsSender(...)}``).
         owner: this deliverer's id (default :func:`default_owner`).
         limit: messages claimed per run at most.
         lease: how long a claim holds before another deliverer may take the message over.

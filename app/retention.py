@@ -173,8 +173,8 @@ def cli_forget(settings, user_id: str, yes: bool = False, as_json: bool = False)
               file=sys.stderr)
         return 2
     if not yes:
-        print(f"chatops: this deletes {uid}'s messages in stored conversations, turn log, feedback, pending actions "
-              "and scheduled messages, and replaces the id in the audit log by a pseudonym; run again with --yes "
+        print(f"chatops: this deletes {uid}'s messages in stored conversations, turn log, feedback, pending actions, "
+              "scheduled messages and the Teams conversation reference, and replaces the id in the audit log by a pseudonym; run again with --yes "
               "to do it", file=sys.stderr)
         return 2
     store = StateStore(settings.state_url)

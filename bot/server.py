@@ -365,17 +365,20 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         # Side-effect actions (calendar events, reminders): previews stored in the state store, Confirm / Cancel executed once.
         bot.use_pending_actions(*slack_handlers(action_service, default_timezone=settings.default_timezone))
         adapters.append(SlackSocketModeAdapter(bot) if socket_mode else SlackHttpAdapter(bot))
-    # The outbox (scheduled messages, e.g. reminders): delivered by the scheduler through these senders;
-    # Teams has none yet (no stored conversation references), see app/outbox.py.
+    # The outbox (scheduled messages, e.g. reminders): delivered by the scheduler through these senders,
+    # one per platform served: Slack's as DMs, Teams' into the user's personal chat (app/outbox.py).
     senders: dict[str, Any] = {}
     if config is not None:
         senders["slack"] = SlackDmSender(bot.client)
-    outbox = Outbox(store, senders)
     if teams_wanted:
         from .teams.adapter import build_teams_adapter
+        from .teams.outbox import TeamsSender
 
-        adapters.append(build_teams_adapter(settings, runtime.agent, store, actions=action_service, jobs=jobs,
-                                            job_executor=executor, access=runtime.access))
+        teams = build_teams_adapter(settings, runtime.agent, store, actions=action_service, jobs=jobs,
+                                    job_executor=executor, access=runtime.access)
+        adapters.append(teams)
+        senders["teams"] = TeamsSender(teams.adapter, store, settings.microsoft_app_id)
+    outbox = Outbox(store, senders)
 
     async def state_ready() -> tuple[bool, str]:
         ok = await asyncio.to_thread(store.ping)

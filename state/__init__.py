@@ -15,6 +15,8 @@ here through :class:`state.store.StateStore`:
 - the members of each source's groups (``set_group_members``, ``groups_of``: who belongs to the groups
   that pages' read access names, issue 11),
 - conversation history for platforms that do not keep threads (Teams), each message with its author,
+- conversation references (``remember_conversation_reference``: where a platform reaches a user
+  unprompted, Teams' personal chats; read by the outbox's Teams sender),
 - scheduled messages (the outbox: a message to a user at a time, claimed and delivered once by
   :mod:`app.outbox`),
 - re-index requests a web replica leaves for the worker of its index (``enqueue_index_job``,

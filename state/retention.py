@@ -29,7 +29,8 @@ class Cutoffs:
     """Rows older than these (aware) times are purged.
 
     Attributes:
-        conversations: conversation histories (by their last message) and ``turn_log`` rows.
+        conversations: conversation histories (by their last message), ``turn_log`` rows and conversation
+            references (by when the user was last seen; kept while a message to that user waits to be sent).
         audit: the audit log; runs (except each index's latest run of each source); settled pending actions,
             scheduled messages (by their last change) and finished re-index jobs (``index_jobs``).
         feedback: feedback on answers, and which turn each bot message answered (``sent_replies``: what
@@ -46,7 +47,8 @@ def purge(store: StateStore, cutoffs: Cutoffs) -> dict[str, int]:
 
     Returns:
         Rows deleted per table: ``conversations``, ``turn_log``, ``feedback``, ``sent_replies``, ``audit_log``,
-        ``sync_runs``, ``pending_actions``, ``scheduled_messages``, ``index_jobs`` (every key, 0 when none).
+        ``sync_runs``, ``pending_actions``, ``scheduled_messages``, ``index_jobs``, ``conversation_references``
+        (every key, 0 when none).
 
     Raises:
         ValueError: for a naive cutoff.
@@ -61,6 +63,11 @@ def purge(store: StateStore, cutoffs: Cutoffs) -> dict[str, int]:
     latest = sa.select(sa.func.max(runs.c.id)).group_by(runs.c.index_id, runs.c.source).scalar_subquery()
     pa = s.pending
     sm = s.scheduled
+    cr = s.conversation_refs
+    # A reference stays while a message to its user is still to be sent (a reminder may be booked for
+    # later than the conversations' retention); the first purge after the message is sent or fails deletes it.
+    waiting = sa.select(sm.c.user_id).where(sm.c.platform == cr.c.platform, sm.c.user_id == cr.c.user_id,
+                                            sm.c.status.in_(("pending", "sending")))
     statements = {
         "conversations": s.conversations.delete().where(s.conversations.c.updated_at < conv),
         "turn_log": s.turn_log.delete().where(s.turn_log.c.created_at < conv),
@@ -75,6 +82,7 @@ def purge(store: StateStore, cutoffs: Cutoffs) -> dict[str, int]:
         "scheduled_messages": sm.delete().where(sm.c.status.in_(SETTLED_MESSAGES), sm.c.updated_at < audit),
         "index_jobs": s.index_jobs.delete().where(s.index_jobs.c.status.in_(("done", "failed")),
                                                   s.index_jobs.c.finished_at < audit),
+        "conversation_references": cr.delete().where(cr.c.updated_at < conv, ~sa.exists(waiting)),
     }
     with s.engine.begin() as conn:
         return {name: int(conn.execute(stmt).rowcount or 0) for name, stmt in statements.items()}
@@ -106,7 +114,8 @@ def forget_user(store: StateStore, user_id: str, pseudonym: str | None = None) -
 
     Deleted: their messages inside conversation histories (other authors' messages stay; a history left
     empty is deleted), their ``turn_log`` rows, their feedback, their pending actions (``requester``)
-    and scheduled messages (``user_id``). The audit log keeps what was done, with ``user_id`` replaced by
+    and scheduled messages (``user_id``), and the conversation references that let the bot message them
+    (``conversation_references``). The audit log keeps what was done, with ``user_id`` replaced by
     ``pseudonym`` wherever it appears (actor, target, detail); so do the re-index jobs they asked for
     (``index_jobs.requested_by``).
 
@@ -140,6 +149,8 @@ def forget_user(store: StateStore, user_id: str, pseudonym: str | None = None) -
         deleted["feedback"] = conn.execute(s.feedback.delete().where(s.feedback.c.user_id == uid)).rowcount
         deleted["pending_actions"] = conn.execute(s.pending.delete().where(s.pending.c.requester == uid)).rowcount
         deleted["scheduled_messages"] = conn.execute(s.scheduled.delete().where(s.scheduled.c.user_id == uid)).rowcount
+        deleted["conversation_references"] = conn.execute(
+            s.conversation_refs.delete().where(s.conversation_refs.c.user_id == uid)).rowcount
         j = s.index_jobs  # who asked for a re-index (``platform:user``): the job stays, the person does not
         conn.execute(j.update().where(j.c.requested_by.like(f"%:{_like_escape(uid)}", escape="\\"))
                      .values(requested_by=sa.func.replace(j.c.requested_by, uid, alias)))

@@ -420,6 +420,16 @@ class StateStore:
             sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
             sa.Index("ix_index_jobs_index_status", "index_id", "status"),
         )
+        # Where a proactive message to a user goes (revision 0007): Teams' personal-chat conversation
+        # references, as JSON, per platform and user id; written when the user messages the bot.
+        self.conversation_refs = sa.Table(
+            "conversation_references", md,
+            sa.Column("platform", sa.String(20), nullable=False),
+            sa.Column("user_id", sa.String(200), nullable=False),
+            sa.Column("reference", sa.Text, nullable=False),
+            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, index=True),
+            sa.PrimaryKeyConstraint("platform", "user_id", name="pk_conversation_references"),
+        )
         # Manifests of shared indexes (revision 0006): declared here so the schema is checked against
         # them; read and written by index.manifest.Manifest(database_url=..., scope=...).
         index_manifest_tables(md)
@@ -862,6 +872,56 @@ class StateStore:
             conn.execute(t.delete().where(t.c.key == key))
             conn.execute(t.insert().values(key=key, history=raw, updated_at=_now()))
         return [m.text for m in hist]
+
+    # -- conversation references (proactive messages) ---------------------------------------------
+    def remember_conversation_reference(self, platform: str, user_id: str, reference: dict[str, Any], *,
+                                        refresh: timedelta = timedelta(days=1)) -> bool:
+        """Keep ``reference`` (a JSON-serialisable dict) as where ``platform`` reaches ``user_id`` unprompted.
+
+        Written when there is none, when it differs from the stored one, or when the stored one is older
+        than ``refresh`` (``updated_at`` is when the user was last seen, which retention reads, without a
+        write per message). Two writers at once: the last one wins.
+
+        Returns:
+            True when a row was written.
+
+        Raises:
+            ValueError: when ``platform`` (1-20 characters) or ``user_id`` (1-200) is empty or too long.
+        """
+        if not platform or len(platform) > 20 or not user_id or len(user_id) > 200:
+            raise ValueError("a conversation reference needs a platform (1-20 characters) and a user id (1-200)")
+        raw = json.dumps(reference, sort_keys=True, separators=(",", ":"))
+        t = self.conversation_refs
+        where = sa.and_(t.c.platform == platform, t.c.user_id == user_id)
+        now = _now()
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(t.c.reference, t.c.updated_at).where(where)).first()
+            if row is not None and row.reference == raw and now - _aware(row.updated_at) < refresh:
+                return False
+            if row is not None:
+                conn.execute(t.update().where(where).values(reference=raw, updated_at=now))
+                return True
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(t.insert().values(platform=platform, user_id=user_id, reference=raw, updated_at=now))
+        except IntegrityError:  # another writer inserted it meanwhile
+            with self.engine.begin() as conn:
+                conn.execute(t.update().where(where).values(reference=raw, updated_at=now))
+        return True
+
+    def conversation_reference(self, platform: str, user_id: str) -> dict[str, Any] | None:
+        """The reference kept for ``user_id`` on ``platform`` (:meth:`remember_conversation_reference`), or None
+        (none kept, or not a JSON object)."""
+        t = self.conversation_refs
+        with self.engine.connect() as conn:
+            raw = conn.execute(sa.select(t.c.reference).where(t.c.platform == platform,
+                                                              t.c.user_id == user_id)).scalar()
+        try:
+            ref = json.loads(raw) if raw else None
+        except ValueError:
+            log.warning("the stored %s conversation reference of a user is not JSON; ignoring it", platform)
+            return None
+        return ref if isinstance(ref, dict) else None
 
     # -- scheduled messages (the outbox) ---------------------------------------------------------
     def schedule_message(self, key: str, *, platform: str, user_id: str, channel_id: str, at: datetime,

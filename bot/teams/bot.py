@@ -38,6 +38,9 @@
   and the sources, only the AAD object ids in ``TEAMS_ADMIN_IDS`` may re-index or read the knowledge-gap
   report (it quotes people's questions); every use and refusal is audited (``admin.status``,
   ``admin.sources``, ``admin.reindex``, ``admin.report``).
+- A message in a personal chat keeps that chat's conversation reference in the state store (ids and the
+  service URL only, :func:`bot.teams.outbox.personal_reference`), where :class:`bot.teams.outbox.TeamsSender`
+  delivers the user's reminders.
 - Redelivered activities (same activity id) are answered once. Unknown activity types are logged
   and ignored. Sending a reply is retried on 429, 412 and 5xx with exponential backoff and jitter
   (honouring ``Retry-After``), as Microsoft's guidance for the Bot Connector asks, then logged.
@@ -74,6 +77,7 @@ from telemetry.metrics import count_api_error, count_rate_limited
 from . import cards
 from .entities import SchemaEntity
 from .members import MemberDirectory, home_tenant
+from .outbox import PLATFORM, personal_reference
 from .streaming import TeamsStream
 
 __all__ = ["TeamsBot", "send_with_retry"]
@@ -209,6 +213,7 @@ class TeamsBot(ActivityHandler):
     async def on_message_activity(self, turn_context: TurnContext) -> None:
         """A question, an admin command or a card submit."""
         activity = turn_context.activity
+        await self._remember_personal_chat(activity)
         if isinstance(activity.value, dict) and not (activity.text or "").strip():
             card = await self._submit(turn_context, activity.value)
             if card is not None and activity.reply_to_id:
@@ -462,6 +467,17 @@ class TeamsBot(ActivityHandler):
         await say(result.text, "reindex summary")
 
     # -- helpers ---------------------------------------------------------------------------------
+    async def _remember_personal_chat(self, activity: Activity) -> None:
+        """Keep the reference of the sender's personal chat, where reminders are delivered
+        (:mod:`bot.teams.outbox`); a state store failure is logged, the message still answered."""
+        found = personal_reference(activity)
+        if found is None:
+            return
+        try:
+            await asyncio.to_thread(self.store.remember_conversation_reference, PLATFORM, *found)
+        except Exception:  # noqa: BLE001 - the answer matters more than a later reminder
+            log.warning("Teams: could not store the personal chat's conversation reference", exc_info=True)
+
     @staticmethod
     def _user(activity: Activity) -> str:
         f = activity.from_property
