@@ -103,7 +103,8 @@ def test_the_purge_deletes_what_is_older_keeps_what_is_newer_and_records_the_cou
     assert proc.returncode == 0, proc.stderr
     counts = json.loads(proc.stdout)["purged"]
     assert counts == {"conversations": 1, "turn_log": 1, "feedback": 1, "sent_replies": 1, "audit_log": 1, "sync_runs": 3,
-                      "pending_actions": 2, "scheduled_messages": 2, "index_jobs": 2, "calendar_events": 1}
+                      "pending_actions": 2, "scheduled_messages": 2, "index_jobs": 2, "conversation_references": 0,
+                      "calendar_events": 1}
 
     store = StateStore(url)
     try:
@@ -193,7 +194,7 @@ def test_forget_deletes_one_persons_records_and_leaves_a_pseudonym_in_the_audit(
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["deleted"] == {"conversation_messages": 3, "turn_log": 2, "feedback": 2, "pending_actions": 1,
-                              "scheduled_messages": 1}
+                              "scheduled_messages": 1, "conversation_references": 0}
     assert out["audit_pseudonymised"] == 2 and out["pseudonym"].startswith("forgotten-")
 
     s = StateStore(url)

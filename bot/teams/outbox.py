@@ -8,7 +8,8 @@ stores it per user (:meth:`state.StateStore.remember_conversation_reference`, ke
 are addressed to: the AAD object id, else the channel account id).
 
 :class:`TeamsSender` sends a message with the Bot Framework adapter's ``continue_conversation`` (the same
-path as slow answers), as a plain text message; the adapter's middleware puts the AI-generated label on
+path as slow answers), as a new plain text message in the chat (``POST
+/v3/conversations/{id}/activities``, not a reply to anything); the adapter's middleware puts the AI-generated label on
 it as on every message. The conversation the message was scheduled from is not used (a reminder is
 personal, and a channel is not a place for it).
 
@@ -110,6 +111,7 @@ class TeamsSender:
         async def deliver(ctx: TurnContext) -> None:
             # Caught here: an exception leaving the turn would reach the adapter's on_turn_error, which
             # tells the user "something went wrong", a message of its own.
+            ctx.activity.id = None  # a new message in the chat, not a reply to the continuation activity
             try:
                 await ctx.send_activity(Activity(type=ActivityTypes.message, text=text))
             except Exception as exc:  # noqa: BLE001 - the connector raises several unrelated types
