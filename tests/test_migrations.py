@@ -17,6 +17,8 @@ failed instead with ``CHATOPS_TEST_REQUIRE_PG=1``).
 - ``chatops db current`` / ``db upgrade`` on an unversioned SQLite file.
 - Revision 0006 adds the tables of shared indexes' manifests (compared with the code's like every table),
   and its downgrade drops them and nothing else.
+- Revision 0007 adds ``conversation_references`` (Teams' personal chats, for reminders), and its downgrade
+  drops it and nothing else.
 """
 
 from __future__ import annotations
@@ -397,3 +399,22 @@ def test_revision_0006_adds_the_manifest_tables_of_shared_indexes_and_its_downgr
         assert m.counts() == (0, 0) and m.version == 0
     finally:
         m.close()
+
+
+def test_revision_0007_adds_conversation_references_and_its_downgrade_drops_only_it(url: str) -> None:
+    _upgrade_to(url, "0006")
+    assert "conversation_references" not in sa.inspect(_engine(url)).get_table_names()
+    store = StateStore(url)  # start-up upgrades to the head
+    try:
+        assert _revision(url) == [head()] and _schema_diff(store) == []  # the table is the code's
+        ref = {"serviceUrl": "https://smba.example/", "conversation": {"id": "a:1"}}
+        assert store.remember_conversation_reference("teams", "aad-1", ref)
+        assert store.conversation_reference("teams", "aad-1") == ref
+        store.enqueue_index_job("index-a", "wiki")
+    finally:
+        store.close()
+    _downgrade_to(url, "0006")
+    tables = set(sa.inspect(_engine(url)).get_table_names())
+    assert "conversation_references" not in tables and "index_jobs" in tables and _revision(url) == ["0006"]
+    StateStore(url).close()  # and up again
+    assert _revision(url) == [head()]
