@@ -7,6 +7,7 @@ into turns and replies, :mod:`bot.teams.adapter` is the web adapter with authent
 :mod:`bot.teams.auth` refuses impossible tokens before the SDK and caps requests being authenticated,
 :mod:`bot.teams.openid` fetches the signing keys off the event loop with a timeout,
 :mod:`bot.teams.entities` puts the AI-generated label on every message, :mod:`bot.teams.streaming`
-streams answers in personal chats, :mod:`bot.teams.members` reads the roster, and
+streams answers in personal chats, :mod:`bot.teams.members` reads the roster, :mod:`bot.teams.outbox` delivers scheduled messages
+(reminders) into users' personal chats, and
 :mod:`bot.teams.package` builds the Teams app package (``make teams-package``).
 """
