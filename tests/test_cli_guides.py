@@ -42,9 +42,10 @@ REPORT = re.compile(r"wiki: \d+ added, \d+ updated, \d+ deleted, \d+ unchanged, 
                     r"\(\d+ embedded, \d+ from cache\), \d+ removed; index holds \d+ pages / \d+ chunks; \d+\.\d s")
 
 
-def run_on_terminal(args: list[str], data_dir: Path, cwd: Path, timeout: float = 180) -> tuple[int, str, str]:
-    """Run ``chatops ARGS`` with stderr on a pseudo-terminal (120 columns) and stdout on a pipe;
-    returns (exit status, stdout, everything the terminal received)."""
+def run_on_terminal(args: list[str], data_dir: Path, cwd: Path, timeout: float = 180,
+                    **extra_env: str) -> tuple[int, str, str]:
+    """Run ``chatops ARGS`` with stderr on a pseudo-terminal (120 columns) and stdout on a pipe (``extra_env``
+    added to its environment); returns (exit status, stdout, everything the terminal received)."""
     try:
         master, slave = pty.openpty()
     except OSError as exc:  # a container without /dev/ptmx
@@ -65,7 +66,7 @@ def run_on_terminal(args: list[str], data_dir: Path, cwd: Path, timeout: float =
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        proc = subprocess.run([*chatops_command(), *args], cwd=cwd, env=cli_environment(data_dir), stdin=subprocess.DEVNULL,
+        proc = subprocess.run([*chatops_command(), *args], cwd=cwd, env=cli_environment(data_dir, **extra_env), stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=slave, text=True, timeout=timeout)
     finally:
         os.close(slave)
@@ -118,7 +119,9 @@ def test_index_shows_a_page_bar_on_a_terminal_and_nothing_in_a_pipe(tmp_path: Pa
 def test_eval_shows_a_question_bar_on_a_terminal_and_json_stays_one_object(tmp_path: Path, indexed: Path) -> None:
     questions = tmp_path / "two.jsonl"
     questions.write_text("".join(EVAL_FILE.read_text().splitlines(keepends=True)[:2]))
-    status, out, terminal = run_on_terminal(["eval", "--questions", str(questions)], indexed, cwd=tmp_path)
+    # eval logs at WARNING unless CHATOPS_LOG_LEVEL says otherwise (tests/test_cli.py): ask for the turn records
+    status, out, terminal = run_on_terminal(["eval", "--questions", str(questions)], indexed, cwd=tmp_path,
+                                            CHATOPS_LOG_LEVEL="INFO")
     assert status == 0, terminal
     assert re.search(r"eval: +\d+%\|.*\| [0-2]/2 \[", terminal), terminal[-500:]
     assert "turn " in terminal and "outcome=" in terminal  # log records still reach the terminal, above the bar
