@@ -77,6 +77,7 @@ from telemetry.metrics import count_api_error, count_rate_limited
 from . import cards
 from .entities import SchemaEntity
 from .members import MemberDirectory, home_tenant
+from .errors import status_of
 from .outbox import PLATFORM, personal_reference
 from .streaming import TeamsStream
 
@@ -86,15 +87,6 @@ log = logging.getLogger(__name__)
 
 _AT = re.compile(r"<at>[^<]*</at>", re.I)
 _RETRYABLE = {412, 429, 500, 502, 503, 504}
-
-
-def _status_of(exc: BaseException) -> int | None:
-    for obj in (getattr(exc, "response", None), exc):
-        for attr in ("status_code", "status"):
-            v = getattr(obj, attr, None)
-            if isinstance(v, int):
-                return v
-    return None
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -123,7 +115,7 @@ async def send_with_retry(op: Callable[[], Awaitable[Any]], what: str, attempts:
         try:
             return await op()
         except Exception as exc:  # noqa: BLE001 - the connector raises several unrelated types
-            status = _status_of(exc)
+            status = status_of(exc)
             if status == 429:
                 count_rate_limited("teams", _method_of(what))
             if status not in _RETRYABLE or attempt == attempts:

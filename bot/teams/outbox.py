@@ -36,6 +36,8 @@ from app.outbox import PermanentDeliveryError, RetryableDeliveryError
 from state import StateStore
 from telemetry.metrics import count_api_error, count_rate_limited
 
+from .errors import status_of
+
 __all__ = ["TeamsSender", "personal_reference", "PLATFORM", "NO_REFERENCE", "PERMANENT_STATUSES"]
 
 log = logging.getLogger(__name__)
@@ -127,9 +129,7 @@ class TeamsSender:
 
 def _classify(exc: BaseException) -> PermanentDeliveryError | RetryableDeliveryError:
     """The outbox's error for a failed send (see the module docstring), counted in the metrics."""
-    from .bot import _status_of
-
-    status = _status_of(exc)
+    status = status_of(exc)
     if status == 429:
         count_rate_limited(PLATFORM, "reminder")
     count_api_error(PLATFORM, "reminder", str(status or type(exc).__name__))
