@@ -16,10 +16,7 @@ scores (IDF is collection-wide).
 
 from __future__ import annotations
 
-import logging
 import os
-import sqlite3
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -30,20 +27,17 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 from connectors.access import Access
 from connectors.errors import IndexCorruptError
 from connectors.models import Chunk
-from index.faults import REBUILD_STORE, StoreGuard
 
-from .qdrant_store import _NoLock, connect, point_id, server_errors
-from .records import chunk_from_record, chunk_to_record
+from .qdrant_store import QdrantCollection, point_id
+from .records import chunk_to_record
 from .sparse_bm25 import B, DF_TTL, K1, RECORD, VECTOR, SparseBM25, TermCounts, term_index
 
 __all__ = ["QdrantSparseStore", "term_index", "VECTOR", "K1", "B", "DF_TTL"]
 
-log = logging.getLogger(__name__)
-
 BATCH = 256  #: points per upsert
 
 
-class QdrantSparseStore(SparseBM25):
+class QdrantSparseStore(QdrantCollection, SparseBM25):
     """Chunks as Qdrant points with a BM25 sparse vector (a :class:`~index.stores.base.ChunkStore` searched by text).
 
     Offers the Whoosh store's search interface too (:class:`~index.stores.sparse_bm25.SparseBM25`:
@@ -67,28 +61,20 @@ class QdrantSparseStore(SparseBM25):
             be reached, refuses the API key or answers an error (:func:`~index.stores.qdrant_store.server_errors`).
     """
 
+    WHAT = "the BM25 index"
+    RECORD = RECORD  # the record without the payload's ``terms``
+
     def __init__(self, path: str | os.PathLike[str] | None = None, url: str | None = None,
                  api_key: str | None = None, collection: str = "chunks-bm25", *, avgdl: float = 56.0,
                  tf: Literal["bm25", "raw"] = "bm25", max_terms: int = 16, max_df_ratio: float = 0.06,
                  prune_min_docs: int = 2000) -> None:
-        self.collection = collection
         self._is_local = not url
-        # Local mode keeps points in Python structures: serialise access (a server handles concurrency).
-        self._lock: threading.RLock | _NoLock = threading.RLock() if not url else _NoLock()
-        self._guard = StoreGuard("the BM25 index", path or url or "", REBUILD_STORE,
-                                 damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)),
-                                 translate=server_errors(url, "the BM25 index") if url else None)
-        self.client = connect(url, api_key, path, "the BM25 index", "QdrantSparseStore")
+        self._open(path, url, api_key, collection)
         counts = TermCounts(self.client, collection, server=bool(url), guard=self._guard, lock=self._lock, ttl=DF_TTL)
-        super().__init__(counts, avgdl=avgdl, tf=tf, max_terms=max_terms, max_df_ratio=max_df_ratio,
-                         prune_min_docs=prune_min_docs)
+        SparseBM25.__init__(self, counts, avgdl=avgdl, tf=tf, max_terms=max_terms, max_df_ratio=max_df_ratio,
+                            prune_min_docs=prune_min_docs)
         with self._guard():
             self._ensure_collection()
-
-    @property
-    def damage(self) -> IndexCorruptError | None:
-        """The first :class:`IndexCorruptError` a write ran into, else ``None``."""
-        return self._guard.damage
 
     def _ensure_collection(self) -> None:
         if self.client.collection_exists(self.collection):
@@ -155,17 +141,8 @@ class QdrantSparseStore(SparseBM25):
     def set_access(self, access: Mapping[str, Access]) -> int:
         """Give every point of each document key its new access by ``set_payload`` (the vectors are
         untouched). Unknown keys are ignored. Returns the number of points updated."""
-        n = 0
         with self._guard(), self._lock:
-            for key, acc in access.items():
-                where = models.Filter(must=[models.FieldCondition(key="doc_key", match=models.MatchValue(value=key))])
-                count = self.client.count(self.collection, count_filter=where, exact=True).count
-                if count:
-                    self.client.set_payload(self.collection, payload={"access": list(acc.tokens()),
-                                                                      "access_unresolved": acc.unresolved},
-                                            points=where, wait=True)
-                    n += count
-        return n
+            return sum(self._write_access(key, acc) for key, acc in access.items())
 
     def optimize(self) -> None:
         """Nothing to do (the Whoosh store merges segments here; Qdrant optimises on its own)."""
@@ -176,32 +153,3 @@ class QdrantSparseStore(SparseBM25):
             self._forget()
             self.client.delete_collection(self.collection)
             self._ensure_collection()
-
-    def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
-        """The stored chunks among ``chunk_ids`` (unknown ids are absent)."""
-        ids = list(dict.fromkeys(chunk_ids))
-        if not ids:
-            return {}
-        with self._guard(), self._lock:
-            pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in ids], with_payload=RECORD,
-                                       with_vectors=False)
-        return {p.payload["chunk_id"]: chunk_from_record(p.payload) for p in pts if p.payload}
-
-    def chunk_ids(self) -> set[str]:
-        """Every chunk id stored (scrolls the whole collection)."""
-        ids: set[str] = set()
-        offset = None
-        while True:
-            with self._guard(), self._lock:
-                points, offset = self.client.scroll(self.collection, limit=1000, offset=offset,
-                                                    with_payload=["chunk_id"], with_vectors=False)
-            ids.update(p.payload["chunk_id"] for p in points if p.payload)
-            if offset is None:
-                return ids
-
-    def close(self) -> None:
-        """Close the client (releases the local-mode lock)."""
-        try:
-            self.client.close()
-        except Exception:  # pragma: no cover - best effort on shutdown
-            log.debug("qdrant close failed", exc_info=True)

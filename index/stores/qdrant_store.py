@@ -42,7 +42,7 @@ from connectors.models import Chunk
 from .local_dense import DenseMirror, MirrorPoint, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
-__all__ = ["QdrantStore", "point_id", "open_client", "server_errors", "connect", "access_filter", "qdrant_location"]
+__all__ = ["QdrantCollection", "QdrantStore", "point_id", "open_client", "server_errors", "connect", "access_filter", "qdrant_location"]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,79 @@ def point_id(chunk_id: str) -> str:
     return str(uuid.UUID(hex=chunk_id[:32].ljust(32, "0")))
 
 
-class QdrantStore:
+class QdrantCollection:
+    """What every chatops store on one Qdrant collection shares, whatever its vectors: the client (a server, or
+    local mode in a folder), the lock local mode needs, the guard that turns failures into the errors users see
+    (:class:`~index.faults.StoreGuard`, :func:`server_errors`), and the reads and payload writes that do not
+    touch vectors. :class:`QdrantStore` (dense) and :class:`~index.stores.qdrant_sparse.QdrantSparseStore`
+    (BM25) build on it; a subclass calls :meth:`_open` first and sets :attr:`WHAT` and :attr:`RECORD`."""
+
+    #: How users know this store (in errors).
+    WHAT = "the index"
+    #: The ``with_payload`` that reads a point's chunk record (a subclass leaves out payload fields of its own).
+    RECORD: bool | models.PayloadSelectorExclude = True
+
+    def _open(self, path: str | os.PathLike[str] | None, url: str | None, api_key: str | None,
+              collection: str) -> None:
+        """Open the client for ``collection`` (see :func:`connect` for the errors raised)."""
+        self.collection = collection
+        # Local mode keeps points in plain Python structures: serialise access so a re-index in a
+        # background thread cannot race a search. (A Qdrant server handles concurrency itself.)
+        self._lock: threading.RLock | _NoLock = threading.RLock() if not url else _NoLock()
+        # Local mode keeps every point in memory and writes through to one SQLite file per
+        # collection: damage shows as sqlite3 or OS errors (reads are served from memory).
+        self._guard = StoreGuard(self.WHAT, path or url or "", REBUILD_STORE,
+                                 damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)),
+                                 translate=server_errors(url, self.WHAT) if url else None)
+        self.client = connect(url, api_key, path, self.WHAT, type(self).__name__)
+
+    @property
+    def damage(self) -> IndexCorruptError | None:
+        """The first :class:`IndexCorruptError` a write ran into, else ``None``."""
+        return self._guard.damage
+
+    def _write_access(self, key: str, access: Access) -> int:
+        """Set the payload's access of every point of the document ``key`` (``set_payload``: vectors untouched);
+        returns how many points it holds (0: unknown, nothing written). The caller holds the guard and the lock."""
+        where = models.Filter(must=[models.FieldCondition(key="doc_key", match=models.MatchValue(value=key))])
+        count = self.client.count(self.collection, count_filter=where, exact=True).count
+        if count:
+            self.client.set_payload(self.collection, payload={"access": list(access.tokens()),
+                                                              "access_unresolved": access.unresolved},
+                                    points=where, wait=True)
+        return count
+
+    def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
+        """The stored chunks among ``chunk_ids`` (unknown ids are absent), without their vectors."""
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids:
+            return {}
+        with self._guard(), self._lock:
+            pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in ids], with_payload=self.RECORD,
+                                       with_vectors=False)
+        return {p.payload["chunk_id"]: chunk_from_record(p.payload) for p in pts if p.payload}
+
+    def chunk_ids(self) -> set[str]:
+        """Every chunk id stored (scrolls the whole collection; for checks and tests)."""
+        ids: set[str] = set()
+        offset = None
+        while True:
+            with self._guard(), self._lock:
+                points, offset = self.client.scroll(self.collection, limit=1000, offset=offset,
+                                                    with_payload=["chunk_id"], with_vectors=False)
+            ids.update(p.payload["chunk_id"] for p in points if p.payload)
+            if offset is None:
+                return ids
+
+    def close(self) -> None:
+        """Close the client (releases the local-mode lock)."""
+        try:
+            self.client.close()
+        except Exception:  # pragma: no cover - best effort on shutdown
+            log.debug("qdrant close failed", exc_info=True)
+
+
+class QdrantStore(QdrantCollection):
     """Chunks as Qdrant points in one collection (a :class:`~index.stores.base.ChunkStore` searched by vector).
 
     Args:
@@ -74,32 +146,15 @@ class QdrantStore:
     DENSE: str | None = None
     #: Payload fields with a keyword index on a server: the access pre-filter's, the channel scope's, the writes'.
     KEYWORD_FIELDS: tuple[str, ...] = ("access", "source", "doc_key")
-    #: How users know this store (in errors).
     WHAT = "the vector index"
-    #: The ``with_payload`` that reads a point's chunk record (a subclass leaves out payload fields of its own).
-    RECORD: bool | models.PayloadSelectorExclude = True
 
     def __init__(self, dim: int, path: str | os.PathLike[str] | None = None, url: str | None = None,
                  api_key: str | None = None, collection: str = "chunks") -> None:
         self.dim = dim
-        self.collection = collection
-        # Local mode keeps points in plain Python structures: serialise access so a re-index in a
-        # background thread cannot race a search. (A Qdrant server handles concurrency itself.)
-        self._lock = threading.RLock() if not url else _NoLock()
         self._mirror: DenseMirror | None = None  # local mode: vectors and access as arrays (kept in step by writes)
-        # Local mode keeps every point in memory and writes through to one SQLite file per
-        # collection: damage shows as sqlite3 or OS errors (reads are served from memory).
-        self._guard = StoreGuard(self.WHAT, path or url or "", REBUILD_STORE,
-                                 damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)),
-                                 translate=server_errors(url, self.WHAT) if url else None)
-        self.client = connect(url, api_key, path, self.WHAT, type(self).__name__)
+        self._open(path, url, api_key, collection)
         with self._guard():
             self._ensure_collection()
-
-    @property
-    def damage(self):
-        """The first :class:`IndexCorruptError` a write ran into, else ``None``."""
-        return self._guard.damage
 
     def _ensure_collection(self) -> None:
         """Open the collection (checking its layout, :meth:`_layout_ok`) or create it (:meth:`_create`), with
@@ -267,15 +322,10 @@ class QdrantStore:
         n = 0
         with self._guard(), self._lock, self._mirror_in_step():
             for key, acc in access.items():
-                where = models.Filter(must=[models.FieldCondition(key="doc_key", match=models.MatchValue(value=key))])
-                count = self.client.count(self.collection, count_filter=where, exact=True).count
-                if count:
-                    self.client.set_payload(self.collection, payload={"access": list(acc.tokens()),
-                                                                      "access_unresolved": acc.unresolved},
-                                            points=where, wait=True)
-                    n += count
-                    if self._mirror is not None:
-                        self._mirror.set_tokens({key: acc.tokens()})
+                count = self._write_access(key, acc)
+                n += count
+                if count and self._mirror is not None:
+                    self._mirror.set_tokens({key: acc.tokens()})
         return n
 
     def fetch(self, chunk_ids: list[str]) -> dict[str, tuple[Chunk, np.ndarray]]:
@@ -286,16 +336,6 @@ class QdrantStore:
             pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in chunk_ids],
                                        with_payload=self.RECORD, with_vectors=self._with_dense)
         return {p.payload["chunk_id"]: (chunk_from_record(p.payload), self._dense_of(p.vector)) for p in pts if p.payload}
-
-    def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
-        """The stored chunks among ``chunk_ids`` (unknown ids are absent), without their vectors."""
-        ids = list(dict.fromkeys(chunk_ids))
-        if not ids:
-            return {}
-        with self._guard(), self._lock:
-            pts = self.client.retrieve(self.collection, ids=[point_id(c) for c in ids], with_payload=self.RECORD,
-                                       with_vectors=False)
-        return {p.payload["chunk_id"]: chunk_from_record(p.payload) for p in pts if p.payload}
 
     def vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors of ``chunk_ids`` (unknown ids are absent), shape ``(dim,)`` each."""
@@ -315,26 +355,6 @@ class QdrantStore:
         """Number of points."""
         with self._guard(), self._lock:
             return self.client.count(self.collection, exact=True).count
-
-    def chunk_ids(self) -> set[str]:
-        """Every chunk id stored (scrolls the whole collection; for checks and tests)."""
-        ids: set[str] = set()
-        offset = None
-        while True:
-            with self._guard(), self._lock:
-                points, offset = self.client.scroll(self.collection, limit=1000, offset=offset,
-                                                    with_payload=["chunk_id"], with_vectors=False)
-            ids.update(p.payload["chunk_id"] for p in points if p.payload)
-            if offset is None:
-                return ids
-
-    def close(self) -> None:
-        """Close the client (releases the local-mode lock)."""
-        try:
-            self.client.close()
-        except Exception:  # pragma: no cover - best effort on shutdown
-            log.debug("qdrant close failed", exc_info=True)
-
 
 class _NoLock:
     """A no-op context manager (server mode needs no client-side lock)."""
