@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -410,15 +409,11 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
 
 async def _run(app: web.Application, host: str, port: int, executor: Executor, jobs: Any, initial_sync: bool,
                mode: str, outbox: Any = None, retention: Any = None) -> None:
+    from .lifecycle import log_startup_sync, stop_on_signals
     from .scheduler import add_outbox_job, add_queue_job, add_retention_job, start_scheduler
 
-    stop = asyncio.Event()
+    stop = stop_on_signals()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
-            pass
     runner = web.AppRunner(app)
     await runner.setup()
     scheduler = None
@@ -436,7 +431,7 @@ async def _run(app: web.Application, host: str, port: int, executor: Executor, j
             add_queue_job(scheduler, jobs)  # re-index jobs queued by web replicas of this index
         if initial_sync and jobs.names():
             fut = loop.run_in_executor(executor, jobs.run)
-            fut.add_done_callback(_log_sync)
+            fut.add_done_callback(log_startup_sync)
         await stop.wait()
         print("chatops: stopping", file=sys.stderr, flush=True)
     finally:
@@ -445,14 +440,3 @@ async def _run(app: web.Application, host: str, port: int, executor: Executor, j
         await runner.cleanup()
 
 
-def _log_sync(fut) -> None:
-    try:
-        for r in fut.result():
-            if r.status == "ok" and r.summary is not None:
-                s = r.summary
-                print(f"chatops: start-up sync of {r.source}: {s.added} added, {s.updated} updated, "
-                      f"{s.deleted} deleted, {s.unchanged} unchanged", file=sys.stderr, flush=True)
-            else:
-                log.error("start-up sync of %s: %s %s", r.source, r.status, r.error)
-    except Exception:  # noqa: BLE001
-        log.exception("start-up sync failed")

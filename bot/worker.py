@@ -13,8 +13,8 @@ clear error), so split the roles only with ``QDRANT_URL``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -41,52 +41,35 @@ def run_worker(settings: Settings, initial_sync: bool = True) -> int:
     from app.wiring import build_agent, open_index
     from state import StateStore, StateStoreError
 
-    try:
-        store = StateStore(settings.state_url)
-    except StateStoreError as exc:
-        raise WorkerError(str(exc)) from exc
-    try:
+    with contextlib.ExitStack() as held:  # closed in reverse order, on the way out or when opening fails
+        try:
+            store = StateStore(settings.state_url)
+        except StateStoreError as exc:
+            raise WorkerError(str(exc)) from exc
+        held.callback(store.close)
         index = open_index(settings, repair=True)  # the writer rebuilds a damaged store, as `chatops sync` does
-    except BaseException:
-        store.close()
-        raise
-    try:
-        runtime = build_agent(settings, index=index)
-    except BaseException:
-        index.close()
-        store.close()
-        raise
-    try:
+        with contextlib.ExitStack() as opening:
+            opening.callback(index.close)
+            runtime = build_agent(settings, index=index)
+            opening.pop_all()  # from here the runtime closes the index
+        held.callback(runtime.close)
         jobs = IndexJobs.from_settings(runtime, store, settings)
+        held.callback(jobs.close)
         if not jobs.names():
             raise WorkerError("no sources configured: list them in chatops.yml (or CHATOPS_CONFIG) or CHATOPS_SOURCES")
-    except BaseException:
-        runtime.close()
-        store.close()
-        raise
-    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatops-worker")
-    try:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chatops-worker")
+        held.callback(executor.shutdown, wait=True, cancel_futures=True)
         asyncio.run(_run(jobs, Retention.from_settings(store, settings), executor, initial_sync,
                          runtime.index.index_id))
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-        jobs.close()
-        runtime.close()
-        store.close()
     return 0
 
 
 async def _run(jobs, retention, executor, initial_sync: bool, index_id: str) -> None:
     from .scheduler import add_queue_job, add_retention_job, start_scheduler
-    from .server import _log_sync
+    from .lifecycle import log_startup_sync, stop_on_signals
 
-    stop = asyncio.Event()
+    stop = stop_on_signals()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
-            pass
     scheduler = start_scheduler(jobs)  # the content and permission syncs
     try:
         add_queue_job(scheduler, jobs)  # re-index jobs queued by web replicas
@@ -94,7 +77,7 @@ async def _run(jobs, retention, executor, initial_sync: bool, index_id: str) -> 
         print(f"chatops: worker running for index {index_id} ({', '.join(jobs.names())}); Ctrl-C stops",
               file=sys.stderr, flush=True)
         if initial_sync:
-            loop.run_in_executor(executor, jobs.run).add_done_callback(_log_sync)
+            loop.run_in_executor(executor, jobs.run).add_done_callback(log_startup_sync)
         await stop.wait()
         print("chatops: stopping", file=sys.stderr, flush=True)
     finally:

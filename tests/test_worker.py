@@ -152,6 +152,15 @@ def test_serve_role_web_needs_qdrant_url(tmp_path: Path) -> None:
     assert "--role web` reads a shared index: set QDRANT_URL" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_worker_without_sources_exits_2_saying_where_to_list_them(tmp_path: Path) -> None:
+    env = cli_environment(tmp_path / "data")
+    env.pop("CHATOPS_SOURCES", None)
+    proc = subprocess.run([*chatops_command(), "worker"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "no sources configured: list them in chatops.yml" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_a_queued_reindex_reads_as_queued_in_teams_text() -> None:
     from app.admin import reindex_text
     from app.jobs import JobResult
