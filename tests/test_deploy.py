@@ -155,19 +155,20 @@ def test_compose_runs_the_bot_with_postgres_and_qdrant(compose: dict) -> None:
     assert "compose.scale.yaml" in (DEPLOY / "compose.yaml").read_text()  # where the worker and web replicas are
 
 
-def test_docker_compose_config_accepts_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["compose.yaml", "compose.scale.yaml"])
+def test_docker_compose_config_accepts_it(tmp_path: Path, name: str) -> None:
     docker = shutil.which("docker")
     if not docker:
-        pytest.skip("no docker client installed; the schema test above still checks the file")
+        pytest.skip("no docker client installed; the schema tests still check the file")
     probe = subprocess.run([docker, "compose", "version"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"the docker client has no Compose plugin: {(probe.stderr or probe.stdout).strip()[:120]}")
     # A copy beside a filled-in .env (the bot's env_file and the ${...} values), the repository untouched.
     (tmp_path / "deploy").mkdir()
-    shutil.copy(DEPLOY / "compose.yaml", tmp_path / "deploy" / "compose.yaml")
+    shutil.copy(DEPLOY / name, tmp_path / "deploy" / name)
     shutil.copy(DEPLOY / "chatops.env.example", tmp_path / "deploy" / ".env")
     shutil.copy(ROOT / "Dockerfile", tmp_path / "Dockerfile")
-    proc = subprocess.run([docker, "compose", "-f", str(tmp_path / "deploy" / "compose.yaml"), "config", "--quiet"],
+    proc = subprocess.run([docker, "compose", "-f", str(tmp_path / "deploy" / name), "config", "--quiet"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -267,22 +268,6 @@ def test_compose_scale_runs_one_worker_and_scalable_web_replicas(compose_scale: 
     assert services["postgres"] == compose["services"]["postgres"]
     assert services["qdrant"] == compose["services"]["qdrant"]
     assert services["qdrant"]["image"].startswith("qdrant/qdrant:v")
-
-
-def test_docker_compose_config_accepts_the_scale_file(tmp_path: Path) -> None:
-    docker = shutil.which("docker")
-    if not docker:
-        pytest.skip("no docker client installed; the schema test above still checks the file")
-    probe = subprocess.run([docker, "compose", "version"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip(f"the docker client has no Compose plugin: {(probe.stderr or probe.stdout).strip()[:120]}")
-    (tmp_path / "deploy").mkdir()
-    shutil.copy(DEPLOY / "compose.scale.yaml", tmp_path / "deploy" / "compose.scale.yaml")
-    shutil.copy(DEPLOY / "chatops.env.example", tmp_path / "deploy" / ".env")
-    shutil.copy(ROOT / "Dockerfile", tmp_path / "Dockerfile")
-    proc = subprocess.run([docker, "compose", "-f", str(tmp_path / "deploy" / "compose.scale.yaml"), "config",
-                           "--quiet"], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
 
 
 @pytest.fixture(scope="module")

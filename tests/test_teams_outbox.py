@@ -185,25 +185,19 @@ def test_forget_and_retention_remove_the_reference(teams) -> None:
 def test_chatops_serve_with_teams_delivers_a_due_teams_reminder(tmp_path, embedding_cache_dir) -> None:
     """The real ``chatops serve`` process, Teams only: a user writes, a reminder of theirs falls due, the
     outbox job sends it into their personal chat (no 'no sender' warning)."""
-    import re
-    import signal
-    import subprocess
+    from chatops_procs import Replica
+    from helpers import seed_embedding_cache
 
-    from helpers import chatops_command, cli_environment, seed_embedding_cache
-
-    data = seed_embedding_cache(tmp_path / "data", embedding_cache_dir / "embeddings.sqlite")
+    data = seed_embedding_cache(tmp_path / "serve", embedding_cache_dir / "embeddings.sqlite")
     wiki = tmp_path / "wiki"
     shutil.copytree(WIKI, wiki)
-    env = cli_environment(data, TEAMS_ALLOW_UNAUTHENTICATED="true", CHATOPS_SOURCES=f"folder:{wiki}?name=handbook")
-    log_path = tmp_path / "serve.log"
-    with ConnectorStandIn() as connector, open(log_path, "w") as log:
-        proc = subprocess.Popen([*chatops_command(), "serve", "--host", "127.0.0.1", "--port", "0"], cwd=tmp_path,
-                                env=env, stdout=log, stderr=subprocess.STDOUT)
+    with ConnectorStandIn() as connector:
+        serve = Replica("serve", tmp_path, {"TEAMS_ALLOW_UNAUTHENTICATED": "true",
+                                            "CHATOPS_SOURCES": f"folder:{wiki}?name=handbook"})
         try:
-            m = wait_for(lambda: re.search(r"serving on http://127\.0\.0\.1:(\d+)", log_path.read_text()), 90,
-                         "the server")
-            url = f"http://127.0.0.1:{m.group(1)}"
-            r = httpx.post(url + "/api/messages", timeout=60, json=message(connector.url, "help", activity_id="sv-1"))
+            wait_for(serve.listening, 90, "the server")
+            r = httpx.post(serve.url + "/api/messages", timeout=60,
+                           json=message(connector.url, "help", activity_id="sv-1"))
             assert r.status_code in (200, 201)
             store = StateStore(f"sqlite:///{data / 'state.sqlite'}")
             try:
@@ -216,8 +210,7 @@ def test_chatops_serve_with_teams_delivers_a_due_teams_reminder(tmp_path, embedd
                             60, "the reminder")
             assert sent[0].conversation_id == f"a:personal-{USER}"
         finally:
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(30)
-    output = log_path.read_text()
+            code = serve.stop()
+    output = serve.log()
     assert code == 0, output[-3000:]
     assert "no teams sender" not in output and "scheduled message sv-rem delivered on teams" in output
