@@ -307,6 +307,19 @@ def test_knowledge_search_is_one_call_without_feedback_and_two_with_it(shared: K
     assert calls["query_points"] + calls["retrieve"] == 1 and not calls["count"] and not calls["facet"], calls
 
 
+def test_a_search_reads_the_index_version_once(shared: KnowledgeIndex, monkeypatch) -> None:
+    """The dense-candidate cache is keyed by the index version, which a shared index keeps in the state database:
+    one query per search, not one per cache look-up."""
+    reads: list[str] = []
+    get = shared.manifest.get
+    monkeypatch.setattr(shared.manifest, "get", lambda key, default=None: reads.append(key) or get(key, default))
+    search = KnowledgeSearch(shared)
+    for args in ({"query": "how are travel costs reimbursed"}, {"query": "expense report receipts", "prf": False}):
+        reads.clear()
+        assert search.run(KnowledgeSearchArgs(**args), ToolContext(viewer=EVERYONE)).evidence
+        assert reads.count("index_version") == 1, (args, reads)
+
+
 def test_keyword_index_settings_in_the_shared_mode(tmp_path: Path, embedder, monkeypatch) -> None:
     from app.wiring import open_index
 

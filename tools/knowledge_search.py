@@ -219,6 +219,7 @@ class KnowledgeSearch:
         dense_text = args.dense_query or args.query
         pair = self.index.hybrid if args.retriever != "dense" else None  # shared: both queries in one collection
         prf = args.prf and args.retriever == "hybrid"
+        dense_key = self._dense_key(dense_text, viewer)  # reads the index version once (a shared index: a query)
 
         def take_dense(hits: list[StoredChunk]) -> None:
             for h in hits:
@@ -228,9 +229,10 @@ class KnowledgeSearch:
 
         if args.retriever in ("hybrid", "dense"):
             t = time.perf_counter()
-            hits = self._cached_dense(dense_text, viewer)
+            hits = self._cached_dense(dense_key)
             if hits is None and (pair is None or prf):  # feedback terms need the dense top passages first
-                hits = self._dense(dense_text, vec, viewer)
+                hits = self.index.qdrant.search(vec, limit=self.config.candidates, viewer=viewer)
+                self._remember_dense(dense_key, hits)
             if hits is not None:
                 take_dense(hits)
                 timings["dense"] = (time.perf_counter() - t) * 1000
@@ -252,7 +254,7 @@ class KnowledgeSearch:
                 with_dense = args.retriever == "hybrid" and "dense" not in lists
                 both = pair.search_pair(vec, q, limit=cfg.candidates, boosts=boosts, viewer=viewer, dense=with_dense)
                 if with_dense:
-                    self._remember_dense(dense_text, viewer, both.dense)
+                    self._remember_dense(dense_key, both.dense)
                     take_dense(both.dense)
                 for h in both.bm25:  # their payloads and cosines came with the response: nothing to fetch
                     chunks.setdefault(h.chunk.chunk_id, h.chunk)
@@ -301,26 +303,20 @@ class KnowledgeSearch:
         timings["fuse"] = (time.perf_counter() - t) * 1000
         return SearchResult(out, timings, args.query, args.retriever, feedback)
 
-    def _dense(self, text: str, vec: np.ndarray, viewer: Viewer) -> list[StoredChunk]:
-        """Dense candidates the viewer may read, cached per (text, index version, viewer's access set): a
-        retry that keeps the dense query does not search twice, and one viewer never gets another's hits."""
-        hits = self._cached_dense(text, viewer)
-        if hits is None:
-            hits = self.index.qdrant.search(vec, limit=self.config.candidates, viewer=viewer)
-            self._remember_dense(text, viewer, hits)
-        return hits
-
     def _dense_key(self, text: str, viewer: Viewer) -> tuple[str, int, str]:
+        """The dense-candidate cache's key: (text, index version, viewer's access set), so a retry that keeps
+        the dense query does not search twice, a write makes every entry stale, and one viewer never gets
+        another's hits."""
         return content_hash(text), self.index.version, viewer.cache_key()
 
-    def _cached_dense(self, text: str, viewer: Viewer) -> list[StoredChunk] | None:
-        """The cached dense candidates of ``text`` for ``viewer`` (see :meth:`_dense`), else ``None``."""
+    def _cached_dense(self, key: tuple[str, int, str]) -> list[StoredChunk] | None:
+        """The cached dense candidates under ``key`` (:meth:`_dense_key`), else ``None``."""
         with self._lock:
-            return self._dcache.get(self._dense_key(text, viewer))
+            return self._dcache.get(key)
 
-    def _remember_dense(self, text: str, viewer: Viewer, hits: list[StoredChunk]) -> None:
+    def _remember_dense(self, key: tuple[str, int, str], hits: list[StoredChunk]) -> None:
         with self._lock:
-            self._dcache[self._dense_key(text, viewer)] = hits
+            self._dcache[key] = hits
             if len(self._dcache) > 64:
                 self._dcache.popitem(last=False)
 
