@@ -167,8 +167,9 @@ class Agent:
             reply.text = " ".join(kept)
             reply.citations = [c for c in check.valid if c.n in good]
             log.warning("dropped %d invalid citation(s): %s", len(bad), check.as_dict())
-        single = bool(reply.trace.gate.get("single_source"))
-        need = 1 if single else self.min_citations
+        # The gate counted the supporting passages (``min_citations`` of them, or one under its single-source
+        # exception); the answer quotes the ones that answer, so one verifiable citation is enough here.
+        need = 1 if reply.trace.gate.get("sufficient") else self.min_citations
         distinct = {c.chunk_id for c in reply.citations}
         if len(distinct) < need or not reply.text.strip():
             reason = f"only {len(distinct)} verifiable source(s), {need} needed"

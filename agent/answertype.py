@@ -43,7 +43,7 @@ import re
 
 __all__ = ["asked_type", "states_type", "ANSWER_TYPES"]
 
-ANSWER_TYPES = ("percent", "duration", "money", "amount", "time", "person", "place")
+ANSWER_TYPES = ("percent", "duration", "money", "amount", "time", "person", "label", "place")
 
 _UNIT_WORDS = r"seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|quarters?|years?|yrs?"
 _UNITS = rf"(?:{_UNIT_WORDS})"
@@ -63,6 +63,9 @@ _ASKS = {
                         r"fees?|reimburs\w*|expens\w*|per diem|bonus|dollars?|euros?|money)\b))", re.I | re.S),
     "time": re.compile(r"\bwhen\b|\b(?:what|which) (?:day|date|time|weekday|month)\b|\bpayday\b", re.I),
     "person": re.compile(r"\bwho(?:m|'s|s)?\b|\b(?:which|what) (?:team|person|people|group|role)\b", re.I),
+    # "what option do I pick?", "which status should I set?": a label the page names in quotes, code or bold.
+    "label": re.compile(r"\b(?:what|which|whats|what's)\s+(?:\w+\s+)?(?:option|setting|status|category|label|button|"
+                        r"field|value|choice|template|menu|tab)s?\b", re.I),
     "place": re.compile(r"\bwhere(?:'s|s)?\b|\b(?:which|what) (?:channel|link|url|page|site|folder|repo|doc)\b", re.I),
 }
 _NUMBER_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
@@ -88,6 +91,7 @@ _STATES = {
                          r"\b(?:CEO|CTO|CFO|COO|VP|HR|IT|ops)\b|\b(?:manager|lead|head|owner|team|director|officer|"
                          r"admin\w*|engineer|person|people|member|champion|buddy|partner|department|committee|"
                          r"recruiter|coordinator|contact|responsible|on-call)s?\b"),
+    "label": re.compile(r"\"[^\"\n]{2,40}\"|\u201c[^\u201d\n]{2,40}\u201d|`[^`\n]{2,40}`|\*\*[^*\n]{2,40}\*\*"),
     "place": re.compile(r"(?-i:\b(?:in|at|near|from)\s+(?:the\s+)?[A-Z][a-z]+)|https?://|www\.|#[\w-]+|\[[^\]]+\]\(|(?:^|\s)/[\w-]+|`[^`]+`|@\w|\b(?:channel|page|site|"
                         r"folder|drive|repo|repository|doc|document|handbook|wiki|link|url|portal|tool|app|office|"
                         r"room|board|tracker|sheet|form|inbox|email|notion|confluence|github|gitlab|slack|zoom|"

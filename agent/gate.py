@@ -174,7 +174,8 @@ class EvidenceGate:
         for _, _, _, st in quoted:
             got |= st
         numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
-        typed = any(states_type(self._unasked(text, numeric), terms.answer_type) for _, _, text, _ in quoted)
+        kind = None if terms.answer_type == "label" else terms.answer_type  # a label is the composer's preference
+        typed = any(states_type(self._unasked(text, numeric), kind) for _, _, text, _ in quoted)
         return Reading(frozenset(got), typed, tuple(text for _, _, text, _ in quoted))
 
     def _sentences(self, e: Evidence) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:

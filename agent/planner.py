@@ -65,7 +65,7 @@ from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArg
 
 from . import messages
 from .citations import MARKER, validate_citations
-from .extractive import ExtractiveAnswerer, ExtractiveConfig, PartEvidence
+from .compose import Composer, ComposerConfig, PartEvidence
 from .gate import EvidenceGate, GateConfig, GateVerdict
 from tools.identifiers import identifiers, is_code
 from .models import PendingAction, Reply, Trace, Turn, idempotency_key
@@ -147,7 +147,7 @@ class RuleBasedPlanner:
     """
 
     def __init__(self, tools: ToolRegistry, gate: GateConfig | None = None,
-                 answer: ExtractiveConfig | None = None, config: PlannerConfig | None = None,
+                 answer: ComposerConfig | None = None, config: PlannerConfig | None = None,
                  retriever: str = "hybrid", actions: ActionConfig | None = None,
                  clock: Callable[[], datetime] | None = None) -> None:
         search = tools.get("knowledge.search")
@@ -157,7 +157,7 @@ class RuleBasedPlanner:
         self.search = search
         self.router = RuleRouter(self._is_request)
         self.gate = EvidenceGate(gate or GateConfig(), search.analyze)
-        self.answerer = ExtractiveAnswerer(answer or ExtractiveConfig(), search.analyze)
+        self.answerer = Composer(answer or ComposerConfig(), search.analyze, similarity_of(search))
         self.config = config or PlannerConfig()
         self.retriever = retriever
         self.actions = actions or ActionConfig()
@@ -275,10 +275,9 @@ class RuleBasedPlanner:
     def _checked_answer(self, answer: Reply, evidence: list[Evidence], trace: Trace) -> Reply:
         """The question part's answer if its citations hold (the agent re-checks them), else a short note:
         a failed answer must not take the proposed meeting down with it."""
-        need = 1 if trace.gate.get("single_source") else self.gate.config.min_citations
         if not answer.refused:
             check = validate_citations(answer.text, answer.citations, evidence)
-            if check.ok and len({c.chunk_id for c in answer.citations}) >= need:
+            if check.ok and answer.citations:
                 return answer
         return Reply(messages.question_refused_note(answer.searched), route="action", searched=answer.searched)
 
@@ -374,16 +373,18 @@ class RuleBasedPlanner:
             return Reply(messages.refusal(searched, best.verdict.reason), refused=True, route=route,
                          searched=searched), list(shown.values())
         t = time.perf_counter()
-        need = 1 if best.verdict.single_source else self.gate.config.min_citations
         ordered = best.verdict.support + [e for e in best.evidence if e not in best.verdict.support]
-        vocabulary = [t for q in trace.queries if q.get("attempt", 0) == 0 and q.get("query") == question
-                      for t in (q.get("feedback_terms") or [])]
-        parts = [(p, key_terms(p, self.search.analyze, self.search.idf)) for p in question_parts(question)]
-        draft = self.answerer.answer(ordered, terms, min_sources=need, question=question, vocabulary=vocabulary,
-                                     define=target, parts=parts or None)
+        support = frozenset(e.chunk.chunk_id for e in best.verdict.support)
+        asked = [(p, key_terms(p, self.search.analyze, self.search.idf)) for p in question_parts(question)]
+        # Each part reads the whole question's passages: its answer may be in one the gate did not count.
+        draft = self.answerer.answer([PartEvidence(p, pt, ordered, True) for p, pt in asked]
+                                     or [PartEvidence(question, terms, ordered, True, support)])
         trace.add_time("answer", (time.perf_counter() - t) * 1000)
-        trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
-                   parts=len(parts), unanswered=draft.unanswered)
+        trace.step("answer", quotes=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
+                   parts=max(1, len(asked)), unanswered=draft.unanswered)
+        if not draft.text:
+            return Reply(messages.refusal(searched, "no passage holds a sentence that answers it"), refused=True,
+                         route=route, searched=searched), list(shown.values())
         reply = Reply(draft.text, draft.citations, route=route, searched=searched)
         return reply, list(shown.values())
 
@@ -423,11 +424,10 @@ class RuleBasedPlanner:
             + "; ".join(f"{p.text!r}: {p.verdict.reason}" for p in parts), max(p.verdict.top_cosine for p in supported),
             {"parts": [{"part": p.text, "sufficient": p.verdict.sufficient} for p in parts]}).as_dict()
         t = time.perf_counter()
-        draft = self.answerer.answer_parts(
+        draft = self.answerer.answer(
             [PartEvidence(p.text, p.terms, p.verdict.support + [e for e in p.evidence if e not in p.verdict.support],
                           p.verdict.sufficient, frozenset(e.chunk.chunk_id for e in p.verdict.support))
-             for p in parts],
-            min_sources=need)
+             for p in parts])
         trace.add_time("answer", (time.perf_counter() - t) * 1000)
         trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
                    parts=len(parts), unanswered=draft.unanswered)
@@ -539,6 +539,19 @@ class RuleBasedPlanner:
                                   "retriever": self.retriever, "hits": [e.as_dict() for e in evidence]})
         trace.add_time("retrieve", (time.perf_counter() - t) * 1000)
         return evidence
+
+
+def similarity_of(search: KnowledgeSearch):
+    """``similarity(question, texts) -> cosines`` under the index's embedding model (its cache keeps each text's
+    vector, so a passage is embedded once across turns)."""
+    import numpy as np
+
+    def similarity(question: str, texts) -> "np.ndarray":
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        return search.index.embedder.embed(list(texts)) @ search.embed_query(question)
+
+    return similarity
 
 
 #: Passages holding the question's identifier are moved first when there are at most this many.

@@ -1,0 +1,349 @@
+"""The extractive composer: the answer is the passage that answers, quoted whole, from as few pages as it takes.
+
+The supporting chunks are cut into answer units (:mod:`agent.units`: sentences, list items, table rows). Each
+unit is scored by two signals that carry to any wiki:
+
+- *coverage*: the IDF-weighted share of the question's specific terms (:attr:`agent.terms.KeyTerms.specific`)
+  that the unit holds with the context it is read in (page title, section headings, a list's lead-in, a
+  table's header, the sentences beside it in its paragraph);
+- *similarity*: the cosine between the question and the unit (with its title and section) under the bundled
+  embedding model, which bridges paraphrases ("kid" for "child", "yearly" for "annual") without a word list.
+
+A unit that states the answer type the question asks for (:func:`agent.answertype.states_type`: a number for
+"how many", a period for "how long", ...) ranks above every unit that does not; among those,
+``coverage + similarity_weight * similarity`` orders them.
+
+The best unit is quoted with what makes it readable on its own: a list item with its list's lead-in and the
+list itself (up to ``list_items`` items, as a Markdown list), a table row with its header row (as a small
+Markdown table), a sentence with the sentence before it when that one holds question terms the unit lacks
+(the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
+next one when the unit is a lead-in ending in ":". Further units come only from the page already quoted, and
+only while they add a specific term no quoted unit holds or state the asked type when nothing quoted does, up
+to ``max_units``. A multi-part question gets this per part, each from its own support; a part with no support
+or no unit that speaks to it is named in a closing line ("Nothing found on: ...").
+
+Every quoted piece becomes a citation whose quote is its exact text in the chunk (:mod:`agent.citations`
+checks it), and nothing :mod:`screening` flags is ever a unit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tools.knowledge_search import Evidence
+
+from .answertype import asked_type, states_type
+from .rewrite import definition_target, defines
+from .models import Citation
+from .terms import KeyTerms
+from .text import Span, display_text
+from .units import Unit, list_block, units_of
+
+__all__ = ["Composer", "ComposerConfig", "Draft", "PartEvidence", "Similarity", "mask_numbers"]
+
+#: ``similarity(question, texts) -> cosines`` (shape ``(len(texts),)``), e.g. the bundled embedding model's.
+Similarity = Callable[[str, Sequence[str]], np.ndarray]
+
+_POINTS_BACK = re.compile(r"(?:It|They|This|That|These|Those|Such|Otherwise|Therefore|Thus|Hence|In that case|If so|"
+                          r"If not)\b")
+_NUMERIC_TOKEN = re.compile(r"[\w$€£%.,/-]*\d[\w$€£%.,/-]*")
+_ORDERED = re.compile(r"\s*\d{1,3}[.)]\s+")
+# A question asking for a command ("which slash command", "the cli flag") is answered by a unit showing one.
+_ASKS_COMMAND = re.compile(r"\b(?:command|slash|cli|shortcut)\b", re.I)
+_COMMAND = re.compile(r"(?:^|\s|`)/[a-z][\w-]*|`[^`\n]{2,60}`")
+
+
+@dataclass(frozen=True, slots=True)
+class ComposerConfig:
+    """Sizes and weights of the composer.
+
+    Attributes:
+        window: chunks of the support read for units.
+        max_units: units quoted per question (or per part), context sentences and list items not counted.
+        list_items: items of a list quoted with its lead-in.
+        max_chars: the answer's length budget (characters of quoted text).
+        similarity_weight: weight of the unit's cosine against its coverage (both in [0, 1]).
+        embedded_units: at most this many units (the best by coverage and type) are embedded per question.
+        other_page_gain: a unit of another page is quoted (once) only when it holds at least this share (IDF-weighted)
+            of the question's specific terms that nothing quoted holds, and states the asked type.
+        neighbour_chars: a sentence is quoted with the next one of its paragraph when both fit in this many
+            characters (a short statement and the sentence that completes it).
+    """
+
+    window: int = 8
+    max_units: int = 3
+    list_items: int = 8
+    max_chars: int = 900
+    similarity_weight: float = 2.0
+    embedded_units: int = 24
+    neighbour_chars: int = 320
+    other_page_margin: float = 0.3
+
+
+@dataclass(slots=True)
+class Draft:
+    """An answer before validation: Markdown with ``[n]`` markers, its citations and the parts not answered."""
+
+    text: str
+    citations: list[Citation]
+    unanswered: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class PartEvidence:
+    """One part of a question (the whole question when it has one part) with what its own search found.
+
+    Attributes:
+        text: the part as the user wrote it.
+        terms: its key terms.
+        evidence: its passages, the supporting ones first.
+        supported: whether the gate accepted its evidence (an unsupported part is only named).
+        support: the chunk ids the gate accepted (empty: any of ``evidence``).
+    """
+
+    text: str
+    terms: KeyTerms
+    evidence: list[Evidence]
+    supported: bool = True
+    support: frozenset[str] = frozenset()
+
+
+@dataclass(slots=True)
+class _Scored:
+    unit: Unit
+    coverage: float
+    typed: bool
+    similarity: float = 0.0
+
+    @property
+    def score(self) -> tuple[bool, float]:
+        return self.typed, self.coverage + self.similarity
+
+
+def mask_numbers(text: str, terms: KeyTerms, analyze: Callable[[str], list[str]]) -> str:
+    """``text`` without the numbers the question itself names ("401k" states no amount for "the 401k match")."""
+    numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
+    if not numeric:
+        return text
+
+    def drop(m: re.Match[str]) -> str:
+        got = analyze(m.group())
+        return " " if got and set(got) <= numeric else m.group()
+
+    return _NUMERIC_TOKEN.sub(drop, text)
+
+
+class Composer:
+    """Builds a cited extractive answer (see the module docstring).
+
+    Args:
+        config: sizes and weights.
+        analyze: the index analyzer (text to stemmed terms).
+        similarity: question-to-text cosines (None: coverage and type alone order the units).
+    """
+
+    def __init__(self, config: ComposerConfig, analyze: Callable[[str], list[str]],
+                 similarity: Similarity | None = None) -> None:
+        self.config = config
+        self.analyze = analyze
+        self.similarity = similarity
+
+    # -- scoring -------------------------------------------------------------------------------
+    def rank(self, question: str, terms: KeyTerms, evidence: list[Evidence],
+             support: frozenset[str] = frozenset()) -> list[_Scored]:
+        """The units of ``evidence`` (those of ``support`` when given), best first (see the module docstring)."""
+        units = [u for u in units_of(evidence, self.analyze, self.config.window)
+                 if not support or u.chunk_id in support]
+        spec = _topic(terms, self.analyze)
+        total = sum(terms.weights[t] for t in spec)
+        kind = asked_type(question)
+        target = definition_target(question)
+        command = bool(_ASKS_COMMAND.search(question))
+        scored = []
+        for u in units:
+            have = u.terms | u.context | u.near
+            cov = sum(terms.weights[t] for t in spec if t in have) / total if total > 0 else 0.0
+            if target is not None:  # "what's PTEP?": a unit that defines it ("post-termination exercise period (PTEP)")
+                typed = defines(u.span.text, target)
+            elif command:  # "the slack command to see who's on call": a unit that shows one
+                typed = bool(_COMMAND.search(u.span.text))
+            else:
+                typed = kind is None or states_type(mask_numbers(u.span.text, terms, self.analyze), kind)
+            scored.append(_Scored(u, cov, typed))
+        scored.sort(key=lambda s: (s.typed, s.coverage, -s.unit.rank), reverse=True)
+        if self.similarity is not None and scored:
+            head = scored[: self.config.embedded_units]
+            sims = self.similarity(question, [_unit_text(s.unit) for s in head])
+            for s, sim in zip(head, sims):
+                s.similarity = self.config.similarity_weight * float(sim)
+        scored.sort(key=lambda s: s.score, reverse=True)
+        return scored
+
+    # -- answers -------------------------------------------------------------------------------
+    def answer(self, parts: list[PartEvidence]) -> Draft:
+        """Answer each part (one for a plain question) from its own support; see the module docstring.
+
+        Returns:
+            The draft; ``Draft.text`` is empty when no part has a unit to quote.
+        """
+        blocks: list[list[tuple[Evidence, list[Span], str]]] = []
+        unanswered: list[str] = []
+        quoted: set[tuple[str, int]] = set()
+        for part in parts:
+            if not part.supported:
+                unanswered.append(part.text)
+                continue
+            ranked = self.rank(part.text, part.terms, part.evidence, part.support)
+            picks = self._pick(ranked, part.terms, quoted)
+            if not picks:
+                unanswered.append(part.text)
+                continue
+            blocks.append(picks)
+        return self._render(blocks, unanswered if len(parts) > 1 else [])
+
+    def _pick(self, ranked: list[_Scored], terms: KeyTerms, quoted: set[tuple[str, int]]
+              ) -> list[tuple[Evidence, list[Span], str]]:
+        """The best unit with its context, then units of the same page that add a term or the asked type."""
+        cfg = self.config
+        if not ranked:
+            return []
+        best = ranked[0]
+        if best.coverage <= 0 and best.similarity <= 0:
+            return []
+        page = best.unit.ev.chunk.doc_id
+        spec = set(_topic(terms, self.analyze))
+        out: list[tuple[Evidence, list[Span], str]] = []
+        covered: set[str] = set()
+        typed_any = False
+        used = 0
+        total = sum(terms.weights[t] for t in spec) or 1.0
+        other_page = False
+        for s in ranked:
+            if len(out) >= cfg.max_units:
+                break
+            u = s.unit
+            have = (u.terms | u.context | u.near) & spec
+            if u.key in quoted:
+                continue
+            if u.ev.chunk.doc_id != page:
+                # Another page only for what the quoted one leaves out: a part of the question it does not speak to.
+                close = s.typed == best.typed and sum(s.score[1:]) >= sum(best.score[1:]) - cfg.other_page_margin
+                if other_page or not out or not close:
+                    continue
+                other_page = True
+            elif out and not (have - covered) and not s.typed:
+                continue
+            if out and s.coverage <= 0:
+                continue
+            spans, shape = self._context(u, terms)
+            if any((u.chunk_id, sp.start) in quoted for sp in spans):
+                continue
+            size = sum(len(sp.text) for sp in spans)
+            if out and used + size > cfg.max_chars:
+                continue
+            out.append((u.ev, spans, shape))
+            quoted.update((u.chunk_id, sp.start) for sp in spans)
+            covered |= have
+            typed_any = typed_any or s.typed
+            used += size
+        return out
+
+    def _context(self, u: Unit, terms: KeyTerms) -> tuple[list[Span], str]:
+        """The spans quoted for ``u`` and how they are shown: ``"prose"``, ``"list"`` or ``"table"``."""
+        text = u.ev.chunk.text
+        if u.kind == "row":
+            return ([u.lead, u.span] if u.lead is not None else [u.span]), "table"
+        if u.kind == "item":
+            lead, items = list_block(text, u.span)
+            if len(items) > self.config.list_items:
+                i = items.index(next(x for x in items if x.start == u.span.start))
+                lo = max(0, min(i - self.config.list_items // 2, len(items) - self.config.list_items))
+                items = items[lo:lo + self.config.list_items]
+            return ([lead] if lead is not None else []) + items, "list"
+        spans = [u.span]
+        if u.before is not None:
+            lacking = set(terms.specific) - u.terms
+            if _POINTS_BACK.match(u.span.text) or (lacking & set(self.analyze(u.before.text))):
+                spans.insert(0, u.before)
+        if u.after is not None and (u.span.text.rstrip().endswith(":") or _POINTS_BACK.match(u.after.text)
+                                    or len(u.span.text) + len(u.after.text) <= self.config.neighbour_chars):
+            spans.append(u.after)
+        if u.span.text.rstrip().endswith(":") and u.after is None:
+            lead, items = list_block(text, _next_item(text, u.span) or u.span)
+            if lead is not None and lead.start == u.span.start:
+                return [u.span, *items[: self.config.list_items]], "list"
+        return spans, "prose"
+
+    @staticmethod
+    def _render(blocks: list[list[tuple[Evidence, list[Span], str]]], unanswered: list[str]) -> Draft:
+        numbers: dict[str, int] = {}
+        citations: list[Citation] = []
+        paragraphs: list[str] = []
+        for picks in blocks:
+            for ev, spans, shape in picks:
+                ch = ev.chunk
+                n = numbers.setdefault(ch.chunk_id, len(numbers) + 1)
+                for sp in spans:
+                    citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, sp.text))
+                paragraphs.append(_show(ch.text, spans, shape, n))
+        text = "\n\n".join(paragraphs)
+        if unanswered and paragraphs:
+            text += "\n\nNothing found on: " + "; ".join(f"\u201c{u}\u201d" for u in unanswered) + "."
+        return Draft(text, citations, unanswered)
+
+
+#: Words that ask for an answer type ("how long", "how often"), not about a topic.
+_TYPE_WORDS = ("long", "often", "many", "much", "soon", "fast", "quickly", "far", "big", "large")
+
+
+def _topic(terms: KeyTerms, analyze: Callable[[str], list[str]]) -> list[str]:
+    """The question's specific terms without those that only ask for an answer type ("how *often*")."""
+    asking = {t for w in _TYPE_WORDS for t in analyze(w)}
+    return [t for t in terms.specific if t not in asking or terms.surface.get(t, t) not in _TYPE_WORDS]
+
+
+def _next_item(text: str, span: Span) -> Span | None:
+    """The first list item after ``span`` in ``text`` when the list starts on the next line(s)."""
+    from .units import _spans  # the cached splitter
+
+    for s in _spans(text):
+        if s.start > span.end:
+            line = text[:s.start].rsplit("\n", 1)[-1]
+            return s if re.fullmatch(r"\s*(?:[-*+]|\d{1,3}[.)])\s+", line) and \
+                "\n\n\n" not in text[span.end:s.start] else None
+    return None
+
+
+def _unit_text(u: Unit) -> str:
+    """What the similarity reads for a unit: its page title and section, then its text (and its lead-in)."""
+    c = u.ev.chunk
+    lead = f"{display_text(u.lead.text)} " if u.lead is not None else ""
+    return f"{c.title} {' '.join(c.section_path)}: {lead}{display_text(u.span.text)}"
+
+
+def _show(text: str, spans: list[Span], shape: str, n: int) -> str:
+    """Quoted spans as Markdown: prose joined, a list as a list (its lead-in first), a table row under its header."""
+    if shape == "table":
+        cells = [[display_text(c.strip()) for c in sp.text.strip().strip("|").split("|")] for sp in spans]
+        width = max(len(r) for r in cells)
+        lines = ["| " + " | ".join(r + [""] * (width - len(r))) + " |" for r in cells]
+        if len(lines) > 1:
+            lines.insert(1, "|" + "---|" * width)
+        lines[-1] += f" [{n}]"
+        return "\n".join(lines)
+    if shape == "list":
+        out: list[str] = []
+        for sp in spans:
+            line = text[:sp.start].rsplit("\n", 1)[-1]
+            if re.fullmatch(r"\s*(?:[-*+]|\d{1,3}[.)])\s+", line):
+                mark = _ORDERED.match(line)
+                out.append(f"{mark.group().strip() if mark else '-'} {display_text(sp.text)}")
+            else:
+                out.append(display_text(sp.text))
+        out[-1] += f" [{n}]"
+        return "\n".join(out)
+    return " ".join(display_text(sp.text) for sp in spans) + f" [{n}]"
