@@ -5,9 +5,11 @@ BIN := $(VENV)/bin
 CORPUS ?= examples/wiki
 DEMO_QUESTIONS ?= examples/demo_questions.txt
 DEMO_DATA ?= .chatops-demo
+EVAL_DATA ?= .chatops-eval
+SHARED ?= ../shared
 STAMP := $(VENV)/.installed
 
-.PHONY: install lock demo test lint bench eval clean teams-package
+.PHONY: install lock demo test lint bench eval eval-shared clean teams-package
 
 install: $(STAMP)
 
@@ -63,9 +65,18 @@ bench: install
 	$(BIN)/python bench/slack_load.py
 	$(BIN)/python bench/sync_unchanged.py
 
-eval: install
-	$(BIN)/chatops eval --questions ../shared/eval/dev.jsonl \
-	  --source "folder:../shared/corpus/sourcegraph-handbook?url_base=https://handbook.sourcegraph.com/"
+# The three dev sets (../shared, beside this clone), each on its own index under $(EVAL_DATA)/eval/NAME
+# (incremental on re-runs, one embedding cache): one table with a row per set.
+eval: eval-shared install
+	CHATOPS_DATA_DIR=$(EVAL_DATA) $(BIN)/chatops eval \
+	  --set "dev=$(SHARED)/eval/dev.jsonl::folder:$(SHARED)/corpus/sourcegraph-handbook?url_base=https://handbook.sourcegraph.com/" \
+	  --set "dev2=$(SHARED)/eval/dev2.jsonl::folder:$(SHARED)/corpus/meltano-handbook" \
+	  --set "dev3=$(SHARED)/eval/dev3.jsonl::folder:$(SHARED)/corpus/18f-handbook"
+
+eval-shared:
+	@for f in eval/dev.jsonl eval/dev2.jsonl eval/dev3.jsonl corpus/sourcegraph-handbook corpus/meltano-handbook \
+	  corpus/18f-handbook; do test -e "$(SHARED)/$$f" || { echo "make eval: $(SHARED)/$$f is missing; the dev sets \
+	and their corpora come from ../shared beside this clone (set SHARED=DIR to use another folder)" >&2; exit 2; }; done
 
 clean:
 	rm -rf $(DEMO_DATA) .pytest_cache

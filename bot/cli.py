@@ -265,31 +265,73 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """``chatops eval --questions FILE --source SPEC [--retriever R] [--k K] [--json]``."""
-    from .evaluate import doc_chunks, format_table, load_questions, run_eval
-    from .progress import progress_bar
+    """``chatops eval --questions FILE [--source SPEC]... | --set NAME=QUESTIONS::SOURCE... [--retriever R] [--k K]
+    [--json]``: one eval (its full table) or several sets, each on its own index (one table, a row per set).
+
+    Raises:
+        ConfigError: neither or both of ``--questions`` and ``--set``; ``--set`` with a shared index (``QDRANT_URL``).
+        ValueError: a bad ``--set`` or eval file (the message names it), before anything is indexed.
+    """
+    from .eval_sets import format_sets_table, parse_set, set_data_dir
+    from .evaluate import format_table, load_questions
     from app.layout import SectionPrinter
+
+    if bool(args.questions) == bool(args.set):
+        raise ConfigError("eval needs either --questions FILE (with --source SPEC to index) or one or more "
+                          "--set NAME=QUESTIONS::SOURCE, not both; see `chatops eval --help`")
+    if args.source and args.set:
+        raise ConfigError("--source goes with --questions; a --set names its own sources (NAME=QUESTIONS::SOURCE)")
+    settings = _settings(answers_on_stdout=True)
+    out = SectionPrinter()
+    if args.questions:
+        result = _eval_one(settings, load_questions(args.questions), args.source or [], args, out, "eval")
+        result["retriever"] = args.retriever
+        if args.json:
+            print(json.dumps(result, ensure_ascii=False))
+        else:
+            out.section(format_table(result, label=f"({args.retriever})"))
+        return 0
+    sets = [parse_set(spec) for spec in args.set]
+    if len({s.name for s in sets}) < len(sets):
+        raise ConfigError("each --set needs its own NAME (it names the set's row and its folder under the data dir)")
+    if settings.qdrant_url:
+        raise ConfigError("--set builds an index per set under the data dir; unset QDRANT_URL (a shared index would "
+                          "mix the sets' pages)")
+    questions = {s.name: load_questions(s.questions) for s in sets}  # every file checked before any indexing
+    results: dict[str, dict] = {}
+    for s in sets:
+        own = settings.model_copy(update={"chatops_data_dir": set_data_dir(settings.chatops_data_dir, s.name),
+                                          "chatops_cache_dir": settings.embedding_cache_path.parent})
+        if not args.json:
+            out.section(f"set {s.name}: {len(questions[s.name])} questions from {s.questions}, "
+                        f"index in {own.chatops_data_dir}")
+        results[s.name] = _eval_one(own, questions[s.name], list(s.sources), args, out, f"eval {s.name}")
+        results[s.name].update(questions_file=str(s.questions), sources=list(s.sources))
+    if args.json:
+        print(json.dumps({"retriever": args.retriever, "sets": results}, ensure_ascii=False))
+    else:
+        out.section(format_sets_table(results, label=f"({args.retriever})"))
+    return 0
+
+
+def _eval_one(settings: Settings, questions: list, sources: list[str], args: argparse.Namespace, out,
+              bar_label: str) -> dict:
+    """Index ``sources`` (incrementally) into the settings' index, then ask ``questions`` of it: the eval object
+    of :func:`bot.evaluate.run_eval` (indexing reports go to ``out`` unless ``--json``)."""
+    from .evaluate import doc_chunks, run_eval
+    from .progress import progress_bar
     from app.wiring import build_agent, open_index
 
-    settings = _settings(answers_on_stdout=True)
-    questions = load_questions(args.questions)
-    out = SectionPrinter()
-    index = open_index(settings, repair=bool(args.source))
+    index = open_index(settings, repair=bool(sources))
     try:
-        for spec in args.source or []:
+        for spec in sources:
             _index_sources(settings, [spec], full=False, index=index, quiet=args.json, out=out)
         rt = build_agent(settings, index=index, retriever=args.retriever)
-        with progress_bar("eval", "questions", total=len(questions)) as bar:
-            result = run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k, access=rt.access,
-                              doc_chunks=doc_chunks(index), progress=lambda *_: bar.update(1))
+        with progress_bar(bar_label, "questions", total=len(questions)) as bar:
+            return run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k, access=rt.access,
+                            doc_chunks=doc_chunks(index), progress=lambda *_: bar.update(1))
     finally:
         index.close()
-    result["retriever"] = args.retriever
-    if args.json:
-        print(json.dumps(result, ensure_ascii=False))
-    else:
-        out.section(format_table(result, label=f"({args.retriever})"))
-    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -458,14 +500,23 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--as", dest="as_user", metavar="EMAIL", help="converse as this person (their own access, "
                     "as in a DM); without it, public pages only")
     pc.set_defaults(func=cmd_chat)
-    pe = _command(sub, "eval", "score the bot on an eval file",
+    pe = _command(sub, "eval", "score the bot on an eval file, or on several sets in one table",
                   "Run every question of a JSONL eval file through the agent and print retrieval (recall@k, MRR, "
-                  "nDCG), answer (expected strings, citation validity, refusals) and latency figures.\n\n"
+                  "nDCG), answer (expected strings, citation validity, citation precision: cited pages that are "
+                  "gold pages, refusals, answer length) and latency figures. --json adds each question's row with "
+                  "the reply text and its citations.\n\n"
+                  "With --set NAME=QUESTIONS::SOURCE[::SOURCE...] (repeatable) each set is indexed into its own "
+                  "folder, DATA_DIR/eval/NAME (incremental on re-runs; the embedding cache is shared), and one "
+                  "table with a row per set is printed (--json: {\"retriever\", \"sets\": {NAME: result}}).\n\n"
                   + SOURCE_SPECS,
                   ["chatops eval --questions examples/eval.jsonl --source folder:examples/wiki",
-                   "chatops eval --questions dev.jsonl --source folder:./handbook --retriever bm25 --json"])
-    pe.add_argument("--questions", required=True, help="JSONL eval file")
-    pe.add_argument("--source", action="append", help="source spec to index first (if needed)")
+                   "chatops eval --questions dev.jsonl --source folder:./handbook --retriever bm25 --json",
+                   "chatops eval --set wiki=examples/eval.jsonl::folder:examples/wiki \\\n"
+                   "               --set dev2=../shared/eval/dev2.jsonl::folder:../shared/corpus/meltano-handbook"])
+    pe.add_argument("--questions", help="JSONL eval file (asked of the data dir's index)")
+    pe.add_argument("--source", action="append", help="source spec to index first (if needed), with --questions")
+    pe.add_argument("--set", action="append", metavar="NAME=QUESTIONS::SOURCE", help="an eval set on its own index "
+                    "(repeatable; instead of --questions): one table with a row per set")
     pe.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
     pe.add_argument("--k", type=int, default=10, help="also report recall@K (K documents)")
     pe.add_argument("--json", action="store_true", help="print exactly one JSON object")

@@ -20,7 +20,9 @@ Answers: ``answer_contains``, ``citation_validity`` (re-checked against the stor
 without retrieval; 0 without an LLM, whose absence makes the bot search and refuse instead) and
 ``answer_chars_mean``: the mean length in characters of the reply text (citation markers and any
 closing line included) over the answerable questions that were answered, not refused (each row's
-``answer_chars``; 0 for a refusal).
+``answer_chars``; 0 for a refusal) and ``citation_precision``: per answerable question answered (not
+refused) with citations, the distinct cited pages (``doc_id``) that are gold pages over the distinct cited
+pages; the aggregate is their mean (macro), None when no question qualifies.
 ``cost``: LLM calls and tokens per question, mean and p95 (0 without an LLM).
 
 Actions (``kind: action``): ``action_tool`` is the fraction of action questions whose reply proposes
@@ -36,6 +38,10 @@ the viewer may not read that were cited (quotes included) or handed to the plann
 turn's retrieved hits); it must be 0. ``acl_recall`` is the fraction of questions whose gold page is
 restricted (not public) and readable by the viewer that were answered citing a gold page (None when
 there are none).
+
+Each ``per_question`` row carries what was said, so a run can be read afterwards: the ``question``, the
+reply ``text`` and its ``citations`` (``n``, ``doc_id``, ``title``, ``section``, ``quote`` each), besides
+the row's scores.
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ from connectors.access import Viewer
 from connectors.models import Chunk
 
 __all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE", "action_scores", "title_matches",
-           "acl_scores", "doc_chunks"]
+           "acl_scores", "doc_chunks", "citation_precision"]
 
 ANSWERABLE = frozenset({"single", "multi", "paraphrase", "exact_term", "followup"})
 
@@ -150,6 +156,11 @@ def _pct(xs: list[float], p: float) -> float | None:
     return round(xs[i], 1)
 
 
+def _chars(x: float | None) -> str:
+    """A mean length in characters for a table ("-" when there is none)."""
+    return "-" if x is None else f"{x:.0f}"
+
+
 def doc_chunks(index) -> dict[str, str]:
     """Doc id -> one of its chunk ids, from the index's manifest (for :func:`acl_scores`)."""
     return {p.doc_id: p.chunk_ids[0] for p in index.manifest.all_pages() if p.chunk_ids}
@@ -202,8 +213,8 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
                                          channel_kind="dm" if q.audience == "dm" else "channel"), access)
         reply = agent.answer(turn)
         ms = (time.perf_counter() - t) * 1000
-        row = {"id": q.id, "kind": q.kind, "route": reply.route, "refused": reply.refused,
-               "latency_ms": ms, "citations": len(reply.citations), "text": reply.text,
+        row = {"id": q.id, "kind": q.kind, "question": q.question, "route": reply.route, "refused": reply.refused,
+               "latency_ms": ms, "text": reply.text, "citations": said_citations(reply),
                "answer_chars": 0 if reply.refused else len(reply.text),
                "citation_valid": citations_valid(reply, lookup)}
         row.update(acl_scores(q, reply, turn.viewer, lookup, doc_chunks))
@@ -212,6 +223,7 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
             row["docs"] = docs[:max(10, k)]
             row.update(retrieval_scores(q, docs, k))
             row["answer_contains"] = (not reply.refused) and _contains_all(reply.text, q.answer_contains)
+            row["citation_precision"] = citation_precision(q, reply)
         if q.kind == "unanswerable":
             row["refused_ok"] = reply.refused and not reply.citations
         if q.kind == "general":
@@ -224,6 +236,21 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
         if progress:
             progress(q, reply, row)
     return summarize(rows)
+
+
+def said_citations(reply: Reply) -> list[dict]:
+    """The reply's citations as a row shows them: ``n``, ``doc_id``, ``title``, ``section`` and ``quote`` each."""
+    return [{"n": c.n, "doc_id": c.doc_id, "title": c.title, "section": c.section, "quote": c.quote}
+            for c in reply.citations]
+
+
+def citation_precision(q: EvalQuestion, reply: Reply) -> float | None:
+    """Distinct cited pages (``doc_id``) that are gold pages / distinct cited pages, for an answerable
+    question answered (not refused) with citations; None otherwise (it does not count)."""
+    if q.kind not in ANSWERABLE or reply.refused or not reply.citations:
+        return None
+    cited = {c.doc_id for c in reply.citations}
+    return len(cited & set(q.gold_docs)) / len(cited)
 
 
 def title_matches(expected: str, got: str) -> bool:
@@ -288,6 +315,7 @@ def _figures(rows: list[dict]) -> dict:
         "refusal_unanswerable": _mean([float(r["refused_ok"]) for r in una]),
         "false_refusal": _mean([float(r["refused"]) for r in ans]),
         "answer_chars_mean": _mean([float(r["answer_chars"]) for r in ans if not r["refused"]]),
+        "citation_precision": _mean([r["citation_precision"] for r in ans if r.get("citation_precision") is not None]),
     }
     gen = [r for r in rows if r["kind"] == "general"]
     out["answers"]["direct_general"] = _mean([float(r["direct"]) for r in gen])
@@ -314,8 +342,7 @@ def summarize(rows: list[dict]) -> dict:
     for r in rows:
         by_kind[r["kind"]].append(r)
     out["by_kind"] = {k: {kk: vv for kk, vv in _figures(v).items()} for k, v in sorted(by_kind.items())}
-    out["per_question"] = [{k: (round(v, 1) if k == "latency_ms" else v) for k, v in r.items() if k != "text"}
-                           for r in rows]
+    out["per_question"] = [{k: (round(v, 1) if k == "latency_ms" else v) for k, v in r.items()} for r in rows]
     return out
 
 
@@ -331,15 +358,18 @@ def format_table(result: dict, label: str = "") -> str:
              f"           {f(r['recall@1'])} {f(r['recall@5'])} {f(r['recall@10'])} {f(r['mrr@10'])} {f(r['ndcg@10'])}",
              f"answers    answer_contains {f(a['answer_contains'])}  citation_validity {f(a['citation_validity'])}  "
              f"refusal_unanswerable {f(a['refusal_unanswerable'])}  false_refusal {f(a['false_refusal'])}",
+             f"           citation_precision {f(a.get('citation_precision'))}  "
+             f"answer_chars_mean {_chars(a.get('answer_chars_mean'))}",
              f"actions    action_tool {f(a.get('action_tool'))}  action_args {f(a.get('action_args'))}",
              f"access     acl_leaks {result.get('access', {}).get('acl_leaks', 0)}  "
              f"acl_recall {f(result.get('access', {}).get('acl_recall'))} "
              f"({result.get('access', {}).get('acl_questions', 0)} restricted questions)",
              f"latency    p50 {lat['p50']} ms  p95 {lat['p95']} ms"]
-    kinds = ["by kind      n   R@5   R@10  contains refused"]
+    kinds = ["by kind      n   R@5   R@10  contains refused  cit_precision"]
     for k, v in result["by_kind"].items():
         kinds.append(f"{k:<12}{v['questions']:>2}  {f(v['retrieval']['recall@5'])} {f(v['retrieval']['recall@10'])} "
                      f"{f(v['answers']['answer_contains'])}    "
-                     f"{f(v['answers']['refusal_unanswerable'] if k == 'unanswerable' else v['answers']['false_refusal'])}")
+                     f"{f(v['answers']['refusal_unanswerable'] if k == 'unanswerable' else v['answers']['false_refusal'])}    "
+                     f"{f(v['answers'].get('citation_precision'))}")
     return sections("\n".join(lines), "\n".join(kinds))
 
