@@ -118,6 +118,60 @@ def test_slack_control_sequences_from_a_page_are_neutralised_in_the_markdown() -
     assert "&lt;!channel>" in md and "`<\u2060!here>`" in md
 
 
+#: The answer composer's shape (issue 22): a lead-in and its numbered list, a table row with its header.
+LIST_AND_TABLE = ("To request leave, do the following: [1]\n1. Open HR Links.\n2. Choose *Absence request*.\n"
+                  "3. Submit it three business days ahead. [1]\n\n| Plan | Monthly premium | [2]\n|---|---|\n| Basic | $12 |")
+
+
+def test_a_list_and_a_table_render_as_a_markdown_list_and_an_aligned_code_block() -> None:
+    reply = Reply(LIST_AND_TABLE, citations=[cite(1), cite(2, title="Benefits", section="Health plans")])
+    [msg] = render.answer_messages(reply)
+    assert not _block_problem(msg["blocks"])
+    assert msg["blocks"][0] == {"type": "markdown", "text": (
+        "To request leave, do the following: [1]\n"
+        "\n"
+        "1. Open HR Links.\n"
+        "2. Choose *Absence request*.\n"
+        "3. Submit it three business days ahead. [1]\n"
+        "\n"
+        "```\n"
+        "Plan   Monthly premium  [2]\n"
+        "─────  ───────────────\n"
+        "Basic  $12\n"
+        "```")}
+    assert [b["type"] for b in msg["blocks"][1:]] == ["context", "context_actions"]
+    # a streamed answer carries the same text, its blocks attached at the stop
+    body, _ = render.stream_parts(reply)
+    assert body == msg["blocks"][0]["text"]
+
+
+def test_a_wide_table_or_one_with_links_renders_as_header_value_lines() -> None:
+    reply = Reply("Daily limits: [1]\n\n| Region | Hotel per night | Meals per day | [1]\n|---|--:|--:|\n"
+                  "| United States and Canada, including Alaska and Hawaii | $250 | $75 |\n"
+                  "| [Rest of the world](https://wiki.example.com/regions) | $150 | $50 |", citations=[cite(1)])
+    [msg] = render.answer_messages(reply)
+    assert msg["blocks"][0]["text"] == (
+        "Daily limits: [1]\n"
+        "\n"
+        "- **Region:** United States and Canada, including Alaska and Hawaii · **Hotel per night:** $250 · "
+        "**Meals per day:** $75 [1]\n"
+        "- **Region:** [Rest of the world](https://wiki.example.com/regions) · **Hotel per night:** $150 · "
+        "**Meals per day:** $50")
+
+
+def test_a_long_table_is_split_over_messages_with_its_code_fences_closed() -> None:
+    rows = "\n".join(f"| Office {i} | {i % 7} days |" for i in range(1500))
+    reply = Reply(f"Days per office: [1]\n\n| Office | Days |\n|---|---|\n{rows}", citations=[cite(1)])
+    messages = render.answer_messages(reply)
+    assert len(messages) >= 2
+    for m in messages:
+        assert not _block_problem(m["blocks"]), _block_problem(m["blocks"])
+        md = m["blocks"][0]["text"]
+        assert md.count("```") % 2 == 0 and "|---|" not in md
+    shown = "".join(m["blocks"][0]["text"] for m in messages)
+    assert "Office 1499  1 days" in shown
+
+
 def test_feedback_values_parse_both_the_native_element_and_the_old_buttons() -> None:
     assert render.parse_feedback_value(render.FEEDBACK, "not_helpful:abc") == ("not_helpful", "abc")
     assert render.parse_feedback_value(render.FEEDBACK_HELPFUL, "abc") == ("helpful", "abc")

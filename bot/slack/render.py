@@ -8,7 +8,11 @@ at most 12,000, 50 blocks a message, 10 elements a context block, 75-character b
 with the last one).
 
 Answer text goes out as standard Markdown in a ``markdown`` block (Slack renders it; the ``text`` field is
-the plain-text fallback for notifications and clients without the block). Feedback is Slack's native
+the plain-text fallback for notifications and clients without the block), lists and tables first put in the
+shape Slack shows (:func:`bot.markdown_blocks.chat_markdown`): a list as a Markdown list set off from its
+lead-in line (the block renders it as one), a table, which neither the block nor mrkdwn renders, as a code
+block aligned by column, or as "Header: value" lines when it is too wide for that or holds links. Streamed
+answers (:func:`stream_parts`) carry the same text. Feedback is Slack's native
 ``feedback_buttons`` element in a ``context_actions`` block (thumbs up / down under the answer); "not
 helpful" opens :func:`feedback_modal` for the reason.
 
@@ -26,6 +30,7 @@ from agent.models import Citation, PendingAction, Reply
 from connectors.config import ChannelConfig
 
 from ..links import web_url
+from ..markdown_blocks import chat_markdown
 from .commands import HELP_LINES
 from .mrkdwn import escape, markdown_safe, split_text, to_mrkdwn, truncate
 
@@ -259,7 +264,7 @@ def answer_messages(reply: Reply, *, share: str | None = None, intro: str | None
 
 
 def _answer_body(reply: Reply) -> str:
-    body = markdown_safe(reply.text) or "_(empty answer)_"
+    body = markdown_safe(chat_markdown(reply.text)) or "_(empty answer)_"
     return f":mag: {body}" if reply.refused else body
 
 

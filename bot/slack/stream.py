@@ -5,7 +5,8 @@
   3 sources…") in an assistant thread, and streams the answer text the LLM planner releases sentence by
   sentence as the model writes it (only sentences whose citations passed, :mod:`agent.llm.release`); the
   steps arrive from the agent's worker thread and are sent in order, each once. When the final answer
-  does not continue what was streamed (a later check removed a sentence), the message is rewritten.
+  does not continue what was streamed (a later check removed a sentence, or the renderer set a list or a
+  table in its shape, :func:`bot.markdown_blocks.chat_markdown`), the message is rewritten.
 - :class:`AnswerStreamer` streams a finished, validated reply into its thread: the Markdown in pieces cut
   at sentence ends (:func:`stream_pieces`), then, at stop, the sources and the feedback row
   (:func:`bot.slack.render.stream_parts`). Citations are validated by the agent before the first piece is
@@ -151,8 +152,8 @@ class LiveTurn:
 
         Nothing streamed yet: :meth:`AnswerStreamer.stream`. Streamed text that the final answer continues
         (nothing released was removed): the rest is appended and the stream stopped with the sources and
-        the feedback row. Otherwise (a sentence was dropped by a later check, a refusal, a pending action,
-        a broken stream) the streamed message is stopped and rewritten to the final answer
+        the feedback row. Otherwise (a sentence was dropped by a later check, a list or a table released as
+        written and rendered otherwise, a refusal, a pending action, a broken stream) the streamed message is stopped and rewritten to the final answer
         (``chat.update``), or deleted when the answer cannot be one message (the caller then posts it).
 
         Returns:

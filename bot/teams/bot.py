@@ -359,7 +359,7 @@ class TeamsBot(ActivityHandler):
                           stream: TeamsStream | None = None) -> None:
         """The answer: the card alone; streamed (personal chats), the text streamed and then the final
         message with that text and the sources card. Remembers the sent message's trace id."""
-        streamed = stream is not None and await stream.append(turn_context, cards.plain_text(reply))
+        streamed = stream is not None and await stream.append(turn_context, cards.message_text(reply))
         if streamed:
             sources = cards.sources_card(reply)
             attachments = [cards.card_attachment(sources)] if sources else []
@@ -378,7 +378,7 @@ class TeamsBot(ActivityHandler):
                            entities=[SchemaEntity.of(e) for e in cards.citation_entities(reply.citations)],
                            channel_data={"feedbackLoopEnabled": True})
         if streamed:
-            message.text, message.text_format = cards.plain_text(reply), "markdown"
+            message.text, message.text_format = cards.message_text(reply), "markdown"
         if stream is not None:
             sent = await stream.finish(turn_context, message)
         else:
