@@ -124,7 +124,7 @@ def report(label: str, search: KnowledgeSearch, qs: list[str], standin=None) -> 
     given); returns the seconds the timed searches took."""
     t = time.perf_counter()
     for r in ("hybrid", "bm25", "dense"):
-        search._dcache.clear()  # noqa: SLF001 - time real searches, not the retry cache
+        search.engine.clear_cache()  # time real searches, not the retry cache
         if standin is not None:
             standin.reset()
         p50, p95 = time_searches(search, qs, r)
@@ -148,7 +148,7 @@ def round_trips(search: KnowledgeSearch, standin, q: str) -> None:
     """Print the requests one hybrid search sends, with and without pseudo-relevance feedback (a fresh
     query each time, so no cache answers it)."""
     for prf in (False, True):
-        search._dcache.clear()  # noqa: SLF001
+        search.engine.clear_cache()
         search.embed_query(q)
         standin.reset()
         search.run(KnowledgeSearchArgs(query=q, k=30, retriever="hybrid", prf=prf), ToolContext(viewer=Viewer.public()))
@@ -164,7 +164,7 @@ def bm25_side_by_side(label: str, index: KnowledgeIndex, qs: list[str]) -> None:
 
     from index.stores.whoosh_store import _PreloadedOr
 
-    store = index.whoosh
+    store = index.keyword
     viewer = Viewer.public()
     ours, theirs, same = [], [], 0
     for q in qs:
@@ -191,8 +191,8 @@ def bm25_side_by_side(label: str, index: KnowledgeIndex, qs: list[str]) -> None:
 def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Random) -> float:
     """Fill ``index`` with ``n`` synthetic chunks (Zipf-like words, random unit vectors) through its stores'
     writes, 2,000 chunks a write; returns the seconds spent in the writes (text and vectors are made outside)."""
-    if index.qdrant._is_local:  # noqa: SLF001 - bench set-up: local mode's SQLite file
-        no_fsync(index.qdrant.client, index.qdrant.collection)
+    if index.dense._is_local:  # noqa: SLF001 - bench set-up: local mode's SQLite file
+        no_fsync(index.dense.client, index.dense.collection)
     writing = 0.0
     weights = [1 / (i + 1) for i in range(len(vocab))]
     batch_chunks: list[Chunk] = []
@@ -211,12 +211,12 @@ def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Rando
             keys = sorted({c.key for c in batch_chunks})
             stacked = np.stack(vecs)
             t = time.perf_counter()
-            index.whoosh.replace(keys, batch_chunks)
-            index.qdrant.replace([], batch_chunks, stacked)
+            index.keyword.replace(keys, batch_chunks)
+            index.dense.replace([], batch_chunks, stacked)
             writing += time.perf_counter() - t
             batch_chunks, vecs = [], []
     t = time.perf_counter()
-    index.whoosh.optimize()
+    index.keyword.optimize()
     return writing + time.perf_counter() - t
 
 
@@ -224,8 +224,8 @@ def corpus_vocabulary(index: KnowledgeIndex, size: int = 20000) -> list[str]:
     """The ``size`` most frequent index terms of the chunks' text (by document frequency), read through the
     index's stores and analyzer (so every mode gets the same words)."""
     df: dict[str, int] = {}
-    for chunk in index.qdrant.chunks(index.qdrant.chunk_ids()).values():
-        for term in set(index.whoosh.analyze(chunk.text)):
+    for chunk in index.dense.chunks(index.dense.chunk_ids()).values():
+        for term in set(index.keyword.analyze(chunk.text)):
             df[term] = df.get(term, 0) + 1
     return [t for t, _ in sorted(df.items(), key=lambda x: (-x[1], x[0]))][:size]
 
@@ -240,18 +240,18 @@ def after_write(label: str, index: KnowledgeIndex, question: str) -> None:
                     f"rewritten part {i} {question}", i, access=Access.everyone()) for i in range(12)]
     vecs = np.random.default_rng(1).standard_normal((12, index.embedder.dim)).astype(np.float32)
     t = time.perf_counter()
-    index.whoosh.replace([chunks[0].key], chunks)
-    index.qdrant.replace([chunks[0].key], chunks, vecs)
+    index.keyword.replace([chunks[0].key], chunks)
+    index.dense.replace([chunks[0].key], chunks, vecs)
     write = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     search.run(KnowledgeSearchArgs(query=question, k=30), ToolContext(viewer=Viewer.public()))
     first = (time.perf_counter() - t) * 1000
-    if not index.qdrant._is_local:  # noqa: SLF001 - a server keeps no mirror
+    if not index.dense._is_local:  # noqa: SLF001 - a server keeps no mirror
         print(f"{label:<34} after a write: one 12-chunk page written in {write:.0f} ms, next hybrid search {first:.0f} ms")
         return
     t = time.perf_counter()
-    index.qdrant._mirror = None  # noqa: SLF001 - time a rebuild from the collection
-    index.qdrant.warm()
+    index.dense._mirror = None  # noqa: SLF001 - time a rebuild from the collection
+    index.dense.warm()
     rebuild = (time.perf_counter() - t) * 1000
     print(f"{label:<34} after a write: one 12-chunk page written in {write:.0f} ms, next hybrid search "
           f"{first:.0f} ms (mirror kept in step; a rebuild from the collection takes {rebuild:.0f} ms)")
@@ -324,7 +324,7 @@ def main() -> None:
                     bm25_side_by_side(label, syn, qs)
                 after_write(label, syn, qs[0])
                 if mode == "shared":  # free the stand-in's memory for the next size
-                    syn.qdrant.client.delete_collection(syn.qdrant.collection)
+                    syn.dense.client.delete_collection(syn.dense.collection)
                 syn.close()
             if names and "embedded" in modes:
                 run_size(n, names, args.candidate_queries, local_max=30000)

@@ -280,7 +280,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             _index_sources(settings, [spec], full=False, index=index, quiet=args.json, out=out)
         rt = build_agent(settings, index=index, retriever=args.retriever)
         with progress_bar("eval", "questions", total=len(questions)) as bar:
-            result = run_eval(rt.agent, questions, lookup=index.qdrant.get, k=args.k, access=rt.access,
+            result = run_eval(rt.agent, questions, lookup=index.dense.get, k=args.k, access=rt.access,
                               doc_chunks=doc_chunks(index), progress=lambda *_: bar.update(1))
     finally:
         index.close()

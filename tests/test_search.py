@@ -1,6 +1,6 @@
 """Retrieval tools: rank fusion, ``knowledge.search`` and the tool registry.
 
-Covers :func:`tools.fusion.reciprocal_rank_fusion` on hand-computed examples (k=60, weights,
+Covers :func:`index.retrieval.fusion.reciprocal_rank_fusion` on hand-computed examples (k=60, weights,
 invalid k), :class:`tools.knowledge_search.KnowledgeSearch` over the shared example-wiki index
 (hybrid, BM25 and dense each return evidence with per-retriever ranks and scores and a cosine;
 an exact slash command is found by BM25; no duplicate chunks), and
@@ -19,7 +19,7 @@ from index.knowledge import KnowledgeIndex
 from connectors.access import Viewer
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError, ToolPermissionError
-from tools.fusion import reciprocal_rank_fusion
+from index.retrieval.fusion import reciprocal_rank_fusion
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs, SearchResult
 
 # -- reciprocal rank fusion -------------------------------------------------------------------------
@@ -136,9 +136,9 @@ def test_results_have_no_duplicate_chunks(search: KnowledgeSearch, query: str, r
 
 def test_evidence_chunks_exist_in_both_stores(search: KnowledgeSearch, wiki_index: KnowledgeIndex) -> None:
     res = _run(search, "what do I return when I leave the company?", k=10)
-    whoosh_ids = wiki_index.whoosh.chunk_ids()
+    whoosh_ids = wiki_index.keyword.chunk_ids()
     for e in res.evidence:
-        stored = wiki_index.qdrant.get(e.chunk.chunk_id)
+        stored = wiki_index.dense.get(e.chunk.chunk_id)
         assert stored is not None and stored.text == e.chunk.text
         assert e.chunk.chunk_id in whoosh_ids
 
@@ -255,7 +255,7 @@ def test_registry_enforces_admin_permission_and_validates_arguments() -> None:
 ])
 def test_the_analyzer_keeps_identifiers_and_drops_markdown_punctuation(wiki_index: KnowledgeIndex, text: str,
                                                                       tokens: list[str]) -> None:
-    assert wiki_index.whoosh.analyze(text) == tokens
+    assert wiki_index.keyword.analyze(text) == tokens
 
 
 def test_each_hit_lists_the_querys_identifiers_its_text_holds(search: KnowledgeSearch) -> None:
