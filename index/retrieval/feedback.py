@@ -13,7 +13,7 @@ question, the caller's expansion terms and the feedback terms of the viewer's ow
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,19 +27,30 @@ __all__ = ["feedback_terms", "KeywordQuery", "PseudoRelevanceFeedback"]
 
 
 def feedback_terms(chunks: Sequence[Chunk], query_terms: set[str], analyze: Callable[[str], list[str]],
-                   idf: Callable[[str], float], n_terms: int = 6) -> list[str]:
+                   idf: Callable[[Collection[str]], Mapping[str, float]], n_terms: int = 6) -> list[str]:
     """The ``n_terms`` analysed terms with the highest summed ``tf / length * idf`` over ``chunks``.
 
     Terms of the query, numbers and terms of two characters or fewer are excluded.
+
+    Args:
+        chunks: the feedback passages, best first (each read as its title, heading path and text).
+        query_terms: the query's analysed terms (never fed back).
+        analyze: the keyword store's analyzer.
+        idf: the IDF of every candidate term, asked once with all of them (a store reads them together).
+        n_terms: terms returned at most.
+
+    Returns:
+        The terms, heaviest first (ties in first-seen order).
     """
+    tfs = [Counter(t for t in analyze(f"{c.title} {' '.join(c.section_path)} {c.text}") if len(t) > 2 and not t.isdigit())
+           for c in chunks]
+    weight_of = idf({t for tf in tfs for t in tf if t not in query_terms})
     weights: Counter[str] = Counter()
-    for c in chunks:
-        tf = Counter(t for t in analyze(f"{c.title} {' '.join(c.section_path)} {c.text}")
-                     if len(t) > 2 and not t.isdigit())
+    for tf in tfs:
         length = sum(tf.values()) or 1
         for t, f in tf.items():
             if t not in query_terms:
-                weights[t] += (f / length) * idf(t)
+                weights[t] += (f / length) * weight_of[t]
     return [t for t, _ in weights.most_common(n_terms)]
 
 
@@ -64,7 +75,9 @@ class PseudoRelevanceFeedback:
     dense hit passed the store's access pre-filter, so no term of a page they may not read gets in), each
     added term weighted ``weight``.
 
-    IDF here is ``ln(1 + N / (df + 0.5))`` over the keyword store's chunks (``N`` read once per search).
+    IDF here is ``ln(1 + N / (df + 0.5))`` over the keyword store's chunks, every candidate term's document frequency
+    read in one call (:meth:`~index.retrieval.ports.KeywordStore.doc_frequencies`): one at a time, the store's
+    freshness check per term cost more than the rest of the search.
 
     Args:
         keyword: the keyword store (its analyzer and document frequencies).
@@ -87,12 +100,11 @@ class PseudoRelevanceFeedback:
         extra = [x for term in query.expansion for x in analyze(term) if x not in base]
         feedback: list[str] = []
         if query.feedback and dense:
-            n = max(self.keyword.doc_count, 1)
-            df = self.keyword.doc_frequency
-
-            def idf(term: str) -> float:
-                return float(np.log1p(n / (df(term) + 0.5)))
-
-            feedback = feedback_terms(dense[: self.docs], base | set(extra), analyze, idf, self.terms)
+            feedback = feedback_terms(dense[: self.docs], base | set(extra), analyze, self.idf, self.terms)
         added = list(dict.fromkeys(extra + feedback))
         return KeywordQuery(" ".join([query.text, *added]), {x: self.weight for x in added}, feedback)
+
+    def idf(self, terms: Collection[str]) -> dict[str, float]:
+        """``ln(1 + N / (df + 0.5))`` of each analysed term, the document frequencies read together."""
+        n = max(self.keyword.doc_count, 1)
+        return {t: float(np.log1p(n / (df + 0.5))) for t, df in self.keyword.doc_frequencies(terms).items()}

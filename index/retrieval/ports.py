@@ -14,7 +14,7 @@ store's query; a store raises ``ValueError`` without one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 import numpy as np
@@ -42,6 +42,10 @@ class KeywordStore(Protocol):
 
     def doc_frequency(self, term: str) -> int:
         """Number of chunks holding the analysed ``term``."""
+        ...
+
+    def doc_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """:meth:`doc_frequency` of each of ``terms``, read together (one snapshot, one freshness check)."""
         ...
 
     @property
