@@ -185,15 +185,14 @@ class Deduplicate:
                 ranks.setdefault(cid, {})[name] = r
                 raw.setdefault(cid, {})[name] = score
         out: list[Evidence] = []
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()  # (page, text): Python's own string hash, no digest per candidate
         for cid, score in fused:
             c: Chunk | None = found.chunks.get(cid)
             if c is None:
                 continue
-            th = content_hash(c.doc_id, c.text)
-            if th in seen:
+            if (c.doc_id, c.text) in seen:
                 continue
-            seen.add(th)
+            seen.add((c.doc_id, c.text))
             exact = tuple(t for t in identifiers if contains(c.text, t))
             out.append(Evidence(c, score, ranks.get(cid, {}), raw.get(cid, {}), found.cosines.get(cid), exact))
             if len(out) >= query.k:
