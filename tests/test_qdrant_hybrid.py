@@ -28,6 +28,7 @@ from helpers import WIKI_PAGES
 from index.identity import shared_index_id
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
+from index.retrieval import PairedCandidates, SeparateCandidates
 from index.stores import HybridKeywordView, QdrantHybridStore, QdrantSparseStore
 from index.stores.qdrant_store import qdrant_location
 from index.stores.sparse_bm25 import TermCounts
@@ -309,15 +310,24 @@ def test_knowledge_search_is_one_call_without_feedback_and_two_with_it(shared: K
 
 def test_a_search_reads_the_index_version_once(shared: KnowledgeIndex, monkeypatch) -> None:
     """The dense-candidate cache is keyed by the index version, which a shared index keeps in the state database:
-    one query per search, not one per cache look-up."""
+    one query per search, not one per cache look-up, and none for a search without the dense ranker."""
     reads: list[str] = []
     get = shared.manifest.get
     monkeypatch.setattr(shared.manifest, "get", lambda key, default=None: reads.append(key) or get(key, default))
     search = KnowledgeSearch(shared)
-    for args in ({"query": "how are travel costs reimbursed"}, {"query": "expense report receipts", "prf": False}):
+    for args, n in (({"query": "how are travel costs reimbursed"}, 1),
+                    ({"query": "expense report receipts", "prf": False}, 1),
+                    ({"query": "expense report receipts", "retriever": "bm25"}, 0)):
         reads.clear()
         assert search.run(KnowledgeSearchArgs(**args), ToolContext(viewer=EVERYONE)).evidence
-        assert reads.count("index_version") == 1, (args, reads)
+        assert reads.count("index_version") == n, (args, reads)
+
+
+def test_the_engine_runs_the_paired_stages_on_a_shared_index_and_the_separate_ones_otherwise(
+        shared: KnowledgeIndex, monkeypatch) -> None:
+    assert isinstance(KnowledgeSearch(shared).engine.candidates, PairedCandidates)
+    monkeypatch.setattr(shared, "hybrid", None)
+    assert isinstance(KnowledgeSearch(shared).engine.candidates, SeparateCandidates)
 
 
 def test_keyword_index_settings_in_the_shared_mode(tmp_path: Path, embedder, monkeypatch) -> None:

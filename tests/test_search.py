@@ -5,11 +5,15 @@ invalid k), :class:`tools.knowledge_search.KnowledgeSearch` over the shared exam
 (hybrid, BM25 and dense each return evidence with per-retriever ranks and scores and a cosine;
 an exact slash command is found by BM25; no duplicate chunks), and
 :class:`tools.base.ToolRegistry` validation (bad names, missing ``Args``, duplicates,
-side-effect tools never called directly, admin-only tools, bad arguments).
+side-effect tools never called directly, admin-only tools, bad arguments). The tool gives the agent the corpus
+statistics it reads (document frequencies, chunk count, IDF) without reaching into the index, and the retrieval
+engine's feedback stage reads its document frequencies in one call.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from typing import ClassVar
 
 import pytest
@@ -19,6 +23,7 @@ from index.knowledge import KnowledgeIndex
 from connectors.access import Viewer
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError, ToolPermissionError
+from index.retrieval import SeparateCandidates
 from index.retrieval.fusion import reciprocal_rank_fusion
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs, SearchResult
 
@@ -266,3 +271,29 @@ def test_each_hit_lists_the_querys_identifiers_its_text_holds(search: KnowledgeS
     assert all(not e.exact for e in res.evidence if "/declare-incident" not in e.chunk.text
                and "SEV1" not in e.chunk.text)
     assert not any(e.exact for e in _run(search, "how do I declare an incident?").evidence)
+
+
+def test_the_tool_reads_the_corpus_statistics_the_agent_needs(search: KnowledgeSearch, wiki_index: KnowledgeIndex) -> None:
+    terms = search.analyze("expense report incident laptop quokkafrost")
+    store = wiki_index.keyword
+    assert search.doc_count == store.doc_count > 0
+    assert [search.doc_frequency(t) for t in terms] == [store.doc_frequency(t) for t in terms]
+    assert search.doc_frequency(terms[-1]) == 0 < search.doc_frequency(terms[0])
+    n, df = search.doc_count, search.doc_frequency(terms[0])
+    assert search.idf(terms[0]) == pytest.approx(math.log1p(n / (df + 0.5)))
+
+
+def test_feedback_reads_its_document_frequencies_in_one_call(wiki_index: KnowledgeIndex, monkeypatch) -> None:
+    """Pseudo-relevance feedback weighs about a hundred terms per search: one read of the store, not one per term."""
+    calls: Counter[str] = Counter()
+    store = wiki_index.keyword
+    for name, real in (("doc_frequency", store.doc_frequency), ("doc_frequencies", store.doc_frequencies)):
+        monkeypatch.setattr(store, name, lambda *a, _n=name, _real=real, **kw: calls.update([_n]) or _real(*a, **kw))
+    res = _run(KnowledgeSearch(wiki_index), "how are travel costs reimbursed", k=8)
+    assert res.feedback_terms and calls == Counter({"doc_frequencies": 1}), calls
+
+
+def test_the_embedded_index_runs_the_separate_stages(search: KnowledgeSearch) -> None:
+    assert isinstance(search.engine.candidates, SeparateCandidates)
+    assert {"embed", "dense", "feedback", "bm25", "fuse", "hydrate", "dedupe"} == set(
+        _run(search, "how are travel costs reimbursed").timings_ms)

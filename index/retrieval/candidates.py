@@ -18,6 +18,7 @@ every feedback passage is one the viewer may read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -34,9 +35,10 @@ __all__ = ["CandidateStage", "SeparateCandidates", "PairedCandidates"]
 class CandidateStage(Protocol):
     """Gathers the ranked candidate lists of one query."""
 
-    def run(self, query: Query, vector: np.ndarray, version: int, timings: Timings) -> Candidates:
-        """The candidates of ``query`` (``vector``: its dense query's vector, shape ``(dim,)``; ``version``: the
-        index version, read once per search), each stage's time added to ``timings``.
+    def run(self, query: Query, vector: np.ndarray, version: Callable[[], int], timings: Timings) -> Candidates:
+        """The candidates of ``query`` (``vector``: its dense query's vector, shape ``(dim,)``; ``version``: reads the
+        index version, which keys the dense cache: called once, and only when the dense ranker runs), each stage's
+        time added to ``timings``.
 
         Returns:
             :class:`~index.retrieval.query.Candidates`: ``lists`` holds ``"dense"`` when ``query.ranks_dense`` and
@@ -70,12 +72,12 @@ class SeparateCandidates:
         self.feedback = feedback
         self.keyword = keyword
 
-    def run(self, query: Query, vector: np.ndarray, version: int, timings: Timings) -> Candidates:
+    def run(self, query: Query, vector: np.ndarray, version: Callable[[], int], timings: Timings) -> Candidates:
         """See :class:`CandidateStage`."""
         found = Candidates()
         if query.ranks_dense:
             with timings("dense"):
-                _take_dense(found, self.dense.run(vector, self.dense.key(query, version), query.viewer))
+                _take_dense(found, self.dense.run(vector, self.dense.key(query, version()), query.viewer))
         if query.ranks_bm25:
             with timings("feedback"):
                 top = [found.chunks[cid] for cid, _ in found.lists.get("dense", [])[: self.feedback.docs]]
@@ -107,11 +109,11 @@ class PairedCandidates:
         self.feedback = feedback
         self.limit = limit
 
-    def run(self, query: Query, vector: np.ndarray, version: int, timings: Timings) -> Candidates:
+    def run(self, query: Query, vector: np.ndarray, version: Callable[[], int], timings: Timings) -> Candidates:
         """See :class:`CandidateStage`."""
         found = Candidates()
-        key = self.dense.key(query, version)
-        if query.ranks_dense:
+        key = self.dense.key(query, version()) if query.ranks_dense else None
+        if key is not None:
             with timings("dense"):
                 hits = self.dense.cached(key)
                 if hits is None and (query.feedback or not query.ranks_bm25):
@@ -123,11 +125,11 @@ class PairedCandidates:
         with timings("feedback"):
             top = [found.chunks[cid] for cid, _ in found.lists.get("dense", [])[: self.feedback.docs]]
             keyword = self.feedback.run(query, top)
-        with_dense = query.ranks_dense and "dense" not in found.lists
+        with_dense = key is not None and "dense" not in found.lists
         with timings("dense+bm25" if with_dense else "bm25"):
             both = self.pair.search_pair(vector, keyword.text, limit=self.limit, boosts=keyword.boosts,
                                          viewer=query.viewer, dense=with_dense)
-        if with_dense:
+        if key is not None and with_dense:
             self.dense.remember(key, both.dense)
             _take_dense(found, both.dense)
         for h in both.bm25:  # their payloads and cosines came with the response: nothing to fetch

@@ -40,7 +40,7 @@ class RetrievalEngine:
         hydrate: the stage completing BM25-only candidates.
         deduplicate: the last stage, to :class:`~index.retrieval.query.Evidence`.
         keyword: the keyword store (its analyzer and statistics: :meth:`analyze`, :meth:`doc_frequency`).
-        version: reads the index version (keys the dense cache; read once per search).
+        version: reads the index version (keys the dense cache; read at most once per search).
         dense: the dense ranker inside ``candidates`` (:meth:`clear_cache` empties its cache).
     """
 
@@ -90,7 +90,7 @@ class RetrievalEngine:
         timings = Timings()
         with timings("embed"):
             vector = self.embed.run(query.embedded)
-        found = self.candidates.run(query, vector, self._version(), timings)
+        found = self.candidates.run(query, vector, self._version, timings)
         with timings("fuse"):
             terms = identifiers(" ".join(dict.fromkeys([query.text, query.embedded])))
             fused = self.fusion.run(found.lists, terms)

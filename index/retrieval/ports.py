@@ -15,7 +15,7 @@ store's query; a store raises ``ValueError`` without one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from ..stores import HybridHits, StoredChunk
 __all__ = ["KeywordStore", "DenseStore", "PairStore"]
 
 
+@runtime_checkable
 class KeywordStore(Protocol):
     """BM25 search and the corpus statistics of its analyzer."""
 
@@ -54,6 +55,7 @@ class KeywordStore(Protocol):
         ...
 
 
+@runtime_checkable
 class DenseStore(Protocol):
     """Nearest chunks by cosine similarity, and stored chunks and vectors by chunk id."""
 
@@ -71,6 +73,7 @@ class DenseStore(Protocol):
         ...
 
 
+@runtime_checkable
 class PairStore(Protocol):
     """Both rankers over one collection in one request (the shared index)."""
 
