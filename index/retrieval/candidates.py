@@ -80,8 +80,7 @@ class SeparateCandidates:
                 _take_dense(found, self.dense.run(vector, self.dense.key(query, version()), query.viewer))
         if query.ranks_bm25:
             with timings("feedback"):
-                top = [found.chunks[cid] for cid, _ in found.lists.get("dense", [])[: self.feedback.docs]]
-                keyword = self.feedback.run(query, top)
+                keyword = self.feedback.run(query, found.dense_chunks())
             with timings("bm25"):
                 found.lists["bm25"] = self.keyword.run(keyword, query.viewer)
             found.feedback = keyword.feedback
@@ -123,13 +122,12 @@ class PairedCandidates:
         if not query.ranks_bm25:
             return found
         with timings("feedback"):
-            top = [found.chunks[cid] for cid, _ in found.lists.get("dense", [])[: self.feedback.docs]]
-            keyword = self.feedback.run(query, top)
+            keyword = self.feedback.run(query, found.dense_chunks())
         with_dense = key is not None and "dense" not in found.lists
         with timings("dense+bm25" if with_dense else "bm25"):
             both = self.pair.search_pair(vector, keyword.text, limit=self.limit, boosts=keyword.boosts,
                                          viewer=query.viewer, dense=with_dense)
-        if key is not None and with_dense:
+        if with_dense and key is not None:
             self.dense.remember(key, both.dense)
             _take_dense(found, both.dense)
         for h in both.bm25:  # their payloads and cosines came with the response: nothing to fetch

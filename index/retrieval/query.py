@@ -107,6 +107,10 @@ class Candidates:
     cosines: dict[str, float] = field(default_factory=dict)
     feedback: list[str] = field(default_factory=list)
 
+    def dense_chunks(self) -> list[Chunk]:
+        """The dense hits' chunks, best first (``[]`` when the dense ranker did not run)."""
+        return [self.chunks[cid] for cid, _ in self.lists.get("dense", [])]
+
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
