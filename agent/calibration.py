@@ -111,7 +111,7 @@ def absent_nouns(search: KnowledgeSearch) -> list[str]:
     out = []
     for noun in NEAR_MISS_NOUNS:
         terms = search.analyze(noun)
-        if terms and all(search.index.whoosh.doc_frequency(t) == 0 for t in terms):
+        if terms and all(search.doc_frequency(t) == 0 for t in terms):
             out.append(noun)
     return out
 
@@ -121,7 +121,7 @@ def make_probes(search: KnowledgeSearch, n: int = 100, seed: int = 15) -> list[P
 
     Chunks without a heading or a first sentence of at least three content words give no probe.
     """
-    ids = sorted(search.index.whoosh.chunk_ids())
+    ids = sorted(search.index.keyword.chunk_ids())
     rng = random.Random(seed)
     rng.shuffle(ids)
     nouns = absent_nouns(search)
@@ -129,7 +129,7 @@ def make_probes(search: KnowledgeSearch, n: int = 100, seed: int = 15) -> list[P
     for start in range(0, len(ids), 64):
         if len(probes) >= 2 * n:
             break
-        for cid, chunk in search.index.whoosh.chunks(ids[start:start + 64]).items():
+        for cid, chunk in search.index.keyword.chunks(ids[start:start + 64]).items():
             if len(probes) >= 2 * n:
                 break
             heading = (chunk.section_path[-1] if chunk.section_path else chunk.title).strip()
@@ -211,7 +211,7 @@ def calibrate(search: KnowledgeSearch, base: GateConfig | None = None, n: int = 
     return {
         "method": "self-supervised probes; target false-refusal quantile (see agent/calibration.py)",
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "chunks": search.index.whoosh.doc_count,
+        "chunks": search.doc_count,
         "index_version": search.index.version,
         "probes": {"answerable": len(rows["answerable"]), "answerable_found": len(answerable),
                    "near_miss": len(near)},
@@ -310,7 +310,7 @@ def calibrate_index(index, force: bool = False, change: float = 0.1) -> dict[str
     when nothing was done or the index is too small (logged; the defaults stay in use).
     """
     old = index_calibration(index.manifest, index.path)
-    chunks = index.whoosh.doc_count
+    chunks = index.keyword.doc_count
     if not force and old and abs(chunks - int(old.get("chunks", 0))) <= change * max(int(old.get("chunks", 0)), 1):
         return None
     try:

@@ -198,8 +198,8 @@ class RuleBasedPlanner:
         terms = self.search.analyze(word)
         if not terms:
             return False
-        n = max(self.search.index.whoosh.doc_count, 1)
-        return all(self.search.index.whoosh.doc_frequency(t) <= self.config.topic_max_df * n for t in terms)
+        n = max(self.search.doc_count, 1)
+        return all(self.search.doc_frequency(t) <= self.config.topic_max_df * n for t in terms)
 
     # -- actions -----------------------------------------------------------------------------
     def _is_request(self, text: str) -> bool:

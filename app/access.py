@@ -254,7 +254,7 @@ def unreadable_citations(citations: Iterable[Any], viewer: Viewer, lookup: Calla
     Args:
         citations: the answer's citations (each with ``chunk_id``).
         viewer: the audience the answer would be shown to.
-        lookup: chunk id -> the stored chunk (with ``access``), or None (e.g. ``KnowledgeIndex.qdrant.get``).
+        lookup: chunk id -> the stored chunk (with ``access``), or None (e.g. ``KnowledgeIndex.dense.get``).
 
     A chunk that is gone or whose lookup fails counts as unreadable (fail closed). Never raises.
     """

@@ -236,7 +236,7 @@ class AdminService:
             since = parse_since(started.since, until)
             index = runtime.index
             report = await asyncio.to_thread(
-                gap_report, self.store, index.manifest, index.whoosh, index.embedder.embed, since=since, until=until,
+                gap_report, self.store, index.manifest, index.keyword, index.embedder.embed, since=since, until=until,
                 stale_after_days=runtime.settings.stale_after_days)
         except Exception as exc:  # noqa: BLE001 - told to the user as "couldn't build", logged here
             log.exception("the knowledge-gap report failed")

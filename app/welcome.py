@@ -96,6 +96,6 @@ def index_catalog(index: KnowledgeIndex, per_source: int = TITLES_PER_SOURCE,
         if p.access is None or not p.access.public or (p.sensitive_chunks, p.injection_chunks) != (0, 0):
             continue  # not everyone may read it, or it was flagged (or scanned never): its title stays out
         chosen[p.source].append(p.chunk_ids[0])
-    found = index.whoosh.chunks([cid for ids in chosen.values() for cid in ids])
+    found = index.keyword.chunks([cid for ids in chosen.values() for cid in ids])
     return {name: [found[cid].title for cid in ids if cid in found and found[cid].title.strip()]
             for name, ids in chosen.items()}

@@ -130,7 +130,7 @@ class Runtime:
     def unreadable_citations(self, citations, viewer) -> list:
         """The citations whose stored chunk ``viewer`` may not read (a chunk that is gone counts as
         unreadable): :func:`app.access.unreadable_citations` over this index, for "Share in channel"."""
-        return unreadable_citations(citations, viewer, self.index.qdrant.get)
+        return unreadable_citations(citations, viewer, self.index.dense.get)
 
     def close(self) -> None:
         """Release the index and whatever the action tools opened (the calendar backend)."""

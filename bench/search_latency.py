@@ -3,6 +3,7 @@
 Usage: python bench/search_latency.py [--index DIR] [--sizes 10000,30000,100000] [--queries N] [--dev FILE]
        [--mode embedded|shared|file|both|all] [--budget-s SECONDS]
        [--candidates qdrant-local,numpy-gather,numpy-exact,qdrant-edge,hnswlib,faiss-hnsw] [--candidate-queries N]
+       [--rounds N]
 
 ``--mode`` picks the index layouts (comma-separated, default ``embedded``): ``embedded`` (Whoosh and
 local-mode Qdrant under the index folder), ``shared`` (``QDRANT_URL``: one collection with a dense and a BM25
@@ -18,7 +19,9 @@ previous size) is not measured there, and says so.
 
 Part 1 times hybrid, BM25-only and dense-only searches of real questions (the eval set's when
 ``../shared`` is present) on a real index (``--index``, e.g. ``.chatops/index``; built from the
-example wiki when omitted). Part 2 builds synthetic indexes: chunks made of words drawn from the
+example wiki when omitted; warmed as a sync run leaves it): a first pass of each (hybrid first, so what it reads is
+warm for the others), then ``--rounds`` warm passes of each in turn, with hybrid's time against the sum of BM25's
+and dense's and hybrid's mean time per stage of the retrieval engine. Part 2 builds synthetic indexes: chunks made of words drawn from the
 corpus vocabulary with a Zipf-like distribution, and random unit vectors (so no embedding cost),
 and times the same searches, to show how latency grows with index size in local mode, BM25 alone through the store's
 NumPy ranking beside Whoosh's own matchers (with the number of identical rankings), then what re-writing
@@ -105,32 +108,59 @@ def questions(n: int, dev: Path = DEV) -> list[str]:
     return (qs * (n // len(qs) + 1))[:n]
 
 
-def time_searches(search: KnowledgeSearch, qs: list[str], retriever: str) -> tuple[float, float]:
-    """p50 and p95 in ms of ``knowledge.search`` (k=30) over ``qs`` (each query embedded once first)."""
+def time_searches(search: KnowledgeSearch, qs: list[str], retriever: str,
+                  stages: dict[str, list[float]] | None = None) -> list[float]:
+    """The ms of each ``knowledge.search`` (k=30; hybrid with pseudo-relevance feedback, the planner's default) over
+    ``qs``, each query embedded once first; each search's stage timings are added to ``stages`` when given."""
     for q in qs:
         search.embed_query(q)
     times = []
     for q in qs:
         t = time.perf_counter()
-        search.run(KnowledgeSearchArgs(query=q, k=30, retriever=retriever, prf=retriever == "hybrid"),
-                   ToolContext(viewer=Viewer.public()))
+        res = search.run(KnowledgeSearchArgs(query=q, k=30, retriever=retriever, prf=retriever == "hybrid"),
+                         ToolContext(viewer=Viewer.public()))
         times.append((time.perf_counter() - t) * 1000)
-    times.sort()
-    return statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))]
+        for stage, ms in res.timings_ms.items():
+            if stages is not None:
+                stages.setdefault(stage, []).append(ms)
+    return times
 
 
-def report(label: str, search: KnowledgeSearch, qs: list[str], standin=None) -> float:
-    """Print one line per retriever (with the stand-in's HTTP requests per search when ``standin`` is
-    given); returns the seconds the timed searches took."""
+def p50_p95(times: list[float]) -> tuple[float, float]:
+    xs = sorted(times)
+    return statistics.median(xs), xs[min(len(xs) - 1, int(0.95 * len(xs)))]
+
+
+def report(label: str, search: KnowledgeSearch, qs: list[str], standin=None, rounds: int = 0) -> float:
+    """Print one line per retriever: its first pass over ``qs`` (hybrid first, so the posting lists and document
+    frequencies it reads are warm for the others, as in a bot that just started), with the stand-in's HTTP requests
+    per search when ``standin`` is given. With ``rounds``, then ``rounds`` more passes of each retriever in turn
+    (warm caches: the three on equal footing), hybrid's cost against the sum of BM25's and dense's, and hybrid's
+    mean milliseconds per stage. The dense-candidate cache is emptied before every pass (real searches, not the
+    retry cache). Returns the seconds the first passes took."""
     t = time.perf_counter()
     for r in ("hybrid", "bm25", "dense"):
-        search._dcache.clear()  # noqa: SLF001 - time real searches, not the retry cache
+        search.engine.clear_cache()
         if standin is not None:
             standin.reset()
-        p50, p95 = time_searches(search, qs, r)
+        p50, p95 = p50_p95(time_searches(search, qs, r))
         calls = "" if standin is None else f"   {requests_per_search(standin, len(qs))}"
         print(f"{label:<34} {r:<7} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms{calls}")
-    return time.perf_counter() - t
+    spent = time.perf_counter() - t
+    if rounds:
+        warm: dict[str, list[float]] = {"hybrid": [], "bm25": [], "dense": []}
+        stages: dict[str, list[float]] = {}
+        for _ in range(rounds):
+            for r in warm:
+                search.engine.clear_cache()
+                warm[r] += time_searches(search, qs, r, stages if r == "hybrid" else None)
+        (h50, h95), (b50, b95), (d50, d95) = (p50_p95(warm[r]) for r in warm)
+        print(f"{label:<34} warm, {rounds} rounds: hybrid {h50:.1f} / {h95:.1f} ms, bm25 {b50:.1f} / {b95:.1f}, dense "
+              f"{d50:.1f} / {d95:.1f} (p50 / p95); hybrid / (bm25 + dense): p50 {h50 / (b50 + d50):.2f}, "
+              f"p95 {h95 / (b95 + d95):.2f}")
+        print(f"{label:<34} hybrid's stages, warm (mean ms): "
+              + ", ".join(f"{k} {statistics.mean(v):.1f}" for k, v in stages.items()))
+    return spent
 
 
 def requests_per_search(standin, searches: int) -> str:
@@ -148,7 +178,7 @@ def round_trips(search: KnowledgeSearch, standin, q: str) -> None:
     """Print the requests one hybrid search sends, with and without pseudo-relevance feedback (a fresh
     query each time, so no cache answers it)."""
     for prf in (False, True):
-        search._dcache.clear()  # noqa: SLF001
+        search.engine.clear_cache()
         search.embed_query(q)
         standin.reset()
         search.run(KnowledgeSearchArgs(query=q, k=30, retriever="hybrid", prf=prf), ToolContext(viewer=Viewer.public()))
@@ -164,7 +194,7 @@ def bm25_side_by_side(label: str, index: KnowledgeIndex, qs: list[str]) -> None:
 
     from index.stores.whoosh_store import _PreloadedOr
 
-    store = index.whoosh
+    store = index.keyword
     viewer = Viewer.public()
     ours, theirs, same = [], [], 0
     for q in qs:
@@ -191,8 +221,8 @@ def bm25_side_by_side(label: str, index: KnowledgeIndex, qs: list[str]) -> None:
 def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Random) -> float:
     """Fill ``index`` with ``n`` synthetic chunks (Zipf-like words, random unit vectors) through its stores'
     writes, 2,000 chunks a write; returns the seconds spent in the writes (text and vectors are made outside)."""
-    if index.qdrant._is_local:  # noqa: SLF001 - bench set-up: local mode's SQLite file
-        no_fsync(index.qdrant.client, index.qdrant.collection)
+    if index.dense._is_local:  # noqa: SLF001 - bench set-up: local mode's SQLite file
+        no_fsync(index.dense.client, index.dense.collection)
     writing = 0.0
     weights = [1 / (i + 1) for i in range(len(vocab))]
     batch_chunks: list[Chunk] = []
@@ -211,12 +241,12 @@ def synthetic(index: KnowledgeIndex, n: int, vocab: list[str], rng: random.Rando
             keys = sorted({c.key for c in batch_chunks})
             stacked = np.stack(vecs)
             t = time.perf_counter()
-            index.whoosh.replace(keys, batch_chunks)
-            index.qdrant.replace([], batch_chunks, stacked)
+            index.keyword.replace(keys, batch_chunks)
+            index.dense.replace([], batch_chunks, stacked)
             writing += time.perf_counter() - t
             batch_chunks, vecs = [], []
     t = time.perf_counter()
-    index.whoosh.optimize()
+    index.keyword.optimize()
     return writing + time.perf_counter() - t
 
 
@@ -224,8 +254,8 @@ def corpus_vocabulary(index: KnowledgeIndex, size: int = 20000) -> list[str]:
     """The ``size`` most frequent index terms of the chunks' text (by document frequency), read through the
     index's stores and analyzer (so every mode gets the same words)."""
     df: dict[str, int] = {}
-    for chunk in index.qdrant.chunks(index.qdrant.chunk_ids()).values():
-        for term in set(index.whoosh.analyze(chunk.text)):
+    for chunk in index.dense.chunks(index.dense.chunk_ids()).values():
+        for term in set(index.keyword.analyze(chunk.text)):
             df[term] = df.get(term, 0) + 1
     return [t for t, _ in sorted(df.items(), key=lambda x: (-x[1], x[0]))][:size]
 
@@ -240,18 +270,18 @@ def after_write(label: str, index: KnowledgeIndex, question: str) -> None:
                     f"rewritten part {i} {question}", i, access=Access.everyone()) for i in range(12)]
     vecs = np.random.default_rng(1).standard_normal((12, index.embedder.dim)).astype(np.float32)
     t = time.perf_counter()
-    index.whoosh.replace([chunks[0].key], chunks)
-    index.qdrant.replace([chunks[0].key], chunks, vecs)
+    index.keyword.replace([chunks[0].key], chunks)
+    index.dense.replace([chunks[0].key], chunks, vecs)
     write = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     search.run(KnowledgeSearchArgs(query=question, k=30), ToolContext(viewer=Viewer.public()))
     first = (time.perf_counter() - t) * 1000
-    if not index.qdrant._is_local:  # noqa: SLF001 - a server keeps no mirror
+    if not index.dense._is_local:  # noqa: SLF001 - a server keeps no mirror
         print(f"{label:<34} after a write: one 12-chunk page written in {write:.0f} ms, next hybrid search {first:.0f} ms")
         return
     t = time.perf_counter()
-    index.qdrant._mirror = None  # noqa: SLF001 - time a rebuild from the collection
-    index.qdrant.warm()
+    index.dense._mirror = None  # noqa: SLF001 - time a rebuild from the collection
+    index.dense.warm()
     rebuild = (time.perf_counter() - t) * 1000
     print(f"{label:<34} after a write: one 12-chunk page written in {write:.0f} ms, next hybrid search "
           f"{first:.0f} ms (mirror kept in step; a rebuild from the collection takes {rebuild:.0f} ms)")
@@ -270,6 +300,8 @@ def main() -> None:
     ap.add_argument("--candidates", default=",".join(CANDIDATES),
                     help="dense-index candidates to compare at each size (bench/vector_candidates.py); '' for none")
     ap.add_argument("--candidate-queries", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="warm passes of each retriever over the questions on the real index, after the first (0: none)")
     args = ap.parse_args()
     names = [x for x in args.candidates.split(",") if x]
     if set(names) - set(CANDIDATES):
@@ -291,9 +323,10 @@ def main() -> None:
             else:
                 index = indexes.open(mode, "real")
                 Indexer(index).run(FolderSource(ROOT / "examples" / "wiki"))
+            index.warm()  # as a sync run leaves it (the synthetic indexes below are warmed too)
             standin = indexes.standin if mode == "shared" else None
             search = KnowledgeSearch(index)
-            report(f"{indexes.label(mode)} real ({index.stats()['chunks']} chunks)", search, qs, standin)
+            report(f"{indexes.label(mode)} real ({index.stats()['chunks']} chunks)", search, qs, standin, args.rounds)
             if standin is not None:
                 round_trips(search, standin, qs[0])
             vocab = vocab or corpus_vocabulary(index)
@@ -324,7 +357,7 @@ def main() -> None:
                     bm25_side_by_side(label, syn, qs)
                 after_write(label, syn, qs[0])
                 if mode == "shared":  # free the stand-in's memory for the next size
-                    syn.qdrant.client.delete_collection(syn.qdrant.collection)
+                    syn.dense.client.delete_collection(syn.dense.collection)
                 syn.close()
             if names and "embedded" in modes:
                 run_size(n, names, args.candidate_queries, local_max=30000)

@@ -67,7 +67,7 @@ def index_readiness(index: KnowledgeIndex, first_sync: "FirstSync | None" = None
     damage = index.damage()
     if damage is None:
         try:
-            index.whoosh.doc_count  # noqa: B018 - the read is the check
+            index.keyword.doc_count  # noqa: B018 - the read is the check
         except IndexError_ as exc:
             damage = exc
     if damage is not None:

@@ -103,8 +103,8 @@ class Indexer:
         if full and known:
             keys = [p.doc_key for p in known.values()]
             self.index.manifest.begin(keys)
-            self.index.whoosh.delete(keys)
-            self.index.qdrant.delete(keys)
+            self.index.keyword.delete(keys)
+            self.index.dense.delete(keys)
             self.index.manifest.forget(keys)
             known = {}
         seen: set[str] = set()
@@ -156,7 +156,7 @@ class Indexer:
             if gone:
                 self._delete(source.name, gone, rep)
         if rep.added or rep.updated or rep.deleted or rep.repair.bm25_added or rep.repair.bm25_removed:
-            self.index.whoosh.optimize()
+            self.index.keyword.optimize()
         rep.seconds = time.perf_counter() - t0
         if progress:
             progress(rep)
@@ -178,8 +178,8 @@ class Indexer:
         keys = [e.doc_key for e in entries]
         man = self.index.manifest
         man.begin(keys)
-        self.index.whoosh.replace(keys, chunks)
-        self.index.qdrant.replace(keys, chunks, vectors)
+        self.index.keyword.replace(keys, chunks)
+        self.index.dense.replace(keys, chunks, vectors)
         man.commit(entries, [])
         rep.chunks_written += len(chunks)
         for _, prev, _ in batch:
@@ -200,7 +200,7 @@ class Indexer:
         pages = list(self.index.manifest.pages_of(name).values())
         if pages:
             self._delete(name, pages, rep)
-            self.index.whoosh.optimize()
+            self.index.keyword.optimize()
         rep.seconds = time.perf_counter() - t0
         return rep
 
@@ -208,8 +208,8 @@ class Indexer:
         keys = [p.doc_key for p in pages]
         man = self.index.manifest
         man.begin(keys)
-        self.index.whoosh.delete(keys)
-        self.index.qdrant.delete(keys)
+        self.index.keyword.delete(keys)
+        self.index.dense.delete(keys)
         man.commit([], keys)
         rep.deleted += len(pages)
         rep.chunks_deleted += sum(len(p.chunk_ids) for p in pages)

@@ -1,4 +1,5 @@
-"""One knowledge index: the keyword store (Whoosh), the Qdrant store and their manifest.
+"""One knowledge index: its two stores named by role, ``keyword`` (BM25: Whoosh, a local sparse Qdrant store, or the
+shared collection's keyword view) and ``dense`` (Qdrant's vectors), and their manifest.
 
 Layout under the index folder::
 
@@ -24,9 +25,9 @@ two stores agree from the moment it is open, even after a run that was killed ha
 
 A **shared** index (``qdrant_url`` set: ``QDRANT_URL``) is ONE Qdrant collection (``collection``:
 ``QDRANT_COLLECTION``) holding both retrievers, :class:`~index.stores.QdrantHybridStore`: it is the dense
-store (``qdrant``), its keyword view (``store.keyword``, BM25 as the collection's sparse vector) is the
-keyword store (``whoosh``), and :attr:`KnowledgeIndex.hybrid` is the store again, through which
-:class:`tools.knowledge_search.KnowledgeSearch` sends both queries in one call. No store folder is made
+store (``dense``), its keyword view (``store.keyword``, BM25 as the collection's sparse vector) is the
+keyword store (``keyword``), and :attr:`KnowledgeIndex.hybrid` is the store again, through which the retrieval
+engine (:mod:`index.retrieval`) sends both queries in one call. No store folder is made
 (only the manifest stays under the index folder); a ``file:`` URL opens that layout in local mode, for tests
 and the eval. ``keyword_index`` ``"auto"`` (the default) or ``"qdrant"`` mean the collection's sparse vector
 there; ``"whoosh"`` is refused (a shared index cannot use local Whoosh files).
@@ -34,9 +35,9 @@ there; ``"whoosh"`` is refused (a shared index cannot use local Whoosh files).
 An **embedded** index (no ``qdrant_url``) is Whoosh and local-mode Qdrant under the index folder, as before.
 With ``keyword_index="qdrant"`` its keyword store is :class:`~index.stores.QdrantSparseStore` (BM25 as a
 sparse vector in a local collection ``<collection>-bm25`` under ``qdrant-bm25/``, beside the unchanged dense
-store: a comparison of keyword engines) instead of Whoosh; it is still the attribute ``whoosh``, which
-callers use for the keyword search whatever its engine. Switching an index between the two leaves the new
-store empty: the next indexing run's reconciliation fills it from the dense store.
+store: a comparison of keyword engines) instead of Whoosh; either is the attribute ``keyword``. Switching an
+index between the two leaves the new store empty: the next indexing run's reconciliation fills it from the dense
+store.
 
 The manifest is the record of what the index holds; the two stores are derived from it. Opened
 with ``repair=True`` (indexing runs), a store whose files are damaged is moved aside
@@ -180,16 +181,17 @@ def _adopt_file(manifest: Manifest, local: Path, scope: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class ConsistencyReport:
-    """Chunk ids per store and manifest; ``ok`` when all three sets are equal."""
+    """Chunk ids per store (by role: the keyword store, the dense store) and in the manifest; ``ok`` when all three
+    sets are equal."""
 
-    whoosh: frozenset[str]
-    qdrant: frozenset[str]
+    keyword: frozenset[str]
+    dense: frozenset[str]
     manifest: frozenset[str]
 
     @property
     def ok(self) -> bool:
         """True when both stores and the manifest hold exactly the same chunks."""
-        return self.whoosh == self.qdrant == self.manifest
+        return self.keyword == self.dense == self.manifest
 
 
 def _older(recorded: str | None, version: int) -> bool:
@@ -223,7 +225,12 @@ class KnowledgeIndex:
         index_id: the index's id (:func:`index.identity.ensure_index_id`): random and kept in the manifest
             for an embedded index (a new one after :meth:`clear`), derived from ``qdrant_url`` and
             ``collection`` for a shared one.
-        hybrid: the shared collection's store (:class:`~index.stores.QdrantHybridStore`, also ``qdrant``), or
+        keyword: the keyword (BM25) store: :class:`~index.stores.WhooshStore`,
+            :class:`~index.stores.QdrantSparseStore` (``keyword_index="qdrant"``, embedded) or the shared
+            collection's :class:`~index.stores.HybridKeywordView`.
+        dense: the dense store: :class:`~index.stores.QdrantStore` (embedded) or the shared collection's
+            :class:`~index.stores.QdrantHybridStore`.
+        hybrid: the shared collection's store (:class:`~index.stores.QdrantHybridStore`, also ``dense``), or
             ``None`` for an embedded index.
 
     Raises:
@@ -254,22 +261,22 @@ class KnowledgeIndex:
         self._where = (qdrant_url, collection)
         self.manifest = open_manifest(self.path, qdrant_url, database_url, collection)
         try:
-            self.whoosh: WhooshStore | QdrantSparseStore | HybridKeywordView
-            self.qdrant: QdrantStore
+            self.keyword: WhooshStore | QdrantSparseStore | HybridKeywordView
+            self.dense: QdrantStore
             self.hybrid: QdrantHybridStore | None = None
             if qdrant_url:  # shared: one collection, both retrievers
                 self.hybrid = QdrantHybridStore(embedder.dim, url=qdrant_url, api_key=qdrant_api_key,
                                                 collection=collection, recreate=repair)
-                self.qdrant, self.whoosh = self.hybrid, self.hybrid.keyword
+                self.dense, self.keyword = self.hybrid, self.hybrid.keyword
             elif keyword_index == "qdrant":
-                self.whoosh = self._open_store(
+                self.keyword = self._open_store(
                     "bm25", self.path / "qdrant-bm25",
                     lambda: QdrantSparseStore(path=self.path / "qdrant-bm25", collection=f"{collection}-bm25"), repair)
             else:
-                self.whoosh = self._open_store("bm25", self.path / "whoosh",
+                self.keyword = self._open_store("bm25", self.path / "whoosh",
                                                lambda: WhooshStore(self.path / "whoosh"), repair)
             if not qdrant_url:
-                self.qdrant = self._open_store(
+                self.dense = self._open_store(
                     "dense", self.path / "qdrant",
                     lambda: QdrantStore(embedder.dim, path=self.path / "qdrant", collection=collection), repair)
         except BaseException:
@@ -277,13 +284,13 @@ class KnowledgeIndex:
             raise
         recorded = (self.manifest.get("embedding_model"), self.manifest.get("schema_version"))
         has_pages = self.manifest.counts()[0] > 0
-        if not repair and (self.whoosh.outdated or (has_pages and _older(recorded[1], ACCESS_SCHEMA))):
+        if not repair and (self.keyword.outdated or (has_pages and _older(recorded[1], ACCESS_SCHEMA))):
             self.close()
             raise IndexOutdatedError(
                 f"the index in {self.path} was built before per-page read access was recorded, so it cannot "
                 "tell who may read what and is not used; rebuild it with `chatops index --full SOURCE...` "
                 "(every source), then start the bot again")
-        if self.whoosh.outdated or (has_pages and recorded != (embedder.model_id, SCHEMA_VERSION)):
+        if self.keyword.outdated or (has_pages and recorded != (embedder.model_id, SCHEMA_VERSION)):
             if self.shared and not repair:  # every replica answers from it: only a writer may empty it
                 self.close()
                 raise IndexOutdatedError(
@@ -335,30 +342,30 @@ class KnowledgeIndex:
                 (access.tokens(), access.unresolved):
             return 0
         self.manifest.begin([key])  # a run killed half-way: recovery drops the page, the next sync re-indexes it
-        n = self.whoosh.set_access({key: access})
-        self.qdrant.set_access({key: access})
+        n = self.keyword.set_access({key: access})
+        self.dense.set_access({key: access})
         self.manifest.set_access(key, access)  # also clears the journal entry
         return n
 
     def damage(self) -> IndexCorruptError | None:
         """The first damage either store ran into since it was opened, else ``None`` (for readiness)."""
-        return self.whoosh.damage or self.qdrant.damage
+        return self.keyword.damage or self.dense.damage
 
     def recover(self) -> list[str]:
         """Undo half-written pages from an interrupted run; returns their doc keys."""
         pending = self.manifest.pending()
         if pending:
             log.warning("recovering %d page(s) from an interrupted indexing run in %s", len(pending), self.path)
-            self.whoosh.delete(pending)
-            self.qdrant.delete(pending)
+            self.keyword.delete(pending)
+            self.dense.delete(pending)
             self.manifest.forget(pending)
         return pending
 
     def clear(self) -> None:
         """Empty both stores and the manifest (``--full`` re-index); an embedded index gets a new
         :attr:`index_id` (it holds nothing, so no earlier cursor describes it)."""
-        self.whoosh.clear()
-        self.qdrant.clear()
+        self.keyword.clear()
+        self.dense.clear()
         self.manifest.clear()
         self.manifest.set("embedding_model", self.embedder.model_id)
         self.manifest.set("schema_version", SCHEMA_VERSION)
@@ -367,7 +374,7 @@ class KnowledgeIndex:
     def consistency(self) -> ConsistencyReport:
         """Compare chunk ids across both stores and the manifest."""
         man = {cid for p in self.manifest.all_pages() for cid in p.chunk_ids}
-        return ConsistencyReport(frozenset(self.whoosh.chunk_ids()), frozenset(self.qdrant.chunk_ids()), frozenset(man))
+        return ConsistencyReport(frozenset(self.keyword.chunk_ids()), frozenset(self.dense.chunk_ids()), frozenset(man))
 
     @property
     def version(self) -> int:
@@ -378,8 +385,8 @@ class KnowledgeIndex:
         """Prepare what the first search after a write would otherwise build (the dense store's local
         mirror, :meth:`QdrantStore.warm`, and the BM25 posting arrays, :meth:`WhooshStore.warm`); sync runs
         call it after writing, off the users' path."""
-        self.qdrant.warm()
-        self.whoosh.warm()
+        self.dense.warm()
+        self.keyword.warm()
 
     def stats(self) -> dict[str, int]:
         """Pages and chunks held (``{"pages": int, "chunks": int}``, from aggregate queries)."""
@@ -388,6 +395,6 @@ class KnowledgeIndex:
 
     def close(self) -> None:
         """Close both stores and the manifest (releases the local Qdrant lock)."""
-        self.whoosh.close()
-        self.qdrant.close()
+        self.keyword.close()
+        self.dense.close()
         self.manifest.close()

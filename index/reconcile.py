@@ -91,38 +91,38 @@ def reconcile(index: KnowledgeIndex, source: str | None = None, batch: int = 256
     index.rebuilt.clear()
     pages = index.manifest.all_pages()
     owner = {cid: p for p in pages for cid in p.chunk_ids}
-    if index.whoosh.doc_count == len(owner) == index.qdrant.count:
+    if index.keyword.doc_count == len(owner) == index.dense.count:
         return rep
     wanted = set(owner)
-    in_bm25, in_dense = index.whoosh.chunk_ids(), index.qdrant.chunk_ids()
+    in_bm25, in_dense = index.keyword.chunk_ids(), index.dense.chunk_ids()
     stray_bm25, stray_dense = in_bm25 - wanted, in_dense - wanted
     if stray_bm25:
-        index.whoosh.delete_chunks(stray_bm25)
+        index.keyword.delete_chunks(stray_bm25)
         rep.bm25_removed = len(stray_bm25)
     if stray_dense:
-        index.qdrant.delete_chunks(stray_dense)
+        index.dense.delete_chunks(stray_dense)
         rep.dense_removed = len(stray_dense)
     lost = wanted - in_bm25 - in_dense
     wanted -= lost  # (a lost chunk of another source stays lost until that source's run)
     keys = sorted({owner[c].doc_key for c in lost if source is None or owner[c].source == source})
     if keys:
         index.manifest.begin(keys)
-        index.whoosh.delete(keys)
-        index.qdrant.delete(keys)
+        index.keyword.delete(keys)
+        index.dense.delete(keys)
         index.manifest.forget(keys)
         rep.pages_forgotten = keys
         forgotten = set(keys)
         wanted -= {c for c, p in owner.items() if p.doc_key in forgotten}
     to_bm25 = sorted(wanted - in_bm25)
     for start in range(0, len(to_bm25), batch):
-        part = index.qdrant.fetch(to_bm25[start:start + batch])
-        index.whoosh.replace([], [chunk for chunk, _ in part.values()])
+        part = index.dense.fetch(to_bm25[start:start + batch])
+        index.keyword.replace([], [chunk for chunk, _ in part.values()])
         rep.bm25_added += len(part)
     to_dense = sorted(wanted - in_dense)
     for start in range(0, len(to_dense), batch):
-        chunks: list[Chunk] = list(index.whoosh.chunks(to_dense[start:start + batch]).values())
+        chunks: list[Chunk] = list(index.keyword.chunks(to_dense[start:start + batch]).values())
         vectors = index.embedder.embed([c.embedding_text() for c in chunks])
-        index.qdrant.replace([], chunks, vectors)
+        index.dense.replace([], chunks, vectors)
         rep.dense_added += len(chunks)
     if rep.changed:
         log.warning("index %s did not match its manifest: %s", index.path, rep.describe())

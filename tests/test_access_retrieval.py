@@ -141,8 +141,8 @@ def test_a_reader_ranks_the_restricted_page_where_it_would_be_without_the_filter
 
 def test_feedback_terms_come_only_from_pages_the_viewer_may_read(restricted: KnowledgeIndex) -> None:
     ks = KnowledgeSearch(restricted)
-    secret_chunks = restricted.whoosh.chunks(_ids(restricted))
-    others = restricted.whoosh.chunks(restricted.whoosh.chunk_ids() - _ids(restricted))
+    secret_chunks = restricted.keyword.chunks(_ids(restricted))
+    others = restricted.keyword.chunks(restricted.keyword.chunk_ids() - _ids(restricted))
     def terms(chunks) -> set[str]:
         return {t for c in chunks for t in ks.analyze(f"{c.title} {' '.join(c.section_path)} {c.text}")}
     only_restricted = terms(secret_chunks.values()) - terms(others.values())
@@ -170,18 +170,18 @@ def test_a_search_without_an_access_context_raises(restricted: KnowledgeIndex) -
         with pytest.raises(ValueError, match="knowledge.search needs the asker's access context"):
             ks.run(KnowledgeSearchArgs(query=QUESTION), ctx)
     with pytest.raises(ValueError, match="access context"):
-        restricted.whoosh.search_ids(QUESTION, viewer=None)  # type: ignore[arg-type]
+        restricted.keyword.search_ids(QUESTION, viewer=None)  # type: ignore[arg-type]
 
 
 def test_set_access_changes_visibility_without_re_embedding(restricted: KnowledgeIndex, embedder) -> None:
     ids = sorted(_ids(restricted))
-    vectors = restricted.qdrant.vectors(ids)
+    vectors = restricted.dense.vectors(ids)
     counts = (embedder.computed, embedder.cached)
     version = restricted.version
     assert restricted.set_access("handbook", PAGE, Access.everyone()) == len(ids)
     assert (embedder.computed, embedder.cached) == counts  # nothing embedded, not even from the cache
     assert restricted.version > version and restricted.consistency().ok
-    after = restricted.qdrant.vectors(ids)
+    after = restricted.dense.vectors(ids)
     assert all(np.array_equal(vectors[i], after[i]) for i in ids)
     assert restricted.manifest.pages_of("handbook")[PAGE].access == Access.everyone()
     assert _search(restricted, Viewer.public()).evidence[0].chunk.doc_id == PAGE
@@ -339,6 +339,6 @@ def test_a_bm25_store_without_the_access_field_is_detected(tmp_path, embedder) -
         KnowledgeIndex(path, embedder)
     index = KnowledgeIndex(path, embedder, repair=True)
     try:
-        assert not index.whoosh.outdated and index.whoosh.count == 0
+        assert not index.keyword.outdated and index.keyword.count == 0
     finally:
         index.close()

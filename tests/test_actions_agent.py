@@ -254,7 +254,7 @@ def test_eval_scores_actions(runtime: Runtime, wiki_index: KnowledgeIndex) -> No
                                   gold_docs=(), answer_contains=(), expected_tool="calendar.create",
                                   expected_args={"title": "Sync", "attendees": ["a@example.com"],
                                                  "duration_minutes": 30}))
-    result = run_eval(runtime.agent, questions, lookup=wiki_index.qdrant.get)
+    result = run_eval(runtime.agent, questions, lookup=wiki_index.dense.get)
     n = len(questions)
     assert result["answers"]["action_tool"] == round((n - 1) / n, 4)  # the vague one asks instead
     assert result["answers"]["action_args"] == round((n - 1) / n, 4)

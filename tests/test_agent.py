@@ -104,7 +104,7 @@ def test_answer_has_verbatim_citations(runtime: Runtime, wiki_index: KnowledgeIn
     assert any(c.doc_id == "engineering/incident-response.md" for c in reply.citations)
     shown = {h["chunk_id"] for q in reply.trace.queries for h in q["hits"]}
     for c in reply.citations:
-        stored = wiki_index.qdrant.get(c.chunk_id)
+        stored = wiki_index.dense.get(c.chunk_id)
         assert stored is not None, c
         assert c.quote.strip() and c.quote in stored.text, (c.quote, stored.text)
         assert c.doc_id == stored.doc_id and c.title == stored.title and c.url == stored.url
@@ -160,7 +160,7 @@ def test_validate_citations_rejects_forged_quotes_and_foreign_chunks(runtime: Ru
     good = Citation(1, first.chunk_id, first.doc_id, first.title, first.url, first.section, real_quote)
     forged = Citation(2, second.chunk_id, second.doc_id, second.title, second.url, second.section,
                       "Incidents never need to be declared on weekends.")
-    outside = next(c for c in (wiki_index.qdrant.get(cid) for cid in wiki_index.qdrant.chunk_ids())
+    outside = next(c for c in (wiki_index.dense.get(cid) for cid in wiki_index.dense.chunk_ids())
                    if c is not None and c.chunk_id not in {e.chunk.chunk_id for e in evidence})
     foreign = Citation(3, outside.chunk_id, outside.doc_id, outside.title, outside.url, outside.section,
                        outside.text[:40])

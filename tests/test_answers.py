@@ -464,7 +464,7 @@ def test_eval_reports_the_mean_length_of_the_answered_replies(runtime: Runtime) 
     questions = [EvalQuestion("a", "how much PTO do we get?", "single", ("people/time-off.md",), ("PTO",)),
                  EvalQuestion("u", "what is the airspeed of an unladen swallow?", "unanswerable", (), ())]
     texts: dict[str, tuple[bool, str]] = {}
-    result = run_eval(runtime.agent, questions, lookup=runtime.index.qdrant.get,
+    result = run_eval(runtime.agent, questions, lookup=runtime.index.dense.get,
                       progress=lambda q, reply, row: texts.__setitem__(q.id, (reply.refused, reply.text)))
     rows = {r["id"]: r for r in result["per_question"]}
     assert not texts["a"][0] and rows["a"]["answer_chars"] == len(texts["a"][1]) > 0

@@ -27,7 +27,7 @@ def test_near_miss_probes_swap_in_terms_the_vocabulary_lacks(wiki_index) -> None
     search = KnowledgeSearch(wiki_index)
     nouns = absent_nouns(search)
     assert nouns
-    assert all(search.index.whoosh.doc_frequency(t) == 0 for n in nouns for t in search.analyze(n))
+    assert all(search.index.keyword.doc_frequency(t) == 0 for n in nouns for t in search.analyze(n))
     probes = make_probes(search, n=10)
     near = [p for p in probes if p.kind == "near_miss"]
     answerable = {p.chunk_id: p.question for p in probes if p.kind == "answerable"}

@@ -114,12 +114,12 @@ def store(tmp_path: Path):
 
 
 def chunks_of(index: KnowledgeIndex, source: str = "eng") -> list:
-    return [index.qdrant.get(cid) for p in index.manifest.pages_of(source).values() for cid in p.chunk_ids]
+    return [index.dense.get(cid) for p in index.manifest.pages_of(source).values() for cid in p.chunk_ids]
 
 
 def consistent(index: KnowledgeIndex) -> None:
     rep = index.consistency()
-    assert rep.ok, (rep.whoosh ^ rep.manifest, rep.qdrant ^ rep.manifest)
+    assert rep.ok, (rep.keyword ^ rep.manifest, rep.dense ^ rep.manifest)
 
 
 def page_fetches(s: ConfluenceStandIn, since: int) -> list[str]:

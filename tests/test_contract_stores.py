@@ -15,7 +15,8 @@ Every store: conforms to the protocol (``isinstance``); after ``replace`` a sear
 every field intact; ``replace`` again with the same keys does not duplicate and drops chunks a new
 version no longer has; ``delete`` removes a document's chunks (and only those), ``delete_chunks``
 single chunks; ``chunk_ids``, ``count`` and ``chunks`` agree; a store reopened from disk holds
-what was written; ``clear`` empties it.
+what was written; ``clear`` empties it; it has what the retrieval engine needs of its role
+(:mod:`index.retrieval.ports`), and a keyword store's document frequencies agree read alone and together.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import pytest
 
 from connectors.access import Access, Viewer
 from connectors.models import Chunk, content_hash
+from index.retrieval import DenseStore, KeywordStore, PairStore
 from index.stores import ChunkStore, QdrantHybridStore, QdrantSparseStore, QdrantStore, WhooshStore
 
 DIM = 64
@@ -248,6 +250,29 @@ def test_a_vector_store_refuses_chunks_without_vectors(kind: StoreKind, opened) 
     else:
         store.replace(["wiki:parking"], BIKES, None)  # BM25 keeps no vectors
         assert store.count == 2
+
+
+
+def test_a_store_plays_its_role_in_the_retrieval_engine(kind: StoreKind, opened) -> None:
+    store = opened()
+    role = DenseStore if kind.vectors else KeywordStore
+    assert isinstance(store, role), f"{kind.name} lacks part of {role.__name__}"
+    assert isinstance(store, PairStore) == (kind.name.startswith("qdrant-hybrid") and kind.vectors)
+
+
+def test_a_keyword_store_gives_the_same_document_frequencies_one_by_one_and_together(kind: StoreKind,
+                                                                                      opened) -> None:
+    if kind.vectors:
+        pytest.skip("a vector store keeps no terms")
+    store = opened()
+    kind.write(store, ["wiki:parking"], BIKES)
+    terms = store.analyze("bikes parked in the courtyard need a permit from the printer")
+    together = store.doc_frequencies(terms)
+    assert together == {t: store.doc_frequency(t) for t in terms}
+    (bikes,), (printer,) = store.analyze("bikes"), store.analyze("printer")
+    assert together[bikes] == 1 and together[printer] == 0 and store.doc_count == 2
+    kind.write(store, ["wiki:printer"], PRINTER)  # a write shows in the next read, together as alone
+    assert store.doc_frequencies([printer, bikes]) == {printer: 1, bikes: 1} and store.doc_count == 3
 
 
 # -- access: a pre-filter inside each store's query (issue 11) ---------------------------------------------

@@ -43,9 +43,9 @@ def _page_chunk_ids(index: KnowledgeIndex, doc_id: str, source: str = "wiki") ->
 
 def _assert_consistent(index: KnowledgeIndex) -> None:
     report = index.consistency()
-    assert report.ok, (f"whoosh-only {sorted(report.whoosh - report.manifest)[:5]}, "
-                       f"qdrant-only {sorted(report.qdrant - report.manifest)[:5]}, "
-                       f"manifest-only {sorted(report.manifest - report.whoosh - report.qdrant)[:5]}")
+    assert report.ok, (f"keyword-only {sorted(report.keyword - report.manifest)[:5]}, "
+                       f"dense-only {sorted(report.dense - report.manifest)[:5]}, "
+                       f"manifest-only {sorted(report.manifest - report.keyword - report.dense)[:5]}")
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_first_run_adds_every_page(indexed) -> None:
     assert stats["pages"] == WIKI_PAGES
     assert rep.chunks_written == stats["chunks"] > WIKI_PAGES
     assert rep.embedded + rep.embeddings_cached == rep.chunks_written
-    assert len(index.whoosh.chunk_ids()) == len(index.qdrant.chunk_ids()) == stats["chunks"]
+    assert len(index.keyword.chunk_ids()) == len(index.dense.chunk_ids()) == stats["chunks"]
     _assert_consistent(index)
     assert index.version >= 1
 
@@ -88,7 +88,7 @@ def test_editing_one_page_updates_only_that_page(indexed, embedder) -> None:
     index, wiki, _ = indexed
     doc_id = "finance/travel-and-expenses.md"
     old_ids = set(_page_chunk_ids(index, doc_id))
-    other_ids = set(index.whoosh.chunk_ids()) - old_ids
+    other_ids = set(index.keyword.chunk_ids()) - old_ids
     page = wiki / doc_id
     marker = f"Receipts are kept for seven years (audit note {uuid.uuid4().hex})."
     text = page.read_text(encoding="utf-8")
@@ -108,10 +108,10 @@ def test_editing_one_page_updates_only_that_page(indexed, embedder) -> None:
     assert rep.embedded == embedder.computed - computed == len(changed)
     assert rep.chunks_written == len(new_ids)
     assert rep.chunks_deleted == len(old_ids)
-    whoosh_ids, qdrant_ids = index.whoosh.chunk_ids(), index.qdrant.chunk_ids()
+    whoosh_ids, qdrant_ids = index.keyword.chunk_ids(), index.dense.chunk_ids()
     assert other_ids <= whoosh_ids and other_ids <= qdrant_ids
     assert not (old_ids - new_ids) & (whoosh_ids | qdrant_ids), "stale chunks of the old version remain"
-    assert any(marker in index.qdrant.get(cid).text for cid in changed)
+    assert any(marker in index.dense.get(cid).text for cid in changed)
     _assert_consistent(index)
 
 
@@ -123,7 +123,7 @@ def test_adding_a_page_adds_one(indexed) -> None:
     rep = _run(index, wiki)
     assert (rep.added, rep.updated, rep.deleted, rep.unchanged) == (1, 0, 0, WIKI_PAGES)
     ids = set(_page_chunk_ids(index, "people/wellness.md"))
-    assert ids and ids <= index.whoosh.chunk_ids() and ids <= index.qdrant.chunk_ids()
+    assert ids and ids <= index.keyword.chunk_ids() and ids <= index.dense.chunk_ids()
     assert index.stats()["pages"] == WIKI_PAGES + 1
     _assert_consistent(index)
 
@@ -132,7 +132,7 @@ def test_deleting_a_page_removes_its_chunks_from_both_stores(indexed) -> None:
     index, wiki, _ = indexed
     doc_id = "people/parental-leave.md"
     ids = set(_page_chunk_ids(index, doc_id))
-    assert ids <= index.whoosh.chunk_ids() and ids <= index.qdrant.chunk_ids()
+    assert ids <= index.keyword.chunk_ids() and ids <= index.dense.chunk_ids()
     (wiki / doc_id).unlink()
 
     rep = _run(index, wiki)
@@ -140,8 +140,8 @@ def test_deleting_a_page_removes_its_chunks_from_both_stores(indexed) -> None:
     assert (rep.added, rep.updated, rep.deleted, rep.unchanged) == (0, 0, 1, WIKI_PAGES - 1)
     assert rep.chunks_deleted == len(ids)
     assert doc_id not in index.manifest.pages_of("wiki")
-    assert ids.isdisjoint(index.whoosh.chunk_ids())
-    assert ids.isdisjoint(index.qdrant.chunk_ids())
+    assert ids.isdisjoint(index.keyword.chunk_ids())
+    assert ids.isdisjoint(index.dense.chunk_ids())
     _assert_consistent(index)
     # Search no longer shows the page.
     result = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="how many weeks of parental leave", k=10), public_ctx())
@@ -174,7 +174,7 @@ def test_undecodable_page_is_skipped_and_its_chunks_are_kept(indexed) -> None:
     assert rep.deleted == 0 and rep.updated == 0 and rep.unchanged == WIKI_PAGES - 1
     assert len(rep.errors) == 1 and rep.errors[0].startswith(doc_id) and "UnicodeDecodeError" in rep.errors[0]
     assert set(_page_chunk_ids(index, doc_id)) == ids
-    assert ids <= index.whoosh.chunk_ids() and ids <= index.qdrant.chunk_ids()
+    assert ids <= index.keyword.chunk_ids() and ids <= index.dense.chunk_ids()
     _assert_consistent(index)
 
 
@@ -252,7 +252,7 @@ def test_source_failing_mid_scan_keeps_index_consistent_and_prunes_nothing(index
     assert len(written) >= 2
     for doc_id in written:
         ids = set(_page_chunk_ids(index, doc_id))
-        assert ids and ids <= index.whoosh.chunk_ids() and ids <= index.qdrant.chunk_ids()
+        assert ids and ids <= index.keyword.chunk_ids() and ids <= index.dense.chunk_ids()
 
 
 def test_crash_between_the_two_store_writes_is_recovered_on_open(indexed, index_factory, embedder) -> None:
@@ -268,23 +268,23 @@ def test_crash_between_the_two_store_writes_is_recovered_on_open(indexed, index_
 
     # What Indexer._write does, stopped after the Whoosh commit and before Qdrant.
     index.manifest.begin([key])
-    index.whoosh.replace([key], chunks)
+    index.keyword.replace([key], chunks)
     half_written = {c.chunk_id for c in chunks}
-    assert half_written <= index.whoosh.chunk_ids()
-    assert half_written.isdisjoint(index.qdrant.chunk_ids())
+    assert half_written <= index.keyword.chunk_ids()
+    assert half_written.isdisjoint(index.dense.chunk_ids())
     index.close()
 
     reopened = index_factory(index.path)  # runs journal recovery
     assert reopened.manifest.pending() == []
     _assert_consistent(reopened)
-    assert half_written.isdisjoint(reopened.whoosh.chunk_ids())
+    assert half_written.isdisjoint(reopened.keyword.chunk_ids())
     assert reopened.stats()["pages"] == WIKI_PAGES
 
     rep = Indexer(reopened).run(FolderSource(wiki))
     assert rep.added == 1 and rep.unchanged == WIKI_PAGES
     ids = set(_page_chunk_ids(reopened, doc.doc_id))
     assert ids == half_written
-    assert ids <= reopened.whoosh.chunk_ids() and ids <= reopened.qdrant.chunk_ids()
+    assert ids <= reopened.keyword.chunk_ids() and ids <= reopened.dense.chunk_ids()
     _assert_consistent(reopened)
 
 

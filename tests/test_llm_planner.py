@@ -150,7 +150,7 @@ def make_agent(index, base_url: str, tmp_path: Path, extra_tool=None, **cfg) -> 
 def assert_citations_verbatim(reply, index) -> None:
     assert reply.citations
     for c in reply.citations:
-        chunk = index.qdrant.get(c.chunk_id)
+        chunk = index.dense.get(c.chunk_id)
         assert chunk is not None and c.quote in chunk.text
     markers = {int(m) for m in re.findall(r"\[(\d+)\]", reply.text)}
     assert markers and markers <= {c.n for c in reply.citations}

@@ -127,12 +127,12 @@ def store(tmp_path: Path):
 
 
 def _chunks(index: KnowledgeIndex, source: str = "wiki") -> list:
-    return [index.qdrant.get(cid) for p in index.manifest.pages_of(source).values() for cid in p.chunk_ids]
+    return [index.dense.get(cid) for p in index.manifest.pages_of(source).values() for cid in p.chunk_ids]
 
 
 def _assert_consistent(index: KnowledgeIndex) -> None:
     report = index.consistency()
-    assert report.ok, (report.whoosh ^ report.manifest, report.qdrant ^ report.manifest)
+    assert report.ok, (report.keyword ^ report.manifest, report.dense ^ report.manifest)
 
 
 # -- access -----------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from helpers import WIKI_PAGES
 from index.identity import shared_index_id
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
+from index.retrieval import PairedCandidates, SeparateCandidates
 from index.stores import HybridKeywordView, QdrantHybridStore, QdrantSparseStore
 from index.stores.qdrant_store import qdrant_location
 from index.stores.sparse_bm25 import TermCounts
@@ -258,12 +259,12 @@ def shared(tmp_path: Path, wiki_copy: Path, embedder) -> Iterator[KnowledgeIndex
 
 
 def test_the_shared_index_is_one_collection_and_no_local_store(shared: KnowledgeIndex, tmp_path: Path) -> None:
-    assert isinstance(shared.qdrant, QdrantHybridStore) and shared.hybrid is shared.qdrant
-    assert isinstance(shared.whoosh, HybridKeywordView) and shared.whoosh is shared.qdrant.keyword
-    assert shared.qdrant.client.get_collections().collections[0].name == "chunks"
-    assert len(shared.qdrant.client.get_collections().collections) == 1
+    assert isinstance(shared.dense, QdrantHybridStore) and shared.hybrid is shared.dense
+    assert isinstance(shared.keyword, HybridKeywordView) and shared.keyword is shared.dense.keyword
+    assert shared.dense.client.get_collections().collections[0].name == "chunks"
+    assert len(shared.dense.client.get_collections().collections) == 1
     assert sorted(p.name for p in (tmp_path / "index").iterdir()) == ["manifest.sqlite"]
-    assert shared.consistency().ok and shared.whoosh.doc_count == shared.qdrant.count > 0
+    assert shared.consistency().ok and shared.keyword.doc_count == shared.dense.count > 0
     assert shared.index_id == shared_index_id(f"file:{tmp_path / 'qdrant'}", "chunks")
     page = next(iter(shared.manifest.pages_of("wiki").values()))
     assert shared.set_access("wiki", page.doc_id, Access.only(["group:wiki/hr"])) == len(page.chunk_ids)
@@ -296,7 +297,7 @@ def test_knowledge_search_gives_the_same_evidence_as_separate_searches(shared: K
 def test_knowledge_search_is_one_call_without_feedback_and_two_with_it(shared: KnowledgeIndex, monkeypatch) -> None:
     search = KnowledgeSearch(shared)
     shared.warm()  # what a sync does after writing: the dense mirror (local mode) and the document frequencies
-    calls = spy(shared.qdrant.client, monkeypatch)
+    calls = spy(shared.dense.client, monkeypatch)
     res = search.run(KnowledgeSearchArgs(query="expense report receipts", prf=False), ToolContext(viewer=EVERYONE))
     assert res.evidence and {"dense", "bm25"} <= set(res.evidence[0].ranks) | set(res.evidence[1].ranks)
     assert calls == Counter({"query_batch_points": 1}), calls  # dense + BM25 + their cosines: one call
@@ -309,15 +310,24 @@ def test_knowledge_search_is_one_call_without_feedback_and_two_with_it(shared: K
 
 def test_a_search_reads_the_index_version_once(shared: KnowledgeIndex, monkeypatch) -> None:
     """The dense-candidate cache is keyed by the index version, which a shared index keeps in the state database:
-    one query per search, not one per cache look-up."""
+    one query per search, not one per cache look-up, and none for a search without the dense ranker."""
     reads: list[str] = []
     get = shared.manifest.get
     monkeypatch.setattr(shared.manifest, "get", lambda key, default=None: reads.append(key) or get(key, default))
     search = KnowledgeSearch(shared)
-    for args in ({"query": "how are travel costs reimbursed"}, {"query": "expense report receipts", "prf": False}):
+    for args, n in (({"query": "how are travel costs reimbursed"}, 1),
+                    ({"query": "expense report receipts", "prf": False}, 1),
+                    ({"query": "expense report receipts", "retriever": "bm25"}, 0)):
         reads.clear()
         assert search.run(KnowledgeSearchArgs(**args), ToolContext(viewer=EVERYONE)).evidence
-        assert reads.count("index_version") == 1, (args, reads)
+        assert reads.count("index_version") == n, (args, reads)
+
+
+def test_the_engine_runs_the_paired_stages_on_a_shared_index_and_the_separate_ones_otherwise(
+        shared: KnowledgeIndex, monkeypatch) -> None:
+    assert isinstance(KnowledgeSearch(shared).engine.candidates, PairedCandidates)
+    monkeypatch.setattr(shared, "hybrid", None)
+    assert isinstance(KnowledgeSearch(shared).engine.candidates, SeparateCandidates)
 
 
 def test_keyword_index_settings_in_the_shared_mode(tmp_path: Path, embedder, monkeypatch) -> None:
@@ -334,7 +344,7 @@ def test_keyword_index_settings_in_the_shared_mode(tmp_path: Path, embedder, mon
     for keyword in ("auto", "qdrant"):
         index = open_index(settings.model_copy(update={"keyword_index": keyword}), embedder)
         try:
-            assert isinstance(index.whoosh, HybridKeywordView) and index.qdrant.collection == "handbook"
+            assert isinstance(index.keyword, HybridKeywordView) and index.dense.collection == "handbook"
             assert index.index_id == shared_index_id(url, "handbook")
         finally:
             index.close()

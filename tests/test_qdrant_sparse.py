@@ -143,7 +143,7 @@ def test_keyword_index_qdrant_keeps_bm25_in_qdrant_and_no_whoosh_files(tmp_path:
     try:
         rep = Indexer(index).run(FolderSource(wiki_copy))
         assert rep.added == WIKI_PAGES and not rep.errors, rep
-        assert isinstance(index.whoosh, QdrantSparseStore) and index.consistency().ok
+        assert isinstance(index.keyword, QdrantSparseStore) and index.consistency().ok
         assert (tmp_path / "index" / "qdrant-bm25").is_dir() and not (tmp_path / "index" / "whoosh").exists()
         index.warm()  # what a sync run does after writing, in this mode too
         res = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="expense report receipts", retriever="bm25"),
@@ -160,9 +160,9 @@ def test_switching_an_index_to_qdrant_fills_the_new_keyword_store_on_the_next_ru
     index.close()
     index = KnowledgeIndex(tmp_path / "index", embedder, keyword_index="qdrant")
     try:
-        assert index.whoosh.count == 0 and not index.consistency().ok
+        assert index.keyword.count == 0 and not index.consistency().ok
         rep = Indexer(index).run(FolderSource(wiki_copy))
-        assert rep.repair.bm25_added == index.qdrant.count > 0 and index.consistency().ok
+        assert rep.repair.bm25_added == index.dense.count > 0 and index.consistency().ok
     finally:
         index.close()
 
@@ -178,7 +178,7 @@ def test_the_keyword_index_setting(tmp_path: Path, embedder, monkeypatch: pytest
     assert Settings().keyword_index == "qdrant"
     index = open_index(Settings(chatops_data_dir=tmp_path / "data"), embedder)
     try:
-        assert isinstance(index.whoosh, QdrantSparseStore)
+        assert isinstance(index.keyword, QdrantSparseStore)
     finally:
         index.close()
     monkeypatch.setenv("KEYWORD_INDEX", "elastic")

@@ -50,7 +50,7 @@ ADMIN, ALICE = "UADMIN01", "UALICE01"
 def citation(index: KnowledgeIndex, doc_id: str, n: int, source: str = "wiki") -> dict:
     """A citation as the turn log stores it, of the page's first chunk."""
     cid = index.manifest.pages_of(source)[doc_id].chunk_ids[0]
-    chunk = index.whoosh.chunks([cid])[cid]
+    chunk = index.keyword.chunks([cid])[cid]
     return {"n": n, "chunk_id": cid, "doc_id": doc_id, "title": chunk.title, "url": chunk.url,
             "section": chunk.section}
 
@@ -110,7 +110,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path):
 @pytest.fixture
 def report(indexed: KnowledgeIndex, store: StateStore) -> GapReport:
     seed(store, indexed)
-    return gap_report(store, indexed.manifest, indexed.whoosh, indexed.embedder.embed,
+    return gap_report(store, indexed.manifest, indexed.keyword, indexed.embedder.embed,
                       since=NOW - timedelta(days=7), until=NOW + timedelta(seconds=1), stale_after_days=365)
 
 
@@ -148,7 +148,7 @@ def test_pages_cited_never_cited_and_stale_per_source(report: GapReport, indexed
 
 def test_the_stale_threshold_is_the_setting(indexed: KnowledgeIndex, store: StateStore) -> None:
     seed(store, indexed)
-    report = gap_report(store, indexed.manifest, indexed.whoosh, indexed.embedder.embed,
+    report = gap_report(store, indexed.manifest, indexed.keyword, indexed.embedder.embed,
                         since=NOW - timedelta(days=7), until=NOW + timedelta(seconds=1), stale_after_days=800)
     assert report.stale_after_days == 800 and report.sources[0].stale == ()
 
@@ -156,7 +156,7 @@ def test_the_stale_threshold_is_the_setting(indexed: KnowledgeIndex, store: Stat
 def test_only_the_most_recent_refused_questions_are_grouped(indexed: KnowledgeIndex, store: StateStore) -> None:
     seed(store, indexed)
     turns = store.turn_records(since=NOW - timedelta(days=7))
-    pages, chunk_page = index_pages(indexed.manifest, indexed.whoosh)
+    pages, chunk_page = index_pages(indexed.manifest, indexed.keyword)
     report = build_report(turns, [], pages, chunk_page, indexed.embedder.embed, since=NOW - timedelta(days=7),
                           until=NOW + timedelta(seconds=1), max_grouped=2)
     assert report.refused == 5 and report.ungrouped == 3

@@ -53,7 +53,7 @@ class QuotingPlanner:
     the exit must screen any planner's draft, not trust the planner."""
 
     def __init__(self, index: KnowledgeIndex, sentences: list[str]) -> None:
-        chunks = [index.qdrant.get(cid) for p in index.manifest.all_pages() if p.doc_id.endswith("reporting.md")
+        chunks = [index.dense.get(cid) for p in index.manifest.all_pages() if p.doc_id.endswith("reporting.md")
                   for cid in p.chunk_ids]
         self.evidence = [Evidence(c, 1.0, cosine=0.9) for c in chunks if c is not None]
         self.sentences = sentences

@@ -1,15 +1,19 @@
 """Retrieval tools: rank fusion, ``knowledge.search`` and the tool registry.
 
-Covers :func:`tools.fusion.reciprocal_rank_fusion` on hand-computed examples (k=60, weights,
+Covers :func:`index.retrieval.fusion.reciprocal_rank_fusion` on hand-computed examples (k=60, weights,
 invalid k), :class:`tools.knowledge_search.KnowledgeSearch` over the shared example-wiki index
 (hybrid, BM25 and dense each return evidence with per-retriever ranks and scores and a cosine;
 an exact slash command is found by BM25; no duplicate chunks), and
 :class:`tools.base.ToolRegistry` validation (bad names, missing ``Args``, duplicates,
-side-effect tools never called directly, admin-only tools, bad arguments).
+side-effect tools never called directly, admin-only tools, bad arguments). The tool gives the agent the corpus
+statistics it reads (document frequencies, chunk count, IDF) without reaching into the index, and the retrieval
+engine's feedback stage reads its document frequencies in one call.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from typing import ClassVar
 
 import pytest
@@ -19,7 +23,8 @@ from index.knowledge import KnowledgeIndex
 from connectors.access import Viewer
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError, ToolPermissionError
-from tools.fusion import reciprocal_rank_fusion
+from index.retrieval import SeparateCandidates
+from index.retrieval.fusion import reciprocal_rank_fusion
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs, SearchResult
 
 # -- reciprocal rank fusion -------------------------------------------------------------------------
@@ -136,9 +141,9 @@ def test_results_have_no_duplicate_chunks(search: KnowledgeSearch, query: str, r
 
 def test_evidence_chunks_exist_in_both_stores(search: KnowledgeSearch, wiki_index: KnowledgeIndex) -> None:
     res = _run(search, "what do I return when I leave the company?", k=10)
-    whoosh_ids = wiki_index.whoosh.chunk_ids()
+    whoosh_ids = wiki_index.keyword.chunk_ids()
     for e in res.evidence:
-        stored = wiki_index.qdrant.get(e.chunk.chunk_id)
+        stored = wiki_index.dense.get(e.chunk.chunk_id)
         assert stored is not None and stored.text == e.chunk.text
         assert e.chunk.chunk_id in whoosh_ids
 
@@ -255,7 +260,7 @@ def test_registry_enforces_admin_permission_and_validates_arguments() -> None:
 ])
 def test_the_analyzer_keeps_identifiers_and_drops_markdown_punctuation(wiki_index: KnowledgeIndex, text: str,
                                                                       tokens: list[str]) -> None:
-    assert wiki_index.whoosh.analyze(text) == tokens
+    assert wiki_index.keyword.analyze(text) == tokens
 
 
 def test_each_hit_lists_the_querys_identifiers_its_text_holds(search: KnowledgeSearch) -> None:
@@ -266,3 +271,29 @@ def test_each_hit_lists_the_querys_identifiers_its_text_holds(search: KnowledgeS
     assert all(not e.exact for e in res.evidence if "/declare-incident" not in e.chunk.text
                and "SEV1" not in e.chunk.text)
     assert not any(e.exact for e in _run(search, "how do I declare an incident?").evidence)
+
+
+def test_the_tool_reads_the_corpus_statistics_the_agent_needs(search: KnowledgeSearch, wiki_index: KnowledgeIndex) -> None:
+    terms = search.analyze("expense report incident laptop quokkafrost")
+    store = wiki_index.keyword
+    assert search.doc_count == store.doc_count > 0
+    assert [search.doc_frequency(t) for t in terms] == [store.doc_frequency(t) for t in terms]
+    assert search.doc_frequency(terms[-1]) == 0 < search.doc_frequency(terms[0])
+    n, df = search.doc_count, search.doc_frequency(terms[0])
+    assert search.idf(terms[0]) == pytest.approx(math.log1p(n / (df + 0.5)))
+
+
+def test_feedback_reads_its_document_frequencies_in_one_call(wiki_index: KnowledgeIndex, monkeypatch) -> None:
+    """Pseudo-relevance feedback weighs about a hundred terms per search: one read of the store, not one per term."""
+    calls: Counter[str] = Counter()
+    store = wiki_index.keyword
+    for name, real in (("doc_frequency", store.doc_frequency), ("doc_frequencies", store.doc_frequencies)):
+        monkeypatch.setattr(store, name, lambda *a, _n=name, _real=real, **kw: calls.update([_n]) or _real(*a, **kw))
+    res = _run(KnowledgeSearch(wiki_index), "how are travel costs reimbursed", k=8)
+    assert res.feedback_terms and calls == Counter({"doc_frequencies": 1}), calls
+
+
+def test_the_embedded_index_runs_the_separate_stages(search: KnowledgeSearch) -> None:
+    assert isinstance(search.engine.candidates, SeparateCandidates)
+    assert {"embed", "dense", "feedback", "bm25", "fuse", "hydrate", "dedupe"} == set(
+        _run(search, "how are travel costs reimbursed").timings_ms)

@@ -100,12 +100,12 @@ def test_replicas_see_the_same_pages_and_keep_no_local_file(shared: Shared, tmp_
         assert reader.index_id == writer.index_id == shared_index_id(shared.qdrant_url, shared.collection)
         assert reader.manifest.scope == reader.index_id and reader.consistency().ok
         assert reader.version == writer.version > 0
-        hits = reader.whoosh.search("vacation days", limit=3, viewer=Viewer.public())
+        hits = reader.keyword.search("vacation days", limit=3, viewer=Viewer.public())
         assert hits and hits[0].chunk.chunk_id in {c for p in reader.manifest.all_pages() for c in p.chunk_ids}
         # The writer removes a page: the reader knows at once (no file to copy, no restart).
         key = sorted(p.doc_key for p in writer.manifest.all_pages())[0]
-        writer.whoosh.delete([key])
-        writer.qdrant.delete([key])
+        writer.keyword.delete([key])
+        writer.dense.delete([key])
         writer.manifest.commit([], [key])
         assert reader.manifest.page(key) is None and reader.stats()["pages"] == WIKI_PAGES - 1
         assert reader.version == writer.version
@@ -121,20 +121,20 @@ def test_a_half_written_page_is_recovered_by_the_next_writer_not_by_a_reader(sha
     entry = sorted(writer.manifest.all_pages(), key=lambda p: p.doc_key)[0]
     # The worker journals the page, has rewritten BM25 only, and dies before committing.
     writer.manifest.begin([entry.doc_key])
-    writer.whoosh.delete([entry.doc_key])
+    writer.keyword.delete([entry.doc_key])
     writer.close()
 
     reader = shared.open(tmp_path / "b")  # a web replica: the write may still be in flight
     try:
         assert reader.manifest.pending() == [entry.doc_key]
-        assert set(entry.chunk_ids) <= reader.qdrant.chunk_ids()
+        assert set(entry.chunk_ids) <= reader.dense.chunk_ids()
     finally:
         reader.close()
 
     again = shared.open(tmp_path / "c", repair=True)  # the worker restarts
     try:
         assert again.manifest.pending() == [] and again.manifest.page(entry.doc_key) is None
-        assert not set(entry.chunk_ids) & (again.qdrant.chunk_ids() | again.whoosh.chunk_ids())
+        assert not set(entry.chunk_ids) & (again.dense.chunk_ids() | again.keyword.chunk_ids())
         assert again.consistency().ok
         report = Indexer(again).run(FolderSource(WIKI))  # the next scan indexes it again from the source
         assert (report.added, report.unchanged) == (1, WIKI_PAGES - 1)

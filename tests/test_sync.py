@@ -97,7 +97,7 @@ def test_a_folder_page_nested_too_deep_or_failing_to_convert_never_stops_the_syn
     assert res.status == "ok", res.error
     assert (res.summary.added, res.summary.skipped, res.summary.errors) == (2, 0, []), res.summary
     first = store.get_cursor("handbook", index_id=index.index_id)["synced_at"]
-    pantry = [index.qdrant.get(c) for c in index.manifest.pages_of("handbook")["pantry.html"].chunk_ids]
+    pantry = [index.dense.get(c) for c in index.manifest.pages_of("handbook")["pantry.html"].chunk_ids]
     assert any(c.section_path == ("Kumquat storage",) and "shelf nine" in c.text for c in pantry), pantry
     hits = KnowledgeSearch(index).run(KnowledgeSearchArgs(query="where are bikes parked", k=3), public_ctx()).evidence
     assert hits[0].chunk.doc_id == "bikes.md"
@@ -366,17 +366,17 @@ def test_a_sync_that_wrote_prepares_the_dense_search_so_the_next_turn_does_not(w
     index = index_factory()
     assert SyncEngine(index, store).run(FolderSource(wiki_copy, name="handbook")).status == "ok"
     calls: list = []
-    real = index.qdrant.client.scroll
-    index.qdrant.client.scroll = lambda *a, **k: calls.append(1) or real(*a, **k)
+    real = index.dense.client.scroll
+    index.dense.client.scroll = lambda *a, **k: calls.append(1) or real(*a, **k)
     try:
-        hits = index.qdrant.search(index.embedder.embed(["expenses"])[0], 3, viewer=Viewer.public("dm"))
+        hits = index.dense.search(index.embedder.embed(["expenses"])[0], 3, viewer=Viewer.public("dm"))
     finally:
-        index.qdrant.client.scroll = real
+        index.dense.client.scroll = real
     assert hits and calls == []
-    index.qdrant.delete_chunks([hits[0].chunk.chunk_id])  # a write updates the mirror in place: still no rebuild
-    index.qdrant.client.scroll = lambda *a, **k: calls.append(1) or real(*a, **k)
+    index.dense.delete_chunks([hits[0].chunk.chunk_id])  # a write updates the mirror in place: still no rebuild
+    index.dense.client.scroll = lambda *a, **k: calls.append(1) or real(*a, **k)
     try:
-        after = index.qdrant.search(index.embedder.embed(["expenses"])[0], 3, viewer=Viewer.public("dm"))
+        after = index.dense.search(index.embedder.embed(["expenses"])[0], 3, viewer=Viewer.public("dm"))
     finally:
-        index.qdrant.client.scroll = real
+        index.dense.client.scroll = real
     assert calls == [] and after and hits[0].chunk.chunk_id not in {h.chunk.chunk_id for h in after}

@@ -25,7 +25,7 @@ def test_the_default_comes_from_the_indexed_pages_titles(wiki_index) -> None:
     assert list(catalog) == ["wiki", "eng"]  # configured sources first, listed even before a sync
     assert catalog["eng"] == [] and 1 <= len(catalog["wiki"]) <= 3
     pages = {p.doc_id: p for p in wiki_index.manifest.all_pages()}
-    chunks = wiki_index.whoosh.chunks([p.chunk_ids[0] for p in pages.values()])
+    chunks = wiki_index.keyword.chunks([p.chunk_ids[0] for p in pages.values()])
     public_titles = {c.title for c in chunks.values() if pages[c.doc_id].access.public}
     assert set(catalog["wiki"]) <= public_titles
     hello = default_welcome(catalog)

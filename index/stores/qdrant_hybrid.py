@@ -15,7 +15,7 @@ analysed terms, for document frequencies), with keyword payload indexes on ``acc
 interface, which it subclasses: client opening, guards, the local-mode mirror, access filters) and
 :attr:`QdrantHybridStore.keyword` is a view with the keyword store's interface
 (:class:`~index.stores.sparse_bm25.SparseBM25`: ``search_ids`` with boosts, ``analyze``, ``doc_frequency``, ...),
-which :class:`index.knowledge.KnowledgeIndex` uses as ``index.whoosh``. The view never writes: the indexer,
+which :class:`index.knowledge.KnowledgeIndex` uses as ``index.keyword``. The view never writes: the indexer,
 the journal recovery and reconciliation call the keyword store's writes and then the dense store's with the
 same keys and chunks, and the dense store's write already put both vectors in the same points.
 
@@ -24,7 +24,7 @@ ONE ``query_batch_points`` call (the Query API), each with the viewer's access a
 it, plus a third request that rescores the BM25 candidates by the dense query (a ``prefetch`` of the BM25
 query, then the dense query over those candidates): it returns the cosine of every BM25 hit, which the
 evidence gate reads, without sending any stored vector over the wire. Fusion stays client-side, in
-:mod:`tools.fusion` (weighted RRF, ``w / (k + rank)``, weights 1.0 dense / 0.6 BM25 as measured), because
+:mod:`index.retrieval.fusion` (weighted RRF, ``w / (k + rank)``, weights 1.0 dense / 0.6 BM25 as measured), because
 
 - Qdrant's weighted RRF (``models.Rrf(k, weights)``, client 1.20) computes ``1 / (rank / w + k - 1)``: a
   different weighting from the one measured;
@@ -32,9 +32,9 @@ evidence gate reads, without sending any stored vector over the wire. Fusion sta
   response does not return;
 - pseudo-relevance feedback needs the dense top passages before the BM25 query is built.
 
-Hence :class:`tools.knowledge_search.KnowledgeSearch` sends one batch when pseudo-relevance feedback does
-not apply, and with it the dense query first, then the BM25 query with the feedback terms (``dense=False``):
-two calls.
+Hence the retrieval engine (:class:`index.retrieval.PairedCandidates`) sends one batch when pseudo-relevance
+feedback does not apply, and with it the dense query first, then the BM25 query with the feedback terms
+(``dense=False``): two calls.
 
 **A collection made by an older version** (one unnamed dense vector, no ``bm25``): a reader gets
 :class:`~connectors.errors.IndexOutdatedError` saying to run ``chatops index --full``; an indexing run
@@ -244,7 +244,7 @@ class QdrantHybridStore(QdrantStore):
 
 
 class HybridKeywordView(SparseBM25):
-    """The keyword-store face of a :class:`QdrantHybridStore` (``KnowledgeIndex.whoosh`` in the shared mode).
+    """The keyword-store face of a :class:`QdrantHybridStore` (``KnowledgeIndex.keyword`` in the shared mode).
 
     Reads (``search_ids``, ``search``, ``analyze``, ``doc_frequency``, ``doc_count``, ``count``, ``chunks``,
     ``chunk_ids``) go to the store's collection. Writes (``replace``, ``delete``, ``delete_chunks``, ``clear``,

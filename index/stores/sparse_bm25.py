@@ -48,7 +48,7 @@ import hashlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal
@@ -259,6 +259,10 @@ class SparseBM25:
         """Number of chunks containing the analysed ``term`` (from the payload's ``terms``, remembered:
         see the module docstring)."""
         return self._counts.doc_frequency(term)
+
+    def doc_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """:meth:`doc_frequency` of each of ``terms``."""
+        return {t: self._counts.doc_frequency(t) for t in terms}
 
     @property
     def doc_count(self) -> int:

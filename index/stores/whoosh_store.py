@@ -32,10 +32,11 @@ cannot read). :meth:`WhooshStore.warm` reads the longest posting lists ahead of 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace as dc_replace
 from pathlib import Path
 
@@ -58,6 +59,8 @@ log = logging.getLogger(__name__)
 
 FIELD_WEIGHTS = {"title": 2, "headings": 2, "body": 1}
 ALLOWED_CACHE = 256  # access token sets whose readable documents a searcher keeps (see _allowed_docs)
+#: Terms whose document frequency a searcher keeps (see ``_frequencies``; a few dozen bytes each).
+DF_CACHE = 65536
 #: A token: letters and digits, joined by inner dots or underscores (``v1.2.3``, ``user_id``, ``e.g``). No
 #: Markdown punctuation ever belongs to one (``passcode.**`` is ``passcode``, ``_foo_`` is ``foo``), while
 #: ``E42``, ``/genie`` (``genie``), ``#help`` (``help``) and ``foo-bar`` (``foo`` and ``bar``) stay searchable.
@@ -399,14 +402,26 @@ class WhooshStore:
             col = searcher._chatops_ids = searcher.reader().column_reader("chunk_id")
         return col
 
+    @staticmethod
+    def _frequencies(searcher) -> Callable[[str], int]:
+        """The snapshot's document frequency of a ``content`` term, remembered with the snapshot (a look-up in
+        Whoosh's term table costs tens of microseconds; pseudo-relevance feedback and the gate ask for the same
+        terms again and again); at most :data:`DF_CACHE` terms, least recently used dropped first."""
+        df = getattr(searcher, "_chatops_df", None)
+        if df is None:
+            df = searcher._chatops_df = functools.lru_cache(maxsize=DF_CACHE)(
+                lambda term: searcher.doc_frequency("content", term))
+        return df
+
     def query_terms(self, query: str, searcher=None) -> list[str]:
         """The terms a query is run with: analysed, de-duplicated, frequent ones pruned, bounded."""
         searcher = searcher or self._get_searcher()
+        df = self._frequencies(searcher)
         with self._guard():
-            terms = [t for t in dict.fromkeys(self.analyze(query)) if searcher.doc_frequency("content", t) > 0]
+            terms = [t for t in dict.fromkeys(self.analyze(query)) if df(t) > 0]
             n = searcher.doc_count()
             if n >= self.prune_min_docs:
-                rare = [t for t in terms if searcher.doc_frequency("content", t) <= self.max_df_ratio * n]
+                rare = [t for t in terms if df(t) <= self.max_df_ratio * n]
                 if len(rare) >= 2:
                     terms = rare
         return terms[: self.max_terms]
@@ -415,7 +430,15 @@ class WhooshStore:
         """Number of chunks containing the analysed ``term``."""
         searcher = self._get_searcher()
         with self._guard():
-            return searcher.doc_frequency("content", term)
+            return self._frequencies(searcher)(term)
+
+    def doc_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """:meth:`doc_frequency` of each of ``terms``, from one snapshot (taking the searcher, which checks that
+        it is current, costs more than a term's look-up: pseudo-relevance feedback asks for about a hundred)."""
+        searcher = self._get_searcher()
+        df = self._frequencies(searcher)
+        with self._guard():
+            return {t: df(t) for t in terms}
 
     @property
     def doc_count(self) -> int:
