@@ -17,9 +17,10 @@ The best unit is quoted with what makes it readable on its own: a list item with
 list itself (up to ``list_items`` items, as a Markdown list), a table row with its header row (as a small
 Markdown table), a sentence with the sentence before it when that one holds question terms the unit lacks
 (the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
-next one when the unit is a lead-in ending in ":". Further units come only from the page already quoted, and
-only while they add a specific term no quoted unit holds or state the asked type when nothing quoted does, up
-to ``max_units``. A multi-part question gets this per part, each from its own support; a part with no support
+next one when the unit is a lead-in ending in ":" (or both fit in ``neighbour_chars``). Further units come from the
+page already quoted while they add a specific term no quoted unit holds or state the asked type, up
+to ``max_units``; a unit of another page only (once) when it states the asked type and scores within
+``other_page_margin`` of the best. A multi-part question gets this per part, each from its own support; a part with no support
 or no unit that speaks to it is named in a closing line ("Nothing found on: ...").
 
 Every quoted piece becomes a citation whose quote is its exact text in the chunk (:mod:`agent.citations`
@@ -68,8 +69,8 @@ class ComposerConfig:
         max_chars: the answer's length budget (characters of quoted text).
         similarity_weight: weight of the unit's cosine against its coverage (both in [0, 1]).
         embedded_units: at most this many units (the best by coverage and type) are embedded per question.
-        other_page_gain: a unit of another page is quoted (once) only when it holds at least this share (IDF-weighted)
-            of the question's specific terms that nothing quoted holds, and states the asked type.
+        other_page_margin: a unit of another page is quoted (once) only when it states the asked type as the best
+            unit does and its score (coverage plus weighted similarity) is within this of the best's.
         neighbour_chars: a sentence is quoted with the next one of its paragraph when both fit in this many
             characters (a short statement and the sentence that completes it).
     """
@@ -218,9 +219,7 @@ class Composer:
         spec = set(_topic(terms, self.analyze))
         out: list[tuple[Evidence, list[Span], str]] = []
         covered: set[str] = set()
-        typed_any = False
         used = 0
-        total = sum(terms.weights[t] for t in spec) or 1.0
         other_page = False
         for s in ranked:
             if len(out) >= cfg.max_units:
@@ -236,7 +235,7 @@ class Composer:
                     continue
                 other_page = True
             elif out and not (have - covered) and not s.typed:
-                continue
+                continue  # a unit of the quoted page earns its place by a term no quote holds, or the asked type
             if out and s.coverage <= 0:
                 continue
             spans, shape = self._context(u, terms)
@@ -248,7 +247,6 @@ class Composer:
             out.append((u.ev, spans, shape))
             quoted.update((u.chunk_id, sp.start) for sp in spans)
             covered |= have
-            typed_any = typed_any or s.typed
             used += size
         return out
 
@@ -265,13 +263,15 @@ class Composer:
                 items = items[lo:lo + self.config.list_items]
             return ([lead] if lead is not None else []) + items, "list"
         spans = [u.span]
-        if u.before is not None:
+        before = u.before if u.before is not None and not u.before.text.rstrip().endswith("?") else None
+        after = u.after if u.after is not None and not u.after.text.rstrip().endswith("?") else None
+        if before is not None:
             lacking = set(terms.specific) - u.terms
-            if _POINTS_BACK.match(u.span.text) or (lacking & set(self.analyze(u.before.text))):
-                spans.insert(0, u.before)
-        if u.after is not None and (u.span.text.rstrip().endswith(":") or _POINTS_BACK.match(u.after.text)
-                                    or len(u.span.text) + len(u.after.text) <= self.config.neighbour_chars):
-            spans.append(u.after)
+            if _POINTS_BACK.match(u.span.text) or (lacking & set(self.analyze(before.text))):
+                spans.insert(0, before)  # a question ("Moving abroad?") is never quoted, not even as context
+        if after is not None and (u.span.text.rstrip().endswith(":") or _POINTS_BACK.match(after.text)
+                                  or len(u.span.text) + len(after.text) <= self.config.neighbour_chars):
+            spans.append(after)
         if u.span.text.rstrip().endswith(":") and u.after is None:
             lead, items = list_block(text, _next_item(text, u.span) or u.span)
             if lead is not None and lead.start == u.span.start:

@@ -24,7 +24,7 @@
    when the gate still refuses and a code-like identifier (with a digit, ``/``, ``#``...) is held by
    passages of exactly one page, that page answers alone (single source; traced as
    ``identifier_single_page``).
-4. Answer extractively with citations (:class:`agent.extractive.ExtractiveAnswerer`) or refuse. A
+4. Answer extractively with citations (:class:`agent.compose.Composer`: the passage that answers, quoted whole) or refuse. A
    multi-part question (:func:`agent.rewrite.question_parts`) is also judged part by part: each part
    is searched with the question's setting (and the part before it when it leans on it:
    :func:`agent.rewrite.part_queries`) and judged by the gate on its own search, its own cosines and

@@ -11,6 +11,7 @@ public channel asks for a secret: nothing the stand-in recorded carries it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,7 @@ def assert_clean(reply) -> None:
     dumped = json.dumps(reply.as_dict(), ensure_ascii=False)
     assert not leaks(dumped), leaks(dumped)
     assert reply.pending_action is None
-    assert reply.refused or (reply.citations and "[1]" in reply.text), reply.text
+    assert reply.refused or (reply.citations and re.search(r"\[\d+\]", reply.text)), reply.text
 
 
 def test_when_the_llm_fails_the_fallback_answer_is_screened_too(leaky, tmp_path: Path) -> None:

@@ -1,0 +1,107 @@
+"""The extractive composer (:mod:`agent.compose`), promise by promise, on hand-made chunks.
+
+Chunks, the analyzer (Whoosh's stemming analyzer, as the index uses) and the composer are real; the
+similarity is left out (``None``) so each case turns on coverage and answer type alone, or given as a fixed
+function where the case is about it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from whoosh.analysis import StemmingAnalyzer
+
+from agent.compose import Composer, ComposerConfig, PartEvidence
+from agent.terms import key_terms
+from connectors.models import Chunk
+from tools.knowledge_search import Evidence
+
+_ANA = StemmingAnalyzer()
+
+
+def analyze(text: str) -> list[str]:
+    return [t.text for t in _ANA(text)]
+
+
+def chunk(n: int, text: str, page: str | None = None, section: tuple[str, ...] = ("Section",)) -> Evidence:
+    c = Chunk(f"c{n:031d}", "folder", page or f"page{n}.md", f"Page {n}", section, "", text)
+    return Evidence(c, 1.0 / n, {"dense": n, "bm25": n}, {}, 0.5)
+
+
+def terms(question: str):
+    # every word equally rare (IDF 5), none absent (IDF 9) or common: the specific terms are the question's words
+    return key_terms(question, analyze, lambda t: 9.0 if t == "zqxjvkq0absent" else 5.0)
+
+
+def answer(question: str, evidence: list[Evidence], similarity=None, **config):
+    composer = Composer(ComposerConfig(**config), analyze, similarity)
+    return composer.answer([PartEvidence(question, terms(question), evidence)])
+
+
+def test_the_unit_stating_the_asked_figure_is_quoted_before_one_that_only_shares_words() -> None:
+    ev = chunk(1, "Parental leave is a benefit every parent values and the parental leave policy is long.\n\n"
+                  "Parental leave lasts 12 weeks.")
+    draft = answer("how long is parental leave?", [ev])
+    assert draft.text.startswith("Parental leave lasts 12 weeks."), draft.text
+
+
+def test_a_table_row_is_quoted_under_its_header_as_a_small_table() -> None:
+    ev = chunk(1, "Error codes:\n\n| Code | Fix |\n|---|---|\n| E41 | Reboot the router |\n| E42 | Restart the agent |\n")
+    draft = answer("how do I fix E42?", [ev])
+    assert "| Code | Fix |\n|---|---|\n| E42 | Restart the agent | [1]" in draft.text, draft.text
+    assert {c.quote for c in draft.citations} == {"Code | Fix |", "E42 | Restart the agent |"}
+
+
+def test_a_list_item_is_quoted_with_its_lead_in_and_its_list() -> None:
+    ev = chunk(1, "To request a badge, do the following:\n1. Open the portal.\n2. Choose Badge request.\n"
+                  "3. Submit it three days ahead.\n")
+    draft = answer("how do I request a badge portal?", [ev])
+    assert draft.text == ("To request a badge, do the following:\n1. Open the portal.\n2. Choose Badge request.\n"
+                          "3. Submit it three days ahead. [1]"), draft.text
+    assert len(draft.citations) == 4  # the lead-in and each item, verbatim
+
+
+def test_a_sentence_leaning_on_the_one_before_is_quoted_with_it() -> None:
+    ev = chunk(1, "Change the phone's passcode every year. It must be longer than 14 characters and mix letters "
+                  "and digits, which most people find hard to remember at first.")
+    draft = answer("how many characters must the passcode have?", [ev], neighbour_chars=0)
+    assert "Change the phone's passcode every year. It must be longer than 14 characters" in draft.text, draft.text
+
+
+def test_a_question_in_the_text_is_never_quoted_not_even_as_context() -> None:
+    ev = chunk(1, "Can I park at the office for free? Staff park free in the garage on level -2.")
+    draft = answer("can I park at the office for free?", [ev])
+    assert "garage" in draft.text and "?" not in draft.text, draft.text
+
+
+def test_another_page_is_quoted_only_when_its_unit_is_as_good() -> None:
+    good = chunk(1, "The travel stipend is $500 per trip.", page="travel.md")
+    weak = chunk(2, "Stipends are reviewed every year by the finance team.", page="finance.md")
+    draft = answer("how much is the travel stipend?", [good, weak])
+    assert {c.doc_id for c in draft.citations} == {"travel.md"}, draft.text
+
+
+def test_the_similarity_bridges_a_paraphrase() -> None:
+    on_words = chunk(1, "The gym is on the second floor next to the kitchen.")
+    paraphrase = chunk(2, "The wellness stipend covers fitness classes up to $50 a month.")
+
+    def similarity(question, texts):
+        return np.array([0.9 if "wellness" in t else 0.2 for t in texts], dtype=np.float32)
+
+    draft = answer("will the company pay for my yoga class at the gym?", [on_words, paraphrase], similarity)
+    assert draft.text.startswith("The wellness stipend covers fitness classes"), draft.text
+
+
+def test_each_part_is_answered_from_its_own_evidence_and_a_part_without_support_is_named() -> None:
+    badge = chunk(1, "Visitors get a badge at the front desk.")
+    composer = Composer(ComposerConfig(), analyze)
+    draft = composer.answer([PartEvidence("where do visitors get a badge", terms("where do visitors get a badge"),
+                                          [badge]),
+                             PartEvidence("is lunch served", terms("is lunch served"), [], supported=False)])
+    assert draft.text.startswith("Visitors get a badge at the front desk. [1]"), draft.text
+    assert draft.unanswered == ["is lunch served"] and "Nothing found on: \u201cis lunch served\u201d" in draft.text
+
+
+def test_flagged_text_is_never_quoted() -> None:
+    ev = chunk(1, "The VPN password is hunter2-Prod-77!x. Ask IT in #it-help for VPN access.")
+    draft = answer("how do I get vpn access?", [ev])
+    assert "hunter2" not in draft.text and "#it-help" in draft.text, draft.text
