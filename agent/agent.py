@@ -173,7 +173,7 @@ class Agent:
         distinct = {c.chunk_id for c in reply.citations}
         if len(distinct) < need or not reply.text.strip():
             reason = f"only {len(distinct)} verifiable source(s), {need} needed"
-            text = messages.refusal(reply.searched, reason)
+            text = messages.refusal(reply.searched)
             if screen is not None and screen.removed:
                 reason += "; the rest was left out as credentials, personal data or planted instructions"
                 text = messages.withheld_refusal(screen.categories)

@@ -51,6 +51,7 @@ requester's meeting. Follow-up questions may lean on anyone's message in the thr
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -370,7 +371,7 @@ class RuleBasedPlanner:
             return self._answer_parts(parts, trace, route, searched), list(shown.values())
         trace.gate = best.verdict.as_dict()
         if not best.verdict.sufficient:
-            return Reply(messages.refusal(searched, best.verdict.reason), refused=True, route=route,
+            return Reply(messages.refusal(searched, closest_page(attempts[0].evidence)), refused=True, route=route,
                          searched=searched), list(shown.values())
         t = time.perf_counter()
         ordered = best.verdict.support + [e for e in best.evidence if e not in best.verdict.support]
@@ -383,7 +384,8 @@ class RuleBasedPlanner:
         trace.step("answer", quotes=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
                    parts=max(1, len(asked)), unanswered=draft.unanswered)
         if not draft.text:
-            return Reply(messages.refusal(searched, "no passage holds a sentence that answers it"), refused=True,
+            trace.step("refuse", reason="no passage holds a unit that answers it")
+            return Reply(messages.refusal(searched, closest_page(best.evidence)), refused=True,
                          route=route, searched=searched), list(shown.values())
         reply = Reply(draft.text, draft.citations, route=route, searched=searched)
         return reply, list(shown.values())
@@ -432,7 +434,8 @@ class RuleBasedPlanner:
         trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
                    parts=len(parts), unanswered=draft.unanswered)
         if not draft.text:
-            return Reply(messages.refusal(searched, trace.gate["reason"]), refused=True, route=route, searched=searched)
+            return Reply(messages.refusal(searched, closest_page(parts[0].evidence)), refused=True, route=route,
+                         searched=searched)
         return Reply(draft.text, draft.citations, route=route, searched=searched)
 
     def _first_attempt(self, question: str, trace: Trace, ctx: ToolContext, target: str | None) -> _Attempt:
@@ -539,6 +542,20 @@ class RuleBasedPlanner:
                                   "retriever": self.retriever, "hits": [e.as_dict() for e in evidence]})
         trace.add_time("retrieve", (time.perf_counter() - t) * 1000)
         return evidence
+
+
+_CHANNEL = re.compile(r"(?<![\w&#/])#[a-z][\w-]{2,}")
+
+
+def closest_page(evidence: list[Evidence]) -> tuple[str, str, str] | None:
+    """``(title, url, channel)`` of the first passage of ``evidence`` (searched with the asker's access, so a page
+    they may read) for a refusal, with the first Slack-style channel its text names ("" when none); None when
+    nothing was found."""
+    if not evidence:
+        return None
+    c = evidence[0].chunk
+    m = _CHANNEL.search(c.text)
+    return c.title, c.url, m.group() if m else ""
 
 
 def similarity_of(search: KnowledgeSearch):

@@ -130,7 +130,7 @@ def test_nobody_else_and_no_channel_gets_a_restricted_passage(acl: SlackHarness,
     if kind != "im":  # a channel refusal names nothing
         assert reply.text == ACCESS_REFUSAL
     else:  # a DM gets the usual refusal (what was searched, never a page)
-        assert "couldn't find this in the knowledge base" in reply.text and QUESTION in reply.text
+        assert "couldn't find anything in the knowledge base" in reply.text and QUESTION in reply.text
 
 
 def test_members_mode_uses_what_every_member_may_read(acl: SlackHarness) -> None:

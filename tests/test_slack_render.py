@@ -196,7 +196,7 @@ def test_the_feedback_modal_validates_and_its_submission_parses() -> None:
 
 
 def test_refusal_has_no_sources_and_says_what_was_searched() -> None:
-    reply = Reply("I couldn't find this in the knowledge base, so I won't guess. I searched for “wifi”.",
+    reply = Reply("I couldn't find anything in the knowledge base, so I won't guess. I searched for “wifi”.",
                   refused=True, searched=["wifi"])
     [msg] = render.answer_messages(reply)
     types = [b["type"] for b in msg["blocks"]]

@@ -60,7 +60,7 @@ from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArg
 from .. import messages
 from ..gate import EvidenceGate
 from ..models import Citation, PendingAction, Reply, Trace, Turn, idempotency_key
-from ..planner import Planner
+from ..planner import Planner, closest_page
 from ..terms import key_terms
 from ..text import display_text, sentence_spans
 from . import prompts
@@ -312,7 +312,7 @@ class LLMPlanner:
                 break
         trace.gate = verdict.as_dict()
         if not verdict.sufficient:
-            return Reply(messages.refusal(searched, verdict.reason), refused=True, route=trace.route,
+            return Reply(messages.refusal(searched, closest_page(evidence)), refused=True, route=trace.route,
                          searched=searched), evidence
         shown = verdict.support + [e for e in evidence if e not in verdict.support]
         reply = self._generate(question, shown, trace, budget, searched)
@@ -405,7 +405,8 @@ class LLMPlanner:
                 on_delta=release.feed if release is not None else None)
             text = res.content.strip()
             if text.upper().startswith("INSUFFICIENT") or not text:
-                return Reply(messages.refusal(searched, "the passages found do not answer it"), refused=True,
+                trace.step("refuse", reason="the model found that the passages do not answer it")
+                return Reply(messages.refusal(searched, closest_page(evidence)), refused=True,
                              route=trace.route, searched=searched)
             problems = self._compliance_reasons(text, budget)
             if not problems:
@@ -420,7 +421,8 @@ class LLMPlanner:
             sentences, citations = self._check_claims(sentences, citations, shown, trace, budget)
         body = " ".join(s for s, _ in sentences).strip()
         if not body or not citations:
-            return Reply(messages.refusal(searched, "no statement could be tied to a source"), refused=True,
+            trace.step("refuse", reason="no statement could be tied to a source")
+            return Reply(messages.refusal(searched, closest_page(evidence)), refused=True,
                          route=trace.route, searched=searched)
         return Reply(body, citations, route=trace.route, searched=searched)
 
