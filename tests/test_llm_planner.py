@@ -211,6 +211,21 @@ def test_failed_retries_end_in_the_knowledge_fallback(wiki_index, tmp_path) -> N
     assert len([q for q in reply.trace.queries]) <= 3
 
 
+def test_the_llm_planner_is_refused_by_the_same_gate_as_the_offline_one_on_a_near_miss(wiki_index, tmp_path) -> None:
+    # The model finds the passages sufficient; the gate (the rule planner's own) does not, so nothing is generated.
+    sure = json_reply({"relevant": True, "sufficient": True, "missing": "", "next_query": ""})
+    question = "what is the parental leave policy for contractors?"  # leave is covered, contractors' is not
+    brain = Brain(reflect=[sure, sure])
+    with OpenAIStandIn(brain) as llm:
+        agent = make_agent(wiki_index, llm.base_url, tmp_path)
+        reply = agent.answer(Turn(viewer=public_viewer(), text=question))
+    offline = Agent(agent.planner.fallback).answer(Turn(viewer=public_viewer(), text=question))
+    assert agent.planner.gate is agent.planner.fallback.gate
+    assert reply.refused and not reply.citations and "answer" not in brain.calls
+    assert offline.refused and reply.trace.gate["sufficient"] is False
+    assert reply.trace.gate["reason"] == offline.trace.gate["reason"]
+
+
 def test_llm_errors_fall_back_to_the_rule_based_answer(wiki_index, tmp_path) -> None:
     brain = Brain(route=error(500, "upstream failure"))
     with OpenAIStandIn(brain) as llm:
