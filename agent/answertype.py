@@ -50,7 +50,7 @@ _UNITS = rf"(?:{_UNIT_WORDS})"
 _ASKS = {
     "percent": re.compile(r"%|\bpercent(?:age)?\b|\bwhat share\b", re.I),
     "duration": re.compile(r"\bhow (?:long|soon|quickly|fast|often|far in advance)\b|"
-                           rf"\bhow many {_UNITS}\b|\bhow much (?:time|notice|leave|advance)\b", re.I),
+                           rf"\bhow many {_UNITS}\b|\bhow much (?:\w+\s+){{0,2}}?(?:time|notice|leave|advance)\b", re.I),
     "amount": re.compile(r"\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|%|\bpercent(?:age)?\b|"
                          r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|"
                          r"max|maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b",

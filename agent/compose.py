@@ -221,6 +221,7 @@ class Composer:
         covered: set[str] = set()
         used = 0
         other_page = False
+        said: set[str] = set()
         for s in ranked:
             if len(out) >= cfg.max_units:
                 break
@@ -239,13 +240,14 @@ class Composer:
             if out and s.coverage <= 0:
                 continue
             spans, shape = self._context(u, terms)
-            if any((u.chunk_id, sp.start) in quoted for sp in spans):
-                continue
+            if any((u.chunk_id, sp.start) in quoted for sp in spans) or _said(u.span.text) in said:
+                continue  # already quoted, or the same words from another copy of the page (one template)
             size = sum(len(sp.text) for sp in spans)
             if out and used + size > cfg.max_chars:
                 continue
             out.append((u.ev, spans, shape))
             quoted.update((u.chunk_id, sp.start) for sp in spans)
+            said.update(_said(sp.text) for sp in spans)
             covered |= have
             used += size
         return out
@@ -316,6 +318,11 @@ def _next_item(text: str, span: Span) -> Span | None:
             return s if re.fullmatch(r"\s*(?:[-*+]|\d{1,3}[.)])\s+", line) and \
                 "\n\n\n" not in text[span.end:s.start] else None
     return None
+
+
+def _said(text: str) -> str:
+    """A span's words, normalised: two pages made from one template say the same thing once."""
+    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 def _unit_text(u: Unit) -> str:

@@ -105,3 +105,18 @@ def test_flagged_text_is_never_quoted() -> None:
     ev = chunk(1, "The VPN password is hunter2-Prod-77!x. Ask IT in #it-help for VPN access.")
     draft = answer("how do I get vpn access?", [ev])
     assert "hunter2" not in draft.text and "#it-help" in draft.text, draft.text
+
+
+def test_the_same_words_on_two_pages_made_from_one_template_are_quoted_once() -> None:
+    same = "Every install requires VPN access from the office network."
+    a = chunk(1, f"{same}\n\nThe foo tool ships weekly.", page="runbooks/foo.md")
+    b = chunk(2, f"{same}\n\nThe bar tool ships monthly.", page="runbooks/bar.md")
+    draft = answer("does the install need vpn access?", [a, b])
+    assert draft.text.count(same) == 1, draft.text
+
+
+def test_how_much_time_off_asks_for_a_period_not_money() -> None:
+    from agent.answertype import asked_type
+
+    assert asked_type("how much paid time off do i get?") == "duration"
+    assert asked_type("how much does the company pay for my gym?") == "money"
