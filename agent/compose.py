@@ -55,6 +55,9 @@ _NUMERIC_TOKEN = re.compile(r"[\w$€£%.,/-]*\d[\w$€£%.,/-]*")
 _ORDERED = re.compile(r"\s*\d{1,3}[.)]\s+")
 # A question asking for a command ("which slash command", "the cli flag") is answered by a unit showing one.
 _ASKS_COMMAND = re.compile(r"\b(?:command|slash|cli|shortcut)\b", re.I)
+# "how do I request access?", "what are the steps": a procedure, answered by its steps.
+_ASKS_STEPS = re.compile(r"^\W*(?:and\s+)?how\s+(?:do|can|should|would|could|to)\b|\bhow\s+(?:do|can|should)\s+"
+                         r"(?:i|we|you)\b|\b(?:steps?|procedure)\b", re.I)
 _COMMAND = re.compile(r"(?:^|\s|`)/[a-z][\w-]*|`[^`\n]{2,60}`")
 
 
@@ -164,6 +167,7 @@ class Composer:
         kind = asked_type(question)
         target = definition_target(question)
         command = bool(_ASKS_COMMAND.search(question))
+        procedure = kind is None and bool(_ASKS_STEPS.search(question))
         scored = []
         for u in units:
             have = u.terms | u.context | u.near
@@ -172,6 +176,8 @@ class Composer:
                 typed = defines(u.span.text, target)
             elif command:  # "the slack command to see who's on call": a unit that shows one
                 typed = bool(_COMMAND.search(u.span.text))
+            elif procedure:  # "how do I declare an incident?": the steps, a list or the lead-in of one
+                typed = u.kind == "item" or self._leads_list(u)
             else:
                 typed = kind is None or states_type(mask_numbers(u.span.text, terms, self.analyze), kind)
             scored.append(_Scored(u, cov, typed))
@@ -274,11 +280,21 @@ class Composer:
         if after is not None and (u.span.text.rstrip().endswith(":") or _POINTS_BACK.match(after.text)
                                   or len(u.span.text) + len(after.text) <= self.config.neighbour_chars):
             spans.append(after)
-        if u.span.text.rstrip().endswith(":") and u.after is None:
-            lead, items = list_block(text, _next_item(text, u.span) or u.span)
-            if lead is not None and lead.start == u.span.start:
-                return [u.span, *items[: self.config.list_items]], "list"
+        if after is None and self._leads_list(u):
+            _, items = list_block(text, _next_item(text, u.span) or u.span)
+            return [*spans, *items[: self.config.list_items]], "list"
         return spans, "prose"
+
+    @staticmethod
+    def _leads_list(u: Unit) -> bool:
+        """Whether ``u`` is the last sentence of its paragraph and the lead-in of the list right below it."""
+        if u.kind != "sentence" or u.after is not None:
+            return False
+        first = _next_item(u.ev.chunk.text, u.span)
+        if first is None:
+            return False
+        lead, _ = list_block(u.ev.chunk.text, first)
+        return lead is not None and lead.start == u.span.start
 
     @staticmethod
     def _render(blocks: list[list[tuple[Evidence, list[Span], str]]], unanswered: list[str]) -> Draft:

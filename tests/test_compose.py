@@ -120,3 +120,12 @@ def test_how_much_time_off_asks_for_a_period_not_money() -> None:
 
     assert asked_type("how much paid time off do i get?") == "duration"
     assert asked_type("how much does the company pay for my gym?") == "money"
+
+
+def test_a_how_to_question_is_answered_by_the_steps_under_their_lead_in() -> None:
+    ev = chunk(1, "An incident is any unplanned event that hurts customers, and anyone can declare an incident.\n\n"
+                  "Anyone can declare an incident, not only engineers.\n\n"
+                  "1. Type the `/declare-incident` command in any channel.\n2. Join the channel the bot creates.\n")
+    draft = answer("how do I declare an incident?", [ev])
+    assert "Anyone can declare an incident, not only engineers.\n1. Type the `/declare-incident` command" in draft.text, \
+        draft.text
