@@ -40,8 +40,9 @@ hold each row.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
 
-__all__ = ["asked_type", "states_type", "ANSWER_TYPES"]
+__all__ = ["asked_type", "states_type", "mask_numbers", "ANSWER_TYPES"]
 
 ANSWER_TYPES = ("percent", "duration", "money", "amount", "time", "person", "label", "place")
 
@@ -116,3 +117,22 @@ def states_type(text: str, kind: str | None) -> bool:
     if kind is None:
         return True
     return bool(_STATES[kind].search(text))
+
+
+_NUMERIC_TOKEN = re.compile(r"[\w$€£%.,/-]*\d[\w$€£%.,/-]*")
+
+
+def mask_numbers(text: str, numeric: Collection[str], analyze: Callable[[str], list[str]]) -> str:
+    """``text`` without the numbers the question itself names ("401k" states no amount for "the 401k match").
+
+    ``numeric`` holds the question's analysed terms that contain a digit; a token of ``text`` whose analysed terms
+    are all among them is blanked out before :func:`states_type` reads the text.
+    """
+    if not numeric:
+        return text
+
+    def drop(m: re.Match[str]) -> str:
+        got = analyze(m.group())
+        return " " if got and set(got) <= set(numeric) else m.group()
+
+    return _NUMERIC_TOKEN.sub(drop, text)

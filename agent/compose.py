@@ -37,21 +37,20 @@ import numpy as np
 
 from tools.knowledge_search import Evidence
 
-from .answertype import asked_type, states_type
+from .answertype import asked_type, mask_numbers, states_type
 from .rewrite import definition_target, defines
 from .models import Citation
 from .terms import KeyTerms
 from .text import Span, display_text
-from .units import Unit, list_block, units_of
+from .units import Unit, is_list_item, list_block, next_list_item, units_of
 
-__all__ = ["Composer", "ComposerConfig", "Draft", "PartEvidence", "Similarity", "mask_numbers"]
+__all__ = ["Composer", "ComposerConfig", "Draft", "PartEvidence", "Similarity"]
 
 #: ``similarity(question, texts) -> cosines`` (shape ``(len(texts),)``), e.g. the bundled embedding model's.
 Similarity = Callable[[str, Sequence[str]], np.ndarray]
 
 _POINTS_BACK = re.compile(r"(?:It|They|This|That|These|Those|Such|Otherwise|Therefore|Thus|Hence|In that case|If so|"
                           r"If not)\b")
-_NUMERIC_TOKEN = re.compile(r"[\w$€£%.,/-]*\d[\w$€£%.,/-]*")
 _ORDERED = re.compile(r"\s*\d{1,3}[.)]\s+")
 # A question asking for a command ("which slash command", "the cli flag") is answered by a unit showing one.
 _ASKS_COMMAND = re.compile(r"\b(?:command|slash|cli|shortcut)\b", re.I)
@@ -128,19 +127,6 @@ class _Scored:
         return self.typed, self.coverage + self.similarity
 
 
-def mask_numbers(text: str, terms: KeyTerms, analyze: Callable[[str], list[str]]) -> str:
-    """``text`` without the numbers the question itself names ("401k" states no amount for "the 401k match")."""
-    numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
-    if not numeric:
-        return text
-
-    def drop(m: re.Match[str]) -> str:
-        got = analyze(m.group())
-        return " " if got and set(got) <= numeric else m.group()
-
-    return _NUMERIC_TOKEN.sub(drop, text)
-
-
 class Composer:
     """Builds a cited extractive answer (see the module docstring).
 
@@ -165,6 +151,7 @@ class Composer:
         spec = _topic(terms, self.analyze)
         total = sum(terms.weights[t] for t in spec)
         kind = asked_type(question)
+        numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
         target = definition_target(question)
         command = bool(_ASKS_COMMAND.search(question))
         procedure = kind is None and bool(_ASKS_STEPS.search(question))
@@ -179,7 +166,7 @@ class Composer:
             elif procedure:  # "how do I declare an incident?": the steps, a list or the lead-in of one
                 typed = u.kind == "item" or self._leads_list(u)
             else:
-                typed = kind is None or states_type(mask_numbers(u.span.text, terms, self.analyze), kind)
+                typed = kind is None or states_type(mask_numbers(u.span.text, numeric, self.analyze), kind)
             scored.append(_Scored(u, cov, typed))
         scored.sort(key=lambda s: (s.typed, s.coverage, -s.unit.rank), reverse=True)
         if self.similarity is not None and scored:
@@ -281,7 +268,7 @@ class Composer:
                                   or len(u.span.text) + len(after.text) <= self.config.neighbour_chars):
             spans.append(after)
         if after is None and self._leads_list(u):
-            _, items = list_block(text, _next_item(text, u.span) or u.span)
+            _, items = list_block(text, next_list_item(text, u.span) or u.span)
             return [*spans, *items[: self.config.list_items]], "list"
         return spans, "prose"
 
@@ -290,7 +277,7 @@ class Composer:
         """Whether ``u`` is the last sentence of its paragraph and the lead-in of the list right below it."""
         if u.kind != "sentence" or u.after is not None:
             return False
-        first = _next_item(u.ev.chunk.text, u.span)
+        first = next_list_item(u.ev.chunk.text, u.span)
         if first is None:
             return False
         lead, _ = list_block(u.ev.chunk.text, first)
@@ -324,18 +311,6 @@ def _topic(terms: KeyTerms, analyze: Callable[[str], list[str]]) -> list[str]:
     return [t for t in terms.specific if t not in asking or terms.surface.get(t, t) not in _TYPE_WORDS]
 
 
-def _next_item(text: str, span: Span) -> Span | None:
-    """The first list item after ``span`` in ``text`` when the list starts on the next line(s)."""
-    from .units import _spans  # the cached splitter
-
-    for s in _spans(text):
-        if s.start > span.end:
-            line = text[:s.start].rsplit("\n", 1)[-1]
-            return s if re.fullmatch(r"\s*(?:[-*+]|\d{1,3}[.)])\s+", line) and \
-                "\n\n\n" not in text[span.end:s.start] else None
-    return None
-
-
 def _said(text: str) -> str:
     """A span's words, normalised: two pages made from one template say the same thing once."""
     return " ".join(re.findall(r"\w+", text.lower()))
@@ -362,7 +337,7 @@ def _show(text: str, spans: list[Span], shape: str, n: int) -> str:
         out: list[str] = []
         for sp in spans:
             line = text[:sp.start].rsplit("\n", 1)[-1]
-            if re.fullmatch(r"\s*(?:[-*+]|\d{1,3}[.)])\s+", line):
+            if is_list_item(line):
                 mark = _ORDERED.match(line)
                 out.append(f"{mark.group().strip() if mark else '-'} {display_text(sp.text)}")
             else:

@@ -50,19 +50,17 @@ Policy (``GateConfig``):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tools.knowledge_search import Evidence
 
-from .answertype import states_type
+from .answertype import mask_numbers, states_type
 from .terms import KeyTerms
 from .text import sentence_spans
 
 __all__ = ["EvidenceGate", "GateConfig", "GateVerdict", "Reading"]
 
-_NUMERIC_TOKEN = re.compile(r"[\w$€£%.,/-]*\d[\w$€£%.,/-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +173,7 @@ class EvidenceGate:
             got |= st
         numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
         kind = None if terms.answer_type == "label" else terms.answer_type  # a label is the composer's preference
-        typed = any(states_type(self._unasked(text, numeric), kind) for _, _, text, _ in quoted)
+        typed = any(states_type(mask_numbers(text, numeric, self.analyze), kind) for _, _, text, _ in quoted)
         return Reading(frozenset(got), typed, tuple(text for _, _, text, _ in quoted))
 
     def _sentences(self, e: Evidence) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
@@ -193,13 +191,6 @@ class EvidenceGate:
                 self._cache.clear()
             got = self._cache[key] = (context, sentences)
         return got
-
-    def _unasked(self, text: str, numeric: set[str]) -> str:
-        """``text`` without the numbers the question itself names ("401k" states no amount for "the 401k match")."""
-        if not numeric:
-            return text
-        return _NUMERIC_TOKEN.sub(lambda m: " " if set(self.analyze(m.group())) <= numeric and self.analyze(m.group())
-                                  else m.group(), text)
 
     def judge(self, evidence: list[Evidence], terms: KeyTerms) -> GateVerdict:
         """Decide whether ``evidence`` answers a question with key terms ``terms``."""

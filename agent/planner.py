@@ -431,7 +431,7 @@ class RuleBasedPlanner:
                           p.verdict.sufficient, frozenset(e.chunk.chunk_id for e in p.verdict.support))
              for p in parts])
         trace.add_time("answer", (time.perf_counter() - t) * 1000)
-        trace.step("answer", sentences=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
+        trace.step("answer", quotes=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
                    parts=len(parts), unanswered=draft.unanswered)
         if not draft.text:
             return Reply(messages.refusal(searched, closest_page(parts[0].evidence)), refused=True, route=route,

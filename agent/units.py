@@ -25,7 +25,7 @@ from tools.knowledge_search import Evidence
 from .screen import span_flagged
 from .text import Span, sentence_spans
 
-__all__ = ["Unit", "units_of", "table_header", "list_block", "paragraph_of"]
+__all__ = ["Unit", "units_of", "table_header", "list_block", "paragraph_of", "next_list_item", "is_list_item"]
 
 UnitKind = Literal["sentence", "item", "row"]
 
@@ -92,9 +92,22 @@ def _kind(text: str, span: Span) -> UnitKind | Literal["heading"]:
         return "row"
     if stripped.startswith("#") and _HEADING_LINE.match(line):
         return "heading"
-    if _LIST_MARK.fullmatch(line):
+    if is_list_item(line):
         return "item"
     return "sentence"
+
+
+def is_list_item(line: str) -> bool:
+    """Whether ``line`` (the text of a line up to a span's start) is a list marker: ``- ``, ``* ``, ``1. ``..."""
+    return _LIST_MARK.fullmatch(line) is not None
+
+
+def next_list_item(text: str, span: Span) -> Span | None:
+    """The first item of a list that starts on the lines right after ``span`` in ``text``, else None."""
+    for s in _spans(text):
+        if s.start > span.end:
+            return s if is_list_item(_line_of(text, s.start)) and "\n\n\n" not in text[span.end:s.start] else None
+    return None
 
 
 def table_header(text: str, row_start: int) -> Span | None:
