@@ -144,6 +144,9 @@ class Outbox:
         self.lease = lease
         self.send_timeout = send_timeout
         self._warned: set[str] = set()
+        self._runs = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def deliver_due(self, now: datetime | None = None) -> DeliveryReport:
         """Claim, send and finish the due messages of the platforms with a sender; never raises for a
@@ -158,14 +161,42 @@ class Outbox:
         """
         now = now or datetime.now(timezone.utc)
         report = DeliveryReport()
-        await asyncio.to_thread(self._note_unserved, now, report)
-        if not self.senders:
+        self._runs += 1
+        self._idle.clear()
+        try:
+            await asyncio.to_thread(self._note_unserved, now, report)
+            if not self.senders:
+                return report
+            claimed = await asyncio.to_thread(self.store.claim_due_messages, now, self.owner, self.limit,
+                                              self.lease, platforms=sorted(self.senders))
+            for msg in claimed:
+                await self._deliver(msg, report)
             return report
-        claimed = await asyncio.to_thread(self.store.claim_due_messages, now, self.owner, self.limit, self.lease,
-                                          platforms=sorted(self.senders))
-        for msg in claimed:
-            await self._deliver(msg, report)
-        return report
+        finally:
+            self._runs -= 1
+            if not self._runs:
+                self._idle.set()
+
+    async def drain(self, timeout: float = 10.0) -> bool:
+        """Wait until no :meth:`deliver_due` run is in flight, so a stopping process records the outcome
+        of the messages it already sent (else they would be sent again once their lease expires).
+
+        Args:
+            timeout: seconds to wait at most.
+
+        Returns:
+            True when idle; False when a run was still going after ``timeout`` (logged: its claimed
+            messages are taken over by a deliverer once their lease expires).
+        """
+        if self._idle.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            log.warning("stopping while scheduled messages are being delivered; those not recorded yet are "
+                        "delivered again after their lease (%s)", self.lease)
+            return False
 
     def _note_unserved(self, now: datetime, report: DeliveryReport) -> None:
         counts = self.store.due_message_counts(now)

@@ -36,9 +36,10 @@ Usage inside ``chatops serve`` (from a coroutine, i.e. with the event loop runni
 
     jobs = IndexJobs.from_settings(runtime, store, settings)
     scheduler = start_scheduler(jobs)          # build_scheduler(jobs) + scheduler.start()
-    add_outbox_job(scheduler, Outbox(store, {"slack": SlackDmSender(client)}))
+    outbox = Outbox(store, {"slack": SlackDmSender(client)})
+    add_outbox_job(scheduler, outbox)
     ...
-    scheduler.shutdown(wait=False)             # on exit
+    await stop_scheduler(scheduler, outbox)    # on exit: a delivery in flight is recorded first
 """
 
 from __future__ import annotations
@@ -238,6 +239,18 @@ def start_scheduler(jobs: IndexJobs, config: ChatopsConfig | None = None) -> Asy
     scheduler = build_scheduler(jobs, config)
     scheduler.start()
     return scheduler
+
+
+async def stop_scheduler(scheduler: AsyncIOScheduler, outbox: Outbox | None = None,
+                         drain_seconds: float = 10.0) -> None:
+    """Stop the scheduler without losing a delivery in flight: no new runs (``pause``), then wait up to
+    ``drain_seconds`` for the outbox run that is sending (:meth:`Outbox.drain`), then shut down (which
+    cancels the coroutine jobs still running). A message sent but not yet recorded would otherwise be
+    sent again once its lease expires."""
+    scheduler.pause()
+    if outbox is not None:
+        await outbox.drain(drain_seconds)
+    scheduler.shutdown(wait=False)
 
 
 def next_run_times(scheduler: AsyncIOScheduler) -> dict[str, datetime | None]:

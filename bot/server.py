@@ -410,7 +410,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
 async def _run(app: web.Application, host: str, port: int, executor: Executor, jobs: Any, initial_sync: bool,
                mode: str, outbox: Any = None, retention: Any = None) -> None:
     from .lifecycle import log_startup_sync, stop_on_signals
-    from .scheduler import add_outbox_job, add_queue_job, add_retention_job, start_scheduler
+    from .scheduler import add_outbox_job, add_queue_job, add_retention_job, start_scheduler, stop_scheduler
 
     stop = stop_on_signals()
     loop = asyncio.get_running_loop()
@@ -436,7 +436,7 @@ async def _run(app: web.Application, host: str, port: int, executor: Executor, j
         print("chatops: stopping", file=sys.stderr, flush=True)
     finally:
         if scheduler is not None:
-            scheduler.shutdown(wait=False)
+            await stop_scheduler(scheduler, outbox)  # a delivery in flight records its outcome first
         await runner.cleanup()
 
 

@@ -22,7 +22,7 @@ import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from app.outbox import Outbox, deliver_due
-from bot.scheduler import OUTBOX_INTERVAL_SECONDS, OUTBOX_JOB_ID, add_outbox_job, run_outbox
+from bot.scheduler import OUTBOX_INTERVAL_SECONDS, OUTBOX_JOB_ID, add_outbox_job, run_outbox, stop_scheduler
 from bot.slack.client import RATE_LIMIT_RETRIES, build_web_client
 from bot.slack.config import SlackConfig
 from bot.slack.outbox import SlackDmSender
@@ -211,6 +211,45 @@ def test_the_scheduler_job_delivers_a_due_message_on_its_own(standin: SlackStand
     add_outbox_job(default, outbox)
     assert default.get_job(OUTBOX_JOB_ID).trigger.interval == timedelta(seconds=OUTBOX_INTERVAL_SECONDS) \
         == timedelta(seconds=30)
+
+
+class _Slow:
+    """A sender that takes ``seconds`` to answer; ``sent`` lists what it finished sending."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.sent: list[str] = []
+
+    async def send(self, user_id: str, channel_id: str, text: str) -> None:
+        await asyncio.sleep(self.seconds)
+        self.sent.append(text)
+
+
+@pytest.mark.parametrize("drain_seconds, recorded", [(5.0, "delivered"), (0.05, "sending")])
+def test_stopping_the_scheduler_lets_a_delivery_in_flight_record_its_outcome(store: StateStore, drain_seconds: float,
+                                                                           recorded: str) -> None:
+    """A stop while a message is being sent waits (up to ``drain_seconds``) for its outcome; without the wait
+    the job is cancelled after the send and the message stays claimed, to be sent again after its lease."""
+    slow = _Slow(0.5)
+    outbox = Outbox(store, {"slow": slow})
+    _schedule(store, "rem-slow", platform="slow")
+
+    async def run() -> bool:
+        scheduler = AsyncIOScheduler(timezone=timezone.utc)
+        scheduler.start()
+        add_outbox_job(scheduler, outbox, interval_seconds=60)
+        for _ in range(100):  # the first run starts right away; wait until it has claimed the message
+            msg = store.scheduled_message("rem-slow")
+            if msg is not None and msg.status != "pending":
+                break
+            await asyncio.sleep(0.02)
+        await stop_scheduler(scheduler, outbox, drain_seconds)
+        return await outbox.drain(0)
+
+    idle = asyncio.run(run())
+    msg = store.scheduled_message("rem-slow")
+    assert msg is not None and msg.status == recorded
+    assert idle is (recorded == "delivered")
 
 
 def test_the_outbox_job_survives_a_broken_store(store: StateStore, caplog: pytest.LogCaptureFixture) -> None:
