@@ -15,7 +15,8 @@ A unit that states the answer type the question asks for (:func:`agent.answertyp
 
 The best unit is quoted with what makes it readable on its own: a list item with its list's lead-in and the
 list itself (up to ``list_items`` items, as a Markdown list), a table row with its header row (as a small
-Markdown table), a sentence with the sentence before it when that one holds question terms the unit lacks
+Markdown table), a sentence with its whole paragraph when that is short (``paragraph_chars``), else with the
+sentence before it when that one holds question terms the unit lacks
 (the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
 next one when the unit is a lead-in ending in ":" (or both fit in ``neighbour_chars``). Further units come from the
 page already quoted while they add a specific term no quoted unit holds or state the asked type, up
@@ -42,7 +43,7 @@ from .rewrite import definition_target, defines
 from .models import Citation
 from .terms import KeyTerms
 from .text import Span, display_text
-from .units import Unit, is_list_item, list_block, next_list_item, units_of
+from .units import Unit, is_list_item, list_block, next_list_item, paragraph_of, quotable, units_of
 
 __all__ = ["Composer", "ComposerConfig", "Draft", "PartEvidence", "Similarity"]
 
@@ -75,6 +76,8 @@ class ComposerConfig:
             unit does and its score (coverage plus weighted similarity) is within this of the best's.
         neighbour_chars: a sentence is quoted with the next one of its paragraph when both fit in this many
             characters (a short statement and the sentence that completes it).
+        paragraph_chars: a sentence whose whole paragraph fits in this many characters is quoted with its
+            paragraph (the facts an answer needs sit beside the sentence that matched best).
     """
 
     window: int = 8
@@ -85,6 +88,7 @@ class ComposerConfig:
     embedded_units: int = 24
     neighbour_chars: int = 320
     other_page_margin: float = 0.3
+    paragraph_chars: int = 400
 
 
 @dataclass(slots=True)
@@ -257,9 +261,12 @@ class Composer:
                 lo = max(0, min(i - self.config.list_items // 2, len(items) - self.config.list_items))
                 items = items[lo:lo + self.config.list_items]
             return ([lead] if lead is not None else []) + items, "list"
+        para = [p for p in paragraph_of(text, u.span) if quotable(text, p)]
+        if len(para) > 1 and sum(len(p.text) for p in para) <= self.config.paragraph_chars:
+            items = _list_led_by(text, para[-1])
+            return ([*para, *items[: self.config.list_items]], "list") if items else (para, "prose")
         spans = [u.span]
-        before = u.before if u.before is not None and not u.before.text.rstrip().endswith("?") else None
-        after = u.after if u.after is not None and not u.after.text.rstrip().endswith("?") else None
+        before, after = u.before, u.after  # neither a question nor flagged (agent.units.quotable)
         if before is not None:
             lacking = set(terms.specific) - u.terms
             if _POINTS_BACK.match(u.span.text) or (lacking & set(self.analyze(before.text))):
@@ -267,21 +274,13 @@ class Composer:
         if after is not None and (u.span.text.rstrip().endswith(":") or _POINTS_BACK.match(after.text)
                                   or len(u.span.text) + len(after.text) <= self.config.neighbour_chars):
             spans.append(after)
-        if after is None and self._leads_list(u):
-            _, items = list_block(text, next_list_item(text, u.span) or u.span)
-            return [*spans, *items[: self.config.list_items]], "list"
-        return spans, "prose"
+        items = _list_led_by(text, u.span) if after is None else []
+        return ([*spans, *items[: self.config.list_items]], "list") if items else (spans, "prose")
 
     @staticmethod
     def _leads_list(u: Unit) -> bool:
         """Whether ``u`` is the last sentence of its paragraph and the lead-in of the list right below it."""
-        if u.kind != "sentence" or u.after is not None:
-            return False
-        first = next_list_item(u.ev.chunk.text, u.span)
-        if first is None:
-            return False
-        lead, _ = list_block(u.ev.chunk.text, first)
-        return lead is not None and lead.start == u.span.start
+        return u.kind == "sentence" and u.after is None and bool(_list_led_by(u.ev.chunk.text, u.span))
 
     @staticmethod
     def _render(blocks: list[list[tuple[Evidence, list[Span], str]]], unanswered: list[str]) -> Draft:
@@ -311,6 +310,15 @@ def _topic(terms: KeyTerms, analyze: Callable[[str], list[str]]) -> list[str]:
     return [t for t in terms.specific if t not in asking or terms.surface.get(t, t) not in _TYPE_WORDS]
 
 
+def _list_led_by(text: str, span: Span) -> list[Span]:
+    """The items of the list ``span`` (a sentence) is the lead-in line of, else ``[]``."""
+    first = next_list_item(text, span)
+    if first is None:
+        return []
+    lead, items = list_block(text, first)
+    return items if lead is not None and lead.start == span.start else []
+
+
 def _said(text: str) -> str:
     """A span's words, normalised: two pages made from one template say the same thing once."""
     return " ".join(re.findall(r"\w+", text.lower()))
@@ -335,13 +343,18 @@ def _show(text: str, spans: list[Span], shape: str, n: int) -> str:
         return "\n".join(lines)
     if shape == "list":
         out: list[str] = []
+        prose = False  # the lead-in may be a few sentences: one line
         for sp in spans:
             line = text[:sp.start].rsplit("\n", 1)[-1]
             if is_list_item(line):
                 mark = _ORDERED.match(line)
                 out.append(f"{mark.group().strip() if mark else '-'} {display_text(sp.text)}")
+                prose = False
+            elif prose:
+                out[-1] += " " + display_text(sp.text)
             else:
                 out.append(display_text(sp.text))
+                prose = True
         out[-1] += f" [{n}]"
         return "\n".join(out)
     return " ".join(display_text(sp.text) for sp in spans) + f" [{n}]"

@@ -25,7 +25,8 @@ from tools.knowledge_search import Evidence
 from .screen import span_flagged
 from .text import Span, sentence_spans
 
-__all__ = ["Unit", "units_of", "table_header", "list_block", "paragraph_of", "next_list_item", "is_list_item"]
+__all__ = ["Unit", "units_of", "table_header", "list_block", "paragraph_of", "next_list_item", "is_list_item",
+           "quotable"]
 
 UnitKind = Literal["sentence", "item", "row"]
 
@@ -48,7 +49,7 @@ class Unit:
         lead: for an item, its list's lead-in line (a prose line just above the list); for a row, the table's
             header row; else None.
         before, after: for a sentence, the sentences just before and after it in its paragraph (None at the
-            paragraph's edges, and for items and rows).
+            paragraph's edges, for items and rows, and where that sentence may not be quoted: :func:`quotable`).
         near: analysed terms of ``before`` and ``after``.
     """
 
@@ -166,6 +167,12 @@ def list_block(text: str, item: Span) -> tuple[Span | None, list[Span]]:
     return lead, items
 
 
+def quotable(text: str, span: Span) -> bool:
+    """Whether ``span`` of ``text`` may be quoted: not a question ("Moving abroad?") and nothing
+    :mod:`screening` flags (a credential, personal data, a planted instruction)."""
+    return not span.text.rstrip().endswith("?") and not span_flagged(text, span.start, span.end)
+
+
 def paragraph_of(text: str, span: Span) -> list[Span]:
     """The sentences of ``span``'s paragraph (prose sentences not separated by a blank line), in order."""
     spans = _spans(text)
@@ -196,7 +203,7 @@ def units_of(evidence: list[Evidence], analyze: Callable[[str], list[str]], wind
         base = frozenset(_analysed(analyze, f"{c.title}\n{' '.join(c.section_path)}"))
         for span in _spans(text):
             kind = _kind(text, span)
-            if kind == "heading" or span.text.rstrip().endswith("?") or span_flagged(text, span.start, span.end):
+            if kind == "heading" or not quotable(text, span):
                 continue
             lead: Span | None = None
             if kind == "row":
@@ -210,8 +217,8 @@ def units_of(evidence: list[Evidence], analyze: Callable[[str], list[str]], wind
             if kind == "sentence":
                 para = paragraph_of(text, span)
                 i = next(i for i, s in enumerate(para) if s.start == span.start)
-                before = para[i - 1] if i > 0 else None
-                after = para[i + 1] if i + 1 < len(para) else None
+                before = para[i - 1] if i > 0 and quotable(text, para[i - 1]) else None
+                after = para[i + 1] if i + 1 < len(para) and quotable(text, para[i + 1]) else None
             near = frozenset(t for s in (before, after) if s is not None for t in _analysed(analyze, s.text))
             out.append(Unit(ev, rank, kind, span, frozenset(_analysed(analyze, span.text)), context, lead,
                             before, after, near))

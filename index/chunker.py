@@ -26,7 +26,8 @@ Algorithm:
 3. A longer section is packed paragraph by paragraph (a fenced code block is one paragraph) into
    chunks of at most ``max_chars``; a paragraph longer than that is split at sentence ends, then
    at spaces. A Markdown table longer than that is split between rows, and every piece repeats the
-   table's header and delimiter rows, so a row is never quoted without the names of its columns. Consecutive chunks of one section share an overlap: the previous chunk's last
+   table's header and delimiter rows, so a row is never quoted without the names of its columns (a table's
+   alignment padding is dropped first: wide padded tables would otherwise leave no room for a row). Consecutive chunks of one section share an overlap: the previous chunk's last
    sentence, when it is at most ``overlap_chars`` long.
 
 4. A page that would make more than ``max_chunks_per_page`` chunks raises
@@ -198,6 +199,8 @@ class Chunker:
         cfg = self.config
         pieces: list[str] = []
         for para in _paragraphs(body):
+            if _is_table(para):
+                para = _compact_table(para)
             if len(para) <= cfg.max_chars:
                 pieces.append(para)
             elif _is_table(para):
@@ -301,6 +304,12 @@ def _is_table(para: str) -> bool:
     lines = para.split("\n")
     return (len(lines) >= 3 and all(line.lstrip().startswith("|") for line in lines)
             and set(lines[1].strip()) <= set("|-: "))
+
+
+def _compact_table(para: str) -> str:
+    """A Markdown table without its alignment padding (runs of spaces in cells, long ``---`` runs): the same
+    table, rendered alike, in fewer characters, so a wide table is cut between rows with its header."""
+    return "\n".join(re.sub(r"-{4,}", "---", re.sub(r"[ \t]{2,}", " ", line.strip())) for line in para.split("\n"))
 
 
 def _split_table(para: str, max_chars: int) -> list[str]:

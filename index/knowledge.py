@@ -76,7 +76,7 @@ __all__ = ["KnowledgeIndex", "ConsistencyReport", "StoredChunks", "SCHEMA_VERSIO
 
 #: Bumped whenever what the stores keep changes shape or the chunker cuts pages differently;
 #: an index of another version is cleared and rebuilt (embeddings come from the cache).
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 
 #: The first schema whose chunks carry their read access (issue 11); older indexes are refused to readers.
 ACCESS_SCHEMA = 7

@@ -166,6 +166,21 @@ def test_long_paragraph_is_split_at_sentence_ends() -> None:
         assert c.text.rstrip().endswith(".")  # cut between sentences, not inside one
 
 
+def test_a_wide_padded_table_is_cut_between_rows_and_every_piece_keeps_its_header() -> None:
+    """Alignment padding (as editors write it) is dropped, so a table whose padded header alone is over half a
+    chunk is still cut between rows, each row on its own line under the header and delimiter rows."""
+    pad = " " * 150
+    rows = [f"| Item {i}{pad} | ${100 * i}{pad} | Why item {i} matters to remote work.{pad} |" for i in range(30)]
+    table = "\n".join([f"| Item{pad} | Price{pad} | Why{pad} |", f"|{'-' * 150}|{'-' * 150}|{'-' * 150}|", *rows])
+    chunks = Chunker().chunk(_doc("## Hardware\n\n" + table))
+    assert len(chunks) >= 2
+    for c in chunks:
+        lines = c.text.split("\n")
+        assert lines[:2] == ["| Item | Price | Why |", "|---|---|---|"], lines[:2]
+        assert all(line.startswith("| Item ") and line.endswith(" |") for line in lines[2:]), lines
+    assert "| Item 27 | $2700 | Why item 27 matters to remote work. |" in "\n".join(c.text for c in chunks)
+
+
 def test_unsplittable_text_is_hard_cut_at_max_chars() -> None:
     blob = "x" * 2000  # no spaces, no sentence ends
     chunks = Chunker().chunk(_doc(blob))

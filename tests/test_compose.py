@@ -129,3 +129,14 @@ def test_a_how_to_question_is_answered_by_the_steps_under_their_lead_in() -> Non
     draft = answer("how do I declare an incident?", [ev])
     assert "Anyone can declare an incident, not only engineers.\n1. Type the `/declare-incident` command" in draft.text, \
         draft.text
+
+
+def test_a_sentence_is_quoted_with_its_short_paragraph_and_the_list_the_paragraph_leads() -> None:
+    ev = chunk(1, "Team members can refresh a laptop after 3 years of use. You may keep an older laptop while it "
+                  "gets updates. Order a new laptop from this list:\n- MacBook Pro 14\n- MacBook Air 13\n\n"
+                  "Unrelated closing words about something else entirely, long enough to be their own paragraph.")
+    draft = answer("may I keep an older laptop?", [ev])
+    assert draft.text.startswith("Team members can refresh a laptop after 3 years of use. You may keep"), draft.text
+    assert "- MacBook Pro 14\n- MacBook Air 13 [1]" in draft.text and "Unrelated" not in draft.text, draft.text
+    whole = answer("may I keep an older laptop?", [ev], paragraph_chars=0, neighbour_chars=0)  # the rule off
+    assert "3 years of use. You may keep" not in whole.text, whole.text
