@@ -14,7 +14,7 @@ A unit that states the answer type the question asks for (:func:`agent.answertyp
 ``coverage + similarity_weight * similarity`` orders them.
 
 The best unit is quoted with what makes it readable on its own: a list item with its list's lead-in and the
-list itself (up to ``list_items`` items, as a Markdown list), a table row with its header row (as a small
+list itself (up to ``list_items`` items, as a Markdown list; a list without a lead-in under its heading, in bold), a table row with its header row (as a small
 Markdown table), a sentence with its whole paragraph when that is short (``paragraph_chars``), else with the
 sentence before it when that one holds question terms the unit lacks
 (the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
@@ -53,6 +53,7 @@ Similarity = Callable[[str, Sequence[str]], np.ndarray]
 _POINTS_BACK = re.compile(r"(?:It|They|This|That|These|Those|Such|Otherwise|Therefore|Thus|Hence|In that case|If so|"
                           r"If not)\b")
 _ORDERED = re.compile(r"\s*\d{1,3}[.)]\s+")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 # A question asking for a command ("which slash command", "the cli flag") is answered by a unit showing one.
 _ASKS_COMMAND = re.compile(r"\b(?:command|slash|cli|shortcut)\b", re.I)
 # "how do I request access?", "what are the steps": a procedure, answered by its steps.
@@ -293,7 +294,12 @@ class Composer:
                 n = numbers.setdefault(ch.chunk_id, len(numbers) + 1)
                 for sp in spans:
                     citations.append(Citation(n, ch.chunk_id, ch.doc_id, ch.title, ch.url, ch.section, sp.text))
-                paragraphs.append(_show(ch.text, spans, shape, n))
+                shown = _show(ch.text, spans, shape, n)
+                if shape == "list" and is_list_item(ch.text[:spans[0].start].rsplit("\n", 1)[-1]):
+                    heading = _heading_above(ch.text, spans[0].start) or (ch.section_path or ("",))[-1]
+                    if heading:  # a list without a lead-in is read under its heading ("Highly restricted")
+                        shown = f"**{display_text(heading)}:**\n{shown}"
+                paragraphs.append(shown)
         text = "\n\n".join(paragraphs)
         if unanswered and paragraphs:
             text += "\n\nNothing found on: " + "; ".join(f"\u201c{u}\u201d" for u in unanswered) + "."
@@ -308,6 +314,15 @@ def _topic(terms: KeyTerms, analyze: Callable[[str], list[str]]) -> list[str]:
     """The question's specific terms without those that only ask for an answer type ("how *often*")."""
     asking = {t for w in _TYPE_WORDS for t in analyze(w)}
     return [t for t in terms.specific if t not in asking or terms.surface.get(t, t) not in _TYPE_WORDS]
+
+
+def _heading_above(text: str, pos: int) -> str:
+    """The text of the nearest Markdown heading line above ``pos`` in ``text`` ("" when none)."""
+    for line in reversed(text[:pos].split("\n")):
+        m = _HEADING.match(line)
+        if m:
+            return line[m.end():].strip()
+    return ""
 
 
 def _list_led_by(text: str, span: Span) -> list[Span]:

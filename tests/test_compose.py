@@ -140,3 +140,11 @@ def test_a_sentence_is_quoted_with_its_short_paragraph_and_the_list_the_paragrap
     assert "- MacBook Pro 14\n- MacBook Air 13 [1]" in draft.text and "Unrelated" not in draft.text, draft.text
     whole = answer("may I keep an older laptop?", [ev], paragraph_chars=0, neighbour_chars=0)  # the rule off
     assert "3 years of use. You may keep" not in whole.text, whole.text
+
+
+def test_a_list_without_a_lead_in_is_shown_under_its_heading() -> None:
+    ev = chunk(1, "Data classes, from the most to the least guarded.\n\n### Highly restricted\n\n"
+                  "- Customer passwords and credentials.\n- Signing keys.\n")
+    draft = answer("which class are customer passwords?", [ev])
+    assert draft.text.startswith("**Highly restricted:**\n- Customer passwords and credentials."), draft.text
+    assert all(c.quote != "Highly restricted" for c in draft.citations)  # a label, not a quote
