@@ -14,10 +14,10 @@ A unit that states the answer type the question asks for (:func:`agent.answertyp
 ``coverage + similarity_weight * similarity`` orders them.
 
 The best unit is quoted with what makes it readable on its own: a list item with its list's lead-in and the
-list itself (up to ``list_items`` items, as a Markdown list; a list without a lead-in under its heading, in bold), a table row with its header row (as a small
-Markdown table), a sentence with its whole paragraph when that is short (``paragraph_chars``), else with the
-sentence before it when that one holds question terms the unit lacks
-(the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
+list itself (up to ``list_items`` items, as a Markdown list; a list without a lead-in under its heading, in
+bold), a table row with its header row (as a small Markdown table), a sentence with its whole paragraph when
+that is short (``paragraph_chars``), else with the sentence before it when that one holds question terms the
+unit lacks (the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
 next one when the unit is a lead-in ending in ":" (or both fit in ``neighbour_chars``). Further units come from the
 page already quoted while they add a specific term no quoted unit holds or state the asked type, up
 to ``max_units``; a unit of another page only (once) when it states the asked type and scores within
