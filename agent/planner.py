@@ -17,7 +17,8 @@
 3. Judge the evidence (:class:`agent.gate.EvidenceGate`). When it does not suffice, retry with a
    rewritten keyword query (the key words alone, then the missing key words first; the dense
    query stays the question, so the gate's cosines always measure closeness to what was asked),
-   at most ``max_retries`` times, stopping early when a retry did not improve the evidence.
+   at most ``max_retries`` times, stopping early when a retry did not improve the evidence (the
+   loop both planners share: :class:`agent.loop.EvidenceLoop`).
    A "what's X?" question also searches the bare term and puts passages that define it first.
    A question naming an exact term (``E42``, ``/genie``, ``ABC-123``: :mod:`tools.identifiers`) has
    the passages holding it moved to the front of the evidence, so they are inside the gate's window;
@@ -68,6 +69,7 @@ from . import messages
 from .citations import MARKER, validate_citations
 from .compose import Composer, ComposerConfig, PartEvidence
 from .gate import EvidenceGate, GateConfig, GateVerdict
+from .loop import Attempt, EvidenceLoop
 from tools.identifiers import identifiers, is_code
 from .models import PendingAction, Reply, Trace, Turn, idempotency_key
 from .rewrite import (decompose, defines, definition_target, followup_question, keyword_query, part_queries,
@@ -114,12 +116,11 @@ class ActionConfig:
 
 
 @dataclass(slots=True)
-class _Attempt:
-    query: str
-    evidence: list[Evidence]
-    verdict: GateVerdict
+class _Attempt(Attempt):
+    """Attempt 0 of a reading of the turn, with its key terms and each query's own hits."""
+
     terms: KeyTerms
-    searched: dict[str, list[Evidence]] = field(default_factory=dict)  # each query's own hits
+    searched: dict[str, list[Evidence]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -160,6 +161,7 @@ class RuleBasedPlanner:
         self.gate = EvidenceGate(gate or GateConfig(), search.analyze)
         self.answerer = Composer(answer or ComposerConfig(), search.analyze, similarity_of(search))
         self.config = config or PlannerConfig()
+        self.loop = EvidenceLoop(self.gate, self.config.max_retries)
         self.retriever = retriever
         self.actions = actions or ActionConfig()
         self.clock = clock or (lambda: datetime.now(timezone.utc))
@@ -333,37 +335,28 @@ class RuleBasedPlanner:
             trace.queries.append({"attempt": 0, "query": question, "chosen": True, "retriever": self.retriever,
                                   "hits": [e.as_dict() for e in first.evidence]})
         terms = first.terms
-        attempts: list[_Attempt] = [first]
-        for e in first.evidence:
-            shown.setdefault(e.chunk.chunk_id, e)
-        queries = [question]
-        for attempt_no in range(1, self.config.max_retries + 1):
-            prev = attempts[-1]
-            if prev.verdict.sufficient:
-                break
-            if len(attempts) > 1 and not _improved(attempts[-1].verdict, attempts[-2].verdict):
-                trace.step("stop", reason="the retry did not improve the evidence (confidence decay)")
-                break
-            nxt = self._next_query(attempt_no - 1, question, terms, prev.verdict)
-            if not nxt or nxt in {a.query for a in attempts}:
-                break
-            queries = [nxt]
+
+        def retrieve(query: str, retry: int) -> list[Evidence]:
             # Retries rewrite the keyword (BM25) query only; the dense query stays the question, so
             # every cosine the gate reads measures closeness to what the user asked, not to a rewrite.
-            ev = self._retrieve(queries, trace, attempt_no, ctx, dense_query=question)
-            ev = _exact_first(ev, question)
-            for e in ev:
+            return _exact_first(self._retrieve([query], trace, retry, ctx, dense_query=question), question)
+
+        def next_query(retry: int, attempts: list[Attempt]) -> str:
+            return self._next_query(retry - 1, question, terms, attempts[-1].verdict)
+
+        run = self.loop.run(first, terms, retrieve, next_query, trace)
+        attempts, best = run.attempts, run.chosen
+        for a in attempts:
+            for e in a.evidence:
                 shown.setdefault(e.chunk.chunk_id, e)
-            attempts.append(_Attempt(nxt, ev, self._judge(ev, terms, trace, attempt_no), terms))
-        best = next((a for a in attempts if a.verdict.sufficient), attempts[0])
         if not best.verdict.sufficient:
             single = self._identifier_page(question, attempts, terms)
             if single is not None:
                 best = single
                 trace.step("identifier_single_page", doc_id=single.evidence[0].chunk.doc_id,
                            identifiers=list(single.evidence[0].exact))
-        searched = list(dict.fromkeys(a.query for a in attempts))
-        parts = self._parts(question, attempts[0], trace, ctx)
+        searched = run.searched
+        parts = self._parts(question, first, trace, ctx)
         for p in parts:
             for e in p.evidence:
                 shown.setdefault(e.chunk.chunk_id, e)
@@ -451,14 +444,7 @@ class RuleBasedPlanner:
         if target:
             ev = self._definitions_first(target, question, ev, trace, ctx)
         ev = _exact_first(ev, question)
-        return _Attempt(question, ev, self._judge(ev, terms, trace, 0), terms, searched)
-
-    def _judge(self, evidence: list[Evidence], terms: KeyTerms, trace: Trace, attempt: int) -> GateVerdict:
-        t = time.perf_counter()
-        verdict = self.gate.judge(evidence, terms)
-        trace.add_time("gate", (time.perf_counter() - t) * 1000)
-        trace.step("gate", attempt=attempt, **verdict.as_dict())
-        return verdict
+        return _Attempt(question, ev, self.loop.judge(ev, terms, trace, 0), terms, searched)
 
     def _prefer_rewrite(self, own: _Attempt, rewrite: _Attempt, explicit: bool) -> bool:
         """Which of a thread's two readings to keep (see the module docstring)."""
@@ -472,7 +458,7 @@ class RuleBasedPlanner:
         mine = covered(rewrite)
         return mine > 0 and mine >= covered(own)
 
-    def _identifier_page(self, question: str, attempts: list[_Attempt], terms: KeyTerms) -> _Attempt | None:
+    def _identifier_page(self, question: str, attempts: list[Attempt], terms: KeyTerms) -> Attempt | None:
         """The single-page route for a code-like identifier (see the module docstring), or ``None``."""
         codes = [x for x in identifiers(question) if is_code(x)]
         if not codes:
@@ -486,7 +472,7 @@ class RuleBasedPlanner:
         verdict = GateVerdict(sufficient=True, support=support, coverage=own, single_source=True, missing=[],
                               reason=f"the identifier {codes[0]} is on one page only (single-source exception)",
                               top_cosine=max((e.cosine or 0.0) for e in support))
-        return _Attempt(attempts[0].query, support, verdict, terms)
+        return Attempt(attempts[0].query, support, verdict)
 
     def _definitions_first(self, term: str, question: str, evidence: list[Evidence], trace: Trace,
                            ctx: ToolContext) -> list[Evidence]:
@@ -593,11 +579,6 @@ def _exact_first(evidence: list[Evidence], question: str) -> list[Evidence]:
     some = [e for e in evidence if 0 < held(e) < len(codes)]
     rest = [e for e in evidence if not held(e)]
     return [*full, *some, *rest]
-
-
-def _improved(new: GateVerdict, old: GateVerdict) -> bool:
-    """True when a retry found closer or more complete evidence than the attempt before."""
-    return new.top_cosine > old.top_cosine + 0.01 or new.coverage > old.coverage + 0.05 or len(new.support) > len(old.support)
 
 
 def _no_markers(text: str) -> str:

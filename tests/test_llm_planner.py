@@ -4,7 +4,8 @@ The real ``openai`` client talks HTTP to :mod:`openai_standin`, which replays a 
 test and records every request; the index, the embedder, ``knowledge.search``, the evidence gate,
 citation validation and the rule-based fallback are the real ones over the example wiki. Covers:
 a direct answer with no retrieval, retrieval then answer, insufficient evidence then a rewritten
-retry, the knowledge fallback after failed retries, the rule-based fallback after LLM errors, a
+retry, the knowledge fallback after failed retries, retries stopped by the rule-based planner's
+"no improvement" rule (one loop for both planners), the rule-based fallback after LLM errors, a
 decomposed question searching each part, a side-effect tool proposed and left pending, malformed
 tool arguments repaired, a 429 then success, an exhausted budget degrading, an unsupported
 sentence removed by the claim check, a compliance fix, an instruction injected into a page
@@ -28,6 +29,7 @@ from agent.agent import Agent
 from agent.llm import prompts
 from agent.llm.client import LLMClient, build_openai_client
 from agent.llm.planner import LLMPlanner, LLMPlannerConfig
+from agent.loop import EvidenceLoop
 from agent.models import HistoryMessage, Turn
 from tools.actions import ActionWords, Clarification, Preview
 from app.settings import Settings
@@ -224,6 +226,27 @@ def test_the_llm_planner_is_refused_by_the_same_gate_as_the_offline_one_on_a_nea
     assert reply.refused and not reply.citations and "answer" not in brain.calls
     assert offline.refused and reply.trace.gate["sufficient"] is False
     assert reply.trace.gate["reason"] == offline.trace.gate["reason"]
+
+
+def test_the_llm_planners_retries_stop_on_the_offline_planners_no_improvement_rule(wiki_index, tmp_path) -> None:
+    # The model's first retry searches the question again (no "?"): the pool and the verdict stay the same, so
+    # the one loop both planners run stops before asking the model again, and its second query is never searched.
+    question = "is pet insurance part of our benefits?"
+    same = json_reply({"relevant": False, "sufficient": False, "missing": "everything", "next_query": question[:-1]})
+    other = json_reply({"relevant": False, "sufficient": False, "missing": "everything", "next_query": "animal insurance benefit"})
+    brain = Brain(reflect=[same, other])
+    with OpenAIStandIn(brain) as llm:
+        agent = make_agent(wiki_index, llm.base_url, tmp_path)
+        reply = agent.answer(Turn(viewer=public_viewer(), text=question))
+    assert isinstance(agent.planner.loop, EvidenceLoop) and isinstance(agent.planner.fallback.loop, EvidenceLoop)
+    assert agent.planner.loop.gate is agent.planner.fallback.loop.gate is agent.planner.gate
+    gates = [s for s in reply.trace.steps if s["step"] == "gate"]
+    assert [g["attempt"] for g in gates] == [0, 1]
+    assert gates[1]["support"] == gates[0]["support"] and gates[1]["coverage"] == gates[0]["coverage"]
+    assert any(s["step"] == "stop" and "confidence decay" in s["reason"] for s in reply.trace.steps)
+    assert brain.calls.count("reflect") == 1
+    assert "animal insurance benefit" not in [q["query"] for q in reply.trace.queries]
+    assert reply.refused and "answer" not in brain.calls
 
 
 def test_llm_errors_fall_back_to_the_rule_based_answer(wiki_index, tmp_path) -> None:

@@ -12,9 +12,10 @@ One turn:
    standalone question, never against the hypothetical passage.
 3. **Retrieve** each query with ``knowledge.search``; fuse the lists by RRF.
 4. **Reflect** (structured output: relevant? sufficient? missing? next query?) and retry at
-   most ``max_retries`` times with the suggested query, stopping when a retry did not improve the
-   evidence ("confidence decay"). The numeric evidence gate of the rule-based planner must pass
-   as well; otherwise the reply is the plain "no sources" refusal.
+   most ``max_retries`` times with the suggested query, each retry's hits pooled with the evidence
+   so far, in the rule-based planner's loop (:class:`agent.loop.EvidenceLoop`: its gate, its stop
+   rule when a retry did not improve the evidence). The gate must pass as well; otherwise the reply
+   is the plain "no sources" refusal.
 5. **Generate** with ``[n]`` markers over numbered, delimited passages; quotes are the verbatim
    sentence of the cited passage closest to each claim; then a **claim check** (one batched
    judge call) drops sentences their passage does not support.
@@ -54,11 +55,11 @@ from pydantic import BaseModel
 
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError
-from tools.fusion import reciprocal_rank_fusion
 from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs
 
 from .. import messages
 from ..gate import EvidenceGate
+from ..loop import Attempt, EvidenceLoop, merge
 from ..models import Citation, PendingAction, Reply, Trace, Turn, idempotency_key
 from ..planner import Planner, closest_page
 from ..terms import key_terms
@@ -151,6 +152,10 @@ class LLMPlanner:
         self.fallback = fallback
         self.gate: EvidenceGate = fallback.gate  # type: ignore[attr-defined]
         self.config = config or LLMPlannerConfig()
+        # The rule planner's gate and stop rule; retries pool their hits with the evidence so far, and the
+        # model is asked even when the gate passed (it may find that the passages do not answer).
+        self.loop = EvidenceLoop(self.gate, self.config.max_retries, merge_k=search.config.rrf_k,
+                                 ask_when_sufficient=True)
         self._routes = _TTLCache(self.config.route_cache_ttl_s)
         self._answers = _TTLCache(self.config.answer_cache_ttl_s)
 
@@ -289,27 +294,20 @@ class LLMPlanner:
         terms = key_terms(question, self.search.analyze, self.search.idf)
         queries = [question, *rw["sub_queries"]]
         evidence = self._retrieve(queries, rw, question, trace, attempt=0, ctx=ctx)
-        verdict = self.gate.judge(evidence, terms)
-        trace.step("gate", attempt=0, **verdict.as_dict())
-        searched = [question]
-        for attempt in range(1, self.config.max_retries + 1):
-            reflection = self._reflect(question, evidence, trace, budget)
-            if reflection is None or (reflection["sufficient"] and verdict.sufficient):
-                break
-            nxt = (reflection.get("next_query") or "").strip()
-            if not nxt or nxt in searched:
-                break
-            searched.append(nxt)
-            more = self._retrieve([nxt], {"expansion": [], "hypothetical_answer": ""}, question, trace, attempt, ctx)
-            merged = _merge(evidence, more, self.search.config.rrf_k)
-            new_verdict = self.gate.judge(merged, terms)
-            trace.step("gate", attempt=attempt, **new_verdict.as_dict())
-            improved = (new_verdict.top_cosine > verdict.top_cosine + 0.01 or len(new_verdict.support) > len(verdict.support)
-                        or new_verdict.coverage > verdict.coverage + 0.05)
-            evidence, verdict = merged, new_verdict
-            if not improved:
-                trace.step("stop", reason="the retry did not improve the evidence (confidence decay)")
-                break
+        first = Attempt(question, evidence, self.loop.judge(evidence, terms, trace, 0))
+
+        def retrieve(query: str, retry: int) -> list[Evidence]:
+            return self._retrieve([query], {"expansion": [], "hypothetical_answer": ""}, question, trace, retry, ctx)
+
+        def reflect(retry: int, attempts: list[Attempt]) -> str | None:
+            last = attempts[-1]
+            reflection = self._reflect(question, last.evidence, trace, budget)
+            if reflection is None or (reflection["sufficient"] and last.verdict.sufficient):
+                return None
+            return reflection["next_query"].strip()
+
+        run = self.loop.run(first, terms, retrieve, reflect, trace)
+        evidence, verdict, searched = run.chosen.evidence, run.chosen.verdict, run.searched
         trace.gate = verdict.as_dict()
         if not verdict.sufficient:
             return Reply(messages.refusal(searched, closest_page(evidence)), refused=True, route=trace.route,
@@ -363,7 +361,7 @@ class LLMPlanner:
                 trace.add_time(f"search.{k}", v)
         evidence = lists[0]
         for more in lists[1:]:
-            evidence = _merge(evidence, more, self.search.config.rrf_k)
+            evidence = merge(evidence, more, self.search.config.rrf_k)
         if len(lists) > 1:
             trace.queries.append({"attempt": attempt, "query": queries[0], "fused_from": len(lists),
                                   "retriever": "hybrid", "hits": [e.as_dict() for e in evidence]})
@@ -518,13 +516,6 @@ def _masked(text: str) -> str:
     """A passage as the model sees it: credentials, personal data and planted instructions left out."""
     found = chunk_findings(text)
     return redact(text, found) if found else text
-
-
-def _merge(a: list[Evidence], b: list[Evidence], k: int) -> list[Evidence]:
-    by_id = {e.chunk.chunk_id: e for e in [*b, *a]}
-    fused = reciprocal_rank_fusion({"a": [e.chunk.chunk_id for e in a], "b": [e.chunk.chunk_id for e in b]}, k=k,
-                                   weights={"a": 1.5})
-    return [by_id[cid] for cid, _ in fused]
 
 
 def _dump(args: BaseModel) -> dict:
