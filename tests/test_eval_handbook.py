@@ -95,9 +95,10 @@ def test_refuses_unanswerable_without_refusing_answerable(results: dict[str, dic
 
 
 def test_answers_contain_the_expected_facts(results: dict[str, dict]) -> None:
-    assert results["hybrid"]["answers"]["answer_contains"] >= 0.5
+    # 0.656 with the composer reading every passage and quoting short paragraphs whole (0.531 before)
+    assert results["hybrid"]["answers"]["answer_contains"] >= 0.6
 
 
 def test_answers_cite_the_pages_that_answer(results: dict[str, dict]) -> None:
     # one page that answers rather than sentences pasted from four (0.44 before the composer of issue 22)
-    assert results["hybrid"]["answers"]["citation_precision"] >= 0.5
+    assert results["hybrid"]["answers"]["citation_precision"] >= 0.6
