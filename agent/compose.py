@@ -19,8 +19,9 @@ bold), a table row with its header row (as a small Markdown table), a sentence w
 that is short (``paragraph_chars``), else with the sentence before it when that one holds question terms the
 unit lacks (the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
 next one when the unit is a lead-in ending in ":" (or both fit in ``neighbour_chars``). Further units come from the
-page already quoted while they add a specific term no quoted unit holds or state the asked type, up
-to ``max_units``; a unit of another page only (once) when it states the asked type and scores within
+page already quoted while they add a specific term no quoted unit holds, state the type the question asks for
+(a question asking for none gives no unit this pass) or score within ``other_page_margin`` of the best, up to
+``max_units``; a unit of another page only (once) when it states the asked type and scores within
 ``other_page_margin`` of the best. A multi-part question gets this per part, each from its own support; a part with no support
 or no unit that speaks to it is named in a closing line ("Nothing found on: ...").
 
@@ -124,8 +125,9 @@ class PartEvidence:
 class _Scored:
     unit: Unit
     coverage: float
-    typed: bool
+    typed: bool  # states what the question asks for (True for every unit when it asks for nothing in particular)
     similarity: float = 0.0
+    asked: bool = True  # whether the question asks for a type at all
 
     @property
     def score(self) -> tuple[bool, float]:
@@ -172,7 +174,7 @@ class Composer:
                 typed = u.kind == "item" or self._leads_list(u)
             else:
                 typed = kind is None or states_type(mask_numbers(u.span.text, numeric, self.analyze), kind)
-            scored.append(_Scored(u, cov, typed))
+            scored.append(_Scored(u, cov, typed, asked=target is not None or command or procedure or kind is not None))
         scored.sort(key=lambda s: (s.typed, s.coverage, -s.unit.rank), reverse=True)
         if self.similarity is not None and scored:
             head = scored[: self.config.embedded_units]
@@ -227,14 +229,15 @@ class Composer:
             have = (u.terms | u.context | u.near) & spec
             if u.key in quoted:
                 continue
+            # as good an answer as the best: the asked type, and a score within other_page_margin of the best's
+            close = s.typed == best.typed and sum(s.score[1:]) >= sum(best.score[1:]) - cfg.other_page_margin
             if u.ev.chunk.doc_id != page:
                 # Another page only for what the quoted one leaves out: a part of the question it does not speak to.
-                close = s.typed == best.typed and sum(s.score[1:]) >= sum(best.score[1:]) - cfg.other_page_margin
                 if other_page or not out or not close:
                     continue
                 other_page = True
-            elif out and not (have - covered) and not s.typed:
-                continue  # a unit of the quoted page earns its place by a term no quote holds, or the asked type
+            elif out and not (have - covered) and not ((s.typed and s.asked) or close):
+                continue  # a unit of the quoted page earns its place by a term no quote holds, the type, or its score
             if out and s.coverage <= 0:
                 continue
             spans, shape = self._context(u, terms)
