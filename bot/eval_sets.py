@@ -53,7 +53,8 @@ def set_data_dir(data_dir: Path, name: str) -> Path:
 def format_sets_table(results: dict[str, dict], label: str = "") -> str:
     """One table with a row per set (in the order given) from each set's eval result (the ``--json``
     object of :func:`bot.evaluate.run_eval`): R@5, answer_contains, citation_validity,
-    citation_precision, refusal_unanswerable, false_refusal, answer_chars_mean and latency p50/p95."""
+    citation_precision, refusal_unanswerable, false_refusal, answer_chars_mean, unsupported_posted and latency
+    p50/p95."""
 
     def f(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -61,20 +62,22 @@ def format_sets_table(results: dict[str, dict], label: str = "") -> str:
     def ms(x: float | None) -> str:
         return "-" if x is None else f"{x:.0f}"
 
-    header = ["set", "n", "R@5", "contains", "cit_valid", "cit_prec", "refusal", "false_ref", "chars", "p50_ms",
-              "p95_ms"]
+    header = ["set", "n", "R@5", "contains", "cit_valid", "cit_prec", "refusal", "false_ref", "chars", "unsup",
+              "p50_ms", "p95_ms"]
     rows = [header]
     for name, res in results.items():
         a, lat = res["answers"], res["latency_ms"]
         chars = a.get("answer_chars_mean")
         rows.append([name, str(res["questions"]), f(res["retrieval"].get("recall@5")), f(a["answer_contains"]),
                      f(a["citation_validity"]), f(a.get("citation_precision")), f(a["refusal_unanswerable"]),
-                     f(a["false_refusal"]), "-" if chars is None else f"{chars:.0f}", ms(lat["p50"]), ms(lat["p95"])])
+                     f(a["false_refusal"]), "-" if chars is None else f"{chars:.0f}", str(a.get("unsupported_posted", "-")),
+                     ms(lat["p50"]), ms(lat["p95"])])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = [f"chatops eval {label}".rstrip() + f": {len(results)} sets"]
     for r in rows:
         cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)]
         lines.append("  ".join(cells).rstrip())
     lines.append("contains = answer_contains, cit_valid = citation_validity, cit_prec = citation_precision, "
-                 "refusal = refusal_unanswerable, false_ref = false_refusal, chars = answer_chars_mean")
+                 "refusal = refusal_unanswerable, false_ref = false_refusal, chars = answer_chars_mean, "
+                 "unsup = unsupported_posted")
     return "\n".join(lines)

@@ -25,6 +25,17 @@ refused) with citations, the distinct cited pages (``doc_id``) that are gold pag
 pages; the aggregate is their mean (macro), None when no question qualifies.
 ``cost``: LLM calls and tokens per question, mean and p95 (0 without an LLM).
 
+``unsupported_posted`` (issue 23): the posted sentences with a figure, time, date, identifier or name that
+none of the passages they cite holds (:func:`agent.grounding.ungrounded`), summed over the questions, for
+every planner (the extractive answers included). The reply text is cut into sentences, list items and table
+rows (:func:`agent.text.sentence_spans`; a marker the segmenter left at the start of the next sentence goes
+back to the one it ends); a sentence's ``[n]`` markers name its citations, and one without markers takes the
+markers of its paragraph (the extractive composer puts one marker at the end of a paragraph, a list or a
+table); a sentence with no marker either is not a cited statement and is not checked. Each citation stands for
+its stored chunk's full text (with its title and section), not only the quote. ``unsupported_posted_by_kind``
+counts the sentences with a missing fact of each kind (a sentence may count under several); each row carries
+its count and the sentences (``unsupported_sentences``: ``sentence`` and the missing ``facts``).
+
 Actions (``kind: action``): ``action_tool`` is the fraction of action questions whose reply proposes
 the expected tool (``expected_tool``, ``calendar.create`` when absent) as its pending action;
 ``action_args`` the fraction whose proposed arguments agree with every ``expected_args`` entry: a
@@ -48,6 +59,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -55,7 +67,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.agent import Agent
+from agent.grounding import FACT_KINDS, ungrounded
 from agent.models import HistoryMessage, Reply
+from agent.text import sentence_spans
 from app.access import AccessPolicy
 from app.inbound import InboundMessage
 from app.layout import sections
@@ -64,7 +78,7 @@ from connectors.access import Viewer
 from connectors.models import Chunk
 
 __all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE", "action_scores", "title_matches",
-           "acl_scores", "doc_chunks", "citation_precision"]
+           "acl_scores", "doc_chunks", "citation_precision", "unsupported_posted", "posted_sentences"]
 
 ANSWERABLE = frozenset({"single", "multi", "paraphrase", "exact_term", "followup"})
 
@@ -218,6 +232,9 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
                "answer_chars": 0 if reply.refused else len(reply.text),
                "citation_valid": citations_valid(reply, lookup)}
         row.update(acl_scores(q, reply, turn.viewer, lookup, doc_chunks))
+        unsupported = unsupported_posted(reply, lookup)
+        row["unsupported_posted"] = len(unsupported)
+        row["unsupported_sentences"] = unsupported
         if q.kind in ANSWERABLE:
             docs = ranked_docs(reply)
             row["docs"] = docs[:max(10, k)]
@@ -251,6 +268,57 @@ def citation_precision(q: EvalQuestion, reply: Reply) -> float | None:
         return None
     cited = {c.doc_id for c in reply.citations}
     return len(cited & set(q.gold_docs)) / len(cited)
+
+
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+_LEADING_MARKERS = re.compile(r"^(?:\s*\[\d{1,3}\])+")
+
+
+def posted_sentences(text: str) -> list[tuple[str, set[int]]]:
+    """The sentences, list items and table rows of a reply, each with the citation numbers it stands on:
+    ``(sentence without markers, {n, ...})``; its own ``[n]`` markers, else those of its paragraph (blocks
+    separated by a blank line), else none.
+
+    >>> posted_sentences("Everyone gets 25 days. [1] Ask first. [2]\\n\\nSteps:\\n- File it\\n- Wait [3]")
+    [('Everyone gets 25 days.', {1}), ('Ask first.', {2}), ('Steps:', {3}), ('File it', {3}), ('Wait', {3})]
+    """
+    out: list[tuple[str, set[int]]] = []
+    for para in re.split(r"\n\s*\n", text):
+        inherited = {int(n) for n in _MARKER.findall(para)}
+        pieces: list[str] = []
+        for span in sentence_spans(para, min_chars=0):
+            piece = span.text
+            lead = _LEADING_MARKERS.match(piece)
+            if lead and pieces:  # "... 25 days. [1] Ask first." split after the period: the marker is the first's
+                pieces[-1] += lead.group()
+                piece = piece[lead.end():]
+            pieces.append(piece)
+        for piece in pieces:
+            own = {int(n) for n in _MARKER.findall(piece)}
+            sentence = _MARKER.sub("", piece).strip()
+            if re.search(r"\w", sentence):
+                out.append((sentence, own or inherited))
+    return out
+
+
+def unsupported_posted(reply: Reply, lookup: Callable[[str], Chunk | None]) -> list[dict]:
+    """The reply's posted sentences with a fact none of their cited chunks holds (see the module docstring):
+    ``[{"sentence", "facts": ["kind:text", ...]}]``; ``[]`` for a refusal or a reply without citations."""
+    if reply.refused or not reply.citations:
+        return []
+    by_n: dict[int, dict[str, str]] = defaultdict(dict)
+    for c in reply.citations:
+        if c.chunk_id not in by_n[c.n]:
+            chunk = lookup(c.chunk_id)
+            by_n[c.n][c.chunk_id] = "" if chunk is None else f"{chunk.title}\n{chunk.section}\n{chunk.text}"
+    out = []
+    for sentence, marks in posted_sentences(reply.text):
+        if not marks:
+            continue
+        missing = ungrounded(sentence, [t for n in sorted(marks) for t in by_n.get(n, {}).values()])
+        if missing:
+            out.append({"sentence": sentence, "facts": [f"{f.kind}:{f.text}" for f in missing]})
+    return out
 
 
 def title_matches(expected: str, got: str) -> bool:
@@ -317,6 +385,10 @@ def _figures(rows: list[dict]) -> dict:
         "answer_chars_mean": _mean([float(r["answer_chars"]) for r in ans if not r["refused"]]),
         "citation_precision": _mean([r["citation_precision"] for r in ans if r.get("citation_precision") is not None]),
     }
+    out["answers"]["unsupported_posted"] = sum(int(r.get("unsupported_posted", 0)) for r in rows)
+    out["answers"]["unsupported_posted_by_kind"] = {
+        k: sum(1 for r in rows for u in r.get("unsupported_sentences", ()) if any(f.startswith(f"{k}:") for f in u["facts"]))
+        for k in FACT_KINDS}
     gen = [r for r in rows if r["kind"] == "general"]
     out["answers"]["direct_general"] = _mean([float(r["direct"]) for r in gen])
     act = [r for r in rows if r["kind"] == "action"]
@@ -359,7 +431,8 @@ def format_table(result: dict, label: str = "") -> str:
              f"answers    answer_contains {f(a['answer_contains'])}  citation_validity {f(a['citation_validity'])}  "
              f"refusal_unanswerable {f(a['refusal_unanswerable'])}  false_refusal {f(a['false_refusal'])}",
              f"           citation_precision {f(a.get('citation_precision'))}  "
-             f"answer_chars_mean {_chars(a.get('answer_chars_mean'))}",
+             f"answer_chars_mean {_chars(a.get('answer_chars_mean'))}  "
+             f"unsupported_posted {a.get('unsupported_posted', '-')}",
              f"actions    action_tool {f(a.get('action_tool'))}  action_args {f(a.get('action_args'))}",
              f"access     acl_leaks {result.get('access', {}).get('acl_leaks', 0)}  "
              f"acl_recall {f(result.get('access', {}).get('acl_recall'))} "

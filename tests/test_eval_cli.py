@@ -8,6 +8,9 @@
 - Each ``per_question`` row carries what was said: the question, the reply text and its citations.
 - Several ``--set NAME=QUESTIONS::SOURCE``: each set indexed in its own data dir (``DATA_DIR/eval/NAME``,
   one embedding cache), one table with a row per set; ``--json`` gives ``{"retriever", "sets"}``.
+- ``unsupported_posted``: the posted sentences with a figure, date, identifier or name that no chunk they cite
+  holds (a sentence without a marker stands on its paragraph's); 0 for the extractive answers over the example
+  wiki, counted per kind, shown in both tables; a reply inventing a figure is counted.
 - Usage errors exit 2 with a message; ``make eval`` without ``../shared`` stops with one, before installing.
 """
 
@@ -21,6 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from agent.models import Citation, Reply
+from bot.evaluate import unsupported_posted
+from connectors.models import Chunk
 from helpers import EVAL_FILE, ROOT, run_chatops, seed_embedding_cache
 
 PRECISION_FILE = ROOT / "tests" / "data" / "eval_precision.jsonl"
@@ -60,6 +66,36 @@ def test_citation_precision_is_the_share_of_cited_pages_that_are_gold(precision_
         assert key in result["answers"]  # every earlier figure is kept
 
 
+def test_extractive_answers_post_no_unsupported_sentence(precision_run) -> None:
+    _, result = precision_run
+    assert result["answers"]["unsupported_posted"] == 0
+    assert result["answers"]["unsupported_posted_by_kind"] == {k: 0 for k in
+                                                               ("number", "time", "date", "identifier", "name")}
+    for row in result["per_question"]:
+        assert row["unsupported_posted"] == 0 and row["unsupported_sentences"] == [], row["text"]
+
+
+def test_unsupported_posted_counts_a_sentence_whose_fact_no_cited_chunk_holds() -> None:
+    chunks = {c.chunk_id: c for c in (
+        Chunk("c1", "wiki", "time-off.md", "Time off", ("PTO",), "", "Everyone gets 25 days of PTO per year.\n\n"
+              "Requests go through PeopleDesk."),
+        Chunk("c2", "wiki", "travel.md", "Travel", (), "", "Book trains in the travel tool."))}
+
+    def cite(n: int, cid: str, quote: str) -> Citation:
+        c = chunks[cid]
+        return Citation(n, cid, c.doc_id, c.title, "", c.section, quote)
+
+    # the quote is only the first sentence: the chunk's full text holds "PeopleDesk"; the paragraph's marker
+    # covers its unmarked sentence; [2]'s chunk does not hold "25" or "Workday"
+    text = ("Everyone gets 25 days of PTO per year. Requests go through PeopleDesk. [1]\n\n"
+            "- Book 25 trains\n- Ask in Workday [2]\n\nNothing found on: \u201cMarch 3\u201d.")
+    reply = Reply(text, [cite(1, "c1", "Everyone gets 25 days of PTO per year."),
+                         cite(2, "c2", "Book trains in the travel tool.")])
+    assert unsupported_posted(reply, chunks.get) == [{"sentence": "Book 25 trains", "facts": ["number:25"]},
+                                                     {"sentence": "Ask in Workday", "facts": ["name:Workday"]}]
+    assert unsupported_posted(Reply(text, reply.citations, refused=True), chunks.get) == []
+
+
 def test_each_row_carries_the_question_the_reply_text_and_its_citations(precision_run) -> None:
     _, result = precision_run
     questions = {q["id"]: q["question"] for q in map(json.loads, PRECISION_FILE.read_text().splitlines())}
@@ -86,6 +122,7 @@ def test_the_text_table_shows_citation_precision_overall_and_per_kind(precision_
     assert f"citation_precision {overall:.3f}" in proc.stdout, proc.stdout
     assert re.search(r"^by kind .*cit_precision", proc.stdout, re.M), proc.stdout
     assert re.search(r"^paraphrase\s+1 .*0\.000$", proc.stdout, re.M), proc.stdout
+    assert "unsupported_posted 0" in proc.stdout, proc.stdout
 
 
 def test_several_sets_print_one_table_with_a_row_per_set(tmp_path: Path, wiki_index, embedding_cache_dir: Path
@@ -102,7 +139,7 @@ def test_several_sets_print_one_table_with_a_row_per_set(tmp_path: Path, wiki_in
     headers = [line for line in proc.stdout.splitlines() if line.split()[:3] == ["set", "n", "R@5"]]
     assert len(headers) == 1, proc.stdout  # one table
     assert headers[0].split() == ["set", "n", "R@5", "contains", "cit_valid", "cit_prec", "refusal", "false_ref",
-                                  "chars", "p50_ms", "p95_ms"]
+                                  "chars", "unsup", "p50_ms", "p95_ms"]
     assert "retrieval  R@1" not in proc.stdout  # not a full table per set
     table = proc.stdout[proc.stdout.index(headers[0]):].splitlines()
     n_example = sum(1 for line in EVAL_FILE.read_text().splitlines() if line.strip())
@@ -116,6 +153,9 @@ def test_several_sets_print_one_table_with_a_row_per_set(tmp_path: Path, wiki_in
     assert result["sets"]["precision"]["questions"] == 5 and result["sets"]["example"]["questions"] == n_example
     assert result["sets"]["precision"]["sources"] == ["folder:examples/wiki"]
     assert result["sets"]["precision"]["per_question"][0]["text"]
+    assert result["sets"]["example"]["answers"]["unsupported_posted"] == 0, [
+        (r["id"], r["unsupported_sentences"]) for r in result["sets"]["example"]["per_question"]]
+    assert table[2].split()[9] == "0"  # the unsup column of the example set
 
 
 @pytest.mark.parametrize(("args", "message"), [

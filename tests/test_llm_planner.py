@@ -8,7 +8,8 @@ retry, the knowledge fallback after failed retries, retries stopped by the rule-
 "no improvement" rule (one loop for both planners), the rule-based fallback after LLM errors, a
 decomposed question searching each part, a side-effect tool proposed and left pending, malformed
 tool arguments repaired, a 429 then success, an exhausted budget degrading, an unsupported
-sentence removed by the claim check, a compliance fix, an instruction injected into a page
+sentence removed by the claim check, a sentence stating a figure its passage lacks removed (never released
+early) whatever the claim check says and a draft left with none becoming the refusal, a compliance fix, an instruction injected into a page
 left out of the passages and ignored, and other participants' thread messages shown only as a quoted
 context block (an action is decided again on the requester's words alone; a colleague's question
 still serves a follow-up).
@@ -397,6 +398,74 @@ def test_a_released_sentence_a_later_check_drops_is_not_in_the_final_answer(wiki
             lambda name, data: pieces.append(data["text"]) if name == "answer_text" else None)
     assert "pigeon" in pieces[0] and "pigeon" not in reply.text and not reply.refused
     assert not reply.text.startswith("".join(pieces))
+
+
+def all_supported(req):
+    """A claim check that calls every claim supported."""
+    body = req["messages"][-1]["content"]
+    return json_reply({"verdicts": [{"claim": int(n), "supported": True} for n in re.findall(r"Claim (\d+):", body)]})
+
+
+def pto_passage(req: dict) -> tuple[int, str]:
+    """``(n, text)`` of the passage shown that states the PTO allowance (25 days)."""
+    n, _, text = next(p for p in passages(req) if "25 days of PTO" in p[2])
+    assert "35" not in text and "9999" not in text  # the figures the drafts below invent
+    return n, text
+
+
+def test_a_sentence_with_a_figure_its_passage_lacks_is_dropped_whatever_the_claim_check_says(wiki_index, tmp_path
+                                                                                              ) -> None:
+    def answer(req):
+        n, text = pto_passage(req)
+        other = next((m, t) for m, _, t in passages(req) if m != n)
+        return chat(f"Everyone gets 35 days of PTO per calendar year [{n}]. {first_sentence(other[1])} [{other[0]}] "
+                    f"Everyone gets 25 days of PTO per calendar year [{n}].")
+
+    brain = Brain(answer=answer, claims=all_supported)
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
+            Turn(viewer=public_viewer(), text="how many days of PTO do I get per year?"))
+    assert "claims" in brain.calls  # the model's check ran and called every claim supported...
+    assert "35 days" not in reply.text and not reply.refused  # ...the sentence is dropped all the same
+    assert "25 days of PTO" in reply.text
+    [grounding] = [s for s in reply.trace.steps if s["step"] == "grounding"]
+    assert grounding["dropped"] == ["Everyone gets 35 days of PTO per calendar year."]
+    assert grounding["facts"] == [["number:35"]]
+    assert_citations_verbatim(reply, wiki_index)
+
+
+def test_a_draft_left_without_a_grounded_sentence_is_the_refusal(wiki_index, tmp_path) -> None:
+    def answer(req):
+        n, _ = pto_passage(req)
+        return chat(f"Everyone gets 35 days of PTO [{n}]. Unused days roll over until 9999 [{n}].")
+
+    brain = Brain(answer=answer, claims=all_supported)
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
+            Turn(viewer=public_viewer(), text="how many days of PTO do I get per year?"))
+    assert reply.refused and not reply.citations
+    assert "35" not in reply.text and "9999" not in reply.text
+    [grounding] = [s for s in reply.trace.steps if s["step"] == "grounding"]
+    assert len(grounding["dropped"]) == 2
+    assert any(s["step"] == "refuse" for s in reply.trace.steps)
+
+
+def test_an_ungrounded_sentence_is_never_released_early(wiki_index, tmp_path) -> None:
+    def answer(req):
+        n, _ = pto_passage(req)
+        other = next((m, t) for m, _, t in passages(req) if m != n)
+        return chat(f"Everyone gets 25 days of PTO per calendar year [{n}]. Everyone gets 35 days of PTO in total [{n}]. "
+                    f"{first_sentence(other[1])} [{other[0]}] That is all [{n}].")
+
+    brain = Brain(answer=answer, claims=all_supported)
+    pieces: list[str] = []
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
+            Turn(viewer=public_viewer(), text="how many days of PTO do I get per year?"),
+            lambda name, data: pieces.append(data["text"]) if name == "answer_text" else None)
+    released = "".join(pieces)
+    assert len(pieces) == 2 and "25 days" in pieces[0] and "35" not in released
+    assert "35" not in reply.text and reply.text.startswith(released)  # nothing released had to be taken back
 
 
 def test_a_draft_echoing_a_secret_is_rewritten(wiki_index, tmp_path) -> None:

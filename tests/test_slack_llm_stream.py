@@ -4,7 +4,8 @@ OpenAI-compatible server streaming its draft a few words at a time (``tests/open
 
 The stream starts before the model's draft has been judged as a whole (the claim check comes after it),
 only sentences whose citations already passed are shown, and when a later check removes a sentence that
-was shown, the message is rewritten to the final answer: no such sentence stays visible.
+was shown, the message is rewritten to the final answer: no such sentence stays visible. A sentence with a
+figure its passage lacks is never shown at all, whatever the claim check says.
 """
 
 from __future__ import annotations
@@ -54,9 +55,23 @@ def pigeon_claims(req: dict):
                                     for m in re.finditer(r"Claim (\d+): (.*)", body)]})
 
 
+def invented_figure_answer(req: dict):
+    (n1, _, t1), (n2, _, t2) = passages(req)[:2]
+    assert "9999" not in t1
+    return chat(f"{first_sentence(t1)} [{n1}] Incidents must be declared within 9999 minutes [{n1}]. "
+                f"{first_sentence(t2)} [{n2}] See the runbook [{n2}].")
+
+
+def all_supported(req: dict):
+    body = req["messages"][-1]["content"]
+    return json_reply({"verdicts": [{"claim": int(n), "supported": True} for n in re.findall(r"Claim (\d+):", body)]})
+
+
 @pytest.fixture
 def llm_slack(tmp_path, wiki_index, session_wiki, request):
-    brain = Timed(answer=pigeon_answer, claims=request.param)
+    """The harness; ``request.param`` is the claim check, or ``(answer, claim check)``."""
+    answer, claims = request.param if isinstance(request.param, tuple) else (pigeon_answer, request.param)
+    brain = Timed(answer=answer, claims=claims)
     store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
     with OpenAIStandIn(brain, chunk_delay=0.02) as llm:
         runtime = build_agent(Settings(chatops_data_dir=tmp_path / "data"), index=wiki_index)
@@ -122,3 +137,17 @@ def test_a_shown_sentence_the_claim_check_drops_is_rewritten_away(llm_slack) -> 
     assert "pigeon" not in shown["text"] and "pigeon" not in str(shown["blocks"])
     assert shown["blocks"][0]["type"] == "markdown" and "[1]" in shown["blocks"][0]["text"]
     assert [b["type"] for b in shown["blocks"][1:]] == ["context", "context_actions"]
+
+
+@pytest.mark.parametrize("llm_slack", [(invented_figure_answer, all_supported)], indirect=True)
+def test_a_sentence_with_a_figure_its_passage_lacks_is_never_streamed(llm_slack) -> None:
+    h, brain = llm_slack
+    ask(h)
+    [start] = h.standin.calls_to("chat.startStream", channel="C0LLMSTRM")
+    appends = h.standin.calls_to("chat.appendStream", channel="C0LLMSTRM")
+    streamed = start.params["markdown_text"] + "".join(c.params["markdown_text"] for c in appends)
+    assert "claims" in brain.calls and "9999" not in streamed
+    assert "See the runbook" in streamed  # the stream went on past the dropped sentence
+    [shown] = bot_messages(h)
+    assert shown["text"] == streamed and "9999" not in str(shown["blocks"])
+    assert h.standin.calls_to("chat.update") == []  # nothing shown had to be taken back

@@ -17,8 +17,11 @@ One turn:
    rule when a retry did not improve the evidence). The gate must pass as well; otherwise the reply
    is the plain "no sources" refusal.
 5. **Generate** with ``[n]`` markers over numbered, delimited passages; quotes are the verbatim
-   sentence of the cited passage closest to each claim; then a **claim check** (one batched
-   judge call) drops sentences their passage does not support.
+   sentence of the cited passage closest to each claim. A sentence with a figure, time, date,
+   identifier or name that none of its cited passages holds is dropped (:mod:`agent.grounding`; the
+   same check for the streamed sentences and the final draft, whatever the model says after), then a
+   **claim check** (one batched judge call) drops sentences their passage does not support. A draft
+   left with no sentence is the refusal.
 6. **Compliance**: a deterministic scan (:mod:`screening`: secrets, personal data, planted
    instructions) plus a model check for unsafe advice; a flagged draft is regenerated with the
    reasons at most twice, else a safe reply. Passages reach the model with what :mod:`screening`
@@ -59,6 +62,7 @@ from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArg
 
 from .. import messages
 from ..gate import EvidenceGate
+from ..grounding import Fact, ungrounded
 from ..loop import Attempt, EvidenceLoop, merge
 from ..models import Citation, PendingAction, Reply, Trace, Turn, idempotency_key
 from ..planner import Planner, closest_page
@@ -414,7 +418,7 @@ class LLMPlanner:
                      ". Write it again without that content.")
         else:
             return Reply(messages.COMPLIANCE_REFUSAL, route=trace.route, searched=searched, refused=True)
-        sentences, citations = self._cite(text, shown)
+        sentences, citations = self._cite(text, shown, trace)
         if self.config.claim_check and citations and budget.allows("claim check", tokens=3000):
             sentences, citations = self._check_claims(sentences, citations, shown, trace, budget)
         body = " ".join(s for s, _ in sentences).strip()
@@ -424,24 +428,36 @@ class LLMPlanner:
                          route=trace.route, searched=searched)
         return Reply(body, citations, route=trace.route, searched=searched)
 
-    def _cite(self, text: str, shown: list[Evidence]) -> tuple[list[tuple[str, set[int]]], list[Citation]]:
+    def _cite(self, text: str, shown: list[Evidence], trace: Trace | None = None
+              ) -> tuple[list[tuple[str, set[int]]], list[Citation]]:
         """Split the draft into sentences with their markers; renumber markers by first use and
-        attach, per (sentence, passage), the passage's verbatim sentence closest to the claim."""
+        attach, per (sentence, passage), the passage's verbatim sentence closest to the claim. Sentences
+        dropped as ungrounded (see :meth:`_cite_sentence`) are recorded in ``trace`` (step ``grounding``)."""
         numbers: dict[int, int] = {}
         citations: list[Citation] = []
         out: list[tuple[str, set[int]]] = []
+        dropped: list[tuple[str, list[Fact]]] = []
         for m in _SENTENCE.finditer(text.replace("\n", " ")):
-            cited = self._cite_sentence(m.group(0), shown, numbers)
+            cited = self._cite_sentence(m.group(0), shown, numbers, dropped)
             if cited is not None:
                 out.append((cited[0], cited[1]))
                 citations.extend(cited[2])
+        if dropped and trace is not None:
+            trace.step("grounding", dropped=[s for s, _ in dropped],
+                       facts=[[f"{f.kind}:{f.text}" for f in facts] for _, facts in dropped])
         return out, citations
 
-    def _cite_sentence(self, raw: str, shown: list[Evidence], numbers: dict[int, int]
+    def _cite_sentence(self, raw: str, shown: list[Evidence], numbers: dict[int, int],
+                       dropped: list[tuple[str, list[Fact]]] | None = None
                        ) -> tuple[str, set[int], list[Citation]] | None:
         """One sentence of a draft, cited: ``(text with its markers renumbered at the end, its numbers,
         its citations)``, or None when it cites no passage shown (an uncited sentence is dropped: nothing
-        uncited leaves the agent). ``numbers`` (passage -> marker, by first use) is updated."""
+        uncited leaves the agent) or when it is not grounded: a figure, time, date, identifier or name of it
+        is in none of the passages it cites (:func:`agent.grounding.ungrounded`; title, section and text as
+        the model was shown them), whatever the claim check says later; such a sentence and its missing
+        facts are appended to ``dropped``. This is the one check both the streamed release
+        (:class:`agent.llm.release.SentenceRelease`) and the final draft go through. ``numbers`` (passage
+        -> marker, by first use) is updated only for a sentence kept."""
         raw = raw.strip()
         if not raw:
             return None
@@ -449,6 +465,11 @@ class LLMPlanner:
         claim = _MARKERS.sub("", raw).strip()
         valid = [x for x in dict.fromkeys(marks) if 1 <= x <= len(shown)]
         if not valid or not claim:
+            return None
+        missing = ungrounded(claim, [_as_shown(shown[x - 1]) for x in valid])
+        if missing:
+            if dropped is not None:
+                dropped.append((claim, missing))
             return None
         new_marks = []
         citations = []
@@ -510,6 +531,12 @@ class LLMPlanner:
             trace.step("compliance", ok=False, reasons=reasons(findings), action="redacted")
             return redact(text, findings)
         return text
+
+
+def _as_shown(e: Evidence) -> str:
+    """A passage as the model was shown it: title, section and text (what leaves the agent is checked against)."""
+    c = e.chunk
+    return f"{c.title}\n{c.section}\n{_masked(c.text)}"
 
 
 def _masked(text: str) -> str:

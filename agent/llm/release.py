@@ -2,7 +2,8 @@
 
 :class:`SentenceRelease` is fed the answer model's text deltas (:meth:`agent.llm.client.LLMClient.chat`'s
 ``on_delta``). Once a sentence is complete (the next one has begun), it is cited exactly as the whole
-draft will be (the planner's ``_cite_sentence``: markers checked against the passages shown, renumbered
+draft will be (the planner's ``_cite_sentence``: markers checked against the passages shown, its figures,
+dates, identifiers and names found in the passages it cites (:mod:`agent.grounding`), renumbered
 by first use) and released only if it also passes the checks one sentence allows: its citations are
 valid for this turn's evidence (:func:`agent.citations.validate_citations`: retrieved passage, verbatim
 quote) and the compliance scan finds nothing in it. A sentence that fails is never released; a flagged
