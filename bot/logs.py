@@ -17,24 +17,15 @@ from typing import TextIO
 
 from .logsafe import RedactingFilter
 
-__all__ = ["configure_logging", "LOG_FORMATS"]
+__all__ = ["configure_logging", "log_handler", "LOG_FORMATS"]
 
 LOG_FORMATS = ("auto", "json", "text")
 _TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def configure_logging(level: str, fmt: str = "auto", secrets: tuple[str, ...] = (),
-                      stream: TextIO | None = None) -> logging.Handler:
-    """Replace the root logger's handlers with one that writes to ``stream`` (stderr) at ``level``.
-
-    Args:
-        level: a level name (``INFO``...).
-        fmt: ``json``, ``text`` or ``auto`` (see the module docstring).
-        secrets: values masked wherever they appear in a record.
-        stream: where to write (stderr by default).
-
-    Returns:
-        The installed handler.
+def log_handler(fmt: str = "auto", secrets: tuple[str, ...] = (), stream: TextIO | None = None) -> logging.Handler:
+    """The handler :func:`configure_logging` installs: ``fmt`` lines (JSON or text) on ``stream`` (stderr),
+    every record passing :class:`bot.logsafe.RedactingFilter` with ``secrets``.
 
     Raises:
         ValueError: for an unknown format.
@@ -53,6 +44,26 @@ def configure_logging(level: str, fmt: str = "auto", secrets: tuple[str, ...] = 
     else:
         handler.setFormatter(logging.Formatter(_TEXT))
     handler.addFilter(RedactingFilter(secrets))
+    return handler
+
+
+def configure_logging(level: str, fmt: str = "auto", secrets: tuple[str, ...] = (),
+                      stream: TextIO | None = None) -> logging.Handler:
+    """Replace the root logger's handlers with one that writes to ``stream`` (stderr) at ``level``.
+
+    Args:
+        level: a level name (``INFO``...).
+        fmt: ``json``, ``text`` or ``auto`` (see the module docstring).
+        secrets: values masked wherever they appear in a record.
+        stream: where to write (stderr by default).
+
+    Returns:
+        The installed handler.
+
+    Raises:
+        ValueError: for an unknown format.
+    """
+    handler = log_handler(fmt, secrets, stream)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
