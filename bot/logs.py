@@ -15,7 +15,7 @@ import logging
 import sys
 from typing import TextIO
 
-from .logsafe import RedactingFilter
+from .logsafe import RedactingFilter, redact
 
 __all__ = ["configure_logging", "log_handler", "LOG_FORMATS"]
 
@@ -39,8 +39,16 @@ def log_handler(fmt: str = "auto", secrets: tuple[str, ...] = (), stream: TextIO
     if fmt == "json":
         from pythonjsonlogger.json import JsonFormatter
 
-        handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
-                                           rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+        class RedactingJsonFormatter(JsonFormatter):
+            """python-json-logger formats a traceback from ``exc_info`` afresh (not from the filter's
+            redacted ``exc_text``): redact it here too."""
+
+            def formatException(self, ei) -> str:  # noqa: N802 - logging's name
+                return redact(super().formatException(ei), secrets)
+
+        handler.setFormatter(RedactingJsonFormatter(
+            "%(asctime)s %(levelname)s %(name)s %(message)s",
+            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
     else:
         handler.setFormatter(logging.Formatter(_TEXT))
     handler.addFilter(RedactingFilter(secrets))

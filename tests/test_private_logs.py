@@ -134,23 +134,31 @@ def test_a_teams_personal_chat_with_personal_data_leaves_no_trace_in_the_log(tmp
     assert_no_personal_data(logs)
 
 
-def test_redaction_covers_pydantic_input_values_and_extra_fields() -> None:
-    """The filter every handler carries: a validation error's quoted input and a string ``extra`` field."""
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_tracebacks_and_extra_fields_are_redacted_in_both_formats(fmt: str) -> None:
+    """The handler every process installs: a validation error's quoted input, in the message and in the
+    traceback (python-json-logger formats tracebacks afresh, not from the filter's redacted text), a
+    configured secret in a traceback, and a string ``extra`` field."""
     from pydantic import BaseModel, ValidationError
 
     class Inbound(BaseModel):
         count: int
 
     stream = io.StringIO()
-    logger = logging.getLogger("test.private")
-    logger.addHandler(handler := log_handler("json", stream=stream))
-    logger.setLevel(logging.INFO)
+    logger = logging.getLogger(f"test.private.{fmt}")
+    logger.addHandler(handler := log_handler(fmt, secrets=("sekrit-value-1",), stream=stream))
+    logger.propagate = False
     try:
         try:
-            Inbound(count=QUESTION)
+            Inbound(count=f"{QUESTION} sekrit-value-1")
         except ValidationError as exc:
             logger.warning("rejected: %s", exc, extra={"detail": f"input_value={QUESTION!r}, input_type=str"})
+            logger.exception("failed")
     finally:
         logger.removeHandler(handler)
-    line = json.loads(stream.getvalue())
-    assert "input_value=[redacted]" in line["message"] and SSN not in stream.getvalue()
+    out = stream.getvalue()
+    assert "input_value=[redacted]" in out and "Traceback" in out
+    assert SSN not in out and "sekrit-value-1" not in out
+    if fmt == "json":
+        first, second = map(json.loads, out.splitlines())
+        assert "input_value=[redacted]" in first["detail"] and "ValidationError" in second["exc_info"]
