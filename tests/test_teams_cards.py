@@ -86,3 +86,4 @@ def test_a_markdown_link_labelled_with_another_address_shows_its_real_target_in_
     assert "[https://evil.example.net/x](https://evil.example.net/x)" in shown and "[the wiki]" in shown
     assert "https://intranet" not in shown
     assert "https://intranet" not in cards.message_text(reply)  # a streamed answer's final text
+    assert "intranet" not in cards.summary(reply)  # the notification's one line

@@ -67,7 +67,7 @@ def summary(reply: Reply) -> str:
     """The activity's ``summary``: the answer on one line, without ``[n]`` markers, link targets or Markdown emphasis
     (a table as its "Header: value" rows), cut at a word boundary to at most :data:`MAX_SUMMARY` characters (with an
     ellipsis)."""
-    text = re.sub(r"\s*\[\d+\]", "", chat_markdown(reply.text, code_width=0))
+    text = re.sub(r"\s*\[\d+\]", "", chat_markdown(honest_links(reply.text), code_width=0))
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [label](url) -> label
     text = re.sub(r"[*_`#>]+", "", text)
     text = re.sub(r"\s+", " ", text).strip()
