@@ -62,12 +62,12 @@ def access_context(turn: Turn) -> dict:
 
 def _log_turn(turn: Turn, reply: Reply) -> None:
     """One INFO record per turn: ids, route, outcome, timings and the access context (principal count and
-    audience, never the principals), never the message or the answer."""
+    audience, never the principals), never the message, the answer, the search terms or the gate's reason
+    (which names the question's words): those are in the trace and the turn log, forgotten with the turn."""
     trace = reply.trace
     access = access_context(turn)
     fields = {"trace_id": trace.trace_id, "platform": turn.platform, "route": reply.route or trace.route,
               "outcome": turn_outcome(reply), "citations": len({c.chunk_id for c in reply.citations}),
-              "gate_reason": trace.gate.get("reason", "") if reply.refused else "",
               "timings_ms": dict(trace.timings_ms),
               "access_principals": access["principals"], "access_audience": access["audience"],
               "access_public_only": access["public_only"]}

@@ -647,9 +647,47 @@ def _storage_failure(exc: BaseException) -> str | None:
     return str(err) if err is not None else None
 
 
+def _undecodable_argument(args: argparse.Namespace) -> str | None:
+    """The message for an argument that is not valid UTF-8 text, else ``None``.
+
+    Python hands a byte that is not UTF-8 to the program as a lone surrogate (``surrogateescape``); a
+    caller of :func:`main` can pass one directly. Neither can be stored, searched or sent anywhere.
+    """
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str):
+                continue
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                what = "the question" if name == "question" else f"--{name.replace('_', '-')}"
+                char = item[exc.start]
+                raw = char.encode("utf-8", "surrogateescape") if "\udc80" <= char <= "\udcff" else b""
+                detail = f"the byte 0x{raw[0]:02x}" if raw else f"a lone surrogate U+{ord(char):04X}"
+                return (f"{what} is not valid UTF-8 text ({detail} at character {exc.start + 1}); "
+                        "check the terminal's or the script's encoding (e.g. LANG=C.UTF-8) and try again")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``chatops`` console script."""
+    """Entry point of the ``chatops`` console script.
+
+    Everything the command prints passes :mod:`bot.terminal` (no escape sequences or control characters
+    from stored text reach the terminal; ``--json`` output keeps them as JSON escapes).
+    """
+    from .terminal import install
+
     args = build_parser().parse_args(argv)
+    with install(as_json=bool(getattr(args, "json", False))):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; map the errors a user can fix to a one-line message and exit 2."""
+    bad = _undecodable_argument(args)
+    if bad is not None:
+        print(f"chatops: {bad}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except (ConnectorError, ConfigError) as exc:

@@ -15,12 +15,44 @@ import logging
 import sys
 from typing import TextIO
 
-from .logsafe import RedactingFilter
+from .logsafe import RedactingFilter, redact
 
-__all__ = ["configure_logging", "LOG_FORMATS"]
+__all__ = ["configure_logging", "log_handler", "LOG_FORMATS"]
 
 LOG_FORMATS = ("auto", "json", "text")
 _TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def log_handler(fmt: str = "auto", secrets: tuple[str, ...] = (), stream: TextIO | None = None) -> logging.Handler:
+    """The handler :func:`configure_logging` installs: ``fmt`` lines (JSON or text) on ``stream`` (stderr),
+    every record passing :class:`bot.logsafe.RedactingFilter` with ``secrets``.
+
+    Raises:
+        ValueError: for an unknown format.
+    """
+    if fmt not in LOG_FORMATS:
+        raise ValueError(f"CHATOPS_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, not {fmt!r}")
+    stream = stream or sys.stderr
+    if fmt == "auto":
+        fmt = "text" if getattr(stream, "isatty", lambda: False)() else "json"
+    handler = logging.StreamHandler(stream)
+    if fmt == "json":
+        from pythonjsonlogger.json import JsonFormatter
+
+        class RedactingJsonFormatter(JsonFormatter):
+            """python-json-logger formats a traceback from ``exc_info`` afresh (not from the filter's
+            redacted ``exc_text``): redact it here too."""
+
+            def formatException(self, ei) -> str:  # noqa: N802 - logging's name
+                return redact(super().formatException(ei), secrets)
+
+        handler.setFormatter(RedactingJsonFormatter(
+            "%(asctime)s %(levelname)s %(name)s %(message)s",
+            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+    else:
+        handler.setFormatter(logging.Formatter(_TEXT))
+    handler.addFilter(RedactingFilter(secrets))
+    return handler
 
 
 def configure_logging(level: str, fmt: str = "auto", secrets: tuple[str, ...] = (),
@@ -39,20 +71,7 @@ def configure_logging(level: str, fmt: str = "auto", secrets: tuple[str, ...] = 
     Raises:
         ValueError: for an unknown format.
     """
-    if fmt not in LOG_FORMATS:
-        raise ValueError(f"CHATOPS_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, not {fmt!r}")
-    stream = stream or sys.stderr
-    if fmt == "auto":
-        fmt = "text" if getattr(stream, "isatty", lambda: False)() else "json"
-    handler = logging.StreamHandler(stream)
-    if fmt == "json":
-        from pythonjsonlogger.json import JsonFormatter
-
-        handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
-                                           rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
-    else:
-        handler.setFormatter(logging.Formatter(_TEXT))
-    handler.addFilter(RedactingFilter(secrets))
+    handler = log_handler(fmt, secrets, stream)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

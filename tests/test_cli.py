@@ -15,6 +15,7 @@ re-embedded by every subprocess.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -192,3 +193,26 @@ def test_index_of_a_planted_folder_finishes_and_never_quotes_what_the_links_poin
         reply = _one_json_object(ask.stdout)
         assert PLANTED_SECRET not in ask.stdout and PLANTED_ENV not in ask.stdout, reply["text"]
         assert {c["doc_id"] for c in reply["citations"]} <= {"it/laptops.md", "vault-room.md"}
+
+
+@pytest.mark.parametrize("question", [b"where is the \xff parking garage?", b"caf\xc3 au lait",
+                                      "lone \udc80 surrogate".encode("utf-8", "surrogatepass")],
+                         ids=["invalid-byte", "cut-sequence", "encoded-surrogate"])
+def test_a_question_that_is_not_utf8_gets_one_clear_line_and_exit_2(tmp_path: Path, question: bytes) -> None:
+    """argv bytes that are not UTF-8 (Python passes them on as lone surrogates) are refused before any
+    work, in one line naming the byte; never a pydantic error or a traceback."""
+    proc = subprocess.run([*map(os.fsencode, chatops_command()), b"ask", question], capture_output=True,
+                          cwd=tmp_path, env=cli_environment(tmp_path / "data"), timeout=60)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2, err
+    assert err.startswith("chatops: the question is not valid UTF-8 text (") and err.count("\n") == 1, err
+    assert "validation error" not in err and "Traceback" not in err and proc.stdout == b""
+
+
+def test_a_lone_surrogate_passed_to_main_is_refused_the_same_way(capsys) -> None:
+    from bot.cli import main
+
+    assert main(["ask", "--history", "fine", "x\ud800y"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("chatops: the question is not valid UTF-8 text (a lone surrogate U+D800 at character 2); check "
+                   "the terminal's or the script's encoding (e.g. LANG=C.UTF-8) and try again\n")

@@ -358,7 +358,7 @@ def test_the_greeting_and_prompts_come_from_chatops_yml_when_set(harness: SlackH
         [greeting] = wait_posts(h, dm, thread_ts)
     finally:
         h.bot.jobs.config = saved
-    assert section_text(greeting.params["blocks"]) == "Hi from **Acme IT**! Ping &lt;!channel> never."
+    assert section_text(greeting.params["blocks"]) == "Hi from **Acme IT**! Ping &lt;!channel&gt; never."
     [prompts] = h.standin.calls_to("assistant.threads.setSuggestedPrompts", channel_id=dm)
     assert prompts.params["prompts"] == [{"title": "VPN", "message": "How do I reset my VPN?"}]
 

@@ -10,6 +10,7 @@ figure its passage lacks is never shown at all, whatever the claim check says.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -71,6 +72,8 @@ def all_supported(req: dict):
 def llm_slack(tmp_path, wiki_index, session_wiki, request):
     """The harness; ``request.param`` is the claim check, or ``(answer, claim check)``."""
     answer, claims = request.param if isinstance(request.param, tuple) else (pigeon_answer, request.param)
+    if "hostile_index" in request.fixturenames:
+        wiki_index = request.getfixturevalue("hostile_index")
     brain = Timed(answer=answer, claims=claims)
     store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
     with OpenAIStandIn(brain, chunk_delay=0.02) as llm:
@@ -151,3 +154,51 @@ def test_a_sentence_with_a_figure_its_passage_lacks_is_never_streamed(llm_slack)
     [shown] = bot_messages(h)
     assert shown["text"] == streamed and "9999" not in str(shown["blocks"])
     assert h.standin.calls_to("chat.update") == []  # nothing shown had to be taken back
+
+
+HOSTILE_SENTENCE = "Declare incidents at <https://evil|https://intranet> in the incident tool."
+
+
+@pytest.fixture(scope="module")
+def hostile_index(tmp_path_factory, embedder):
+    """An index of examples/wiki whose incident page carries a Slack link that lies about its target."""
+    import shutil
+
+    from index.indexer import Indexer
+    from index.knowledge import KnowledgeIndex
+
+    from helpers import WIKI
+
+    root = tmp_path_factory.mktemp("hostile-link")
+    shutil.copytree(WIKI, root / "wiki")
+    page = root / "wiki" / "engineering" / "incident-response.md"
+    page.write_text(page.read_text().replace("An incident is any unplanned event",
+                                             f"{HOSTILE_SENTENCE} An incident is any unplanned event", 1))
+    index = KnowledgeIndex(root / "index", embedder)
+    Indexer(index).run(FolderSource(root / "wiki"))
+    yield index
+    index.close()
+
+
+def hostile_link_answer(req: dict):
+    found = [(n, t) for n, _, t in passages(req) if "https://evil" in t]
+    assert found, "the page's link reaches the model"
+    (n1, _), (n2, _, t2) = found[0], next(p for p in passages(req) if p[0] != found[0][0])
+    return chat(f"{HOSTILE_SENTENCE} [{n1}] {first_sentence(t2)} [{n2}]")
+
+
+@pytest.mark.parametrize("llm_slack", [(hostile_link_answer, all_supported)], indirect=True)
+def test_a_slack_link_from_a_page_is_neutralised_in_every_streamed_piece(llm_slack, hostile_index) -> None:
+    """A page's ``<url|label>`` sequence, quoted by the model, is escaped in each piece streamed as the model
+    writes (the early release) and in the message that stays."""
+    h, brain = llm_slack
+    ask(h)
+    [start] = h.standin.calls_to("chat.startStream", channel="C0LLMSTRM")
+    appends = h.standin.calls_to("chat.appendStream", channel="C0LLMSTRM")
+    pieces = [start.params["markdown_text"], *(c.params["markdown_text"] for c in appends)]
+    streamed = "".join(pieces)
+    assert "&lt;https://evil|https://intranet&gt;" in streamed, streamed
+    assert not any("<https://evil" in p for p in pieces)
+    [shown] = bot_messages(h)
+    assert "<https://evil" not in json.dumps(shown)
+    assert shown["text"].startswith("Declare incidents at") and h.standin.calls_to("chat.update") == []

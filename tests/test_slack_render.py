@@ -115,7 +115,27 @@ def test_slack_control_sequences_from_a_page_are_neutralised_in_the_markdown() -
     reply = Reply("Ping <!channel> or <@U0BOSS> in <#C0ALL> [1]; type `<!here>` to ping.", citations=[cite(1)])
     md = render.answer_messages(reply)[0]["blocks"][0]["text"]
     assert "<!channel>" not in md and "<@U0BOSS>" not in md and "<#C0ALL>" not in md and "<!here>" not in md
-    assert "&lt;!channel>" in md and "`<\u2060!here>`" in md
+    assert "&lt;!channel&gt;" in md and "`<\u2060!here>`" in md
+
+
+HOSTILE_LINKS = ("Log in at <https://evil.example.net/login|https://intranet.example.com> [1], or at "
+                 "[https://intranet.example.com](https://evil.example.net/x) & [the wiki](https://wiki.example.com) "
+                 "[1]; `<https://evil.example.net|ok>` is code.")
+
+
+def test_slack_links_and_misleading_markdown_links_from_a_page_are_neutralised_when_posted() -> None:
+    """Slack reads ``<url|label>`` as a link showing only the label: escaped, it shows as typed. A Markdown
+    link labelled with another address shows its real target."""
+    reply = Reply(HOSTILE_LINKS, citations=[cite(1)])
+    md = render.answer_messages(reply)[0]["blocks"][0]["text"]
+    assert "<https://evil" not in md.replace("<\u2060", "")
+    assert "&lt;https://evil.example.net/login|https://intranet.example.com&gt;" in md
+    assert "[https://evil.example.net/x](https://evil.example.net/x) &amp; [the wiki](https://wiki.example.com)" in md
+    assert "`<\u2060https://evil.example.net|ok>`" in md
+    assert render.stream_parts(reply)[0] == md  # the text a stream ends with is the same
+    section = to_mrkdwn(HOSTILE_LINKS)  # section text (previews, notices)
+    assert "<https://evil.example.net/x|https://evil.example.net/x>" in section and "|https://intranet" not in \
+        section.replace("&lt;https://evil.example.net/login|https://intranet.example.com&gt;", "")
 
 
 #: The answer composer's shape (issue 22): a lead-in and its numbered list, a table row with its header.

@@ -264,3 +264,45 @@ def test_hostile_signed_bodies_get_400_without_a_traceback(harness: SlackHarness
     assert "malformed request" in resp.json()["error"] and time.monotonic() - t0 < 5
     assert harness.sender.http.get(harness.server.url + "/healthz").status_code == 200
     no_traceback(caplog)
+
+
+def _view_submission(view: dict) -> bytes:
+    payload = {"type": "view_submission", "user": {"id": ALICE}, "team": {"id": TEAM_ID}, "api_app_id": APP_ID,
+               "view": {"id": "V1", "callback_id": "feedback_reason", **view}}
+    return urlencode({"payload": json.dumps(payload)}).encode()
+
+
+def _command(**fields) -> bytes:
+    form = {"team_id": TEAM_ID, "channel_id": "C1", "user_id": ALICE, "command": "/kb",
+            "text": "how do I declare an incident?", "api_app_id": APP_ID, "response_url": "RESPONSE_URL",
+            "trigger_id": "1.t", **fields}
+    return urlencode({k: v for k, v in form.items() if v is not None}).encode()
+
+
+@pytest.mark.parametrize("body, error", [
+    (_payload(response_url=None), "block_actions on a message without a response_url"),
+    (_payload(response_url="javascript:alert(1)"), "payload.response_url is not an http(s) address"),
+    (_view_submission({"state": "values"}), "payload.view.state is not an object"),
+    (_view_submission({"state": {"values": []}}), "payload.view.state.values is not an object of objects"),
+    (_view_submission({"state": {"values": {"reason": "wrong"}}}), "view.state.values is not an object of objects"),
+    (_view_submission({"state": {"values": {}}, "private_metadata": 5}), "payload.view.private_metadata is not"),
+    (_command(response_url=None), "slash command without response_url"),
+    (_command(response_url="not a url"), "response_url is not an http(s) address"),
+    (b"command=%2Fkb&user_id=" + ALICE.encode(), "slash command without response_url"),
+], ids=["click-no-response-url", "click-bad-response-url", "view-state-string", "view-values-list",
+        "view-values-of-strings", "view-metadata-number", "command-no-response-url", "command-bad-response-url",
+        "command-bare"])
+def test_signed_but_malformed_clicks_and_commands_get_400_and_one_warning_line(
+        harness: SlackHarness, caplog: pytest.LogCaptureFixture, body: bytes, error: str) -> None:
+    """Shapes that used to reach the listeners and fail there (a full traceback in the log, or a 500 from
+    Bolt's middleware): a click on a message with no (or no usable) response_url, a modal submission whose
+    state is not objects, a slash command with no (or no usable) response_url."""
+    caplog.set_level(logging.INFO)
+    body = body.replace(b"RESPONSE_URL", quote(harness.standin.response_url("malformed"), safe="").encode())
+    resp = harness.sender.post(body, FORM)
+    harness.idle()
+    assert resp.status_code == 400, resp.text
+    assert error in resp.json()["error"]
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage().count("\n") for r in warnings] == [0] and "rejected a malformed request" in caplog.text
+    no_traceback(caplog)

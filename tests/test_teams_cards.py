@@ -75,3 +75,15 @@ def test_the_summary_reads_a_table_as_header_value_pairs() -> None:
     assert cards.summary(Reply(text=LIST_AND_TABLE)) == (
         "To request leave, do the following: 1. Open HR Links. 2. Choose Absence request. 3. Submit it three "
         "business days ahead. - Plan: Basic · Monthly premium: $12")
+
+
+def test_a_markdown_link_labelled_with_another_address_shows_its_real_target_in_cards() -> None:
+    reply = Reply("Log in at [https://intranet.example.com](https://evil.example.net/x) or [the wiki]"
+                  "(https://wiki.example.com) [1].",
+                  citations=[Citation(n=1, chunk_id="c1", doc_id="d", title="Login", url="https://wiki.example.com/l",
+                                      section="", quote="q")])
+    shown = " ".join(b.get("text", "") for b in cards.answer_card(reply)["body"])
+    assert "[https://evil.example.net/x](https://evil.example.net/x)" in shown and "[the wiki]" in shown
+    assert "https://intranet" not in shown
+    assert "https://intranet" not in cards.message_text(reply)  # a streamed answer's final text
+    assert "intranet" not in cards.summary(reply)  # the notification's one line

@@ -165,7 +165,8 @@ class LLMClient:
                     result.data = json.loads(_strip_fences(result.content))
                 except json.JSONDecodeError as exc:
                     last = exc
-                    log.info("malformed JSON from the model (attempt %d): %.200s", attempt, result.content)
+                    log.info("malformed JSON from the model (attempt %d, %d characters)", attempt,
+                             len(result.content or ""))
                     continue
             return result
         raise LLMError(f"the LLM kept failing after {self.max_attempts} attempts: {type(last).__name__}: {last}")

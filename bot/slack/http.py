@@ -27,7 +27,7 @@ import logging
 import re
 import time
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -85,7 +85,8 @@ _INTERACTION = {"user": dict, "team": dict, "channel": dict, "container": dict, 
 _PARTS = {"user": {"id": str, "username": str, "name": str, "team_id": str},
           "team": {"id": str, "domain": str}, "channel": {"id": str, "name": str},
           "container": {"type": str, "channel_id": str, "message_ts": str, "thread_ts": str, "is_ephemeral": bool},
-          "message": _MESSAGE, "view": {"id": str, "type": str, "callback_id": str}}
+          "message": _MESSAGE,
+          "view": {"id": str, "type": str, "callback_id": str, "state": dict, "private_metadata": str, "hash": str}}
 _ACTION = {"action_id": str, "block_id": str, "value": str, "type": str, "action_ts": str}
 _TYPE_NAMES = {str: "a string", int: "a number", bool: "true or false", list: "an array", dict: "an object"}
 
@@ -136,10 +137,30 @@ def _check_interaction(payload: Any) -> None:
         if isinstance(payload.get(part), dict):
             _check_fields(payload[part], f"payload.{part}", kinds)
     _check_objects(payload.get("actions"), "payload.actions", _ACTION)
+    _check_response_url(payload.get("response_url"), "payload.response_url")
     if payload["type"] == "block_actions":
         actions = payload.get("actions")
         if not actions or not all(isinstance(a.get("action_id"), str) for a in actions):
             raise BadRequest("block_actions without actions (each with an action_id)")
+        if not isinstance(payload.get("view"), dict) and not payload.get("response_url"):
+            # a button in a message (not in a modal or the Home tab): Slack always says where to answer
+            raise BadRequest("block_actions on a message without a response_url")
+    view = payload.get("view")
+    if isinstance(view, dict) and isinstance(view.get("state"), dict):
+        values = view["state"].get("values")
+        if values is not None and not (isinstance(values, dict) and all(
+                isinstance(block, dict) and all(isinstance(v, dict) for v in block.values())
+                for block in values.values())):
+            raise BadRequest("payload.view.state.values is not an object of objects")
+
+
+def _check_response_url(url: Any, where: str) -> None:
+    """``url``, when given, must be an absolute http(s) address (Slack's are ``https://hooks.slack.com/...``)."""
+    if url is None:
+        return
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("https", "http") or not parts.netloc:
+        raise BadRequest(f"{where} is not an http(s) address")
 
 
 def check_body(text: str, content_type: str) -> dict[str, Any]:
@@ -164,7 +185,7 @@ def check_body(text: str, content_type: str) -> dict[str, Any]:
     try:
         params = dict(parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text), max_num_fields=200))
     except ValueError as exc:
-        raise BadRequest(f"invalid form body: {exc}") from exc
+        raise BadRequest("invalid form body") from exc  # its message quotes the field: no user text in logs
     if "payload" in params:
         try:
             payload = parse_json(params["payload"])
@@ -175,6 +196,9 @@ def check_body(text: str, content_type: str) -> dict[str, Any]:
     if params.get("command", "").startswith("/"):
         if not params.get("user_id"):
             raise BadRequest("slash command without user_id")
+        if not params.get("response_url"):
+            raise BadRequest("slash command without response_url")
+        _check_response_url(params["response_url"], "response_url")
         return params
     if params.get("ssl_check") == "1":
         return params

@@ -2,9 +2,12 @@
 Slack's limits (pure functions).
 
 The ``markdown`` block renders standard Markdown itself, so answers go out as the agent wrote them; only
-Slack's own control sequences (``<!channel>``, ``<!here>``, ``<@U123>``, ``<#C123>``, ``<!subteam^...>``),
-which a page of the wiki could carry into an answer, are neutralised (:func:`markdown_safe`). The mrkdwn
-conversion (:func:`to_mrkdwn`) remains for section text (pending action previews, notices).
+what Slack itself would read in text from a page is neutralised (:func:`markdown_safe`, for posted and
+streamed answers alike): its control sequences (``<!channel>``, ``<!here>``, ``<@U123>``, ``<#C123>``,
+``<!subteam^...>``) and its links (``<https://evil|https://intranet>``), by escaping ``&``, ``<`` and
+``>`` as Slack's formatting rules ask (a blockquote's leading ``>`` aside), and Markdown links whose label
+reads as another address than their target (:func:`bot.links.honest_links`). The mrkdwn conversion
+(:func:`to_mrkdwn`) remains for section text (pending action previews, notices).
 
 Slack's mrkdwn differs from Markdown: ``*bold*``, ``_italic_``, ``~strike~``, ``<url|label>`` links, no
 headings (rendered bold here), and ``&``, ``<``, ``>`` must be escaped. Code spans and fenced code keep
@@ -15,7 +18,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["to_mrkdwn", "markdown_safe", "escape", "split_text", "truncate"]
+from ..links import honest_links
+
+__all__ = ["to_mrkdwn", "markdown_safe", "markdown_piece", "escape", "split_text", "truncate"]
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _CODE = re.compile(r"`[^`\n]+`")
@@ -39,24 +44,40 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-_CONTROL = re.compile(r"<(?=[!@#])")
+# inside code, where entities show as typed: a "<" Slack could read as a mention, a broadcast or a link
+_CONTROL = re.compile(r"<(?=[!@#]|[a-z][a-z0-9+.-]*:)", re.I)
+# outside code: "&" not already an entity, "<", and ">" but a blockquote's at the start of a line
+_ENTITY = re.compile(r"&(?!(?:amp|lt|gt);)|<|(?<!^)(?<!^>)(?<!^ >)>", re.M)
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
-def markdown_safe(markdown: str) -> str:
-    """``markdown`` for a ``markdown`` block: unchanged but for Slack's control sequences (mentions,
-    ``<!channel>``...), whose ``<`` becomes the entity ``&lt;`` outside code (Markdown shows it as ``<``,
-    and Slack no longer reads a mention or a broadcast) and is followed by an invisible word joiner
-    (U+2060) inside code, where entities are shown as typed. Never raises; ``None`` gives ``""``."""
+def _prose_safe(text: str) -> str:
+    return _ENTITY.sub(lambda m: _ENTITIES[m.group(0)[0]], honest_links(text))
+
+
+def markdown_piece(markdown: str) -> str:
+    """:func:`markdown_safe` without trimming, for one piece of a streamed answer (the pieces, each made
+    safe, join to the whole made safe, as long as no code span is cut between two pieces)."""
     if not markdown:
         return ""
     out: list[str] = []
     pos = 0
     for m in re.finditer(f"{_FENCE.pattern}|{_CODE.pattern}", markdown, re.S):
-        out.append(_CONTROL.sub("&lt;", markdown[pos:m.start()]))
+        out.append(_prose_safe(markdown[pos:m.start()]))
         out.append(_CONTROL.sub("<\u2060", m.group(0)))
         pos = m.end()
-    out.append(_CONTROL.sub("&lt;", markdown[pos:]))
-    return "".join(out).strip()
+    out.append(_prose_safe(markdown[pos:]))
+    return "".join(out)
+
+
+def markdown_safe(markdown: str) -> str:
+    """``markdown`` for a ``markdown`` block (posted or streamed), with what Slack would read in it
+    neutralised: outside code ``&``, ``<`` and ``>`` become entities (Markdown shows them as typed; Slack no
+    longer reads a mention, a broadcast or a ``<url|label>`` link; a blockquote's ``>`` stays) and a Markdown
+    link labelled with another address than its target shows the target (:func:`bot.links.honest_links`);
+    inside code, where entities are shown as typed, such a ``<`` is followed by an invisible word joiner
+    (U+2060). Never raises; ``None`` gives ``""``."""
+    return markdown_piece(markdown).strip()
 
 
 def _inline(text: str) -> str:
@@ -68,7 +89,7 @@ def _inline(text: str) -> str:
         return f"{_P}{len(links) - 1}{_P}"
 
     text = _IMAGE.sub(lambda m: keep(f"<{m.group(2)}|{escape(m.group(1)) or 'image'}>"), text)
-    text = _LINK.sub(lambda m: keep(f"<{m.group(2)}|{escape(m.group(1)).replace('|', '∣')}>"), text)
+    text = _LINK.sub(lambda m: keep(f"<{m.group(2)}|{escape(m.group(1)).replace('|', '∣')}>"), honest_links(text))
     text = escape(text)
     text = _BOLD.sub(lambda m: f"{_B}{m.group(2)}{_B}", text)
     text = _ITALIC_STAR.sub(lambda m: f"_{m.group(1)}_", text)

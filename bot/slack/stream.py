@@ -31,6 +31,7 @@ from app.progress import FIRST_STATUS, status_for
 
 from . import render
 from .client import api_error_code
+from .mrkdwn import markdown_piece
 
 __all__ = ["AnswerStreamer", "LiveTurn", "stream_pieces", "STREAM_PIECE"]
 
@@ -103,7 +104,9 @@ class LiveTurn:
         """The agent's progress callback (called in its worker thread)."""
         if name == "answer_text":
             if self.stream and data.get("text"):
-                self._loop.call_soon_threadsafe(self._queue.put_nowait, ("text", str(data["text"])))
+                # text from pages, as the posted answer: Slack's links and mentions neutralised
+                piece = markdown_piece(str(data["text"]))
+                self._loop.call_soon_threadsafe(self._queue.put_nowait, ("text", piece))
             return
         text = status_for(name, data)
         if text and self.status:

@@ -166,11 +166,13 @@ class TeamsWebAdapter:
             # Errors inside the bot's turn never get here (the adapter reports them through
             # on_turn_error); what does is authentication (a malformed or unverifiable token) or an
             # activity the SDK cannot read.
+            # The SDK's messages quote the values it could not read (a user's words, in a wrong-typed
+            # field): the type at INFO, the message at DEBUG only.
+            log.debug("Teams: the rejected request's error: %s", str(exc)[:200])
             if self.auth.APP_ID:
-                log.info("Teams: rejected a request whose token could not be verified (%s: %s)", type(exc).__name__,
-                         str(exc)[:200])
+                log.info("Teams: rejected a request whose token could not be verified (%s)", type(exc).__name__)
                 return _error(401, "invalid Bot Framework token")
-            log.info("Teams: rejected an unreadable activity (%s: %s)", type(exc).__name__, str(exc)[:200])
+            log.info("Teams: rejected an unreadable activity (%s)", type(exc).__name__)
             return _error(400, "the activity could not be read")
         return response or web.Response(status=201)
 

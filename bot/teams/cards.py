@@ -22,6 +22,7 @@ from typing import Any
 
 from agent.models import Citation, Reply
 
+from ..links import honest_links
 from ..markdown_blocks import ListBlock, Prose, Table, chat_markdown, display_width, list_lines, parse_blocks
 
 __all__ = ["answer_card", "sources_card", "text_elements", "table_element", "citation_entities", "message_text", "summary",
@@ -49,8 +50,10 @@ def _sources(citations: list[Citation]) -> list[Citation]:
 
 
 def _text(reply: Reply) -> str:
-    """The reply text cut to :data:`MAX_TEXT` characters (keeps ``[n]`` markers, matching the citation entity)."""
-    text = reply.text.strip()
+    """The reply text cut to :data:`MAX_TEXT` characters (keeps ``[n]`` markers, matching the citation entity),
+    each Markdown link labelled with another address than its target showing the target
+    (:func:`bot.links.honest_links`)."""
+    text = honest_links(reply.text.strip())
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1].rstrip() + "\u2026"
 
 
@@ -64,7 +67,7 @@ def summary(reply: Reply) -> str:
     """The activity's ``summary``: the answer on one line, without ``[n]`` markers, link targets or Markdown emphasis
     (a table as its "Header: value" rows), cut at a word boundary to at most :data:`MAX_SUMMARY` characters (with an
     ellipsis)."""
-    text = re.sub(r"\s*\[\d+\]", "", chat_markdown(reply.text, code_width=0))
+    text = re.sub(r"\s*\[\d+\]", "", chat_markdown(honest_links(reply.text), code_width=0))
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [label](url) -> label
     text = re.sub(r"[*_`#>]+", "", text)
     text = re.sub(r"\s+", " ", text).strip()
