@@ -45,7 +45,9 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 def _cell(text: Any) -> str:
     """Text safe in one Markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    parts = text.split("`")  # HTML-escape outside code spans only (inside them Markdown shows text as is)
+    return "`".join(p if i % 2 else p.replace("<", "&lt;").replace(">", "&gt;") for i, p in enumerate(parts))
 
 
 def _type_name(tp: Any) -> str:
@@ -54,7 +56,7 @@ def _type_name(tp: Any) -> str:
     if origin is typing.Annotated:
         return _type_name(args[0])
     if origin is typing.Literal:
-        return " \\| ".join(f"`{a}`" for a in args)
+        return " or ".join(f"`{a}`" for a in args)
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_type_name(a) for a in args if a is not type(None)) + (
             " (optional)" if type(None) in args else "")
@@ -66,7 +68,7 @@ def _type_name(tp: Any) -> str:
         if issubclass(tp, BaseModel):
             return f"[{tp.__name__}](#{tp.__name__.lower()})"
         if issubclass(tp, Enum):
-            return " \\| ".join(f"`{m.value}`" for m in tp)
+            return " or ".join(f"`{m.value}`" for m in tp)
         return {"str": "text", "int": "integer", "float": "number", "bool": "true/false", "Path": "path",
                 "SecretStr": "secret"}.get(tp.__name__, tp.__name__)
     return str(tp).replace("typing.", "")
