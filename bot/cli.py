@@ -442,7 +442,7 @@ SOURCE_SPECS = """source specs:
       link to URL/<path without suffix>, else to file:// paths (shown by the CLI only)
   confluence:URL?space=KEY[,KEY2][&name=&deployment=cloud|datacenter&timezone=&email_env=&token_env=]
   mediawiki:API_URL[?name=&namespaces=0,4&username_env=&password_env=]
-  (credentials are read from the named environment variables; see the README)"""
+  (credentials are read from the named environment variables; see docs/how-to/)"""
 
 
 def _command(sub, name: str, summary: str, description: str, examples: list[str]) -> argparse.ArgumentParser:
