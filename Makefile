@@ -8,20 +8,34 @@ DEMO_DATA ?= .chatops-demo
 EVAL_DATA ?= .chatops-eval
 SHARED ?= ../shared
 STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+# mkdocs-material prints a notice about MkDocs 2.0 on every build; the site is built with MkDocs 1.x.
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install lock demo test lint bench eval eval-shared clean teams-package
+.PHONY: install install-runtime lock demo test lint docs docs-serve bench eval eval-shared clean teams-package
 
+# install: everything, the test extra included (make test, make docs); install-runtime: what the bot needs
+# to run and nothing else (make demo; the same lock as the container image). Each has its own stamp.
 install: $(STAMP)
+install-runtime: $(RUNTIME_STAMP)
 
 # Re-installs only when pyproject.toml or the lock changes (idempotent, fast when nothing changed).
-# Every package, the build tools (pip, setuptools, wheel) included, comes from requirements.lock and
-# must match one of its SHA-256 hashes; the project itself is then installed without resolving again.
-$(STAMP): pyproject.toml requirements.lock
+# Every package, the build tools (pip, setuptools, wheel) included, comes from the lock and must match one
+# of its SHA-256 hashes; the project itself is then installed without resolving again.
+define install_from
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "chatops needs Python 3.11 or newer")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(1)
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	@touch $(STAMP)
+endef
+
+$(STAMP): pyproject.toml requirements.lock
+	$(call install_from,requirements.lock)
+	@touch $(STAMP) $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): pyproject.toml requirements-runtime.lock
+	$(call install_from,requirements-runtime.lock)
+	@touch $(RUNTIME_STAMP)
 
 # Re-resolves requirements.lock from pyproject.toml (run after changing a dependency; commit the result), and
 # requirements-runtime.lock, its subset without the test extra, for the container image (same pins and hashes).
@@ -33,7 +47,7 @@ lock:
 	$(BIN)/uv pip compile pyproject.toml requirements-build.in -c requirements.lock --generate-hashes --universal \
 	  --python-version 3.11 --no-header -o requirements-runtime.lock
 
-demo: install
+demo: install-runtime
 	@echo "== indexing $(CORPUS)"
 	CHATOPS_DATA_DIR=$(DEMO_DATA) $(BIN)/chatops index folder:$(CORPUS)
 	@if [ "$(CORPUS)" = "examples/wiki" ]; then qfile=$(DEMO_QUESTIONS); else qfile=""; fi; \
@@ -47,6 +61,14 @@ demo: install
 
 test: install lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# The documentation site (docs/, mkdocs.yml) into site/; the reference pages are generated from the code
+# at build time (docs/hooks/reference.py). make test builds it with --strict too (tests/test_docs.py).
+docs: install
+	$(BIN)/mkdocs build --strict
+
+docs-serve: install
+	$(BIN)/mkdocs serve
 
 # The Teams app package (dist/chatops-teams.zip): teams/manifest.json filled from MicrosoftAppId,
 # TEAMS_BOT_DOMAIN, TEAMS_APP_NAME and TEAMS_DEVELOPER_NAME (environment or .env), zipped with the icons.
@@ -79,4 +101,4 @@ eval-shared:
 	and their corpora come from ../shared beside this clone (set SHARED=DIR to use another folder)" >&2; exit 2; }; done
 
 clean:
-	rm -rf $(DEMO_DATA) .pytest_cache
+	rm -rf $(DEMO_DATA) .pytest_cache site

@@ -1,6 +1,7 @@
 """Settings from environment variables (and an optional ``.env`` file), via pydantic-settings.
 
-Every setting is listed in the README's settings table; keep the two in step.
+Every setting needs a Field description: the settings reference (docs/reference/settings.md) is generated
+from this model by docs/hooks/reference.py, and the docs build fails on a setting without one.
 """
 
 from __future__ import annotations

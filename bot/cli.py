@@ -48,7 +48,7 @@ def _settings(answers_on_stdout: bool = False) -> Settings:
     try:
         s = Settings()
     except ValidationError as exc:
-        raise ConfigError(f"invalid settings:\n{exc}\nFix the environment variables (see the README's Settings table).")
+        raise ConfigError(f"invalid settings:\n{exc}\nFix the environment variables (every setting: docs/reference/settings.md, or make docs).")
     from .logs import configure_logging
 
     level = s.chatops_log_level
@@ -442,7 +442,7 @@ SOURCE_SPECS = """source specs:
       link to URL/<path without suffix>, else to file:// paths (shown by the CLI only)
   confluence:URL?space=KEY[,KEY2][&name=&deployment=cloud|datacenter&timezone=&email_env=&token_env=]
   mediawiki:API_URL[?name=&namespaces=0,4&username_env=&password_env=]
-  (credentials are read from the named environment variables; see the README)"""
+  (credentials are read from the named environment variables; see docs/how-to/)"""
 
 
 def _command(sub, name: str, summary: str, description: str, examples: list[str]) -> argparse.ArgumentParser:
@@ -464,7 +464,7 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     p = argparse.ArgumentParser(prog="chatops", description="Answers from your wiki, with verified citations, "
-                                "and books meetings. Settings come from the environment (see the README).",
+                                "and books meetings. Settings come from the environment (see docs/reference/settings.md).",
                                 epilog="Run `chatops COMMAND --help` for a command's options and examples.")
     p.add_argument("--version", action="version", version=f"chatops {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -4,6 +4,7 @@ and the bundled embedding model is checked before it is loaded."""
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -48,10 +49,32 @@ def test_every_dependency_is_pinned_in_the_lock_with_hashes() -> None:
     assert {"pip", "setuptools", "wheel"} <= set(pins), "the build tools are pinned with the rest"
 
 
-def test_make_install_installs_from_the_lock_with_hashes() -> None:
-    makefile = (ROOT / "Makefile").read_text()
-    assert "--require-hashes -r requirements.lock" in makefile
-    assert "--no-deps" in makefile and "--no-build-isolation" in makefile
+def _make_dry_run(target: str, venv: Path) -> str:
+    """The commands ``make TARGET`` would run on a fresh clone (a venv that does not exist yet)."""
+    proc = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_make_install_installs_from_the_lock_with_hashes(tmp_path: Path) -> None:
+    commands = _make_dry_run("install", tmp_path / "venv")
+    assert "--require-hashes -r requirements.lock" in commands
+    assert "--no-deps" in commands and "--no-build-isolation" in commands
+
+
+def test_make_demo_installs_the_runtime_lock_only(tmp_path: Path) -> None:
+    commands = _make_dry_run("demo", tmp_path / "venv")
+    assert "--require-hashes -r requirements-runtime.lock" in commands
+    assert "requirements.lock" not in commands.replace("requirements-runtime.lock", "")
+    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    runtime = (ROOT / "requirements-runtime.lock").read_text().lower()
+    for req in map(Requirement, test_extra):
+        name = canonicalize_name(req.name)
+        if name in {"jsonschema"}:  # also a runtime dependency's dependency
+            continue
+        assert not re.search(rf"^{re.escape(name)}==", runtime, flags=re.M), f"the runtime lock installs {name}"
+    assert "--require-hashes -r requirements.lock" in _make_dry_run("test", tmp_path / "venv")
 
 
 def test_the_venv_has_no_setuptools_with_known_advisories() -> None:
