@@ -190,7 +190,8 @@ def test_version_and_every_subcommand_has_a_description_and_examples(tmp_path: P
         assert parser.description and len(parser.description) > 40, name
         assert parser.epilog and parser.epilog.startswith("examples:\n  chatops " + name), name
     index_help = run_chatops(["index", "--help"], tmp_path / "d", cwd=tmp_path).stdout
-    for spec in ("folder:PATH[?name=NAME&url_base=URL]", "confluence:URL?space=KEY", "mediawiki:API_URL"):
+    for spec in ("folder:PATH[?name=NAME&url_base=URL&url_template=T&exclude=GLOB]", "confluence:URL?space=KEY",
+                 "mediawiki:API_URL"):
         assert spec in index_help
 
 
