@@ -91,7 +91,7 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
     out = out or SectionPrinter()
     sources = [parse_source_spec(s) for s in specs]
     own = index is None
-    index = index or open_index(settings, repair=True)  # an indexing run rebuilds a damaged store
+    index = index or open_index(settings, repair=True, full=full)  # an indexing run rebuilds a damaged store
     runs = RunLog.open(settings, index.index_id)  # each run is recorded like a sync, so `chatops status` shows it
     try:
         indexer = Indexer(index)

@@ -111,7 +111,7 @@ def test_damaged_manifest_exits_2_with_what_to_do(data: Path, wiki: Path, comman
 
 def test_damaged_whoosh_segment_stops_readers_and_the_next_index_run_rebuilds_it(data: Path, wiki: Path) -> None:
     _garble(_segment(data))
-    _assert_usage_error(_chatops(["ask", QUESTION], data), f"the BM25 index at {data / 'index' / 'whoosh'} is damaged",
+    _assert_usage_error(_chatops(["ask", QUESTION], data), f"the BM25 index at {_segment(data)} is damaged",
                         "run `chatops index SOURCE...` or `chatops sync`")
     proc = _chatops(["index", f"folder:{wiki}"], data)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -146,7 +146,7 @@ def test_damaged_qdrant_storage_stops_readers_and_sync_rebuilds_it(data: Path, w
     [storage] = (data / "index" / "qdrant").rglob("storage.sqlite")
     _garble(storage, 5000)
     _assert_usage_error(_chatops(["ask", QUESTION], data),
-                        f"the vector index at {data / 'index' / 'qdrant'} is damaged (sqlite: file is not a database)")
+                        f"the vector index at {storage} is damaged (sqlite: file is not a database)")
     proc = _chatops(["sync"], data, CHATOPS_SOURCES=f"folder:{wiki}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rebuilt the damaged dense" in proc.stdout and "in dense" in proc.stdout
