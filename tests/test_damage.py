@@ -360,7 +360,7 @@ def test_each_damaged_index_file_is_named_and_index_full_repairs_it(data: Path, 
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"index holds {WIKI_PAGES} pages" in proc.stdout
     assert "rebuilt the damaged" in proc.stdout
-    assert list(damaged.parent.parent.glob("*.corrupt-*")) or list(damaged.parent.glob("*.corrupt-*"))
+    assert list((data / "index").glob("*.corrupt-*"))  # the damaged copy is kept beside the rebuilt one
     assert _cited(data, "bm25") and _cited(data, "dense")
 
 
