@@ -240,7 +240,8 @@ def load_calibration(index_dir: str | Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        log.warning("ignoring the gate calibration %s (%s); using the default thresholds", path, exc)
+        log.warning("ignoring the damaged gate calibration %s (%s); using the default thresholds until it is fitted "
+                    "again: run `chatops calibrate` (or any `chatops index` run)", path, exc)
         return None
 
 

@@ -463,7 +463,7 @@ def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) ->
               file=sys.stderr)
         return 2
     store = StateStore(settings.state_url)
-    index = open_index(settings, repair=True)  # an indexing run rebuilds a damaged store
+    index = open_index(settings, repair=True, full=full)  # an indexing run rebuilds a damaged store
     try:
         rt = build_agent(settings, index=index)
     except BaseException:

@@ -110,6 +110,31 @@ class Settings(BaseSettings):
     teams_developer_name: str = Field("", description="Who publishes the Teams app (its developer.name); default "
                                       "the app name.")
 
+    # The privacy statement and terms of use (GET /privacy, /terms of chatops serve; the Teams package's links)
+    privacy_url: str | None = Field(None, description="Your own privacy statement (an https URL): the Teams app "
+                                    "package links it and /privacy redirects there; unset: the package links "
+                                    "https://TEAMS_BOT_DOMAIN/privacy, which chatops serve serves from "
+                                    "PRIVACY_TEXT_FILE or a short default text naming the retention settings.")
+    terms_url: str | None = Field(None, description="Your own terms of use (an https URL): the Teams app package "
+                                  "links it and /terms redirects there; unset: https://TEAMS_BOT_DOMAIN/terms, "
+                                  "served from TERMS_TEXT_FILE or a short default text.")
+    privacy_text_file: Path | None = Field(None, description="A UTF-8 file whose text chatops serve serves at "
+                                           "/privacy (a .html or .htm file as HTML, any other as plain text); unset: "
+                                           "the default text.")
+    terms_text_file: Path | None = Field(None, description="A UTF-8 file whose text chatops serve serves at /terms "
+                                         "(.html or .htm as HTML, else plain text); unset: the default text.")
+
+    @field_validator("privacy_url", "terms_url")
+    @classmethod
+    def _https(cls, v: str | None, info) -> str | None:
+        from urllib.parse import urlsplit
+
+        v = (v or "").strip() or None
+        if v is not None and (urlsplit(v).scheme != "https" or not urlsplit(v).netloc):
+            raise ValueError(f"{info.field_name.upper()} must be an https:// URL (Teams links only https pages), "
+                             f"e.g. https://intranet.example.com/chatops/{info.field_name.split('_')[0]}; got {v[:80]!r}")
+        return v
+
     # LLM planner (on when OPENAI_API_KEY, OPENAI_BASE_URL or AZURE_OPENAI_ENDPOINT is set)
     planner_model: str = Field("gpt-4o-mini", description="Model for routing, rewriting, reflection and checks.")
     answer_model: str = Field("gpt-4o-mini", description="Model that writes the final answer.")
@@ -193,12 +218,28 @@ class Settings(BaseSettings):
         """Where the local calendar's .ics files go."""
         return self.calendar_ics_dir or self.chatops_data_dir / "calendar"
 
-    @field_validator("chatops_data_dir", "chatops_cache_dir", "calendar_ics_dir")
+    @field_validator("chatops_data_dir", "chatops_cache_dir", "calendar_ics_dir", "privacy_text_file",
+                     "terms_text_file")
     @classmethod
     def _absolute(cls, v: Path | None) -> Path | None:
         """Folders are resolved once, when the settings are read: a relative ``CHATOPS_DATA_DIR`` means
         the folder below the directory the command started in, and ``chatops status`` shows which."""
         return None if v is None else v.expanduser().resolve()
+
+    @field_validator("chatops_data_dir", "chatops_cache_dir", "calendar_ics_dir")
+    @classmethod
+    def _folder(cls, v: Path | None, info) -> Path | None:
+        """A folder setting must name a folder, or a path that can become one (no file on the way)."""
+        if v is None:
+            return v
+        for p in (v, *v.parents):
+            if p.exists():
+                if not p.is_dir():
+                    what = "is a file" if p == v else f"is below {p}, which is a file"
+                    raise ValueError(f"{info.field_name.upper()}={v} {what}, not a folder; point "
+                                     f"{info.field_name.upper()} at a folder (it is created when missing)")
+                break
+        return v
 
     @field_validator("chatops_log_format")
     @classmethod

@@ -63,19 +63,21 @@ def _shared_manifest_database(settings: Settings) -> str | None:
     return settings.state_url
 
 
-def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repair: bool = False) -> KnowledgeIndex:
+def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repair: bool = False,
+               full: bool = False) -> KnowledgeIndex:
     """Open (or create) the knowledge index: embedded under the data dir, or shared (``QDRANT_URL``: the
     collection ``QDRANT_COLLECTION`` on that server, its manifest in the state database, ``DATABASE_URL`` or the
     data dir's ``state.sqlite``; see :class:`index.knowledge.KnowledgeIndex`).
 
     ``repair=True`` (indexing runs) moves a damaged store aside instead of raising; the run's
     reconciliation rebuilds it (see :class:`index.knowledge.KnowledgeIndex`); it also verifies the
-    embedding cache on open (see :func:`build_embedder`).
+    embedding cache on open (see :func:`build_embedder`). ``full`` (with ``repair``: a full run) also moves a
+    damaged manifest aside and starts it empty (``rebuild_manifest``).
     """
     return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings, verify_cache=repair),
                           qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key,
                           collection=settings.qdrant_collection, keyword_index=settings.keyword_index, repair=repair,
-                          database_url=_shared_manifest_database(settings))
+                          database_url=_shared_manifest_database(settings), rebuild_manifest=repair and full)
 
 
 def open_index_manifest(settings: Settings, create: bool = True) -> Manifest | None:

@@ -48,7 +48,7 @@ def _settings(answers_on_stdout: bool = False) -> Settings:
     try:
         s = Settings()
     except ValidationError as exc:
-        raise ConfigError(f"invalid settings:\n{exc}\nFix the environment variables (every setting: docs/reference/settings.md, or make docs).")
+        raise ConfigError(_settings_errors(exc)) from None
     from .logs import configure_logging
 
     level = s.chatops_log_level
@@ -62,6 +62,17 @@ def _settings(answers_on_stdout: bool = False) -> Settings:
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     return s
+
+
+def _settings_errors(exc) -> str:
+    """A pydantic ``ValidationError`` of :class:`Settings` as one line: each variable and what is wrong with it."""
+    problems = []
+    for err in exc.errors(include_url=False, include_input=False):
+        name = str(err["loc"][0]).upper() if err.get("loc") else "a setting"
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        problems.append(msg if msg.startswith(name) else f"{name}: {msg}")
+    return (f"invalid setting{'s' if len(problems) > 1 else ''}: {'; '.join(problems)} "
+            "(fix the environment variable or .env file; every setting: docs/reference/settings.md, or make docs)")
 
 
 def _index_sources(settings: Settings, specs: list[str], full: bool, index=None, quiet: bool = False,
@@ -80,7 +91,7 @@ def _index_sources(settings: Settings, specs: list[str], full: bool, index=None,
     out = out or SectionPrinter()
     sources = [parse_source_spec(s) for s in specs]
     own = index is None
-    index = index or open_index(settings, repair=True)  # an indexing run rebuilds a damaged store
+    index = index or open_index(settings, repair=True, full=full)  # an indexing run rebuilds a damaged store
     runs = RunLog.open(settings, index.index_id)  # each run is recorded like a sync, so `chatops status` shows it
     try:
         indexer = Indexer(index)
@@ -437,9 +448,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 SOURCE_SPECS = """source specs:
-  folder:PATH[?name=NAME&url_base=URL]
+  folder:PATH[?name=NAME&url_base=URL&url_template=T&exclude=GLOB]
       Markdown/HTML files under PATH; NAME defaults to the folder's name; with url_base, pages
-      link to URL/<path without suffix>, else to file:// paths (shown by the CLI only)
+      link to their front matter's permalink or URL/<path without suffix> (url_template, e.g.
+      {url_base}/{jekyll_path}, for sites that rewrite paths), else to file:// paths (shown by the
+      CLI only); README.md, SOURCE.md, LICENSE* and CONTRIBUTING.md at the root are left out
+      (exclude=GLOB, repeated or |-separated, sets the list; an empty exclude= indexes every file)
   confluence:URL?space=KEY[,KEY2][&name=&deployment=cloud|datacenter&timezone=&email_env=&token_env=]
   mediawiki:API_URL[?name=&namespaces=0,4&username_env=&password_env=]
   (credentials are read from the named environment variables; see docs/how-to/)"""

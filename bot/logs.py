@@ -7,6 +7,11 @@ time, level, logger, message and every ``extra`` field, e.g. a turn's ``trace_id
 text on a terminal, JSON otherwise, so a service or a container logs JSON and a person at a shell
 reads text). Every record passes :class:`bot.logsafe.RedactingFilter` with the configured secrets
 (Slack tokens and signing secret, the OpenAI key, the Teams app password) and any token-shaped text.
+
+APScheduler narrates every run of every job at INFO ("Running job ...", "Job ... executed
+successfully": two lines every 5 s from the re-index queue job of an idle server) and each job it adds;
+:class:`DemoteFilter` turns its INFO records into DEBUG ones, shown only at ``CHATOPS_LOG_LEVEL=DEBUG``
+(its warnings, such as a missed run, stay warnings). chatops logs what a run did itself.
 """
 
 from __future__ import annotations
@@ -17,10 +22,35 @@ from typing import TextIO
 
 from .logsafe import RedactingFilter, redact
 
-__all__ = ["configure_logging", "log_handler", "LOG_FORMATS"]
+__all__ = ["configure_logging", "log_handler", "LOG_FORMATS", "DemoteFilter", "DEMOTED_LOGGERS"]
 
 LOG_FORMATS = ("auto", "json", "text")
 _TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: Libraries whose INFO records are DEBUG for chatops (see the module docstring).
+DEMOTED_LOGGERS = ("apscheduler",)
+
+
+class DemoteFilter(logging.Filter):
+    """A handler filter: INFO records of ``loggers`` (and their children) become DEBUG records, dropped
+    unless ``level`` lets DEBUG through.
+
+    Args:
+        level: the level the handler logs at (a name or a number).
+        loggers: logger names whose INFO is demoted.
+    """
+
+    def __init__(self, level: str | int, loggers: tuple[str, ...] = DEMOTED_LOGGERS) -> None:
+        super().__init__()
+        self.debug = (logging.getLevelName(level) if isinstance(level, str) else level) <= logging.DEBUG
+        self.prefixes = tuple(loggers)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for a demoted record the level hides; a kept one is relabelled DEBUG."""
+        if record.levelno != logging.INFO or not (record.name in self.prefixes
+                                                  or record.name.startswith(tuple(p + "." for p in self.prefixes))):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return self.debug
 
 
 def log_handler(fmt: str = "auto", secrets: tuple[str, ...] = (), stream: TextIO | None = None) -> logging.Handler:
@@ -72,6 +102,7 @@ def configure_logging(level: str, fmt: str = "auto", secrets: tuple[str, ...] = 
         ValueError: for an unknown format.
     """
     handler = log_handler(fmt, secrets, stream)
+    handler.addFilter(DemoteFilter(level))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

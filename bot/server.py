@@ -2,7 +2,8 @@
 
 The app always has ``GET /healthz`` (the process is up), ``GET /readyz`` (the state store answers,
 the index is open, and every adapter is ready; 503 otherwise, with a JSON body saying which check
-failed) and ``GET /metrics`` (Prometheus text: :mod:`telemetry.metrics`, :mod:`app.metrics`).
+failed) and ``GET /metrics`` (Prometheus text: :mod:`telemetry.metrics`, :mod:`app.metrics`);
+:func:`serve` adds ``GET /privacy`` and ``GET /terms`` (:mod:`bot.legal`).
 Platforms plug in as **web adapters** (:class:`WebAdapter`): each brings its routes (Slack:
 ``POST /slack/events``; Teams will add ``POST /api/messages``), a readiness check, and start/stop hooks
 run with the server. Adding a platform means writing an adapter and passing it to :func:`create_app`;
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import socket
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -176,8 +178,10 @@ async def _metrics(request: web.Request) -> web.Response:
 
 
 def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, ReadinessCheck] | None = None,
-               client_max_size: int = 1024 ** 2, collectors: Sequence[Any] = ()) -> web.Application:
-    """The web application: ``/healthz``, ``/readyz``, ``/metrics`` and every adapter's routes and hooks.
+               client_max_size: int = 1024 ** 2, collectors: Sequence[Any] = (),
+               routes: Sequence[web.RouteDef] = ()) -> web.Application:
+    """The web application: ``/healthz``, ``/readyz``, ``/metrics``, ``routes`` (``/privacy`` and ``/terms``,
+    :mod:`bot.legal`) and every adapter's routes and hooks.
 
     Unexpected errors in a handler are a JSON 500 (the trace goes to the log); a request aiohttp cannot
     parse (e.g. a header line over 8 KB) is aiohttp's 400, logged as one line without a trace.
@@ -187,6 +191,7 @@ def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, Readine
         checks: extra readiness checks by name (e.g. ``state``, ``index``).
         client_max_size: the largest request body accepted (bigger gets 413).
         collectors: scrape-time Prometheus collectors added to ``GET /metrics`` (see :func:`metrics_registry`).
+        routes: further routes of the server itself (not a platform's).
 
     Raises:
         ValueError: when two adapters claim the same route.
@@ -199,6 +204,7 @@ def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, Readine
     app.router.add_get("/readyz", _readyz)
     app[METRICS_KEY] = metrics_registry(collectors)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_routes(routes)
     seen: dict[tuple[str, str], str] = {}
     for adapter in adapters:
         for route in adapter.routes():
@@ -310,8 +316,14 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     from app.outbox import Outbox
     from .slack.outbox import SlackDmSender
 
+    from .legal import LegalPageError, legal_pages, legal_routes
+
     if role not in ROLES:
         raise ServeError(f"unknown role {role!r}: use all (answer and write the index) or web (answer only)")
+    try:
+        pages = legal_pages(settings)  # GET /privacy and /terms (the Teams app package links them)
+    except LegalPageError as exc:
+        raise ServeError(str(exc)) from exc
     writes = role != "web"
     if not writes and not settings.qdrant_url:
         raise ServeError("`chatops serve --role web` reads a shared index: set QDRANT_URL (with the embedded "
@@ -389,7 +401,8 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         return await asyncio.to_thread(index_readiness, runtime.index, first_sync)
 
     app = create_app(adapters, checks={"state": state_ready, "index": index_ready},
-                     collectors=[StoreCollector(runtime.index.manifest, store, index_id=runtime.index.index_id)])
+                     collectors=[StoreCollector(runtime.index.manifest, store, index_id=runtime.index.index_id)],
+                     routes=legal_routes(pages))
     try:
         mode = ", ".join(filter(None, ["Slack: socket mode" if socket_mode else ("Slack: /slack/events" if config else ""),
                                        "Teams: /api/messages" if teams_wanted else ""]))
@@ -407,6 +420,23 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     return 0
 
 
+def _listen_error(host: str, port: int, exc: OSError) -> str:
+    """What to do when the server cannot listen on ``host:port`` (one line)."""
+    import errno
+
+    where = f"{host}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return (f"cannot listen on {where}: the port is already in use (another chatops serve, or another server); "
+                "stop that process or choose a free port with `chatops serve --port N`")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (f"cannot listen on {where}: not allowed to use port {port} (ports below 1024 need privileges); "
+                "choose a port from 1024 up with `chatops serve --port N`")
+    if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT) or isinstance(exc, socket.gaierror):
+        return (f"cannot listen on {where}: {host} is not an address of this machine; use `--host 0.0.0.0` "
+                "(every interface) or `--host 127.0.0.1` (this machine only)")
+    return f"cannot listen on {where} ({exc.strerror or exc}); choose another `--host` or `--port`"
+
+
 async def _run(app: web.Application, host: str, port: int, executor: Executor, jobs: Any, initial_sync: bool,
                mode: str, outbox: Any = None, retention: Any = None) -> None:
     from .lifecycle import log_startup_sync, stop_on_signals
@@ -418,7 +448,10 @@ async def _run(app: web.Application, host: str, port: int, executor: Executor, j
     await runner.setup()
     scheduler = None
     try:
-        await web.TCPSite(runner, host, port).start()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as exc:
+            raise ServeError(_listen_error(host, port, exc)) from None
         bound = runner.addresses[0][1] if runner.addresses else port
         print(f"chatops: serving on http://{host}:{bound} ({mode}; /healthz, /readyz, /metrics); Ctrl-C stops",
               file=sys.stderr, flush=True)

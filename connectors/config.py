@@ -403,17 +403,46 @@ class FolderConfig(_SourceBase):
     Attributes:
         audience: who may read its pages (:data:`Audience`; ``public`` by default): a folder has no
             per-page read control.
+        url_base: the site the pages are published on; links are ``url_base`` + the path without its suffix,
+            unless a page's front matter gives a ``permalink``.
+        url_template: the link of a page without a permalink, for sites that rewrite paths
+            (:data:`connectors.folder.URL_PLACEHOLDERS`, e.g. ``"{url_base}/{jekyll_path}"``).
+        exclude: globs of paths relative to the folder left out of the index; unset:
+            :data:`connectors.folder.DEFAULT_EXCLUDE` (``README.md``, ``SOURCE.md``, ``LICENSE*``,
+            ``CONTRIBUTING.md`` at the root); ``[]`` indexes every page.
     """
 
     type: Literal["folder"]
     path: str
     url_base: str | None = None
+    url_template: str | None = None
+    exclude: list[str] | None = None
     audience: Audience = "public"
 
     @field_validator("audience", mode="before")
     @classmethod
     def _audience(cls, v: Any) -> Any:
         return _check_audience(v)
+
+    @field_validator("exclude", mode="before")
+    @classmethod
+    def _exclude(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [v]
+        if v is not None and not isinstance(v, list):
+            raise ValueError("exclude is a list of globs relative to the folder, e.g. [README.md, drafts/*], "
+                             "or [] to index every page")
+        from .folder import check_exclude
+
+        return None if v is None else check_exclude(v)
+
+    @model_validator(mode="after")
+    def _template(self) -> "FolderConfig":
+        if self.url_template is not None:
+            from .folder import check_url_template
+
+            check_url_template(self.url_template, self.url_base)
+        return self
 
 
 SourceConfig = Annotated[Union[ConfluenceConfig, MediaWikiConfig, FolderConfig], Field(discriminator="type")]

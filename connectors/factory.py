@@ -34,7 +34,8 @@ def build_source(cfg: SourceConfig, *, environ: Mapping[str, str] | None = None,
     """
     pol = policy or RetryPolicy(attempts=cfg.retries + 1)
     if isinstance(cfg, FolderConfig):
-        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base, access=audience_access(cfg.audience))
+        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base, access=audience_access(cfg.audience),
+                            url_template=cfg.url_template, exclude=cfg.exclude)
     if isinstance(cfg, ConfluenceConfig):
         vars_ = dict(credential_vars(cfg))
         token = require_env(vars_["auth.token_env"], cfg.name, "auth.token_env", environ)

@@ -1,7 +1,9 @@
 """Source spec strings for one-off runs and ``CHATOPS_SOURCES``.
 
-- ``folder:PATH[?name=NAME&url_base=URL&audience=A]`` (without ``name=``, the folder's own name: two
-  folders are two sources, and indexing one never deletes the other's pages)
+- ``folder:PATH[?name=NAME&url_base=URL&url_template=T&exclude=GLOB&audience=A]`` (without ``name=``, the
+  folder's own name: two folders are two sources, and indexing one never deletes the other's pages;
+  ``exclude`` repeated or ``|``-separated, an empty ``exclude=`` indexes every page, none: the default
+  :data:`connectors.folder.DEFAULT_EXCLUDE`)
 - ``confluence:URL?space=KEY[&space=KEY2|,KEY2][&name=NAME&deployment=cloud|datacenter&timezone=TZ
   &email_env=VAR&token_env=VAR]`` (credentials by environment variable name; defaults
   ``CONFLUENCE_EMAIL``/``CONFLUENCE_API_TOKEN`` for Cloud, ``CONFLUENCE_TOKEN`` for Data Center)
@@ -27,7 +29,7 @@ __all__ = ["parse_source_spec", "spec_to_config", "default_source_name"]
 _EXAMPLES = ("folder:./examples/wiki, confluence:https://acme.atlassian.net/wiki?space=ENG or "
              "mediawiki:https://wiki.acme.com/w/api.php")
 _OPTIONS = {
-    "folder": {"name", "url_base", "audience"},
+    "folder": {"name", "url_base", "url_template", "exclude", "audience"},
     "confluence": {"name", "space", "deployment", "timezone", "email_env", "token_env"},
     "mediawiki": {"name", "namespaces", "username_env", "password_env", "audience"},
 }
@@ -63,6 +65,9 @@ def spec_to_config(spec: str):
         raise SourceSpecError(f"unknown source type {kind!r} in {spec!r}; supported: folder:PATH, "
                               "confluence:URL?space=KEY, mediawiki:API_URL")
     multi = parse_qs(query)
+    blank = parse_qs(query, keep_blank_values=True)  # `exclude=` (empty) means "leave nothing out"
+    if kind == "folder" and "exclude" in blank:
+        multi["exclude"] = blank["exclude"]
     params = {k: v[-1] for k, v in multi.items()}
     unknown = set(params) - _OPTIONS[kind]
     if unknown:
@@ -73,7 +78,9 @@ def spec_to_config(spec: str):
         entries = [e.strip() for v in multi["audience"] for e in v.split("|") if e.strip()]
         data["audience"] = "public" if entries == ["public"] else entries
     if kind == "folder":
-        data.update(path=location, url_base=params.get("url_base"))
+        data.update(path=location, url_base=params.get("url_base"), url_template=params.get("url_template"))
+        if "exclude" in multi:
+            data["exclude"] = [e.strip() for v in multi["exclude"] for e in v.split("|") if e.strip()]
     elif kind == "confluence":
         spaces = [k for v in multi.get("space", []) for k in v.split(",") if k.strip()]
         if not spaces:
@@ -118,5 +125,6 @@ def parse_source_spec(spec: str):
     if kind == "folder":
         # Kept exactly as before the connectors arrived (messages name name= and url_base=).
         cfg = spec_to_config(spec)
-        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base, access=audience_access(cfg.audience))
+        return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base, access=audience_access(cfg.audience),
+                            url_template=cfg.url_template, exclude=cfg.exclude)
     return build_source(spec_to_config(spec))

@@ -36,8 +36,9 @@ ACCESS_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 11, 13, 26
 
 #: What to do about a damaged manifest (or index folder); ``{index_dir}`` is filled in.
-REBUILD_INDEX = ("move the folder {index_dir} away (e.g. `mv {index_dir} {index_dir}.damaged`) and rebuild it with "
-                 "`chatops sync --full` or `chatops index SOURCE...`; embeddings come from the cache, so this is quick")
+REBUILD_INDEX = ("rebuild the index with `chatops sync --full` (the configured sources) or `chatops index --full SOURCE...` "
+                 "(name every source): a full run moves the damaged manifest aside (or move the folder {index_dir} "
+                 "away yourself); embeddings come from the cache, so this is quick")
 #: What to do about a damaged BM25 or vector store: an indexing run rebuilds it from the other one.
 REBUILD_STORE = ("run `chatops index SOURCE...` or `chatops sync` (stop `chatops serve` first): an indexing run "
                  "moves the damaged folder aside and rebuilds it from the other index and the embedding cache")

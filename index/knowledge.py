@@ -220,6 +220,8 @@ class KnowledgeIndex:
         repair: move a damaged local store aside and start it empty instead of raising (for
             indexing runs, whose reconciliation refills it); :attr:`rebuilt` lists what was moved. A shared
             collection of an older layout is dropped and made again.
+        rebuild_manifest: (full runs: ``chatops index --full``, ``chatops sync --full``) a damaged manifest file is
+            moved aside (``manifest.sqlite.corrupt-<timestamp>``) and started empty instead of raising.
 
     Attributes:
         index_id: the index's id (:func:`index.identity.ensure_index_id`): random and kept in the manifest
@@ -244,7 +246,8 @@ class KnowledgeIndex:
 
     def __init__(self, path: str | os.PathLike[str], embedder: Embedder, qdrant_url: str | None = None,
                  qdrant_api_key: str | None = None, collection: str = "chunks", repair: bool = False,
-                 keyword_index: Literal["auto", "whoosh", "qdrant"] = "auto", database_url: str | None = None) -> None:
+                 keyword_index: Literal["auto", "whoosh", "qdrant"] = "auto", database_url: str | None = None,
+                 rebuild_manifest: bool = False) -> None:
         if keyword_index not in ("auto", "whoosh", "qdrant"):
             raise ValueError(f"KEYWORD_INDEX must be 'auto', 'whoosh' or 'qdrant', got {keyword_index!r}")
         if qdrant_url and keyword_index == "whoosh":
@@ -259,7 +262,7 @@ class KnowledgeIndex:
         #: Damaged stores moved aside on open (``"bm25 (moved to whoosh.corrupt-...)"``), for the run's report.
         self.rebuilt: list[str] = []
         self._where = (qdrant_url, collection)
-        self.manifest = open_manifest(self.path, qdrant_url, database_url, collection)
+        self.manifest = self._open_manifest(qdrant_url, database_url, collection, rebuild_manifest)
         try:
             self.keyword: WhooshStore | QdrantSparseStore | HybridKeywordView
             self.dense: QdrantStore
@@ -310,6 +313,27 @@ class KnowledgeIndex:
         self.index_id = ensure_index_id(self.manifest, *self._where)
         if repair or not self.shared:  # a reader of a shared index must not undo a writer's pages in flight
             self.recover()
+
+    def _open_manifest(self, qdrant_url: str | None, database_url: str | None, collection: str,
+                       rebuild: bool) -> Manifest:
+        """:func:`open_manifest`; with ``rebuild`` (a full run), a damaged manifest file of an embedded index is moved
+        aside (with its SQLite journal files) and started empty: the run's reconciliation then empties the stores of
+        what it no longer records, and the run indexes its sources again."""
+        try:
+            return open_manifest(self.path, qdrant_url, database_url, collection)
+        except IndexCorruptError as exc:
+            local = self.path / MANIFEST_FILE
+            if not rebuild or self.shared or not local.is_file():
+                raise
+            moved = quarantine(local)
+            for extra in ("-wal", "-shm", "-journal"):
+                sidecar = local.with_name(MANIFEST_FILE + extra)
+                if sidecar.exists():
+                    sidecar.rename(moved.with_name(moved.name + extra))
+            log.warning("the index manifest %s is damaged (%s); moved it to %s, the full run rebuilds the index",
+                        local, reason(exc.__cause__ or exc), moved)
+            self.rebuilt.append(f"manifest (the damaged copy is in {moved})")
+            return open_manifest(self.path, qdrant_url, database_url, collection)
 
     def _open_store(self, name: str, folder: Path, open_store, repair: bool):
         try:

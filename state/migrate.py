@@ -201,6 +201,13 @@ def upgrade(url: str) -> tuple[SchemaStatus, SchemaStatus]:
     except StateStoreError:
         raise
     except SQLAlchemyError as exc:
+        damaged = _damaged_sqlite_file(url, exc)
+        if damaged is not None:
+            raise StateStoreError(
+                f"the state database {damaged} is damaged ({getattr(exc, 'orig', None) or exc}); restore it from a "
+                f"backup, or move it away (`mv {damaged} {damaged}.damaged`) and run the command again to start a "
+                "new one (pending actions, reminders, the audit log and conversation history are lost; sync cursors "
+                "too, so the next `chatops sync` lists every page again). The index is not affected") from exc
         raise StateStoreError(f"cannot migrate the state database {_safe(url)}: {exc.__class__.__name__}: "
                               f"{getattr(exc, 'orig', None) or exc}; check DATABASE_URL and that the server is "
                               "running (nothing was changed: the migration is one transaction)") from exc
@@ -209,6 +216,16 @@ def upgrade(url: str) -> tuple[SchemaStatus, SchemaStatus]:
         log.log(logging.INFO if before.current else logging.DEBUG, "state database %s migrated from %s to %s",
                 _safe(url), before.current or "nothing", after.current)
     return before, after
+
+
+def _damaged_sqlite_file(url: str, exc: BaseException) -> str | None:
+    """The file of a SQLite ``url`` when ``exc`` is SQLite's "not a database" or "malformed" (codes 26, 11), else
+    None."""
+    orig = getattr(exc, "orig", None)
+    code = getattr(orig, "sqlite_errorcode", None)
+    if not url.startswith("sqlite") or code is None or int(code) & 0xFF not in (11, 26):
+        return None
+    return url.split(":///", 1)[-1]
 
 
 def _safe(url: str) -> str:

@@ -111,7 +111,7 @@ def test_damaged_manifest_exits_2_with_what_to_do(data: Path, wiki: Path, comman
 
 def test_damaged_whoosh_segment_stops_readers_and_the_next_index_run_rebuilds_it(data: Path, wiki: Path) -> None:
     _garble(_segment(data))
-    _assert_usage_error(_chatops(["ask", QUESTION], data), f"the BM25 index at {data / 'index' / 'whoosh'} is damaged",
+    _assert_usage_error(_chatops(["ask", QUESTION], data), f"the BM25 index at {_segment(data)} is damaged",
                         "run `chatops index SOURCE...` or `chatops sync`")
     proc = _chatops(["index", f"folder:{wiki}"], data)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -146,7 +146,7 @@ def test_damaged_qdrant_storage_stops_readers_and_sync_rebuilds_it(data: Path, w
     [storage] = (data / "index" / "qdrant").rglob("storage.sqlite")
     _garble(storage, 5000)
     _assert_usage_error(_chatops(["ask", QUESTION], data),
-                        f"the vector index at {data / 'index' / 'qdrant'} is damaged (sqlite: file is not a database)")
+                        f"the vector index at {storage} is damaged (sqlite: file is not a database)")
     proc = _chatops(["sync"], data, CHATOPS_SOURCES=f"folder:{wiki}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rebuilt the damaged dense" in proc.stdout and "in dense" in proc.stdout
@@ -318,3 +318,90 @@ def test_only_indexing_runs_read_the_whole_cache_on_open(tmp_path: Path, embedde
     reader.close()
     EmbeddingCache(path, verify=True).close()  # an indexing run checks the whole file and rebuilds it
     assert len(list(tmp_path.glob("embeddings.sqlite.corrupt-*"))) == 1
+
+
+# -- every file of the data dir's layout (issue 24 item 4) ----------------------------------------------
+#
+#   index/manifest.sqlite                        the record of what the index holds
+#   index/qdrant/meta.json                       local Qdrant's collection configuration (JSON)
+#   index/qdrant/collection/chunks/storage.sqlite local Qdrant's points
+#   index/whoosh/_MAIN_<n>.toc                   Whoosh's table of contents
+#   index/whoosh/MAIN_<id>.seg                   a Whoosh segment
+#   index/gate_calibration.json                  the gate's fitted thresholds (derived; readers fall back)
+#   cache/embeddings.sqlite                      the embedding cache (rebuilds itself, tested above)
+#   state.sqlite                                 the state store (not derived: restore or start anew)
+
+def _layout_file(data: Path, which: str) -> Path:
+    index = data / "index"
+    return {"manifest": index / "manifest.sqlite", "qdrant meta": index / "qdrant" / "meta.json",
+            "qdrant storage": index / "qdrant" / "collection" / "chunks" / "storage.sqlite",
+            "whoosh toc": next((index / "whoosh").glob("_*.toc")), "whoosh segment": _segment(data)}[which]
+
+
+@pytest.mark.parametrize("which, advice", [
+    ("manifest", "chatops index --full SOURCE..."),
+    ("qdrant meta", "run `chatops index SOURCE...` or `chatops sync`"),
+    ("qdrant storage", "run `chatops index SOURCE...` or `chatops sync`"),
+    ("whoosh toc", "run `chatops index SOURCE...` or `chatops sync`"),
+    ("whoosh segment", "run `chatops index SOURCE...` or `chatops sync`"),
+])
+def test_each_damaged_index_file_is_named_and_index_full_repairs_it(data: Path, wiki: Path, which: str,
+                                                                     advice: str) -> None:
+    damaged = _layout_file(data, which)
+    _garble(damaged, 3000)
+    for args in (["ask", QUESTION], ["status"] if which == "manifest" else ["ask", "--retriever", "bm25", QUESTION]):
+        proc = _chatops(args, data)
+        _assert_usage_error(proc, f"at {damaged} is damaged", advice)
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr  # one line, no parser noise
+    if which != "manifest":  # a store: any indexing run repairs it; the manifest needs a full run
+        assert _chatops(["index", f"folder:{wiki}"], data).returncode == 0
+        _garble(_layout_file(data, which), 3000)
+    proc = _chatops(["index", "--full", f"folder:{wiki}"], data)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"index holds {WIKI_PAGES} pages" in proc.stdout
+    assert "rebuilt the damaged" in proc.stdout
+    assert list((data / "index").glob("*.corrupt-*"))  # the damaged copy is kept beside the rebuilt one
+    assert _cited(data, "bm25") and _cited(data, "dense")
+
+
+def test_damaged_qdrant_meta_json_is_repaired_by_sync_full(data: Path, wiki: Path) -> None:
+    meta = data / "index" / "qdrant" / "meta.json"
+    meta.write_text('{"collections": {"chunks": ', encoding="utf-8")  # cut off mid-write
+    _assert_usage_error(_chatops(["ask", QUESTION], data), f"the vector index at {meta} is damaged")
+    proc = _chatops(["sync", "--full"], data, CHATOPS_SOURCES=f"folder:{wiki}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _cited(data, "dense")
+
+
+def test_damaged_manifest_is_repaired_by_sync_full(data: Path, wiki: Path) -> None:
+    _garble(data / "index" / "manifest.sqlite", 5000)
+    proc = _chatops(["sync", "--full"], data, CHATOPS_SOURCES=f"folder:{wiki}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(list((data / "index").glob("manifest.sqlite.corrupt-*"))) == 1
+    assert _cited(data)
+
+
+def test_damaged_gate_calibration_warns_naming_it_and_index_refits_it(data: Path, wiki: Path) -> None:
+    calibration = data / "index" / "gate_calibration.json"
+    _garble(calibration, 400)
+    proc = _chatops(["ask", QUESTION], data)
+    assert proc.returncode == 0, proc.stderr[-3000:]  # derived thresholds: the defaults answer meanwhile
+    [warning] = [line for line in proc.stderr.splitlines() if "gate calibration" in line]
+    assert str(calibration) in warning and "chatops calibrate" in warning
+    proc = _chatops(["index", "--full", f"folder:{wiki}"], data)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "gate calibration:" in proc.stdout
+    assert json.loads(calibration.read_text(encoding="utf-8"))["relevance_floor"] > 0
+
+
+def test_damaged_state_database_names_the_file_and_what_to_do(data: Path) -> None:
+    state = data / "state.sqlite"
+    _garble(state, 5000)
+    proc = _chatops(["status"], data)
+    _assert_usage_error(proc, f"the state database {state} is damaged", "restore it from a backup",
+                        f"mv {state} {state}.damaged")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    state.rename(state.with_name("state.sqlite.damaged"))
+    proc = _chatops(["status"], data)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"{WIKI_PAGES} pages" in proc.stdout or str(WIKI_PAGES) in proc.stdout

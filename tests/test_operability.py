@@ -190,7 +190,8 @@ def test_version_and_every_subcommand_has_a_description_and_examples(tmp_path: P
         assert parser.description and len(parser.description) > 40, name
         assert parser.epilog and parser.epilog.startswith("examples:\n  chatops " + name), name
     index_help = run_chatops(["index", "--help"], tmp_path / "d", cwd=tmp_path).stdout
-    for spec in ("folder:PATH[?name=NAME&url_base=URL]", "confluence:URL?space=KEY", "mediawiki:API_URL"):
+    for spec in ("folder:PATH[?name=NAME&url_base=URL&url_template=T&exclude=GLOB]", "confluence:URL?space=KEY",
+                 "mediawiki:API_URL"):
         assert spec in index_help
 
 
@@ -228,3 +229,168 @@ def test_logs_mask_configured_secrets_in_json_and_text() -> None:
             assert json.loads(text.splitlines()[-1])["logger"] == "chatops.test"
     root.handlers[:], _ = saved
     root.setLevel(saved[1])
+
+
+# -- the first hour of an operator (issue 24 items 7, 9, 10) ----------------------------------------------
+
+class _Serve:
+    """``chatops serve --host 127.0.0.1 --port PORT`` in a subprocess, its output in a log file."""
+
+    def __init__(self, tmp_path: Path, data: Path, port: int = 0, **env: str) -> None:
+        self.log_path = tmp_path / f"serve-{len(list(tmp_path.glob('serve-*.log')))}.log"
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [*chatops_command(), "serve", "--host", "127.0.0.1", "--port", str(port), "--no-sync"], cwd=tmp_path,
+                env=cli_environment(data, TEAMS_ALLOW_UNAUTHENTICATED="true", **env), stdout=log,
+                stderr=subprocess.STDOUT)
+        self.url = ""
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def wait_listening(self) -> str:
+        m = wait_for(lambda: re.search(r"serving on http://127\.0\.0\.1:(\d+)", self.log()), 90, "the server")
+        self.url = f"http://127.0.0.1:{m.group(1)}"
+        return self.url
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(30)
+
+
+def _one_line_error(proc_or_code, output: str, *fragments: str) -> None:
+    assert proc_or_code == 2, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("chatops: ")]
+    assert len(errors) == 1, output[-3000:]
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+
+
+def test_serve_on_a_port_in_use_exits_2_with_one_line(tmp_path: Path, data: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = _Serve(tmp_path, data, port=port)
+        code = server.proc.wait(120)
+    _one_line_error(code, server.log(), f"cannot listen on 127.0.0.1:{port}", "already in use", "--port N")
+
+
+@pytest.mark.parametrize("command", [["status"], ["ask", "what is the travel budget?"], ["serve", "--port", "0"],
+                                     ["index", "folder:."]])
+def test_a_data_dir_that_is_a_file_exits_2_with_one_line(tmp_path: Path, command: list[str]) -> None:
+    not_a_folder = tmp_path / "data"
+    not_a_folder.write_text("oops", encoding="utf-8")
+    for data_dir in (not_a_folder, not_a_folder / "below"):
+        proc = run_chatops(command, data_dir, cwd=tmp_path, TEAMS_ALLOW_UNAUTHENTICATED="true")
+        _one_line_error(proc.returncode, proc.stderr, "CHATOPS_DATA_DIR", str(not_a_folder), "is a file",
+                        "point CHATOPS_DATA_DIR at a folder")
+
+
+def test_an_idle_server_logs_no_scheduler_lines_at_info(tmp_path: Path, data: Path) -> None:
+    """At DEBUG the scheduler's per-run lines are there, as DEBUG records: it did run its jobs every 5 s."""
+    server = _Serve(tmp_path, data, CHATOPS_LOG_LEVEL="DEBUG", CHATOPS_LOG_FORMAT="json")
+    server.wait_listening()
+    queue_runs = re.compile(r"queued re-index jobs \(every 5 s\)[^\n]*executed successfully")
+    wait_for(lambda: len(queue_runs.findall(server.log())) >= 2, 60, "two runs of the queue job")
+    assert server.stop() == 0
+    records = [json.loads(line) for line in server.log().splitlines() if line.startswith("{")]
+    scheduler = [r for r in records if r["logger"].startswith("apscheduler")]
+    runs = [r for r in scheduler if "Running job" in r["message"] or "executed successfully" in r["message"]]
+    assert len(runs) >= 4 and {r["level"] for r in runs} == {"DEBUG"}, runs[:4]
+    assert not [r for r in scheduler if r["level"] == "INFO"]
+
+
+def test_the_scheduler_at_info_writes_nothing_per_run(tmp_path: Path) -> None:
+    """The same scheduler and logging set-up as ``chatops serve`` at INFO, run for a few fast ticks."""
+    import asyncio
+    import io
+
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    from bot.logs import configure_logging
+
+    stream = io.StringIO()
+    configure_logging("INFO", "json", stream=stream)
+    ran: list[int] = []
+
+    async def tick() -> None:
+        ran.append(1)
+
+    async def main() -> None:
+        scheduler = AsyncIOScheduler()
+        scheduler.add_job(tick, trigger="interval", seconds=0.1, id="tick")
+        scheduler.start()
+        await asyncio.sleep(0.75)
+        scheduler.shutdown(wait=False)
+
+    try:
+        asyncio.run(main())
+    finally:
+        configure_logging("WARNING", "text")
+    assert len(ran) >= 4
+    assert [line for line in stream.getvalue().splitlines() if "apscheduler" in line] == []
+
+
+def test_privacy_and_terms_are_served_with_defaults_the_package_links(tmp_path: Path, data: Path) -> None:
+    import zipfile
+
+    from app.settings import Settings
+    from bot.teams.package import build_package
+
+    server = _Serve(tmp_path, data, TEAMS_APP_NAME="Handbook bot", RETENTION_DAYS_CONVERSATIONS="14")
+    try:
+        url = server.wait_listening()
+        settings = Settings(MicrosoftAppId="0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", teams_bot_domain="chatops.example.com")
+        with zipfile.ZipFile(build_package(settings, tmp_path / "app.zip")) as zf:
+            developer = json.loads(zf.read("manifest.json"))["developer"]
+        assert developer["privacyUrl"] == "https://chatops.example.com/privacy"
+        assert developer["termsOfUseUrl"] == "https://chatops.example.com/terms"
+        privacy = httpx.get(url + "/privacy", timeout=10)
+        terms = httpx.get(url + "/terms", timeout=10)
+    finally:
+        assert server.stop() == 0
+    assert privacy.status_code == 200 and privacy.headers["content-type"].startswith("text/plain")
+    assert "Handbook bot: privacy" in privacy.text and "14 days" in privacy.text and "chatops forget" in privacy.text
+    assert terms.status_code == 200 and "Handbook bot: terms of use" in terms.text
+
+
+def test_privacy_and_terms_from_settings(tmp_path: Path, data: Path) -> None:
+    import zipfile
+
+    from app.settings import Settings
+    from bot.teams.package import build_package
+
+    page = tmp_path / "privacy.html"
+    page.write_text("<h1>Acme privacy</h1><p>We keep questions for 7 days.</p>", encoding="utf-8")
+    env = {"PRIVACY_TEXT_FILE": str(page), "TERMS_URL": "https://intranet.example.com/legal/terms"}
+    server = _Serve(tmp_path, data, **env)
+    try:
+        url = server.wait_listening()
+        privacy = httpx.get(url + "/privacy", timeout=10)
+        terms = httpx.get(url + "/terms", timeout=10, follow_redirects=False)
+    finally:
+        assert server.stop() == 0
+    assert privacy.status_code == 200 and privacy.headers["content-type"].startswith("text/html")
+    assert privacy.text == page.read_text(encoding="utf-8")
+    assert terms.status_code == 302 and terms.headers["location"] == env["TERMS_URL"]
+    settings = Settings(MicrosoftAppId="0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", teams_bot_domain="chatops.example.com",
+                        privacy_url="https://intranet.example.com/legal/privacy", terms_url=env["TERMS_URL"])
+    with zipfile.ZipFile(build_package(settings, tmp_path / "app.zip")) as zf:
+        developer = json.loads(zf.read("manifest.json"))["developer"]
+    assert developer["privacyUrl"] == "https://intranet.example.com/legal/privacy"
+    assert developer["termsOfUseUrl"] == env["TERMS_URL"]
+
+
+@pytest.mark.parametrize("env, fragments", [
+    ({"PRIVACY_TEXT_FILE": "missing.txt"}, ["PRIVACY_TEXT_FILE names", "missing.txt", "cannot be read"]),
+    ({"TERMS_URL": "http://intranet.example.com/terms"}, ["TERMS_URL must be an https:// URL"]),
+])
+def test_a_bad_privacy_or_terms_setting_exits_2_with_one_line(tmp_path: Path, env: dict, fragments: list) -> None:
+    proc = run_chatops(["serve", "--port", "0", "--no-sync"], tmp_path / "d", cwd=tmp_path,
+                       TEAMS_ALLOW_UNAUTHENTICATED="true", **env)
+    _one_line_error(proc.returncode, proc.stderr, *fragments)

@@ -5,7 +5,9 @@
 The template's placeholders are filled from :class:`app.settings.Settings`: ``{{MICROSOFT_APP_ID}}``
 (``MicrosoftAppId``, a GUID: the app id and the bot id), ``{{BOT_HOST}}`` (``TEAMS_BOT_DOMAIN``, a host
 name: ``validDomains`` and the developer links), ``{{BOT_NAME}}`` (``TEAMS_APP_NAME``, at most 30
-characters), ``{{DEVELOPER_NAME}}`` (``TEAMS_DEVELOPER_NAME``, default the app name) and ``{{VERSION}}``
+characters), ``{{DEVELOPER_NAME}}`` (``TEAMS_DEVELOPER_NAME``, default the app name), ``{{PRIVACY_URL}}`` and
+``{{TERMS_URL}}`` (``PRIVACY_URL`` / ``TERMS_URL``, default the pages ``chatops serve`` serves at
+``https://TEAMS_BOT_DOMAIN/privacy`` and ``/terms``, see :mod:`bot.legal`) and ``{{VERSION}}``
 (this package's version, so an upgrade of the bot is an upgrade of the app). The zip holds
 ``manifest.json``, ``color.png`` and ``outline.png`` at its root, as Teams' "Upload an app" expects.
 
@@ -48,8 +50,10 @@ def _version() -> str:
 
 
 def fill_manifest(template: dict[str, Any], *, app_id: str, domain: str, name: str, developer: str = "",
-                  version: str | None = None) -> dict[str, Any]:
-    """The manifest with every ``{{PLACEHOLDER}}`` replaced (see the module docstring).
+                  version: str | None = None, privacy_url: str | None = None,
+                  terms_url: str | None = None) -> dict[str, Any]:
+    """The manifest with every ``{{PLACEHOLDER}}`` replaced (see the module docstring); ``privacy_url`` and
+    ``terms_url`` default to ``https://<domain>/privacy`` and ``/terms``.
 
     Raises:
         PackageError: the app id is not a GUID, the domain is not a bare host name, the name is empty or
@@ -65,7 +69,9 @@ def fill_manifest(template: dict[str, Any], *, app_id: str, domain: str, name: s
     if not name or len(name) > 30:
         raise PackageError(f"TEAMS_APP_NAME must have 1 to 30 characters (Teams' limit); got {name[:40]!r}")
     values = {"{{MICROSOFT_APP_ID}}": app_id, "{{BOT_HOST}}": domain, "{{BOT_NAME}}": name,
-              "{{DEVELOPER_NAME}}": developer.strip() or name, "{{VERSION}}": version or _version()}
+              "{{DEVELOPER_NAME}}": developer.strip() or name, "{{VERSION}}": version or _version(),
+              "{{PRIVACY_URL}}": privacy_url or f"https://{domain}/privacy",
+              "{{TERMS_URL}}": terms_url or f"https://{domain}/terms"}
 
     def fill(node: Any) -> Any:
         if isinstance(node, dict):
@@ -95,7 +101,8 @@ def build_package(settings, out: Path, template_dir: Path = TEMPLATE_DIR) -> Pat
                                "folder holds the manifest template and the icons)")
     template = json.loads((template_dir / "manifest.json").read_text(encoding="utf-8"))
     manifest = fill_manifest(template, app_id=settings.microsoft_app_id, domain=settings.teams_bot_domain,
-                             name=settings.teams_app_name, developer=settings.teams_developer_name)
+                             name=settings.teams_app_name, developer=settings.teams_developer_name,
+                             privacy_url=settings.privacy_url, terms_url=settings.terms_url)
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")

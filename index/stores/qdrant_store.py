@@ -37,12 +37,13 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError, IndexUnavailableError
-from index.faults import REBUILD_STORE, StoreGuard, storage_error
+from index.faults import REBUILD_STORE, StoreGuard, causes, storage_error
 from connectors.models import Chunk
 from .local_dense import DenseMirror, MirrorPoint, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
-__all__ = ["QdrantCollection", "QdrantStore", "point_id", "open_client", "server_errors", "connect", "access_filter", "qdrant_location"]
+__all__ = ["QdrantCollection", "QdrantStore", "point_id", "open_client", "server_errors", "connect", "access_filter", "qdrant_location",
+           "damaged_file"]
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class QdrantCollection:
         self._guard = StoreGuard(self.WHAT, path or url or "", REBUILD_STORE,
                                  damage=lambda e: not url and isinstance(e, (sqlite3.Error, OSError)),
                                  translate=server_errors(url, self.WHAT) if url else None)
-        self.client = connect(url, api_key, path, self.WHAT, type(self).__name__)
+        self.client = connect(url, api_key, path, self.WHAT, type(self).__name__, collection=collection)
 
     @property
     def damage(self) -> IndexCorruptError | None:
@@ -435,26 +436,47 @@ def open_client(url: str | None, api_key: str | None, path: str | os.PathLike[st
 
 
 def connect(url: str | None, api_key: str | None, path: str | os.PathLike[str] | None, what: str,
-            owner: str) -> QdrantClient:
+            owner: str, collection: str | None = None) -> QdrantClient:
     """:func:`open_client`, with its failures turned into the errors users see.
+
+    Args:
+        collection: the collection the caller opens, so a damaged local file is named (:func:`damaged_file`).
 
     Raises:
         ValueError: with neither ``url`` nor ``path``.
         IndexLockedError: when another process holds the local folder.
         IndexCorruptError: when the server cannot be reached ("check QDRANT_URL and QDRANT_API_KEY"), or the
-            local folder cannot be read (it is damaged: an indexing run moves it aside).
+            local folder cannot be read (it is damaged: an indexing run moves it aside); the message names
+            the file when it can tell which (``meta.json``, a collection's ``storage.sqlite``).
         DiskFullError: when loading the local folder finds no space.
     """
+    if not url and path is None:
+        return open_client(url, api_key, path, what, owner)  # raises the missing-argument ValueError
     try:
         return open_client(url, api_key, path, what, owner)
-    except (IndexLockedError, ValueError):
+    except IndexLockedError:
         raise
     except Exception as exc:
-        if url and not isinstance(exc, RuntimeError):
+        if url:
+            if isinstance(exc, (RuntimeError, ValueError)):
+                raise
             raise IndexCorruptError(f"cannot open {what} at {url} ({type(exc).__name__}: {exc}); "
                                     "check QDRANT_URL and QDRANT_API_KEY") from exc
-        # Local mode: anything failing while the folder loads means it is damaged (or the disk is full).
-        raise storage_error(exc, what, path or "", REBUILD_STORE) or exc from exc
+        # Local mode: anything failing while the folder loads (its meta.json not JSON, a collection's SQLite file
+        # not a database, a point that does not unpickle) means it is damaged (or the disk is full).
+        raise storage_error(exc, what, damaged_file(Path(path), exc, collection), REBUILD_STORE) or exc from exc
+
+
+def damaged_file(folder: Path, exc: BaseException, collection: str | None = None) -> Path:
+    """The file of a local-mode Qdrant ``folder`` that ``exc`` (raised while opening it) was reading: ``meta.json``
+    (the collections' configuration, JSON) for a decoding error, the ``collection``'s ``storage.sqlite`` for an
+    SQLite error; else the folder itself."""
+    chain = list(causes(exc))
+    if any(isinstance(e, (UnicodeDecodeError, json.JSONDecodeError)) for e in chain):
+        return folder / "meta.json"
+    if collection and any(isinstance(e, sqlite3.Error) for e in chain):
+        return folder / "collection" / collection / "storage.sqlite"
+    return folder
 
 
 def access_filter(viewer: Viewer, store: str) -> models.Filter | None:

@@ -133,14 +133,25 @@ class WhooshStore:
         self._guard = StoreGuard("the BM25 index", self.path, REBUILD_STORE)
         with self._guard():
             self.path.mkdir(parents=True, exist_ok=True)
-            if index.exists_in(str(self.path)):
-                self._ix = index.open_dir(str(self.path))
-                self._ix.reader().close()  # opens every segment: a damaged one fails here, not mid-query
+            # Opened in two steps so a failure names the file: the table of contents, then every segment.
+            with StoreGuard("the BM25 index", self._newest("_*.toc"), REBUILD_STORE)():
+                exists = index.exists_in(str(self.path))  # reads the table of contents
+            if exists:
+                with StoreGuard("the BM25 index", self._newest("_*.toc"), REBUILD_STORE)():
+                    self._ix = index.open_dir(str(self.path))
+                with StoreGuard("the BM25 index", self._newest("*.seg"), REBUILD_STORE)():
+                    self._ix.reader().close()  # opens every segment: a damaged one fails here, not mid-query
                 if "access" not in self._ix.schema and self._ix.doc_count_all() == 0:
                     self._ix = index.create_in(str(self.path), _schema())  # empty and old: start it new
             else:
                 self._ix = index.create_in(str(self.path), _schema())
         self._searcher = None
+
+    def _newest(self, pattern: str) -> Path:
+        """The one file of the index folder matching ``pattern`` (the newest of several), else the folder (to
+        name in an error)."""
+        found = sorted(self.path.glob(pattern), key=lambda p: p.stat().st_mtime)
+        return found[-1] if len(found) == 1 or pattern.endswith(".toc") and found else self.path
 
     @property
     def outdated(self) -> bool:
