@@ -55,16 +55,16 @@ _NOUNS = [
 ]
 _NOUN = r"(?<![\w-])(?:" + "|".join(_NOUNS) + r")(?![\w-])"
 # "for the guest network", "of the admin console", "(building A)", "du wifi invité", "für das WLAN", "de la oficina"
-_QUALIFIER = (r"(?:\s+(?:wi-?fi|wlan|vpn|admin|api|invit(?:é|e)s?))?"
-              r"(?:\s*\([^()\n]{1,40}\)|\s+(?:for|of|to|on|at|in|für|fürs|zum|zur|des|der|vom|im|am|du|de|des|pour|au|aux|à|a|"
-              r"del|al|para|en)(?:\s+[\w'’@./-]+){1,5}?)?")
-_ASSIGN = (r"\s*(?:\b(?:is|was|has\s+been|were|are)\s+(?:now\s+|still\s+|currently\s+)?(?:set|changed|updated|reset)\s+to\b|\bis\b|\bwas\b|\bare\b|"
+_QUALIFIER = (r"(?:[ \t]+(?:wi-?fi|wlan|vpn|admin|api|invit(?:é|e)s?))?"
+              r"(?:[ \t]*\([^()\n]{1,40}\)|[ \t]+(?:for|of|to|on|at|in|für|fürs|zum|zur|des|der|vom|im|am|du|de|des|pour|au|aux|à|a|"
+              r"del|al|para|en)(?:[ \t]+[\w'’@./-]+){1,5}?)?")
+_ASSIGN = (r"[ \t]*(?:\b(?:is|was|has\s+been|were|are)\s+(?:now\s+|still\s+|currently\s+)?(?:set|changed|updated|reset)\s+to\b|\bis\b|\bwas\b|\bare\b|"
            r"\blautet\b|\blauten\b|\bist\b|\bheißt\b|\bwurde\s+(?:auf|zu)\b|"
            r"\best\b(?:\s*:)?|\bsont\b|\bc['’]est\b|\bes\b(?:\s*:)?|\bson\b|\bera\b|"
-           r":=|=|:(?=\s|[\"'`“‘«])|\s[-\u2013\u2014]\s)\s*")
+           r":=|=|:(?=\s)|[ \t][-\u2013\u2014][ \t])[ \t]*")
 _STATEMENT = re.compile(rf"(?i){_NOUN}{_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
 # "log in with the password X", "the code 4711 opens the door": a noun and the value side by side
-_APPOSITION = re.compile(rf"(?i){_NOUN}\s+(?P<rest>[\"'`“‘«][^\n]*|\S*[\d!@#$%^&*+=?~][^\n]*)")
+_APPOSITION = re.compile(rf"(?i){_NOUN}[ \t]+(?P<rest>[\"'`“‘«][^\n]*|\S*[\d!@#$%^&*+=?~][^\n]*)")
 
 # -- "use X to log in" without a noun ---------------------------------------------------------------
 _USE = re.compile(
@@ -73,7 +73,7 @@ _USE = re.compile(
     r"(?:to\s+(?:log|sign)\s+in|to\s+(?:connect|unlock|get\s+in)|as\s+(?:the\s+)?password|ein\b|"
     r"pour\s+(?:vous\s+)?(?:connecter|identifier)|para\s+(?:iniciar\s+sesi(?:ó|o)n|entrar|conectarte|acceder))"
     r"|\bmit\s+(?P<v2>\S+)\s+(?:anmelden|einloggen|entsperren)"
-    r"|\b(?:log|sign)\s+in\s+with\s+(?P<v3>\S+)\s*(?:$|[.;,!]))")
+    r"|\b(?:log|sign)\s+in\s+with\s+(?P<v3>\S+?)[.!]?[ \t]*$)", re.M)
 # a bare "code" ("the storage room code is 2244", "der Code für die Tiefgarage ist 5151"): only a value with a
 # digit, and not a code that names or identifies something (a status, an error, a postcode, a cost centre)
 _CODE = re.compile(rf"(?i)(?:(?P<pre>[\w-]+)\s+)?(?<![\w-])(?:code|c(?:ó|o)digo)(?![\w-]){_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
@@ -81,6 +81,7 @@ _ID_CODES = frozenset("""
 status error exit response http return result reason source country area zip postal post postcode region language
 currency tax cost project product promo promotion discount coupon voucher booking reference tracking order invoice
 cost-centre cost-center department office airport class course colour color dress qr bar barcode sample example
+naics sic swift bic iban routing sort radford ab employer agency bureau
 fehler status länder landes post rabatt gutschein projekt produkt kosten buchungs sprach
 d'erreur postal promo projet produit réduction
 error postal descuento proyecto producto estado
@@ -134,9 +135,9 @@ ver pregunta pregunte consulta consulte contacta contacte solicita solicite
 # English/German/French/Spanish participles and gerunds: "printed", "gesendet", "envoyé", "enviada".
 _PARTICIPLE = re.compile(r"(?i)^(?:\w{3,}(?:ed|ing)|(?:ab|an|auf|aus|ein|mit|vor|zu|zurück)?ge\w{3,}(?:t|en)|\w{3,}(?:é|ée|és|ées|ado|ada|ados|adas|ido|ida|idos|idas))$")
 _MEASURE = re.compile(r"^\d{1,2}$")
-_PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\$\{?\w+\}?|\*{3,}|[xX•.]{4,}|%\w+%|\{\{.*\}\}|https?://\S*|\.\.\.)$")
+_PLACEHOLDER = re.compile(r"^(?:[$<{%\[(].*|[A-Z][A-Z0-9]*_[A-Z0-9_]+$|\*{3,}|[xX•.]{4,}|%\w+%|\{\{.*\}\}|https?://\S*|\.\.\.)$")
 _QUOTED = re.compile(r"^[\"'`“‘«„]\s*(?P<v>[^\"'`”’»“\n]{1,80}?)\s*[\"'`”’»“]")
-_TOKEN = re.compile(r"^(?P<v>[^\s,;]+?)(?P<trail>[.,;:!?)]*)(?=\s|$)")
+_TOKEN = re.compile(r"^(?P<v>[^\s,;`]+?)(?P<trail>[.,;:!?)`'\"]*)(?=\s|$)")
 _SYMBOLS = frozenset("!@#$%^&*+=?~_/\\|")
 _RUN = re.compile(r"^(?P<v>[^\W\d_]+(?:\s+[^\W\d_]+){2,5})\s*(?:$|[.;!?])")
 # "wurde auf nordlicht geändert": the value, then only the participle ending the sentence
@@ -146,8 +147,7 @@ _CLAUSE_END = re.compile(r"(?i)^(?:$|[.;,!?)]|\s*[-\u2013\u2014(]|\s+(?:and|but|
 
 def _value_shaped(v: str) -> bool:
     """A digit or a symbol inside, or letters mixed in case past the first (``bLuebird``)."""
-    return (any(c.isdigit() for c in v) or any(c in _SYMBOLS for c in v)
-            or (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v)))
+    return any(c.isdigit() for c in v) or any(c in _SYMBOLS for c in v) or bool(re.search(r"[a-z][A-Z]", v))
 
 
 def _ordinary(word: str) -> bool:
@@ -160,14 +160,16 @@ def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
     q = _QUOTED.match(rest)
     if q:
         v = q.group("v")
-        if _PLACEHOLDER.match(v) or (strict and " " in v.strip() and not _value_shaped(v)) or v.lower() in _FUNCTION:
+        if _PLACEHOLDER.match(v) or v.lower() in _FUNCTION or (  # in code quotes with no noun: `curl` is a tool
+                strict and not _value_shaped(v) and (" " in v.strip() or rest[0] == "`")):
             return None
         return offset + q.start("v"), offset + q.end("v")
     m = _TOKEN.match(rest)
     if not m:
         return None
     v = m.group("v")
-    if _PLACEHOLDER.match(v) or not any(c.isalnum() for c in v) or v.startswith("//") or v.endswith("-"):
+    if (_PLACEHOLDER.match(v) or not any(c.isalnum() for c in v) or v.startswith("//") or v.endswith("-")
+            or re.search(r"[\[\]()<>{}|]|\*\*|^[_*].*[_*]$", v)):  # markdown links and emphasis, placeholders
         return None
     after = rest[m.end("v"):]
     if _value_shaped(v):
@@ -214,7 +216,8 @@ def find_statements(text: str) -> list[Finding]:
     for m in _CODE.finditer(text):
         pre = (m.group("pre") or "").lower()
         span = _value(m.group("rest"), m.start("rest"), strict=True)
-        if span and pre not in _ID_CODES and any(c.isdigit() for c in text[span[0]:span[1]]):
+        value = text[span[0]:span[1]] if span else ""
+        if span and pre not in _ID_CODES and any(c.isdigit() for c in value) and len(value) >= 4:
             found.append(Finding("a credential", "secret", *span))
     for m in _WITH.finditer(text):
         span = _value(m.group("rest"), m.start("rest"), strict=False)
