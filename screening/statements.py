@@ -38,7 +38,6 @@ _NOUNS = [
     r"(?:door|alarm|gate|entry|access|keypad|lock|safe|building|garage|locker|unlock)\s+codes?",
     rf"{_WIFI}\s+(?:keys?|passwords?)", r"wi-?fi\s+codes?", r"(?:api|access|secret|license|licence|wpa)[\s_-]?keys?",
     r"(?:auth(?:entication)?|access|api|bearer|bot|personal\s+access)\s+tokens?", r"tokens?", r"secrets?",
-    r"login\s+credentials?", r"credentials?",
     # German
     r"passw(?:ö|oe)rter", r"passwort(?:e)?", r"kennw(?:ort|örter)", r"zugangs(?:code|daten|passwort)", r"pin-?code",
     r"t(?:ü|ue)r-?code", r"alarm-?code", r"tor-?code", r"wlan-?(?:schl(?:ü|ue)ssel|passwort|kennwort|code)",
@@ -135,7 +134,9 @@ ver pregunta pregunte consulta consulte contacta contacte solicita solicite
 # English/German/French/Spanish participles and gerunds: "printed", "gesendet", "envoyé", "enviada".
 _PARTICIPLE = re.compile(r"(?i)^(?:\w{3,}(?:ed|ing)|(?:ab|an|auf|aus|ein|mit|vor|zu|zurück)?ge\w{3,}(?:t|en)|\w{3,}(?:é|ée|és|ées|ado|ada|ados|adas|ido|ida|idos|idas))$")
 _MEASURE = re.compile(r"^\d{1,2}$")
-_PLACEHOLDER = re.compile(r"^(?:[$<{%\[(].*|[A-Z][A-Z0-9]*_[A-Z0-9_]+$|\*{3,}|[xX•.]{4,}|%\w+%|\{\{.*\}\}|https?://\S*|\.\.\.)$")
+# placeholders, variable and field names (``$DB_PASSWORD``, ``<password>``, ``license_key``), times and dates
+_PLACEHOLDER = re.compile(r"^(?:[$<{%\[(].*|[A-Z][A-Z0-9]*_[A-Z0-9_]+$|[a-z][a-z0-9]*(?:_[a-z0-9]+)+$|"
+                          r"\d{1,2}:\d{2}(?::\d{2})?$|\d{4}-\d{2}-\d{2}$|\*{3,}|[xX•.]{4,}|%\w+%|\{\{.*\}\}|https?://\S*|\.\.\.)$")
 _QUOTED = re.compile(r"^[\"'`“‘«„]\s*(?P<v>[^\"'`”’»“\n]{1,80}?)\s*[\"'`”’»“]")
 _TOKEN = re.compile(r"^(?P<v>[^\s,;`]+?)(?P<trail>[.,;:!?)`'\"]*)(?=\s|$)")
 _SYMBOLS = frozenset("!@#$%^&*+=?~_/\\|")
