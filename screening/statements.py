@@ -143,7 +143,7 @@ _SYMBOLS = frozenset("!@#$%^&*+=?~_/\\|")
 _RUN = re.compile(r"^(?P<v>[^\W\d_]+(?:\s+[^\W\d_]+){2,5})\s*(?:$|[.;!?])")
 # "wurde auf nordlicht geändert": the value, then only the participle ending the sentence
 _LAST_PARTICIPLE = re.compile(r"^\s+(?:\w*ge\w+(?:t|en)|\w+(?:ed|é|ado|ida))\s*(?:$|[.;!?])")
-_CLAUSE_END = re.compile(r"(?i)^(?:$|[.;,!?)]|\s*[-\u2013\u2014(]|\s+(?:and|but|und|aber|et|mais|y|pero|or|oder|ou|o)\b)")
+_CLAUSE_END = re.compile(r"(?i)^(?:$|[ \t]*\n|[.;,!?)]|\s*[-\u2013\u2014(]|\s+(?:and|but|und|aber|et|mais|y|pero|or|oder|ou|o)\b)")
 
 
 def _value_shaped(v: str) -> bool:

@@ -39,6 +39,8 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
 
 @pytest.mark.parametrize("text, value", [
     ("The guest wifi password is bluebirdcanyonriver", "bluebirdcanyonriver"),
+    ("Visitors connect to LedgerlyGuest.\nThe guest wifi password is bluebirdcanyonriver\nAsk reception for it.",
+     "bluebirdcanyonriver"),
     ("Das Passwort lautet nordlichtfjord.", "nordlichtfjord"),
     ("Le mot de passe est hirondelle.", "hirondelle"),
     ("La contraseña es golondrina.", "golondrina"),
