@@ -9,14 +9,18 @@ alarm code, Wi-Fi key, API key, token, secret, and their German, French and Span
 
 - quoted or back-ticked text, or a token with a digit or a symbol, is a value (``4711``,
   ``"correct horse"``), except a measure ("12 characters", "90 Tage": a short number and a word)
-  and placeholders (``<password>``, ``$DB_PASSWORD``, ``****``, a URL);
+  placeholders and names (``<password>``, ``$DB_PASSWORD``, ``license_key``, ``****``, a URL), times
+  and dates, and markdown (a link, emphasis);
+- a bare "code" ("the storage room code is 2244") counts only with a value of four or more characters
+  holding a digit, and not after a word naming an identifier (status, error, postal, NAICS...);
 - a plain word is a value only when it stands alone (the sentence or clause ends after it) and it
   is not an ordinary word of the statement's language: a function word ("the", "in", "sent to
   your phone" runs on), a predicate adjective ("required", "geheim", "obligatoire"), a participle
   ("printed", "gesendet", "envoyé", "enviada") or an instruction ("see", "siehe", "voir");
 - "use VALUE to log in" / "mit VALUE anmelden" / "utilisez VALUE pour vous connecter" / "usa VALUE
   para iniciar sesión" needs no noun, but then the value must look like one (a digit or symbol,
-  quotes, or one long run of letters such as ``bluebirdcanyonriver``), so "use Okta to log in" passes.
+  quotes, or a lower-case word of six letters or more that is no ordinary word), so "use Okta to log in"
+  and "use SSO" pass.
 
 A finding covers the value (the agent drops the whole sentence holding it; passages reach a model
 with it replaced). Public: :func:`find_statements`.
