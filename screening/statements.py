@@ -147,6 +147,8 @@ _SYMBOLS = frozenset("!@#$%^&*+=?~_/\\|")
 _RUN = re.compile(r"^(?P<v>[^\W\d_]+(?:\s+[^\W\d_]+){2,5})\s*(?:$|[.;!?])")
 # "wurde auf nordlicht geändert": the value, then only the participle ending the sentence
 _LAST_PARTICIPLE = re.compile(r"^\s+(?:\w*ge\w+(?:t|en)|\w+(?:ed|é|ado|ida))\s*(?:$|[.;!?])")
+# a capital after a lower-case value starts the next sentence (a line's missing full stop, lines joined)
+_NEXT_SENTENCE = re.compile(r"^\s+[A-ZÄÖÜÀÂÉÈÊÎÔÛÇÁÍÓÚÑ]")
 _CLAUSE_END = re.compile(r"(?i)^(?:$|[ \t]*\n|[.;,!?)]|\s*[-\u2013\u2014(]|\s+(?:and|but|und|aber|et|mais|y|pero|or|oder|ou|o)\b)")
 
 
@@ -188,7 +190,8 @@ def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
         return offset, offset + len(run.group("v"))  # "is correct horse battery staple": a passphrase of words
     if _ordinary(v) or not v.replace("-", "").isalpha() and not v.isalnum():
         return None
-    if not _CLAUSE_END.match(after) and not m.group("trail") and not _LAST_PARTICIPLE.match(after):
+    if (not _CLAUSE_END.match(after) and not m.group("trail") and not _LAST_PARTICIPLE.match(after)
+            and not _NEXT_SENTENCE.match(after)):
         return None  # runs on as a phrase: "is sent to your phone"
     return offset, offset + len(v)
 

@@ -41,6 +41,7 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
     ("The guest wifi password is bluebirdcanyonriver", "bluebirdcanyonriver"),
     ("Visitors connect to LedgerlyGuest.\nThe guest wifi password is bluebirdcanyonriver\nAsk reception for it.",
      "bluebirdcanyonriver"),
+    ("The guest wifi password is bluebirdcanyonriver Ask reception for it.", "bluebirdcanyonriver"),  # lines joined
     ("Das Passwort lautet nordlichtfjord.", "nordlichtfjord"),
     ("Le mot de passe est hirondelle.", "hirondelle"),
     ("La contraseña es golondrina.", "golondrina"),
