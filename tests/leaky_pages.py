@@ -77,6 +77,7 @@ title: Guest wifi and office access
 
 Visitors connect to the network LedgerlyGuest in every office.
 The guest wifi password is {WIFI_PASSWORD}
+
 Ask reception for the guest wifi password if you forget it; reception prints it on the visitor badge.
 
 ## Admin console
