@@ -7,6 +7,9 @@ scanner. The modules:
 - :mod:`screening.findings`: :class:`Finding`, one flagged character range with its kind and category.
 - :mod:`screening.secrets`: credentials, through Yelp's ``detect-secrets`` plugins plus shapes they miss
   in prose (an AWS secret access key, "the password is ...", connection strings, private key blocks).
+- :mod:`screening.statements`: a credential given in a sentence whatever the value looks like ("the guest
+  wifi password is bluebirdcanyonriver", "Das Passwort lautet ...", "utilisez X pour vous connecter"),
+  in English, German, French and Spanish; part of the ``secret`` category.
 - :mod:`screening.personal`: personal data: Luhn-checked payment card numbers, US social security
   numbers (area, group and serial rules of ``python-stdnum``) and UK National Insurance numbers.
   Work e-mail addresses, channel names and phone numbers are not flagged (how employees reach a team).

@@ -20,7 +20,9 @@ Our own patterns cover what a wiki page writes in sentences:
   ``$DB_PASSWORD`` or ``<password>`` and "90-days" are not);
 - a password in a connection string (``scheme://user:password@host``, ``Password=...;``);
 - a whole private key block (the plugin flags the header line only);
-- tokens the plugins' shapes do not cover (Slack ``xox?-`` tokens without digit groups, GitHub
+- a credential given in a sentence, whatever the value looks like (:mod:`screening.statements`);
+- tokens the plugins' shapes do not cover (npm ``npm_`` tokens, an Azure ``AccountKey=`` in a connection
+  string whatever its length, Slack ``xox?-`` tokens without digit groups, GitHub
   fine-grained ``github_pat_`` tokens, ``sk-``/``pk-`` API keys, Google API keys).
 """
 
@@ -49,6 +51,7 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from .findings import Finding
+from .statements import find_statements
 
 __all__ = ["find_secrets"]
 
@@ -93,6 +96,9 @@ _EXTRA_TOKENS: list[tuple[str, str]] = [
     (r"\bgh[pousr]_[0-9A-Za-z]{30,}\b|\bgithub_pat_[0-9A-Za-z_]{40,}\b", "a GitHub token"),
     (r"\b(?:sk|pk|rk)[-_](?:live_|test_|proj-)?[0-9A-Za-z_-]{20,}\b", "an API key"),
     (r"\bAIza[0-9A-Za-z_-]{35}\b", "a Google API key"),
+    (r"\bnpm_[A-Za-z0-9]{36}\b", "an npm token"),
+    (r"(?<=AccountKey=)[A-Za-z0-9+/]{20,}={0,2}|(?<=SharedAccessKey=)[A-Za-z0-9+/]{20,}={0,2}",
+     "an Azure storage key"),
     (r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", "a JSON Web Token"),
 ]
 _EXTRA = re.compile("|".join(f"(?P<t{i}>{p})" for i, (p, _) in enumerate(_EXTRA_TOKENS)))
@@ -146,5 +152,6 @@ def find_secrets(text: str) -> list[Finding]:
     for m in _CONN_PASSWORD.finditer(text):
         if not _PLACEHOLDER.search(m.group("v")):
                 found.append(Finding("a password in a connection string", "secret", m.start("v"), m.end("v")))
+    found.extend(find_statements(text))
     found.extend(Finding("a private key", "secret", m.start(), m.end()) for m in _PRIVATE_BLOCK.finditer(text))
     return found

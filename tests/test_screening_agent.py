@@ -26,7 +26,8 @@ from app.wiring import build_agent
 from connectors.folder import FolderSource
 from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer
-from leaky_pages import AWS_SECRET, DB_PASSWORD, QUESTIONS, SECRETS, SLACK_TOKEN, leaks, make_wiki
+from leaky_pages import (AWS_SECRET, DB_PASSWORD, PAGES, QUESTIONS, SECRETS, SLACK_TOKEN, WIFI_PASSWORD, WIFI_QUESTIONS,
+                         leaks, make_wiki)
 from openai_standin import OpenAIStandIn, chat, error
 from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
 from agent.models import Citation, Reply
@@ -44,7 +45,7 @@ def leaky(tmp_path_factory: pytest.TempPathFactory, embedder) -> tuple[Path, Kno
     wiki = make_wiki(root / "wiki")
     index = KnowledgeIndex(root / "index", embedder)
     rep = Indexer(index).run(FolderSource(wiki))
-    assert rep.added == 15 and not rep.errors
+    assert rep.added == PAGES and not rep.errors
     yield wiki, index
     index.close()
 
@@ -186,9 +187,53 @@ def test_a_slack_mention_in_a_public_channel_never_posts_a_secret(leaky, tmp_pat
         h.sender.command("status", "UALICE01", "CPUBLIC01", h.standin.response_url("st"))
         [st] = h.standin.wait_for(lambda s: [c for c in s.calls_to("response_url") if c.key == "st"] or None)
         fields = [f["text"] for b in st.params["blocks"] if b.get("fields") for f in b["fields"]]
-        assert "*Flagged pages*\n1 with secrets or personal data (never quoted), 1 with instructions to the bot " \
+        assert "*Flagged pages*\n2 with secrets or personal data (never quoted), 1 with instructions to the bot " \
                "(left out)" in fields, fields
         assert not leaks(json.dumps(st.params, ensure_ascii=False))
+    finally:
+        h.close()
+        store.close()
+
+
+def test_a_passphrase_in_prose_never_reaches_the_model_and_never_leaves(leaky, tmp_path: Path) -> None:
+    """Issue 24: the model asked for the guest wifi password is shown the page with the value left out;
+    a model that makes the value up from elsewhere is still cut at the exit."""
+    _, index = leaky
+
+    def parrot(req):
+        ps = passages(req)
+        return chat(f"The guest wifi password is {WIFI_PASSWORD} [1]. {first_sentence(ps[0][2])} [1]")
+
+    for answer in (None, parrot):
+        brain = Brain(answer=answer) if answer else Brain()
+        with OpenAIStandIn(brain) as llm:
+            reply = llm_agent(index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text=WIFI_QUESTIONS[0]))
+            # what the page gave the model (the claims check also echoes the model's own draft back to it)
+            shown = [r for r in llm.chat_requests() if kind(r) in ({"answer", "reflect"} if answer else
+                                                                   {"route", "rewrite", "answer", "reflect", "claims"})]
+        sent = json.dumps(shown, ensure_ascii=False)
+        assert shown and WIFI_PASSWORD not in sent and "bluebird" not in sent
+        assert_clean(reply)
+
+
+def test_a_slack_mention_asking_for_the_wifi_password_gets_where_to_get_it(leaky, tmp_path: Path) -> None:
+    wiki, index = leaky
+    store = StateStore(sqlite_url(tmp_path / "state.sqlite"))
+    runtime = build_agent(Settings(chatops_data_dir=tmp_path / "data"), index=index)
+    h = SlackHarness(runtime, store, IndexJobs(runtime, store, [FolderSource(wiki)]))
+    try:
+        h.standin.add_user("UALICE01")
+        h.standin.add_conversation("CPUBLIC01", "channel", True)
+        msg = h.standin.user_message("CPUBLIC01", "UALICE01", f"<@{BOT_USER_ID}> {WIFI_QUESTIONS[0]}")
+        resp, _ = h.sender.event({"type": "app_mention", "user": "UALICE01", "text": msg["text"], "ts": msg["ts"],
+                                  "channel": "CPUBLIC01", "event_ts": msg["ts"], "team": TEAM_ID})
+        assert resp.status_code == 200
+        [post] = h.standin.wait_for(lambda s: s.answers("CPUBLIC01", msg["ts"]))
+        h.idle()
+        recorded = json.dumps([c.params for c in h.standin.calls], ensure_ascii=False, default=str)
+        assert not leaks(recorded), leaks(recorded)
+        posted = json.dumps(post.params["blocks"], ensure_ascii=False)
+        assert "Ask reception" in posted and "credential or personal data" in posted, posted
     finally:
         h.close()
         store.close()

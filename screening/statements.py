@@ -1,0 +1,239 @@
+"""Credentials given in a sentence, whatever the value looks like ("the guest wifi password is bluebird").
+
+Token shapes (:mod:`screening.secrets`) miss a passphrase of plain words. This module reads the
+statement instead: a finding is a **credential noun** (password, passphrase, passcode, PIN, door or
+alarm code, Wi-Fi key, API key, token, secret, and their German, French and Spanish names), an
+**assignment construction** right after it ("is", "was set to", ":", "=", "lautet", "ist", "est",
+"es"; an optional "for the guest network" / "du wifi" / "für das WLAN" in between), and a
+**value-like token** after that. The value is judged, not listed:
+
+- quoted or back-ticked text, or a token with a digit or a symbol, is a value (``4711``,
+  ``"correct horse"``), except a measure ("12 characters", "90 Tage": a short number and a word)
+  placeholders and names (``<password>``, ``$DB_PASSWORD``, ``license_key``, ``****``, a URL), times
+  and dates, and markdown (a link, emphasis);
+- a bare "code" ("the storage room code is 2244") counts only with a value of four or more characters
+  holding a digit, and not after a word naming an identifier (status, error, postal, NAICS...);
+- a plain word is a value only when it stands alone (the sentence or clause ends after it) and it
+  is not an ordinary word of the statement's language: a function word ("the", "in", "sent to
+  your phone" runs on), a predicate adjective ("required", "geheim", "obligatoire"), a participle
+  ("printed", "gesendet", "envoyé", "enviada") or an instruction ("see", "siehe", "voir");
+- "use VALUE to log in" / "mit VALUE anmelden" / "utilisez VALUE pour vous connecter" / "usa VALUE
+  para iniciar sesión" needs no noun, but then the value must look like one (a digit or symbol,
+  quotes, or a lower-case word of six letters or more that is no ordinary word), so "use Okta to log in"
+  and "use SSO" pass.
+
+A finding covers the value (the agent drops the whole sentence holding it; passages reach a model
+with it replaced). Public: :func:`find_statements`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .findings import Finding
+
+__all__ = ["find_statements"]
+
+# -- credential nouns ---------------------------------------------------------------------------
+_WIFI = r"(?:wi-?fi|wlan|wpa2?|network|netzwerk|réseau|reseau|red)"
+_NOUNS = [
+    # English
+    r"pass(?:word|phrase|code|wd)s?", r"pass\s+(?:code|phrase)", r"pins?", r"pin\s+(?:code|number)",
+    r"(?:door|alarm|gate|entry|access|keypad|lock|safe|building|garage|locker|unlock)\s+codes?",
+    rf"{_WIFI}\s+(?:keys?|passwords?)", r"wi-?fi\s+codes?", r"(?:api|access|secret|license|licence|wpa)[\s_-]?keys?",
+    r"(?:auth(?:entication)?|access|api|bearer|bot|personal\s+access)\s+tokens?", r"tokens?", r"secrets?",
+    # German
+    r"passw(?:ö|oe)rter", r"passwort(?:e)?", r"kennw(?:ort|örter)", r"zugangs(?:code|daten|passwort)", r"pin-?code",
+    r"t(?:ü|ue)r-?code", r"alarm-?code", r"tor-?code", r"wlan-?(?:schl(?:ü|ue)ssel|passwort|kennwort|code)",
+    r"api-?schl(?:ü|ue)ssel", r"netzwerkschl(?:ü|ue)ssel", r"geheimnis",
+    # French
+    r"mots?\s+de\s+passe", r"phrases?\s+secr(?:è|e)tes?", r"phrase\s+de\s+passe", r"codes?\s+pin",
+    r"codes?\s+(?:d['’]acc(?:è|e)s|d['’]entr(?:é|e)e|d['’]alarme|de\s+(?:la\s+)?porte|du\s+portail|wi-?fi)",
+    r"digicodes?", r"cl(?:é|e)s?\s+(?:wi-?fi|wpa|api|d['’]acc(?:è|e)s|secr(?:è|e)te|de\s+s(?:é|e)curit(?:é|e)\s+r(?:é|e)seau)",
+    r"jetons?(?:\s+d['’]acc(?:è|e)s|\s+api)?",
+    # Spanish
+    r"contrase(?:ñ|n)as?", r"claves?", r"frases?\s+de\s+contrase(?:ñ|n)a", r"c(?:ó|o)digos?\s+pin",
+    r"c(?:ó|o)digos?\s+(?:de\s+(?:acceso|(?:la\s+)?puerta|(?:la\s+)?alarma|entrada|seguridad)|wi-?fi)",
+    r"secretos?",
+]
+_NOUN = r"(?<![\w-])(?:" + "|".join(_NOUNS) + r")(?![\w-])"
+# "for the guest network", "of the admin console", "(building A)", "du wifi invité", "für das WLAN", "de la oficina"
+_QUALIFIER = (r"(?:[ \t]+(?:wi-?fi|wlan|vpn|admin|api|invit(?:é|e)s?))?"
+              r"(?:[ \t]*\([^()\n]{1,40}\)|[ \t]+(?:for|of|to|on|at|in|für|fürs|zum|zur|des|der|vom|im|am|du|de|des|pour|au|aux|à|a|"
+              r"del|al|para|en)(?:[ \t]+[\w'’@./-]+){1,5}?)?")
+_ASSIGN = (r"[ \t]*(?:\b(?:is|was|has\s+been|were|are)\s+(?:now\s+|still\s+|currently\s+)?(?:set|changed|updated|reset)\s+to\b|\bis\b|\bwas\b|\bare\b|"
+           r"\blautet\b|\blauten\b|\bist\b|\bheißt\b|\bwurde\s+(?:auf|zu)\b|"
+           r"\best\b(?:\s*:)?|\bsont\b|\bc['’]est\b|\bes\b(?:\s*:)?|\bson\b|\bera\b|"
+           r":=|=|:(?=\s)|[ \t][-\u2013\u2014][ \t])[ \t]*")
+_STATEMENT = re.compile(rf"(?i){_NOUN}{_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
+# "log in with the password X", "the code 4711 opens the door": a noun and the value side by side
+_APPOSITION = re.compile(rf"(?i){_NOUN}[ \t]+(?P<rest>[\"'`“‘«][^\n]*|\S*[\d!@#$%^&*+=?~][^\n]*)")
+
+# -- "use X to log in" without a noun ---------------------------------------------------------------
+_USE = re.compile(
+    r"(?i)(?:\b(?:use|enter|type|utilisez|utilise|saisissez|saisir|entrez|usa|use|utiliza|introduce|escribe|"
+    r"geben\s+sie|gib|verwenden\s+sie|nutzen\s+sie)\s+(?P<v1>\S+)\s+"
+    r"(?:to\s+(?:log|sign)\s+in|to\s+(?:connect|unlock|get\s+in)|as\s+(?:the\s+)?password|ein\b|"
+    r"pour\s+(?:vous\s+)?(?:connecter|identifier)|para\s+(?:iniciar\s+sesi(?:ó|o)n|entrar|conectarte|acceder))"
+    r"|\bmit\s+(?P<v2>\S+)\s+(?:anmelden|einloggen|entsperren)"
+    r"|\b(?:log|sign)\s+in\s+with\s+(?P<v3>\S+?)[.!]?[ \t]*$)", re.M)
+# a bare "code" ("the storage room code is 2244", "der Code für die Tiefgarage ist 5151"): only a value with a
+# digit, and not a code that names or identifies something (a status, an error, a postcode, a cost centre)
+_CODE = re.compile(rf"(?i)(?:(?P<pre>[\w-]+)\s+)?(?<![\w-])(?:code|c(?:ó|o)digo)(?![\w-]){_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
+_ID_CODES = frozenset("""
+status error exit response http return result reason source country area zip postal post postcode region language
+currency tax cost project product promo promotion discount coupon voucher booking reference tracking order invoice
+cost-centre cost-center department office airport class course colour color dress qr bar barcode sample example
+naics sic swift bic iban routing sort radford ab employer agency bureau
+fehler status länder landes post rabatt gutschein projekt produkt kosten buchungs sprach
+d'erreur postal promo projet produit réduction
+error postal descuento proyecto producto estado
+""".split())
+# "log in with password summerbreeze", "mit dem Passwort X anmelden", "avec le mot de passe X", "con la contraseña X"
+_WITH = re.compile(rf"(?i)\b(?:with|using|mit|avec|con)\s+(?:the\s+|dem\s+|le\s+|la\s+|el\s+)?{_NOUN}\s+(?P<rest>[^\n]*)")
+
+# -- what a value is not ----------------------------------------------------------------------------
+_FUNCTION = frozenset("""
+a an the this that these those it its my your our their his her one ones some any no not none all each every
+same other another only just also still now then there here what which who how where when whatever
+in on at to for from by with without of about into onto via per as than under over behind inside near
+be being been is are was were will would can could must should may might do does did done has have had
+and or but nor so if because until unless while
+always never usually often currently automatically only personal
+der die das den dem des ein eine einen einem einer eines kein keine mein meine dein deine ihr ihre unser
+im in am an auf aus bei mit nach seit von vor zu zum zur für über unter hinter neben per
+ist sind war wird werden wurde kann muss soll darf nicht nur auch noch immer nie jetzt dann hier dort
+und oder aber sondern weil wenn bis
+le la les un une des du de au aux ce cet cette ces mon ma mes ton ta tes votre vos notre nos leur leurs
+dans sur sous avec sans pour par chez entre vers
+est sont était sera peut doit ne pas plus toujours jamais aussi encore ici là
+et ou mais donc car si
+el la los las un una unos unas lo su sus mi mis tu tus nuestro nuestra
+en sobre bajo con sin para por entre hacia desde hasta del al
+es son era será puede debe no nunca siempre también aquí allí
+y o pero porque si
+""".split())
+_PREDICATE = frozenset("""
+required optional mandatory needed necessary confidential private secret sensitive personal individual unique
+expired invalid incorrect wrong valid correct weak strong long short temporary permanent new old default
+case-sensitive compromised encrypted hashed hidden visible available unavailable blank empty missing unknown
+important different identical similar random simple complex mandatory free welcome written hidden given broken
+forgotten stolen chosen shown known taken sensitive
+hinterlegt erhältlich bekannt gesperrt
+erforderlich notwendig nötig optional vertraulich geheim privat persönlich individuell abgelaufen ungültig
+falsch gültig richtig schwach stark lang kurz vorübergehend temporär neu alt leer unbekannt verschlüsselt
+obligatoire facultatif nécessaire confidentiel confidentielle secret secrète privé privée personnel personnelle
+expiré expirée invalide incorrect incorrecte valide faible fort forte long longue court courte temporaire nouveau
+nouvelle vide inconnu chiffré chiffrée sensible
+obligatorio obligatoria opcional necesario necesaria confidencial secreto secreta privado privada personal
+caducado caducada inválido inválida incorrecto incorrecta válido válida débil fuerte largo larga corto corta
+temporal nuevo nueva vacío vacía desconocido desconocida cifrado cifrada sensible
+""".split())
+_INSTRUCTION = frozenset("""
+see ask contact check call visit request use follow refer consult
+siehe fragen frag kontaktieren wenden bitte beim
+voir demandez demander contactez consultez voyez
+ver pregunta pregunte consulta consulte contacta contacte solicita solicite
+""".split())
+# English/German/French/Spanish participles and gerunds: "printed", "gesendet", "envoyé", "enviada".
+_PARTICIPLE = re.compile(r"(?i)^(?:\w{3,}(?:ed|ing)|(?:ab|an|auf|aus|ein|mit|vor|zu|zurück)?ge\w{3,}(?:t|en)|\w{3,}(?:é|ée|és|ées|ado|ada|ados|adas|ido|ida|idos|idas))$")
+_MEASURE = re.compile(r"^\d{1,2}$")
+# placeholders, variable and field names (``$DB_PASSWORD``, ``<password>``, ``license_key``), times and dates
+_PLACEHOLDER = re.compile(r"^(?:[$<{%\[(].*|[A-Z][A-Z0-9]*_[A-Z0-9_]+$|[a-z][a-z0-9]*(?:_[a-z0-9]+)+$|"
+                          r"\d{1,2}:\d{2}(?::\d{2})?$|\d{4}-\d{2}-\d{2}$|\*{3,}|[xX•.]{4,}|%\w+%|\{\{.*\}\}|https?://\S*|\.\.\.)$")
+_QUOTED = re.compile(r"^[\"'`“‘«„]\s*(?P<v>[^\"'`”’»“\n]{1,80}?)\s*[\"'`”’»“]")
+_TOKEN = re.compile(r"^(?P<v>[^\s,;`]+?)(?P<trail>[.,;:!?)`'\"]*)(?=\s|$)")
+_SYMBOLS = frozenset("!@#$%^&*+=?~_/\\|")
+_RUN = re.compile(r"^(?P<v>[^\W\d_]+(?:\s+[^\W\d_]+){2,5})\s*(?:$|[.;!?])")
+# "wurde auf nordlicht geändert": the value, then only the participle ending the sentence
+_LAST_PARTICIPLE = re.compile(r"^\s+(?:\w*ge\w+(?:t|en)|\w+(?:ed|é|ado|ida))\s*(?:$|[.;!?])")
+# a capital after a lower-case value starts the next sentence (a line's missing full stop, lines joined)
+_NEXT_SENTENCE = re.compile(r"^\s+[A-ZÄÖÜÀÂÉÈÊÎÔÛÇÁÍÓÚÑ]")
+_CLAUSE_END = re.compile(r"(?i)^(?:$|[ \t]*\n|[.;,!?)]|\s*[-\u2013\u2014(]|\s+(?:and|but|und|aber|et|mais|y|pero|or|oder|ou|o)\b)")
+
+
+def _value_shaped(v: str) -> bool:
+    """A digit or a symbol inside, or letters mixed in case past the first (``bLuebird``)."""
+    return any(c.isdigit() for c in v) or any(c in _SYMBOLS for c in v) or bool(re.search(r"[a-z][A-Z]", v))
+
+
+def _ordinary(word: str) -> bool:
+    w = word.lower().strip("'’\"")
+    return w in _FUNCTION or w in _PREDICATE or w in _INSTRUCTION or bool(_PARTICIPLE.match(w))
+
+
+def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
+    """The value's range at the start of ``rest`` (``offset`` is where ``rest`` starts), or None."""
+    q = _QUOTED.match(rest)
+    if q:
+        v = q.group("v")
+        if _PLACEHOLDER.match(v) or v.lower() in _FUNCTION or (  # in code quotes with no noun: `curl` is a tool
+                strict and not _value_shaped(v) and (" " in v.strip() or rest[0] == "`")):
+            return None
+        return offset + q.start("v"), offset + q.end("v")
+    m = _TOKEN.match(rest)
+    if not m:
+        return None
+    v = m.group("v")
+    if (_PLACEHOLDER.match(v) or not any(c.isalnum() for c in v) or v.startswith("//") or v.endswith("-")
+            or re.search(r"[\[\]()<>{}|]|\*\*|^[_*].*[_*]$", v)):  # markdown links and emphasis, placeholders
+        return None
+    after = rest[m.end("v"):]
+    if _value_shaped(v):
+        if _MEASURE.match(v) and re.match(r"\s+[^\W\d_]", after) and not _CLAUSE_END.match(after):
+            return None  # "12 characters", "90 Tage"
+        return offset, offset + len(v)
+    if strict:  # no credential noun: a shaped value, or a lower-case word that is no ordinary word ("Okta", "SSO" are tools)
+        return (offset, offset + len(v)) if len(v) >= 6 and v.isalpha() and v.islower() and not _ordinary(v) else None
+    run = _RUN.match(rest)
+    if run and not any(w.lower() in _FUNCTION or w.lower() in _INSTRUCTION or _PARTICIPLE.match(w) for w in run.group("v").split()):
+        return offset, offset + len(run.group("v"))  # "is correct horse battery staple": a passphrase of words
+    if _ordinary(v) or not v.replace("-", "").isalpha() and not v.isalnum():
+        return None
+    if (not _CLAUSE_END.match(after) and not m.group("trail") and not _LAST_PARTICIPLE.match(after)
+            and not _NEXT_SENTENCE.match(after)):
+        return None  # runs on as a phrase: "is sent to your phone"
+    return offset, offset + len(v)
+
+
+def find_statements(text: str) -> list[Finding]:
+    """Values given in credential statements in ``text``, as findings of kind ``a credential`` (category ``secret``).
+
+    Args:
+        text: plain text (a chunk, a draft answer, a passage before it reaches a model).
+
+    Returns:
+        Findings covering the value only (unsorted, may overlap the token-shape findings of
+        :func:`screening.secrets.find_secrets`); ``[]`` when no statement gives a value.
+    """
+    found: list[Finding] = []
+    for m in _STATEMENT.finditer(text):
+        rest = m.group("rest")
+        start = m.start("rest")
+        # "le code est le 4711", "the PIN is the 4711": an article before a shaped value
+        art = re.match(r"(?i)(?:le|la|el|the|die|der|das)\s+(?=\S*\d)", rest)
+        if art:
+            rest, start = rest[art.end():], start + art.end()
+        span = _value(rest, start, strict=False)
+        if span:
+            found.append(Finding("a credential", "secret", *span))
+    for m in _APPOSITION.finditer(text):
+        span = _value(m.group("rest"), m.start("rest"), strict=True)
+        if span and not _MEASURE.match(text[span[0]:span[1]]):
+            found.append(Finding("a credential", "secret", *span))
+    for m in _CODE.finditer(text):
+        pre = (m.group("pre") or "").lower()
+        span = _value(m.group("rest"), m.start("rest"), strict=True)
+        value = text[span[0]:span[1]] if span else ""
+        if span and pre not in _ID_CODES and any(c.isdigit() for c in value) and len(value) >= 4:
+            found.append(Finding("a credential", "secret", *span))
+    for m in _WITH.finditer(text):
+        span = _value(m.group("rest"), m.start("rest"), strict=False)
+        if span:
+            found.append(Finding("a credential", "secret", *span))
+    for m in _USE.finditer(text):
+        g = next(g for g in ("v1", "v2", "v3") if m.group(g) is not None)
+        span = _value(m.group(g), m.start(g), strict=True)
+        if span:
+            found.append(Finding("a credential", "secret", *span))
+    return found

@@ -1,0 +1,64 @@
+"""Credentials written in sentences (issue 24 item 1): the statement screen over our corpus, and the shapes it adds.
+
+``tests/data/credentials/statements.jsonl`` holds credential statements and innocent look-alikes in
+English, German, French and Spanish (the last 40 + 40, ``"batch": "fresh"``, were written after tuning and
+measured once before they joined). Every row goes through :func:`screening.scan`, the scanner the agent's
+exit, the passages shown to a model and the indexer's flag counts all use.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from screening import mask, scan
+
+CORPUS = Path(__file__).parent / "data" / "credentials" / "statements.jsonl"
+ROWS = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+
+
+def flagged(text: str) -> bool:
+    return any(f.category == "secret" for f in scan(text))
+
+
+def test_the_corpus_has_enough_of_each_kind_in_four_languages() -> None:
+    assert sum(r["credential"] for r in ROWS) >= 100 and sum(not r["credential"] for r in ROWS) >= 100
+    assert {r["lang"] for r in ROWS} == {"en", "de", "fr", "es"}
+
+
+def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent() -> None:
+    creds = [r["text"] for r in ROWS if r["credential"]]
+    looks = [r["text"] for r in ROWS if not r["credential"]]
+    missed = [t for t in creds if not flagged(t)]
+    false = [t for t in looks if flagged(t)]
+    assert 1 - len(missed) / len(creds) >= 0.98, missed
+    assert len(false) / len(looks) <= 0.02, false
+
+
+@pytest.mark.parametrize("text, value", [
+    ("The guest wifi password is bluebirdcanyonriver", "bluebirdcanyonriver"),
+    ("Visitors connect to LedgerlyGuest.\nThe guest wifi password is bluebirdcanyonriver\nAsk reception for it.",
+     "bluebirdcanyonriver"),
+    ("The guest wifi password is bluebirdcanyonriver Ask reception for it.", "bluebirdcanyonriver"),  # lines joined
+    ("Das Passwort lautet nordlichtfjord.", "nordlichtfjord"),
+    ("Le mot de passe est hirondelle.", "hirondelle"),
+    ("La contraseña es golondrina.", "golondrina"),
+    ("Publish with the npm token npm_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 from CI.",
+     "npm_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"),
+    ("DefaultEndpointsProtocol=https;AccountName=ledgerlyexports;AccountKey=c2VjcmV0a2V5Zm9yYXp1cmVzdG9yYWdl;"
+     "EndpointSuffix=core.windows.net", "c2VjcmV0a2V5Zm9yYXp1cmVzdG9yYWdl"),
+])
+def test_a_value_given_in_a_statement_or_a_known_token_shape_is_left_out(text: str, value: str) -> None:
+    assert value not in mask(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The password policy requires 12 characters.",
+    "Reset your password at https://id.example.com/reset.",
+    "The PIN is sent to your phone.",
+    "Ask IT for the wifi password.",
+])
+def test_innocent_look_alikes_are_left_alone(text: str) -> None:
+    assert mask(text) == text
