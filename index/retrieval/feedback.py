@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from connectors.models import Chunk
+from screening import mask
 
 from .ports import KeywordStore
 from .query import Query
@@ -30,7 +32,9 @@ def feedback_terms(chunks: Sequence[Chunk], query_terms: set[str], analyze: Call
                    idf: Callable[[Collection[str]], Mapping[str, float]], n_terms: int = 6) -> list[str]:
     """The ``n_terms`` analysed terms with the highest summed ``tf / length * idf`` over ``chunks``.
 
-    Terms of the query, numbers and terms of two characters or fewer are excluded.
+    Terms of the query, numbers and terms of two characters or fewer are excluded, and so is whatever the
+    screen (:func:`screening.mask`) leaves out of an answer: a credential's value or personal data on a
+    feedback page would otherwise travel with the query into the trace (``--json``, the turn log).
 
     Args:
         chunks: the feedback passages, best first (each read as its title, heading path and text).
@@ -42,8 +46,8 @@ def feedback_terms(chunks: Sequence[Chunk], query_terms: set[str], analyze: Call
     Returns:
         The terms, heaviest first (ties in first-seen order).
     """
-    tfs = [Counter(t for t in analyze(f"{c.title} {' '.join(c.section_path)} {c.text}") if len(t) > 2 and not t.isdigit())
-           for c in chunks]
+    tfs = [Counter(t for t in analyze(f"{c.title} {' '.join(c.section_path)} {_screened(c.text)}")
+                   if len(t) > 2 and not t.isdigit()) for c in chunks]
     weight_of = idf({t for tf in tfs for t in tf if t not in query_terms})
     weights: Counter[str] = Counter()
     for tf in tfs:
@@ -52,6 +56,12 @@ def feedback_terms(chunks: Sequence[Chunk], query_terms: set[str], analyze: Call
             if t not in query_terms:
                 weights[t] += (f / length) * weight_of[t]
     return [t for t, _ in weights.most_common(n_terms)]
+
+
+@lru_cache(maxsize=4096)
+def _screened(text: str) -> str:
+    """``text`` with credentials and personal data left out (cached: the same passages feed many queries)."""
+    return mask(text)
 
 
 @dataclass(frozen=True, slots=True)
