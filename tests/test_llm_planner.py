@@ -101,7 +101,7 @@ def default_answer(req: dict) -> Response:
 
 DEFAULTS = {
     "route": lambda req: chat(None, [tool_call("knowledge_search", {"query": req["messages"][-1]["content"]})]),
-    "rewrite": lambda req: json_reply({"standalone": req["messages"][-1]["content"].split("Latest message: ")[1]
+    "rewrite": lambda req: json_reply({"standalone": req["messages"][1]["content"].split("Latest message: ")[1]
                                        .split("\n")[0], "sub_queries": [], "expansion": [], "hypothetical_answer": ""}),
     "reflect": lambda req: json_reply({"relevant": True, "sufficient": True, "missing": "", "next_query": ""}),
     "answer": default_answer,

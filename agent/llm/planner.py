@@ -350,9 +350,9 @@ class LLMPlanner:
             return _validated(out, res)
         except ValueError as exc:
             error = _short_error(exc)
-        trace.step("output_repair", step=step, error=error)
+        trace.step("output_repair", output=step, error=error)
         if not budget.allows(f"{step} repair", tokens=1500):
-            trace.step("invalid_output", step=step, error=error, repaired=False)
+            trace.step("invalid_output", output=step, error=error, repaired=False)
             return None
         fix = self.llm.chat(model, [*msgs, {"role": "assistant", "content": res.content[:2000]},
                                     {"role": "user", "content": prompts.repair_output(error, schema)}],
@@ -360,7 +360,7 @@ class LLMPlanner:
         try:
             return _validated(out, fix)
         except ValueError as exc:
-            trace.step("invalid_output", step=step, error=_short_error(exc), repaired=True)
+            trace.step("invalid_output", output=step, error=_short_error(exc), repaired=True)
             return None
 
     def _fits(self, step: str, budget: TurnBudget, *calls: str) -> bool:

@@ -104,13 +104,15 @@ def _candidates(text: str) -> list[str]:
 def _decode_from(s: str) -> Any:
     """The first JSON object or array in ``s`` (prose around it ignored), trailing commas forgiven."""
     dec = json.JSONDecoder()
-    for variant in (s, _TRAILING_COMMA.sub(r"\1", s)):
-        for i, ch in enumerate(variant):
-            if ch in "{[":
-                try:
-                    return dec.raw_decode(variant, i)[0]
-                except json.JSONDecodeError:
-                    continue
+    fixed = _TRAILING_COMMA.sub(r"\1", s)
+    for i, ch in enumerate(s):
+        if ch not in "{[":
+            continue
+        for variant, at in ((s, i), (fixed, len(_TRAILING_COMMA.sub(r"\1", s[:i])))):
+            try:
+                return dec.raw_decode(variant, at)[0]
+            except json.JSONDecodeError:
+                continue
     raise ValueError("no JSON object in the reply")
 
 
