@@ -90,6 +90,7 @@ class LLMResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     data: Any = None  # the JSON value read from the reply (structured outputs), None when there was none
+    seconds: float = 0.0  # the server's time: request sent to response read (not the client's own start-up)
 
 
 def build_openai_client(api_key: str | None, base_url: str | None, azure_endpoint: str | None = None,
@@ -283,19 +284,21 @@ class LLMClient:
         except (openai.OpenAIError, _StreamBroke):
             budget.charge_failed()
             raise
-        self.latency.observe(model, time.perf_counter() - t0, result.completion_tokens)
+        self.latency.observe(model, result.seconds or time.perf_counter() - t0, result.completion_tokens)
         return result
 
     def _completed(self, kwargs: dict[str, Any], timeout: float, budget: TurnBudget) -> LLMResult:
-        resp = self.client.chat.completions.create(timeout=timeout, **kwargs)
+        raw = self.client.chat.completions.with_raw_response.create(timeout=timeout, **kwargs)
+        resp = raw.parse()
+        seconds = raw.elapsed.total_seconds()
         usage = getattr(resp, "usage", None)
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
         ct = int(getattr(usage, "completion_tokens", 0) or 0)
         budget.charge(pt, ct, self.price_in, self.price_out)
         if not resp.choices:
-            return LLMResult(content="", prompt_tokens=pt, completion_tokens=ct)
+            return LLMResult(content="", prompt_tokens=pt, completion_tokens=ct, seconds=seconds)
         msg = resp.choices[0].message
-        return LLMResult(content=msg.content or "", prompt_tokens=pt, completion_tokens=ct,
+        return LLMResult(content=msg.content or "", prompt_tokens=pt, completion_tokens=ct, seconds=seconds,
                          tool_calls=[ToolCall(tc.id, tc.function.name, tc.function.arguments or "")
                                      for tc in (msg.tool_calls or [])])
 

@@ -5,7 +5,8 @@ token (the call's whole wall time over its completion tokens, so prompt processi
 trip are folded in) and of seconds per call. A call that timed out is recorded with the tokens it
 was allowed (a lower bound of how slow the model is). :meth:`LatencyMeter.estimate_ms` predicts a
 step from the tokens it usually writes; before any call was measured it predicts 0 (optimistic:
-the first call of a process is what measures the model).
+the first call of a process is what measures the model), and a model not measured yet is taken to be
+as slow as the slowest measured one.
 """
 
 from __future__ import annotations
@@ -62,5 +63,10 @@ class LatencyMeter:
             return ModelLatency(m.calls, m.s_per_token, m.s_per_call) if m else ModelLatency()
 
     def estimate_ms(self, model: str, completion_tokens: int) -> float:
-        """Predicted milliseconds of a call of ``model`` writing about ``completion_tokens`` tokens."""
-        return self.get(model).s_per_token * completion_tokens * 1000
+        """Predicted milliseconds of a call of ``model`` writing about ``completion_tokens`` tokens; a model
+        not measured yet is taken to be as slow as the slowest one measured (on one server they share the
+        hardware)."""
+        with self._lock:
+            m = self._models.get(model)
+            spt = m.s_per_token if m else max((x.s_per_token for x in self._models.values()), default=0.0)
+        return spt * completion_tokens * 1000
