@@ -249,7 +249,7 @@ def test_a_slow_model_loses_reflection_first(indexed) -> None:
 
 def test_a_model_too_slow_for_the_answer_takes_the_extractive_answer_before_the_budget(indexed) -> None:
     brain = Brain()
-    with OpenAIStandIn(brain, delay=2.5) as llm:  # 2.5 s for 20 tokens: an answer would take ~25 s
+    with OpenAIStandIn(brain, delay=5.0) as llm:  # 5 s a call: after routing, no other call fits the 10 s
         reply = ask(indexed, llm, TURN_BUDGET_MS="12000", LLM_FALLBACK_RESERVE_MS="2000", LLM_TOOLS="on")
     degraded = usage(reply)["degraded"]
     assert brain.calls == ["route"]

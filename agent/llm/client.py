@@ -274,7 +274,7 @@ class LLMClient:
                 result = self._completed(kwargs, timeout, budget)
         except openai.APITimeoutError:
             budget.charge_failed(timed_out=True)
-            self.latency.observe(model, time.perf_counter() - t0, kwargs["max_tokens"])
+            self.latency.observe(model, time.perf_counter() - t0, kwargs["max_tokens"], timed_out=True)
             raise
         except openai.APIStatusError as exc:
             budget.charge_failed()
