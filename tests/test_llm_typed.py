@@ -255,7 +255,7 @@ def test_a_model_too_slow_for_the_answer_takes_the_extractive_answer_before_the_
     assert brain.calls == ["route"]
     assert [d.split(":")[0] for d in degraded] == ["skipped query rewriting", "skipped reflection",
                                                    "skipped generation"], degraded
-    assert all("model too slow" in d for d in degraded)
+    assert "model too slow" in degraded[-1]  # the answer's measured cost, not a spent budget, sent it extractive
     assert steps(reply, "degrade")[0]["to"] == "extractive" and steps(reply, "fallback")
     assert reply["citations"] and not reply["refused"]
     assert reply["timings_ms"]["total"] < 12000 - 2000, reply["timings_ms"]
