@@ -144,6 +144,18 @@ class Settings(BaseSettings):
     turn_budget_ms: int = Field(20000, ge=1000, description="Wall-time budget of one LLM turn, in milliseconds.")
     turn_budget_tokens: int = Field(12000, ge=500, description="Token budget (prompt + completion) of one LLM turn.")
     turn_budget_calls: int = Field(8, ge=2, le=50, description="LLM calls allowed in one turn.")
+    llm_tools: Literal["auto", "on", "off"] = Field(
+        "auto", description="Tool calling for routing: auto (found out on first use: a 400 on tools or a one-time "
+        "probe showing the model ignores them switches to a JSON routing decision, remembered per server and model), "
+        "on (trust the server), off (always route by a JSON decision, e.g. llama.cpp's Python server).")
+    llm_json_schema: Literal["auto", "on", "off"] = Field(
+        "auto", description="Structured outputs: auto (response_format json_schema; on 400/422/500 json_object with "
+        "the schema, then JSON asked for in the prompt; remembered per server and model), on (always json_schema), "
+        "off (no response_format: JSON asked for in the prompt).")
+    llm_fallback_reserve_ms: int = Field(3000, ge=0, description="Milliseconds of the turn budget kept for the "
+                                         "extractive answer when the model is slow or fails.")
+    llm_max_attempts: int = Field(3, ge=1, le=10, description="Tries per LLM call, retries included (429, 5xx, "
+                                  "timeouts, connection errors).")
     llm_price_in: float = Field(0.0, ge=0, description="USD per 1,000 prompt tokens, for the cost in traces.")
     llm_price_out: float = Field(0.0, ge=0, description="USD per 1,000 completion tokens, for the cost in traces.")
 

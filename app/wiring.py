@@ -196,8 +196,10 @@ def build_llm_planner(settings: Settings, tools: ToolRegistry, fallback):
 
     client = build_openai_client(settings.openai_api_key, settings.openai_base_url, settings.azure_openai_endpoint,
                                  settings.azure_openai_api_version, timeout=settings.turn_budget_ms / 1000)
-    llm = LLMClient(client, price_in=settings.llm_price_in, price_out=settings.llm_price_out)
+    llm = LLMClient(client, max_attempts=settings.llm_max_attempts, price_in=settings.llm_price_in,
+                    price_out=settings.llm_price_out, json_schema=settings.llm_json_schema, tools=settings.llm_tools)
     config = LLMPlannerConfig(planner_model=settings.planner_model, answer_model=settings.answer_model,
                               budget_ms=settings.turn_budget_ms, budget_tokens=settings.turn_budget_tokens,
-                              budget_calls=settings.turn_budget_calls)
+                              budget_calls=settings.turn_budget_calls,
+                              fallback_reserve_ms=settings.llm_fallback_reserve_ms)
     return LLMPlanner(tools, llm, fallback, config)

@@ -8,6 +8,16 @@ a function ``brain(request_json) -> Response`` that tests write per scenario (us
 on the system prompt: routing, rewriting, reflection, answering, claim check, compliance).
 Errors are answered the way OpenAI does: a status code, an ``{"error": {...}}`` body and, for
 429, a ``Retry-After`` header.
+
+It can also behave like the limited servers met in the field:
+
+- ``tools="ignored"`` (llama-cpp-python's server): ``tools`` and ``tool_choice`` never reach the
+  brain, and native ``tool_calls`` never come back (the model answers in prose);
+- ``tools="rejected"`` (a model Ollama marks without tool support): a request with ``tools`` gets a 400;
+- ``json_schema_status=500`` (llama-cpp-python 0.3.x): a ``response_format`` of type ``json_schema``
+  gets that status, while ``{"type": "json_object", "schema": ...}`` is accepted;
+- ``delay`` and ``token_delay``: seconds before each chat completion is answered, plus seconds per
+  completion token of the reply (a slow model; ``token_delay=1/21`` is SmolLM2 on 2 cores).
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["OpenAIStandIn", "Response", "chat", "tool_call", "json_reply", "error"]
 
@@ -69,9 +79,15 @@ def error(status: int, message: str = "error", retry_after: float | None = None)
 class OpenAIStandIn:
     """Start with ``with OpenAIStandIn(brain) as s:``; ``s.base_url`` ends in ``/v1``."""
 
-    def __init__(self, brain: Callable[[dict], Response], chunk_delay: float = 0.0) -> None:
+    def __init__(self, brain: Callable[[dict], Response], chunk_delay: float = 0.0, *,
+                 tools: Literal["native", "ignored", "rejected"] = "native", json_schema_status: int | None = None,
+                 delay: float = 0.0, token_delay: float = 0.0) -> None:
         self.brain = brain
         self.chunk_delay = chunk_delay  # seconds between streamed chunks (a model that takes its time)
+        self.tools = tools
+        self.json_schema_status = json_schema_status
+        self.delay = delay
+        self.token_delay = token_delay
         self.requests: list[dict] = []
         stand_in = self
 
@@ -101,7 +117,7 @@ class OpenAIStandIn:
                 if not self.path.endswith("/chat/completions"):
                     self._send(Response(404, {"error": {"message": f"unknown path {self.path}"}}))
                     return
-                resp = stand_in.brain(req)
+                resp = stand_in._answer(req)
                 if req.get("stream") and resp.status == 200 and resp.body.get("choices"):
                     self._stream(req, resp)
                     return
@@ -143,7 +159,7 @@ class OpenAIStandIn:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -155,6 +171,33 @@ class OpenAIStandIn:
         self.server.shutdown()
         self.server.server_close()
 
+    def _answer(self, req: dict) -> Response:
+        """The brain's answer, shaped by the server profile (tools, json_schema, delay)."""
+        fmt = (req.get("response_format") or {}).get("type")
+        if self.json_schema_status is not None and fmt == "json_schema":
+            return error(self.json_schema_status, "response_format json_schema is not supported")
+        if req.get("tools") and self.tools == "rejected":
+            return error(400, f"registry.ollama.ai/library/{req.get('model')} does not support tools")
+        if self.tools == "ignored":
+            req = {k: v for k, v in req.items() if k not in ("tools", "tool_choice")}
+        resp = self.brain(req)
+        if self.tools == "ignored" and resp.status == 200 and resp.body.get("choices"):
+            msg = resp.body["choices"][0]["message"]
+            if msg.pop("tool_calls", None) is not None:
+                msg["content"] = msg.get("content") or "I am not able to do that."
+                resp.body["choices"][0]["finish_reason"] = "stop"
+        wait = self.delay + self.token_delay * int((resp.body.get("usage") or {}).get("completion_tokens") or 0)
+        if wait:
+            time.sleep(wait)
+        return resp
+
     def chat_requests(self) -> list[dict]:
         """Recorded chat completion requests."""
         return [r for r in self.requests if r["_path"].endswith("/chat/completions")]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that gave up (its timeout) closes the socket before a slow answer: not an error here."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return

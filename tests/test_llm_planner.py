@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from agent.agent import Agent
 from agent.llm import prompts
-from agent.llm.client import LLMClient, build_openai_client
+from agent.llm.client import PROBE_SYSTEM, LLMClient, build_openai_client
 from agent.llm.planner import LLMPlanner, LLMPlannerConfig
 from agent.loop import EvidenceLoop
 from agent.models import HistoryMessage, Turn
@@ -48,6 +48,10 @@ def kind(req: dict) -> str:
     system = req["messages"][0]["content"]
     if system.startswith(prompts.ROUTER_SYSTEM):  # followed by the registered action tools
         return "route"
+    if system.startswith(prompts.ROUTE_JSON_SYSTEM):  # routing by a JSON decision (no tool calling)
+        return "route_json"
+    if system == PROBE_SYSTEM:
+        return "probe"
     for name, prompt in [("repair", prompts.REPAIR_SYSTEM), ("rewrite", prompts.REWRITE_SYSTEM),
                          ("reflect", prompts.REFLECT_SYSTEM), ("answer", prompts.ANSWER_SYSTEM),
                          ("claims", prompts.CLAIMS_SYSTEM), ("compliance", prompts.COMPLIANCE_SYSTEM)]:
@@ -97,12 +101,14 @@ def default_answer(req: dict) -> Response:
 
 DEFAULTS = {
     "route": lambda req: chat(None, [tool_call("knowledge_search", {"query": req["messages"][-1]["content"]})]),
-    "rewrite": lambda req: json_reply({"standalone": req["messages"][-1]["content"].split("Latest message: ")[1]
+    "rewrite": lambda req: json_reply({"standalone": req["messages"][1]["content"].split("Latest message: ")[1]
                                        .split("\n")[0], "sub_queries": [], "expansion": [], "hypothetical_answer": ""}),
     "reflect": lambda req: json_reply({"relevant": True, "sufficient": True, "missing": "", "next_query": ""}),
     "answer": default_answer,
     "claims": lambda req: json_reply({"verdicts": []}),
     "compliance": lambda req: json_reply({"ok": True, "reasons": []}),
+    "route_json": lambda req: json_reply({"route": "search", "query": req["messages"][-1]["content"]}),
+    "probe": lambda req: chat(None, [tool_call("ping", {})]),
     "unknown": lambda req: error(400, "unexpected request"),
 }
 
@@ -141,11 +147,13 @@ class TicketCreate:
         pass
 
 
-def make_agent(index, base_url: str, tmp_path: Path, extra_tool=None, **cfg) -> Agent:
+def make_agent(index, base_url: str, tmp_path: Path, extra_tool=None, tools: str = "on", **cfg) -> Agent:
+    """The agent over the LLM planner; ``tools="on"``: the scripted model is one that calls tools."""
     rt = build_agent(Settings(chatops_data_dir=tmp_path / "data"), index=index)
     if extra_tool is not None:
         rt.tools.register(extra_tool)
-    llm = LLMClient(build_openai_client("test-key", base_url, timeout=10), max_attempts=3, retry_after_cap=1.0)
+    llm = LLMClient(build_openai_client("test-key", base_url, timeout=10), max_attempts=3, retry_after_cap=1.0,
+                    tools=tools)
     planner = LLMPlanner(rt.tools, llm, rt.agent.planner, LLMPlannerConfig(planner_model="small", answer_model="big", **cfg))
     return Agent(planner, min_citations=2)
 

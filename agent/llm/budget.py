@@ -22,6 +22,8 @@ class Usage:
     """Token usage and cost of a turn (cost in USD, from per-1k-token prices when configured)."""
 
     calls: int = 0
+    failed: int = 0
+    timeouts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -33,7 +35,7 @@ class Usage:
 
     def as_dict(self) -> dict:
         """Trace-friendly dict."""
-        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+        return {"calls": self.calls, "failed": self.failed, "timeouts": self.timeouts, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "total_tokens": self.total_tokens, "cost_usd": round(self.cost_usd, 6)}
 
 
@@ -84,6 +86,12 @@ class TurnBudget:
         if self.usage.calls >= self.max_calls or self.usage.total_tokens >= self.max_tokens or self.remaining_ms <= 0:
             raise BudgetExceeded(f"turn budget exhausted ({self.usage.calls} calls, {self.usage.total_tokens} tokens, "
                                  f"{self.elapsed_ms:.0f} ms)")
+
+    def charge_failed(self, timed_out: bool = False) -> None:
+        """Account a request that failed (an error status, a broken connection, a timeout): it is a call."""
+        self.usage.calls += 1
+        self.usage.failed += 1
+        self.usage.timeouts += int(timed_out)
 
     def charge(self, prompt_tokens: int, completion_tokens: int, price_in: float = 0.0, price_out: float = 0.0) -> None:
         """Account one call's usage (prices in USD per 1,000 tokens)."""

@@ -1,11 +1,25 @@
 """A budgeted, retrying wrapper around the ``openai`` package's chat completions.
 
 Works with OpenAI, Azure OpenAI (``openai.AzureOpenAI``) and any OpenAI-compatible server (vLLM,
-Ollama, llama.cpp server). The SDK's own retries are off (``max_retries=0``) so that every retry
-is counted against the turn's budget: 429 waits for ``Retry-After`` (clamped), 5xx, timeouts and
-connection errors back off exponentially, malformed JSON for a structured output is asked again;
-all within the remaining wall time, at most ``max_attempts`` times. Anything else raises
-:class:`LLMError`, and the planner falls back to the rule-based answer.
+Ollama, llama.cpp server). The SDK's own retries are off (``max_retries=0``) so that every request
+is counted against the turn's budget, failed and timed-out ones included. Retries go through
+``tenacity``: 429 waits for ``Retry-After`` (clamped), 5xx, timeouts and connection errors back off
+exponentially, all within the remaining wall time, at most ``max_attempts`` times. Anything else
+raises :class:`LLMError`, and the planner falls back to the rule-based answer.
+
+What a server can do is found out on first use and remembered per server and model:
+
+- **Structured output** (``json_schema``: ``auto``/``on``/``off``). ``auto`` asks for
+  ``response_format={"type": "json_schema", ...}``; a 400, 422 or 500 to that request (llama.cpp's
+  Python server answers 500) switches to ``{"type": "json_object", "schema": ...}``, and a failure
+  of that to plain JSON asked for in the prompt, the schema written out. ``on`` always sends
+  ``json_schema``; ``off`` never sends a ``response_format``. Replies are read with
+  :func:`agent.llm.structured.loads_tolerant` whatever was asked.
+- **Tool calling** (``tools``: ``auto``/``on``/``off``). A 400 or 422 to a request with ``tools``
+  raises :class:`ToolsUnsupported` and is remembered; :meth:`LLMClient.probe_tools` asks once whether
+  a model that answered in prose really calls tools (servers that ignore ``tools`` answer in prose).
+
+Every call's wall time is recorded in a :class:`agent.llm.latency.LatencyMeter`, timed-out ones too.
 """
 
 from __future__ import annotations
@@ -13,28 +27,48 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import openai
+from tenacity import Retrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from telemetry.tracing import span
 
 from .budget import BudgetExceeded, TurnBudget
+from .latency import LatencyMeter
+from .structured import loads_tolerant, tool_calls_in_content
 
-__all__ = ["LLMClient", "LLMError", "LLMResult", "ToolCall", "build_openai_client"]
+__all__ = ["LLMClient", "LLMError", "LLMResult", "ToolCall", "ToolsUnsupported", "Mode", "build_openai_client"]
 
 log = logging.getLogger(__name__)
+
+Mode = Literal["auto", "on", "off"]
+
+#: Structured-output request forms, best first.
+FORMATS = ("json_schema", "json_object", "prompt")
 
 
 class LLMError(Exception):
     """The model could not be reached or kept answering unusably; the caller falls back."""
 
 
+class ToolsUnsupported(LLMError):
+    """The server rejected a request with ``tools`` (400/422): route without tool calling."""
+
+
 class _StreamBroke(Exception):
     """A streamed completion failed after some text was delivered (its cause is the API error)."""
+
+
+class _FormatRejected(Exception):
+    """The server rejected the ``response_format`` asked for (400/422/500)."""
+
+
+_TRANSIENT = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +78,7 @@ class ToolCall:
     id: str
     name: str
     arguments: str
+    native: bool = True  # False: read from a JSON object in the reply's text
 
 
 @dataclass(slots=True)
@@ -54,7 +89,8 @@ class LLMResult:
     tool_calls: list[ToolCall] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    data: Any = None  # the parsed JSON for structured outputs
+    data: Any = None  # the JSON value read from the reply (structured outputs), None when there was none
+    seconds: float = 0.0  # the server's time: request sent to response read (not the client's own start-up)
 
 
 def build_openai_client(api_key: str | None, base_url: str | None, azure_endpoint: str | None = None,
@@ -67,40 +103,103 @@ def build_openai_client(api_key: str | None, base_url: str | None, azure_endpoin
 
 
 class LLMClient:
-    """Chat completions under a :class:`TurnBudget`.
+    """Chat completions under a :class:`TurnBudget` (see the module docstring).
 
     Args:
         client: an ``openai.OpenAI``-compatible client.
         max_attempts: tries per call, retries included.
         retry_after_cap: longest ``Retry-After`` honoured, in seconds.
         price_in, price_out: USD per 1,000 prompt/completion tokens, for the trace's cost.
+        json_schema: ``auto``, ``on`` or ``off`` (structured-output requests).
+        tools: ``auto``, ``on`` or ``off`` (tool calling).
+        latency: where call latencies are recorded (a new meter by default).
     """
 
     def __init__(self, client, max_attempts: int = 3, retry_after_cap: float = 10.0,
-                 price_in: float = 0.0, price_out: float = 0.0) -> None:
+                 price_in: float = 0.0, price_out: float = 0.0, *, json_schema: Mode = "auto",
+                 tools: Mode = "auto", latency: LatencyMeter | None = None) -> None:
         self.client = client
         self.max_attempts = max_attempts
         self.retry_after_cap = retry_after_cap
         self.price_in = price_in
         self.price_out = price_out
+        self.json_schema = json_schema
+        self.tools_mode = tools
+        self.latency = latency or LatencyMeter()
+        self._formats: dict[tuple[str, str], str] = {}
+        self._tools: dict[tuple[str, str], bool] = {}
+        self._lock = threading.Lock()
 
+    # -- capabilities ----------------------------------------------------------------------------
+    def _key(self, model: str) -> tuple[str, str]:
+        return (str(getattr(self.client, "base_url", "")), model)
+
+    def tools_supported(self, model: str) -> bool | None:
+        """Whether ``model`` calls tools: True/False when set or found out, None while unknown."""
+        if self.tools_mode != "auto":
+            return self.tools_mode == "on"
+        with self._lock:
+            return self._tools.get(self._key(model))
+
+    def remember_tools(self, model: str, supported: bool) -> None:
+        """Record whether ``model`` on this server calls tools (``auto`` mode only)."""
+        if self.tools_mode == "auto":
+            with self._lock:
+                self._tools[self._key(model)] = supported
+            log.info("LLM %s %s tool calling", model, "supports" if supported else "does not support")
+
+    def json_format(self, model: str) -> str:
+        """The structured-output form used for ``model``: ``json_schema``, ``json_object`` or ``prompt``."""
+        if self.json_schema != "auto":
+            return "json_schema" if self.json_schema == "on" else "prompt"
+        with self._lock:
+            return self._formats.get(self._key(model), "json_schema")
+
+    def _downgrade(self, model: str, rejected: str) -> str | None:
+        nxt = FORMATS[FORMATS.index(rejected) + 1] if rejected != FORMATS[-1] else None
+        if nxt is not None:
+            with self._lock:
+                self._formats[self._key(model)] = nxt
+            log.info("LLM %s rejected response_format %s; using %s", model, rejected, nxt)
+        return nxt
+
+    def probe_tools(self, model: str, budget: TurnBudget) -> bool:
+        """Ask once whether ``model`` calls tools: a tiny request whose only sensible reply is a call of
+        ``ping``. Remembers and returns the answer (a rejected request counts as no)."""
+        msgs = [{"role": "system", "content": PROBE_SYSTEM}, {"role": "user", "content": "ping"}]
+        spec = [{"type": "function", "function": {"name": "ping", "description": "Answer a ping.",
+                                                  "parameters": {"type": "object", "properties": {}}}}]
+        try:
+            res = self.chat(model, msgs, budget, tools=spec, max_tokens=40, tool_choice="required")
+            ok = bool(res.tool_calls)
+        except ToolsUnsupported:
+            ok = False
+        self.remember_tools(model, ok)
+        return ok
+
+    # -- calls -----------------------------------------------------------------------------------
     def chat(self, model: str, messages: list[dict], budget: TurnBudget, *, tools: list[dict] | None = None,
              schema: dict | None = None, schema_name: str = "result", temperature: float = 0.0,
-             max_tokens: int = 800, on_delta: Callable[[str], None] | None = None) -> LLMResult:
+             max_tokens: int = 800, on_delta: Callable[[str], None] | None = None,
+             tool_choice: str = "auto") -> LLMResult:
         """:meth:`_chat` in a ``chatops.llm`` span when tracing is on (model, schema name and tokens as
         attributes, never the messages)."""
         with span("chatops.llm", {"chatops.llm.model": model,
                                   "chatops.llm.kind": schema_name if schema is not None else "text"}) as sp:
             result = self._chat(model, messages, budget, tools=tools, schema=schema, schema_name=schema_name,
-                                temperature=temperature, max_tokens=max_tokens, on_delta=on_delta)
+                                temperature=temperature, max_tokens=max_tokens, on_delta=on_delta,
+                                tool_choice=tool_choice)
             sp.set_attributes({"chatops.llm.prompt_tokens": result.prompt_tokens,
                                "chatops.llm.completion_tokens": result.completion_tokens})
             return result
 
     def _chat(self, model: str, messages: list[dict], budget: TurnBudget, *, tools: list[dict] | None = None,
               schema: dict | None = None, schema_name: str = "result", temperature: float = 0.0,
-              max_tokens: int = 800, on_delta: Callable[[str], None] | None = None) -> LLMResult:
-        """One completion; with ``schema`` the reply must be JSON matching it (``data`` holds it).
+              max_tokens: int = 800, on_delta: Callable[[str], None] | None = None,
+              tool_choice: str = "auto") -> LLMResult:
+        """One completion. With ``schema`` the reply is asked to be JSON matching it and ``data`` holds the
+        JSON value read from it (None when there is none: validating is the caller's job). With ``tools``
+        the calls are read from ``tool_calls`` and, when there are none, from JSON in the text.
 
         With ``on_delta`` the completion is streamed (``stream=True``, usage in the last chunk) and
         ``on_delta`` is told each piece of text as it arrives (text only: not with ``tools`` or
@@ -108,68 +207,100 @@ class LLMClient:
         :class:`LLMError` (the caller has shown part of a draft and must decide).
 
         Raises:
+            ToolsUnsupported: the server rejected ``tools``.
             LLMError: after the allowed retries, or on a non-retryable API error.
             BudgetExceeded: when the budget leaves no room for the call.
             ValueError: for ``on_delta`` with ``tools`` or ``schema``.
         """
         if on_delta is not None and (tools or schema is not None):
             raise ValueError("only plain text completions can be streamed (no tools, no schema)")
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature,
-                                  "max_tokens": max_tokens}
+        base: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature,
+                                "max_tokens": max_tokens}
         if tools:
-            kwargs["tools"] = tools
-            kwargs["tool_choice"] = "auto"
-        if schema is not None:
-            kwargs["response_format"] = {"type": "json_schema",
-                                         "json_schema": {"name": schema_name, "schema": schema, "strict": False}}
-        last: Exception | None = None
-        for attempt in range(1, self.max_attempts + 1):
-            budget.check()
-            timeout = max(1.0, budget.remaining_ms / 1000)
+            base["tools"] = tools
+            base["tool_choice"] = tool_choice
+        while True:
+            form = self.json_format(model) if schema is not None else None
+            kwargs = _with_format(base, form, schema, schema_name)
             try:
-                if on_delta is not None:
-                    return self._streamed(kwargs, timeout, budget, on_delta)
-                resp = self.client.chat.completions.create(timeout=timeout, **kwargs)
-            except _StreamBroke as exc:
-                raise LLMError(f"the streamed completion broke off: {exc.__cause__}") from exc.__cause__
-            except openai.RateLimitError as exc:
-                last = exc
-                self._sleep(budget, self._retry_after(exc, attempt), "429")
+                result = self._send(kwargs, budget, on_delta, auto_format=form is not None and self.json_schema == "auto"
+                                    and form != "prompt")
+            except _FormatRejected as exc:
+                if self._downgrade(model, form or "prompt") is None:
+                    raise LLMError(f"the server rejected every structured-output form: {exc}") from exc
                 continue
-            except openai.InternalServerError as exc:
-                last = exc
-                self._sleep(budget, self._backoff(attempt), f"{exc.status_code}")
-                continue
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                last = exc
-                self._sleep(budget, self._backoff(attempt), type(exc).__name__)
-                continue
-            except openai.APIStatusError as exc:
-                raise LLMError(f"the LLM endpoint answered {exc.status_code}: {_brief(exc)}; check OPENAI_API_KEY, "
-                               "OPENAI_BASE_URL and the model names") from exc
-            except openai.OpenAIError as exc:
-                raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from exc
-            usage = getattr(resp, "usage", None)
-            pt = int(getattr(usage, "prompt_tokens", 0) or 0)
-            ct = int(getattr(usage, "completion_tokens", 0) or 0)
-            budget.charge(pt, ct, self.price_in, self.price_out)
-            if not resp.choices:
-                last = LLMError("the model returned no choices")
-                continue
-            msg = resp.choices[0].message
-            result = LLMResult(content=msg.content or "", prompt_tokens=pt, completion_tokens=ct,
-                               tool_calls=[ToolCall(tc.id, tc.function.name, tc.function.arguments or "")
-                                           for tc in (msg.tool_calls or [])])
             if schema is not None:
                 try:
-                    result.data = json.loads(_strip_fences(result.content))
-                except json.JSONDecodeError as exc:
-                    last = exc
-                    log.info("malformed JSON from the model (attempt %d, %d characters)", attempt,
-                             len(result.content or ""))
-                    continue
+                    result.data = loads_tolerant(result.content)
+                except ValueError:
+                    log.info("no JSON in the model's reply (%d characters)", len(result.content or ""))
+            if tools and not result.tool_calls and result.content:
+                result.tool_calls = [ToolCall(f"content_{i}", c.name, json.dumps(c.arguments), native=False)
+                                     for i, c in enumerate(tool_calls_in_content(result.content))]
             return result
-        raise LLMError(f"the LLM kept failing after {self.max_attempts} attempts: {type(last).__name__}: {last}")
+
+    def _send(self, kwargs: dict[str, Any], budget: TurnBudget, on_delta: Callable[[str], None] | None,
+              auto_format: bool) -> LLMResult:
+        """One request under ``tenacity``: transient errors retried within the budget."""
+        retrying = Retrying(stop=stop_after_attempt(self.max_attempts), retry=retry_if_exception_type(_TRANSIENT),
+                            wait=self._wait, sleep=lambda s: self._sleep(budget, s), reraise=True)
+        try:
+            return retrying(self._attempt, kwargs, budget, on_delta, auto_format)
+        except _StreamBroke as exc:
+            raise LLMError(f"the streamed completion broke off: {exc.__cause__}") from exc.__cause__
+        except _TRANSIENT as exc:
+            raise LLMError(f"the LLM kept failing after {self.max_attempts} attempts: "
+                           f"{type(exc).__name__}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            if "tools" in kwargs and exc.status_code in (400, 422):
+                self.remember_tools(kwargs["model"], False)
+                raise ToolsUnsupported(f"the server rejected tool calling ({exc.status_code}: {_brief(exc)})") from exc
+            raise LLMError(f"the LLM endpoint answered {exc.status_code}: {_brief(exc)}; check OPENAI_API_KEY, "
+                           "OPENAI_BASE_URL and the model names") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from exc
+
+    def _attempt(self, kwargs: dict[str, Any], budget: TurnBudget, on_delta: Callable[[str], None] | None,
+                 auto_format: bool) -> LLMResult:
+        """One request: counted in the budget and timed whatever happens."""
+        budget.check()
+        timeout = max(1.0, budget.remaining_ms / 1000)
+        model = kwargs["model"]
+        t0 = time.perf_counter()
+        try:
+            if on_delta is not None:
+                result = self._streamed(kwargs, timeout, budget, on_delta)
+            else:
+                result = self._completed(kwargs, timeout, budget)
+        except openai.APITimeoutError:
+            budget.charge_failed(timed_out=True)
+            self.latency.observe(model, time.perf_counter() - t0, kwargs["max_tokens"], timed_out=True)
+            raise
+        except openai.APIStatusError as exc:
+            budget.charge_failed()
+            if auto_format and exc.status_code in (400, 422, 500):
+                raise _FormatRejected(f"{exc.status_code}: {_brief(exc)}") from exc
+            raise
+        except (openai.OpenAIError, _StreamBroke):
+            budget.charge_failed()
+            raise
+        self.latency.observe(model, result.seconds or time.perf_counter() - t0, result.completion_tokens)
+        return result
+
+    def _completed(self, kwargs: dict[str, Any], timeout: float, budget: TurnBudget) -> LLMResult:
+        raw = self.client.chat.completions.with_raw_response.create(timeout=timeout, **kwargs)
+        resp = raw.parse()
+        seconds = raw.elapsed.total_seconds()
+        usage = getattr(resp, "usage", None)
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        budget.charge(pt, ct, self.price_in, self.price_out)
+        if not resp.choices:
+            return LLMResult(content="", prompt_tokens=pt, completion_tokens=ct, seconds=seconds)
+        msg = resp.choices[0].message
+        return LLMResult(content=msg.content or "", prompt_tokens=pt, completion_tokens=ct, seconds=seconds,
+                         tool_calls=[ToolCall(tc.id, tc.function.name, tc.function.arguments or "")
+                                     for tc in (msg.tool_calls or [])])
 
     def _streamed(self, kwargs: dict[str, Any], timeout: float, budget: TurnBudget,
                   on_delta: Callable[[str], None]) -> LLMResult:
@@ -197,6 +328,12 @@ class LLMClient:
         budget.charge(pt, ct, self.price_in, self.price_out)
         return LLMResult(content="".join(parts), prompt_tokens=pt, completion_tokens=ct)
 
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, openai.RateLimitError):
+            return self._retry_after(exc, state.attempt_number)
+        return self._backoff(state.attempt_number)
+
     def _retry_after(self, exc: openai.APIStatusError, attempt: int) -> float:
         header = exc.response.headers.get("retry-after") if exc.response is not None else None
         try:
@@ -210,20 +347,28 @@ class LLMClient:
         return random.uniform(0, 0.5 * 2 ** (attempt - 1))
 
     @staticmethod
-    def _sleep(budget: TurnBudget, seconds: float, why: str) -> None:
+    def _sleep(budget: TurnBudget, seconds: float) -> None:
         if seconds * 1000 >= budget.remaining_ms:
-            raise BudgetExceeded(f"no time left to wait {seconds:.1f} s after {why}")
-        log.info("LLM call: %s, retrying in %.2f s", why, seconds)
+            raise BudgetExceeded(f"no time left to wait {seconds:.1f} s before retrying the LLM call")
+        log.info("LLM call failed, retrying in %.2f s", seconds)
         time.sleep(seconds)
 
 
-def _strip_fences(text: str) -> str:
-    t = text.strip()
-    if t.startswith("```"):
-        t = t.split("\n", 1)[1] if "\n" in t else ""
-        if t.rstrip().endswith("```"):
-            t = t.rstrip()[:-3]
-    return t.strip()
+PROBE_SYSTEM = "Call the function ping. Do not write any text."
+
+
+def _with_format(base: dict[str, Any], form: str | None, schema: dict | None, name: str) -> dict[str, Any]:
+    """``base`` with the structured-output request of ``form`` (the schema in the prompt for ``prompt``)."""
+    if form is None or schema is None:
+        return base
+    if form == "json_schema":
+        return {**base, "response_format": {"type": "json_schema",
+                                            "json_schema": {"name": name, "schema": schema, "strict": False}}}
+    if form == "json_object":
+        return {**base, "response_format": {"type": "json_object", "schema": schema}}
+    note = ("Reply with one JSON object only, no prose, matching this JSON schema: "
+            + json.dumps(schema, separators=(",", ":")))
+    return {**base, "messages": [*base["messages"], {"role": "system", "content": note}]}
 
 
 def _brief(exc: openai.APIStatusError) -> str:

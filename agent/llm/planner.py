@@ -4,7 +4,11 @@ One turn:
 
 1. **Route** by tool calling: the model sees the registry's tools (``knowledge_search`` and every
    action tool, listed with their descriptions in the prompt too) and may also answer directly (chit-chat, general knowledge). Routing
-   decisions are cached by the normalised question (no history) for ``route_cache_ttl_s``.
+   decisions are cached by the normalised question (no history) for ``route_cache_ttl_s``. Calls are read
+   from native ``tool_calls`` and from JSON in the text (``<tool_call>`` chat-template forms); a reply that
+   is JSON but no tool call searches. A model without tool calling (the server rejects ``tools``, or a
+   one-time probe shows it ignores them; remembered per server and model, see
+   :class:`agent.llm.client.LLMClient`) is routed by a short JSON decision (:class:`agent.llm.structured.Route`).
 2. **Rewrite** (structured output): a standalone question from the thread history, sub-queries
    for a multi-part question, expansion keywords for the vocabulary gap, and a hypothetical
    answer passage used as the dense query (HyDE; Gao et al. 2022, "Precise Zero-Shot Dense
@@ -37,8 +41,17 @@ when the routing step proposes a side-effect call while such a block was shown, 
 again on the requester's own messages alone and only that call's actions count, so nobody else's
 words can supply an action's title, attendees or time.
 
+Every structured step's reply is validated into a pydantic model (:mod:`agent.llm.structured`); one
+that does not validate gets one repair round, then the step's deterministic fallback (no rewrite, no
+reflection, the claim check and the compliance model check skipped, routing by search), recorded as
+``invalid_output`` in the trace.
+
 Budgets (:class:`agent.llm.budget.TurnBudget`) bound calls, tokens and time; near the limit the
-loop skips reflection, the claim check and the compliance model call, and the trace says so. Any
+loop skips reflection, the claim check and the compliance model call, and the trace says so. The
+wall-time budget keeps ``fallback_reserve_ms`` for the rule-based answer, and each optional step
+first predicts its time from the model's measured latency (:class:`agent.llm.latency.LatencyMeter`):
+a slow model loses reflection first, then the rewrite, and when even the answer would not fit, the
+turn takes the extractive answer before the budget is spent. Any
 LLM failure (timeouts, 429s beyond the budget, malformed output) falls back to the rule-based
 planner's answer for the same turn.
 """
@@ -70,7 +83,8 @@ from ..terms import key_terms
 from ..text import display_text, sentence_spans
 from . import prompts
 from .budget import BudgetExceeded, TurnBudget
-from .client import LLMClient, LLMError
+from .client import LLMClient, LLMError, LLMResult, ToolsUnsupported
+from .structured import Claims, ComplianceVerdict, Reflection, Rewrite, Route, loads_tolerant
 from .release import SentenceRelease
 from ..screen import chunk_findings, span_flagged
 from .compliance import reasons, redact, scan
@@ -99,6 +113,15 @@ class LLMPlannerConfig:
     budget_calls: int = 8
     route_cache_ttl_s: float = 3600
     answer_cache_ttl_s: float = 3600
+    fallback_reserve_ms: float = 3000
+
+
+#: Completion tokens each call usually writes, for predicting its time from the measured latency.
+STEP_TOKENS = {"route": 40, "rewrite": 120, "reflect": 60, "answer": 200, "claims": 40, "compliance": 20}
+
+
+class TooSlow(BudgetExceeded):
+    """The model is measured too slow for the answer within the turn's budget: take the extractive answer."""
 
 
 class _TTLCache:
@@ -167,7 +190,7 @@ class LLMPlanner:
     def plan(self, turn: Turn, trace: Trace) -> tuple[Reply, list[Evidence]]:
         """Run the loop; on any LLM failure, the rule-based planner answers instead."""
         cfg = self.config
-        budget = TurnBudget(cfg.budget_ms, cfg.budget_tokens, cfg.budget_calls)
+        budget = TurnBudget(max(1000.0, cfg.budget_ms - cfg.fallback_reserve_ms), cfg.budget_tokens, cfg.budget_calls)
         try:
             if not turn.text.strip():
                 return self.fallback.plan(turn, trace)
@@ -231,9 +254,53 @@ class LLMPlanner:
         for h in turn.own_history[-6:]:
             msgs.append({"role": "user", "content": h})
         msgs.append({"role": "user", "content": turn.text})
-        res = self.llm.chat(self.config.planner_model, msgs, budget, tools=self._tool_specs())
+        model = self.config.planner_model
+        decision = None
+        if self.llm.tools_supported(model) is not False:
+            decision = self._route_by_tools(turn, msgs, trace, budget)
+        if decision is None:
+            decision = self._route_by_json(turn, msgs, trace, budget)
+        if decision["search"] is None and not decision["actions"] and not decision["content"]:
+            decision["search"] = turn.text  # an empty answer: retrieve rather than say nothing
+        trace.step("route", source="llm" if self.llm.tools_supported(model) is not False else "llm_json",
+                   search=decision["search"], actions=[a["tool"] for a in decision["actions"]],
+                   direct=decision["search"] is None and not decision["actions"])
+        if key and not decision["actions"]:
+            self._routes.put(key, decision)
+        return decision
+
+    def _route_by_tools(self, turn: Turn, msgs: list[dict], trace: Trace, budget: TurnBudget) -> dict | None:
+        """Route by tool calling; None when the model turns out not to call tools (route by JSON instead)."""
+        model = self.config.planner_model
+        known = self.llm.tools_supported(model)
+        try:
+            res = self.llm.chat(model, msgs, budget, tools=self._tool_specs(), max_tokens=300)
+        except ToolsUnsupported as exc:
+            trace.step("tools_unsupported", model=model, how="rejected", error=str(exc)[:200])
+            return None
+        if res.tool_calls:
+            if known is None:
+                self.llm.remember_tools(model, True)
+            if not any(c.native for c in res.tool_calls):
+                trace.step("tool_call_in_content", names=[c.name for c in res.tool_calls])
+            return self._from_tool_calls(res, turn, trace)
+        if _json_value(res.content) is not None:
+            # JSON but no tool call: never posted as an answer; the search is the safe reading.
+            trace.step("route_json_not_tool_call", content=res.content[:200])
+            return {"search": turn.text, "actions": [], "content": "", "chitchat": False}
+        if known is None and self.llm.tools_mode == "auto" and res.content.strip():
+            supported = self.llm.probe_tools(model, budget)
+            trace.step("tools_probe", model=model, supported=supported)
+            if not supported:
+                return None
+        return {"search": None, "actions": [], "content": res.content.strip(), "chitchat": False}
+
+    def _from_tool_calls(self, res: LLMResult, turn: Turn, trace: Trace) -> dict:
         names = {_tool_fn_name(n): n for n in self.tools.names()}
+        names.update({n: n for n in self.tools.names()})
         decision: dict[str, Any] = {"search": None, "actions": [], "content": res.content.strip(), "chitchat": False}
+        if any(not c.native for c in res.tool_calls):
+            decision["content"] = ""  # the text was the call
         for call in res.tool_calls:
             tool = names.get(call.name)
             if tool is None:
@@ -244,16 +311,68 @@ class LLMPlanner:
                     args = json.loads(call.arguments or "{}")
                 except json.JSONDecodeError:
                     args = {}
-                decision["search"] = str(args.get("query") or turn.text)
+                decision["search"] = str((args.get("query") if isinstance(args, dict) else None) or turn.text)
             elif self.tools.get(tool).side_effect:
                 decision["actions"].append({"tool": tool, "arguments": call.arguments})
-        if decision["search"] is None and not decision["actions"] and not decision["content"]:
-            decision["search"] = turn.text  # an empty answer: retrieve rather than say nothing
-        trace.step("route", source="llm", search=decision["search"], actions=[a["tool"] for a in decision["actions"]],
-                   direct=decision["search"] is None and not decision["actions"])
-        if key and not decision["actions"]:
-            self._routes.put(key, decision)
         return decision
+
+    def _route_by_json(self, turn: Turn, msgs: list[dict], trace: Trace, budget: TurnBudget) -> dict:
+        """Route by a JSON decision (:class:`Route`) for a model that does not call tools; an invalid decision
+        (after one repair) searches."""
+        actions = [(_tool_fn_name(t.name), t.description) for t in self.tools.actions()]
+        route_msgs = [{"role": "system", "content": prompts.route_json_system(actions)}, *msgs[1:]]
+        got = self._ask("route", Route, route_msgs, prompts.ROUTE_SCHEMA, trace, budget, max_tokens=200)
+        decision: dict[str, Any] = {"search": None, "actions": [], "content": "", "chitchat": False}
+        if got is None or got.route == "search" or (got.route == "answer" and not got.answer.strip()):
+            decision["search"] = (got.query.strip() if got is not None else "") or turn.text
+            return decision
+        if got.route == "answer":
+            decision["content"] = got.answer.strip()
+            return decision
+        names = {_tool_fn_name(n): n for n in self.tools.names()}
+        names.update({n: n for n in self.tools.names()})
+        tool = names.get(got.tool)
+        if tool is None or not self.tools.get(tool).side_effect:
+            trace.step("route_unknown_tool", name=got.tool)
+            decision["search"] = turn.text
+            return decision
+        decision["actions"].append({"tool": tool, "arguments": json.dumps(got.arguments)})
+        return decision
+
+    # -- structured calls ------------------------------------------------------------------------
+    def _ask(self, step: str, out: type[BaseModel], msgs: list[dict], schema: dict, trace: Trace,
+             budget: TurnBudget, max_tokens: int = 400) -> Any:
+        """One structured call validated into ``out``; one repair round on an invalid reply, then None
+        (the caller's deterministic fallback), recorded as ``invalid_output``."""
+        model = self.config.planner_model
+        res = self.llm.chat(model, msgs, budget, schema=schema, schema_name=step, max_tokens=max_tokens)
+        try:
+            return _validated(out, res)
+        except ValueError as exc:
+            error = _short_error(exc)
+        trace.step("output_repair", output=step, error=error)
+        if not budget.allows(f"{step} repair", tokens=1500):
+            trace.step("invalid_output", output=step, error=error, repaired=False)
+            return None
+        fix = self.llm.chat(model, [*msgs, {"role": "assistant", "content": res.content[:2000]},
+                                    {"role": "user", "content": prompts.repair_output(error, schema)}],
+                            budget, schema=schema, schema_name=step, max_tokens=max_tokens)
+        try:
+            return _validated(out, fix)
+        except ValueError as exc:
+            trace.step("invalid_output", output=step, error=_short_error(exc), repaired=True)
+            return None
+
+    def _fits(self, step: str, budget: TurnBudget, *calls: str) -> bool:
+        """Whether ``calls`` (keys of :data:`STEP_TOKENS`) fit the time left at the model's measured latency;
+        records the degradation when they do not."""
+        need = sum(self.llm.latency.estimate_ms(self.config.answer_model if c == "answer" else self.config.planner_model,
+                                                STEP_TOKENS[c]) for c in calls)
+        if need <= budget.remaining_ms:
+            return True
+        budget.degraded.append(f"skipped {step}: model too slow (~{need:.0f} ms needed, "
+                               f"{budget.remaining_ms:.0f} ms left)")
+        return False
 
     def _propose(self, call: dict, turn: Turn, ctx: ToolContext, trace: Trace, budget: TurnBudget) -> PendingAction | None:
         """Validate a side-effect call's arguments and turn it into a pending action (never run it)."""
@@ -317,6 +436,9 @@ class LLMPlanner:
             return Reply(messages.refusal(searched, closest_page(evidence)), refused=True, route=trace.route,
                          searched=searched), evidence
         shown = verdict.support + [e for e in evidence if e not in verdict.support]
+        if not self._fits("generation", budget, "answer"):
+            trace.step("degrade", to="extractive", reason=budget.degraded[-1])
+            raise TooSlow(budget.degraded[-1])
         reply = self._generate(question, shown, trace, budget, searched)
         if not reply.refused:
             self._answers.put(cache_key, (reply, evidence))
@@ -326,22 +448,23 @@ class LLMPlanner:
         # A follow-up question may lean on anyone's message in the thread (context, not instructions).
         base = {"standalone": query if not turn.history else f"{turn.history[-1].text} {turn.text}",
                 "sub_queries": [], "expansion": [], "hypothetical_answer": ""}
-        if not budget.allows("query rewriting", reserve=1):
+        if not budget.allows("query rewriting", reserve=1) or not self._fits("query rewriting", budget, "rewrite", "answer"):
             return base
         history = "\n".join(f"- {h}" for h in turn.own_history[-6:]) or "(none)"
         others = _others(turn)
         context = f"{prompts.format_others(others)}\n\n" if others else ""
-        res = self.llm.chat(self.config.planner_model, [
+        got = self._ask("rewrite", Rewrite, [
             {"role": "system", "content": prompts.REWRITE_SYSTEM},
             {"role": "user", "content": f"{context}Conversation history (earlier user messages):\n{history}\n\n"
                                         f"Latest message: {turn.text}\nSearch query proposed: {query}"}],
-            budget, schema=prompts.REWRITE_SCHEMA, schema_name="rewrite")
-        data = res.data if isinstance(res.data, dict) else {}
+            prompts.REWRITE_SCHEMA, trace, budget)
+        if got is None:
+            return base
         out = {
-            "standalone": str(data.get("standalone") or base["standalone"])[:1000],
-            "sub_queries": [str(q)[:500] for q in (data.get("sub_queries") or []) if str(q).strip()][:4],
-            "expansion": [str(t)[:60] for t in (data.get("expansion") or []) if str(t).strip()][:6],
-            "hypothetical_answer": str(data.get("hypothetical_answer") or "")[:1500],
+            "standalone": got.standalone[:1000],
+            "sub_queries": [q[:500] for q in got.sub_queries][:4],
+            "expansion": [t[:60] for t in got.expansion][:6],
+            "hypothetical_answer": got.hypothetical_answer[:1500],
         }
         trace.step("rewrite", **out)
         return out
@@ -373,17 +496,17 @@ class LLMPlanner:
         return evidence
 
     def _reflect(self, question: str, evidence: list[Evidence], trace: Trace, budget: TurnBudget) -> dict | None:
-        if not budget.allows("reflection", tokens=2500, reserve=1):
+        if not budget.allows("reflection", tokens=2500, reserve=1) or not self._fits("reflection", budget, "reflect", "answer"):
             return None
         passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, _masked(e.chunk.text))
                                             for i, e in enumerate(evidence[: self.config.passages])])
-        res = self.llm.chat(self.config.planner_model, [
+        got = self._ask("reflection", Reflection, [
             {"role": "system", "content": prompts.REFLECT_SYSTEM},
             {"role": "user", "content": f"{passages}\n\nQuestion: {question}"}],
-            budget, schema=prompts.REFLECT_SCHEMA, schema_name="reflection")
-        data = res.data if isinstance(res.data, dict) else {}
-        verdict = {"relevant": bool(data.get("relevant")), "sufficient": bool(data.get("sufficient")),
-                   "missing": str(data.get("missing") or "")[:300], "next_query": str(data.get("next_query") or "")[:300]}
+            prompts.REFLECT_SCHEMA, trace, budget, max_tokens=200)
+        if got is None:
+            return None
+        verdict = got.model_dump()
         trace.step("reflect", **verdict)
         return verdict
 
@@ -410,7 +533,7 @@ class LLMPlanner:
                 trace.step("refuse", reason="the model found that the passages do not answer it")
                 return Reply(messages.refusal(searched, closest_page(evidence)), refused=True,
                              route=trace.route, searched=searched)
-            problems = self._compliance_reasons(text, budget)
+            problems = self._compliance_reasons(text, budget, trace)
             if not problems:
                 break
             trace.step("compliance", round=fix_round, ok=False, reasons=problems)
@@ -419,7 +542,8 @@ class LLMPlanner:
         else:
             return Reply(messages.COMPLIANCE_REFUSAL, route=trace.route, searched=searched, refused=True)
         sentences, citations = self._cite(text, shown, trace)
-        if self.config.claim_check and citations and budget.allows("claim check", tokens=3000):
+        if (self.config.claim_check and citations and budget.allows("claim check", tokens=3000)
+                and self._fits("claim check", budget, "claims")):
             sentences, citations = self._check_claims(sentences, citations, shown, trace, budget)
         body = " ".join(s for s, _ in sentences).strip()
         if not body or not citations:
@@ -502,11 +626,12 @@ class LLMPlanner:
             srcs = "\n".join(f"[{n}] {display_text(_masked(next(e.chunk.text for e in shown if e.chunk.chunk_id == by_n[n].chunk_id)))[:1200]}"
                              for n in sorted(marks))
             items.append(f"Claim {i}: {_MARKERS.sub('', s).strip()}\nCited passages:\n{srcs}")
-        res = self.llm.chat(self.config.planner_model, [
+        got = self._ask("claims", Claims, [
             {"role": "system", "content": prompts.CLAIMS_SYSTEM},
-            {"role": "user", "content": "\n\n".join(items)}], budget, schema=prompts.CLAIMS_SCHEMA, schema_name="claims")
-        verdicts = {int(v.get("claim", 0)): bool(v.get("supported")) for v in (res.data or {}).get("verdicts", [])
-                    if isinstance(v, dict)}
+            {"role": "user", "content": "\n\n".join(items)}], prompts.CLAIMS_SCHEMA, trace, budget)
+        if got is None:
+            return sentences, citations  # no usable verdicts: the deterministic grounding check stands alone
+        verdicts = {v.claim: v.supported for v in got.verdicts}
         kept = [(s, m) for i, (s, m) in enumerate(sentences, start=1) if verdicts.get(i, True)]
         dropped = len(sentences) - len(kept)
         trace.step("claim_check", checked=len(sentences), dropped=dropped)
@@ -514,15 +639,17 @@ class LLMPlanner:
         return kept, [c for c in citations if c.n in used]
 
     # -- compliance ------------------------------------------------------------------------------
-    def _compliance_reasons(self, text: str, budget: TurnBudget) -> list[str]:
+    def _compliance_reasons(self, text: str, budget: TurnBudget, trace: Trace) -> list[str]:
         found = reasons(scan(text))
-        if found or not self.config.compliance_model_check or not budget.allows("compliance check", tokens=1200):
+        if (found or not self.config.compliance_model_check or not budget.allows("compliance check", tokens=1200)
+                or not self._fits("compliance check", budget, "compliance")):
             return found
-        res = self.llm.chat(self.config.planner_model, [
+        got = self._ask("compliance", ComplianceVerdict, [
             {"role": "system", "content": prompts.COMPLIANCE_SYSTEM},
-            {"role": "user", "content": text}], budget, schema=prompts.COMPLIANCE_SCHEMA, schema_name="compliance")
-        data = res.data if isinstance(res.data, dict) else {}
-        return [] if data.get("ok", True) else [str(r) for r in data.get("reasons", [])][:5] or ["flagged by the reviewer"]
+            {"role": "user", "content": text}], prompts.COMPLIANCE_SCHEMA, trace, budget, max_tokens=200)
+        if got is None or got.ok:
+            return []  # an unusable verdict: the deterministic scan (above) is the check
+        return [r for r in got.reasons][:5] or ["flagged by the reviewer"]
 
     def _comply(self, text: str, trace: Trace) -> str:
         """A direct answer (no sources to rewrite from): redact what the compliance scan finds."""
@@ -543,6 +670,27 @@ def _masked(text: str) -> str:
     """A passage as the model sees it: credentials, personal data and planted instructions left out."""
     found = chunk_findings(text)
     return redact(text, found) if found else text
+
+
+def _json_value(text: str) -> Any:
+    """The JSON value a reply consists of (fences and prose around it allowed), or None."""
+    if "{" not in (text or "") and "[" not in (text or ""):
+        return None
+    try:
+        value = loads_tolerant(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _validated(out: type[BaseModel], res: LLMResult) -> Any:
+    if res.data is None:
+        raise ValueError("the reply held no JSON object")
+    return out.model_validate(res.data)
+
+
+def _short_error(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:300]
 
 
 def _dump(args: BaseModel) -> dict:
