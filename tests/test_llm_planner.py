@@ -452,7 +452,8 @@ def test_a_draft_left_without_a_grounded_sentence_is_the_refusal(wiki_index, tmp
         reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
             Turn(viewer=public_viewer(), text="how many days of PTO do I get per year?"))
     assert reply.refused and not reply.citations
-    assert "35" not in reply.text and "9999" not in reply.text
+    # the refusal links the closest page, whose file:// address holds pytest's temporary path: test the claims
+    assert "35 days" not in reply.text and "until 9999" not in reply.text
     [grounding] = [s for s in reply.trace.steps if s["step"] == "grounding"]
     assert len(grounding["dropped"]) == 2
     assert any(s["step"] == "refuse" for s in reply.trace.steps)
@@ -472,7 +473,7 @@ def test_an_ungrounded_sentence_is_never_released_early(wiki_index, tmp_path) ->
             Turn(viewer=public_viewer(), text="how many days of PTO do I get per year?"),
             lambda name, data: pieces.append(data["text"]) if name == "answer_text" else None)
     released = "".join(pieces)
-    assert len(pieces) == 2 and "25 days" in pieces[0] and "35" not in released
+    assert len(pieces) == 2 and "25 days" in pieces[0] and "35 days" not in released
     assert "35" not in reply.text and reply.text.startswith(released)  # nothing released had to be taken back
 
 
