@@ -39,9 +39,14 @@ def _unavailable(reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
-    """SmolLM2 behind ``python -m llama_cpp.server`` on 127.0.0.1 (a free port), ready; killed at teardown."""
+    """SmolLM2 behind ``python -m llama_cpp.server`` on 127.0.0.1 (a free port), ready; killed at teardown.
+    ``$CHATOPS_LLM_BASE_URL``: a server already running instead (its model answering to ``MODEL_ALIAS``)."""
+    log_dir = tmp_path_factory.mktemp("llm-server")
+    if os.environ.get("CHATOPS_LLM_BASE_URL"):
+        yield LLMServer(os.environ["CHATOPS_LLM_BASE_URL"], log_dir / "server.log")
+        return
     try:
-        with serve_smollm2(tmp_path_factory.mktemp("llm-server") / "server.log") as server:
+        with serve_smollm2(log_dir / "server.log") as server:
             yield server
     except ServerUnavailable as exc:
         _unavailable(str(exc))

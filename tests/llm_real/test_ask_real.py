@@ -46,7 +46,7 @@ def llm_calls(obj: dict) -> int:
     return int(obj["timings_ms"].get("llm_calls", 0))
 
 
-def test_a_knowledge_question_completes_in_budget_grounded_or_refused(wiki_data, llm_env, embedder) -> None:
+def test_a_knowledge_question_completes_in_budget_grounded_or_refused(llm_env, wiki_data, embedder) -> None:
     obj, elapsed = ask("how do I declare an incident?", wiki_data, llm_env, embedder)
     assert elapsed < TURN_BUDGET_S + STARTUP_S, f"{elapsed:.1f} s"
     reply = checked(obj, wiki_data, embedder)
@@ -54,7 +54,7 @@ def test_a_knowledge_question_completes_in_budget_grounded_or_refused(wiki_data,
     assert llm_calls(obj) >= 1, "the model was never asked"
 
 
-def test_a_near_miss_is_refused_or_answered_only_from_its_passages(wiki_data, llm_env, embedder) -> None:
+def test_a_near_miss_is_refused_or_answered_only_from_its_passages(llm_env, wiki_data, embedder) -> None:
     """The wiki has no sabbatical policy; a weak model invents one, and the gate must not let it through."""
     obj, elapsed = ask("is there a sabbatical after 5 years?", wiki_data, llm_env, embedder)
     assert elapsed < TURN_BUDGET_S + STARTUP_S, f"{elapsed:.1f} s"
@@ -65,21 +65,21 @@ def test_a_near_miss_is_refused_or_answered_only_from_its_passages(wiki_data, ll
 
 @pytest.mark.xfail(strict=False, reason="a model that answers tool calls in prose is routed by the rule-based "
                    "planner, which cannot answer general questions directly (issue 23 item 4)")
-def test_a_general_question_is_answered_directly_by_the_model(wiki_data, llm_env, embedder) -> None:
+def test_a_general_question_is_answered_directly_by_the_model(llm_env, wiki_data, embedder) -> None:
     obj, elapsed = ask("what does HTTP 503 mean?", wiki_data, llm_env, embedder)
     assert elapsed < TURN_BUDGET_S + STARTUP_S, f"{elapsed:.1f} s"
     reply = checked(obj, wiki_data, embedder)
     assert reply.route == "general" and not reply.trace.queries and reply.text.strip(), obj
 
 
-def test_a_general_question_completes_in_budget_and_posts_nothing_ungrounded(wiki_data, llm_env, embedder) -> None:
+def test_a_general_question_completes_in_budget_and_posts_nothing_ungrounded(llm_env, wiki_data, embedder) -> None:
     obj, elapsed = ask("what does HTTP 503 mean?", wiki_data, llm_env, embedder)
     assert elapsed < TURN_BUDGET_S + STARTUP_S, f"{elapsed:.1f} s"
     checked(obj, wiki_data, embedder)
     assert obj["text"].strip()
 
 
-def test_a_meeting_request_proposes_a_pending_action_never_an_executed_one(wiki_data, llm_env, embedder) -> None:
+def test_a_meeting_request_proposes_a_pending_action_never_an_executed_one(llm_env, wiki_data, embedder) -> None:
     obj, elapsed = ask("set up a 30 minute meeting with bob@example.com tomorrow at 3pm about the incident retro",
                        wiki_data, llm_env, embedder)
     assert elapsed < TURN_BUDGET_S + STARTUP_S, f"{elapsed:.1f} s"

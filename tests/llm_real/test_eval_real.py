@@ -18,7 +18,7 @@ from realmodel import TURN_BUDGET_S
 IDS = ["ex-001", "ex-006", "ex-016", "ex-012", "ex-014", "ex-015"]
 
 
-def test_an_eval_run_completes_with_valid_citations_and_nothing_unsupported(wiki_data: Path, llm_env, tmp_path) -> None:
+def test_an_eval_run_completes_with_valid_citations_and_nothing_unsupported(llm_env, wiki_data: Path, tmp_path) -> None:
     rows = [json.loads(line) for line in EVAL_FILE.read_text().splitlines() if line.strip()]
     picked = [r for r in rows if r["id"] in IDS]
     assert [r["id"] for r in picked] == IDS

@@ -37,7 +37,7 @@ def llm_settings(llm_env: dict[str, str], **extra) -> dict:
             "planner_model": llm_env["PLANNER_MODEL"], "answer_model": llm_env["ANSWER_MODEL"], **extra}
 
 
-def test_a_slack_mention_is_answered_by_streaming_within_budget(tmp_path, wiki_index, session_wiki, llm_env) -> None:
+def test_a_slack_mention_is_answered_by_streaming_within_budget(llm_env, tmp_path, wiki_index, session_wiki) -> None:
     runtime = build_agent(Settings(chatops_data_dir=tmp_path / "data", **llm_settings(llm_env)), index=wiki_index)
     assert type(runtime.agent.planner).__name__ == "LLMPlanner"
     replies: list[Reply] = []
@@ -69,7 +69,7 @@ def test_a_slack_mention_is_answered_by_streaming_within_budget(tmp_path, wiki_i
         assert set(map(int, re.findall(r"\[(\d+)\]", shown[-1]["text"]))) <= {c.n for c in reply.citations}
 
 
-def test_a_teams_message_is_answered_within_budget(make_teams, wiki_index, llm_env) -> None:
+def test_a_teams_message_is_answered_within_budget(llm_env, make_teams, wiki_index) -> None:
     t = make_teams(**llm_settings(llm_env))
     assert type(t.agent.agent.planner).__name__ == "LLMPlanner"
     start = time.monotonic()
