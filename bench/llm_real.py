@@ -1,7 +1,7 @@
 """The dev sets in LLM mode against a real model: SmolLM2-135M-Instruct on llama-cpp-python's
 OpenAI-compatible server (127.0.0.1), through ``chatops eval --set`` exactly as ``make eval`` runs them.
 
-Usage: python bench/llm_real.py [--limit N] [--shared DIR] [--data DIR] [--base-url URL] [--json]
+Usage: python bench/llm_real.py [--limit N] [--sets dev,dev2,dev3] [--shared DIR] [--data DIR] [--base-url URL] [--json]
 
 Prints, per set (dev, dev2, dev3 over the ../shared handbooks): the eval figures (R@5, answer_contains,
 citation_validity, refusal_unanswerable, false_refusal, ``unsupported_posted``), LLM calls and tokens per turn
@@ -54,9 +54,11 @@ def limited(path: Path, limit: int | None) -> list[str]:
     return out
 
 
-def run_sets(server: LLMServer, shared: Path, data: Path, limit: int | None, work: Path, budget_ms: int) -> dict:
+def run_sets(server: LLMServer, shared: Path, data: Path, limit: int | None, work: Path, budget_ms: int,
+             names: list[str]) -> dict:
     args = ["eval", "--json"]
-    for name, (questions, source) in SETS.items():
+    for name in names:
+        questions, source = SETS[name]
         picked = work / f"{name}.jsonl"
         picked.write_text("\n".join(limited(shared / questions, limit)) + "\n")
         args += ["--set", f"{name}={picked}::{source.format(shared=shared)}"]
@@ -108,9 +110,13 @@ def main() -> int:
                    "(make eval's; incremental)")
     p.add_argument("--base-url", help="an OpenAI-compatible server already serving SmolLM2 as "
                    "smollm2-135m-instruct (default: start one)")
+    p.add_argument("--sets", default="dev,dev2,dev3", help="which dev sets, comma-separated (default: all three)")
     p.add_argument("--budget-ms", type=int, default=20000, help="TURN_BUDGET_MS (default: production's 20000)")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = p.parse_args()
+    names = [n.strip() for n in args.sets.split(",") if n.strip()]
+    if not names or set(names) - set(SETS):
+        p.error(f"--sets: choose among {', '.join(SETS)}")
     missing = [f for q, s in SETS.values() for f in (q, s.split(":", 1)[1].split("?")[0].replace("{shared}/", ""))
                if not (args.shared / f).exists()]
     if missing:
@@ -123,11 +129,11 @@ def main() -> int:
         try:
             if args.base_url:
                 results = run_sets(LLMServer(args.base_url, work / "none.log"), args.shared, args.data, args.limit, work,
-                                   args.budget_ms)
+                                   args.budget_ms, names)
             else:
                 with serve_smollm2(work / "server.log") as server:
                     results = run_sets(server, args.shared, args.data, args.limit, work,
-                                   args.budget_ms)
+                                   args.budget_ms, names)
         except ServerUnavailable as exc:
             print(f"the real model cannot be served: {exc}", file=sys.stderr)
             return 2

@@ -25,7 +25,7 @@ def test_an_eval_run_completes_with_valid_citations_and_nothing_unsupported(llm_
     questions = tmp_path / "handful.jsonl"
     questions.write_text("".join(json.dumps(r) + "\n" for r in picked))
     done = run_chatops(["eval", "--questions", str(questions), "--json"], wiki_data, cwd=wiki_data.parent,
-                       timeout=len(IDS) * (TURN_BUDGET_S + 15) + 120, **llm_env)
+                       timeout=len(IDS) * (TURN_BUDGET_S + 15) + 300, **llm_env)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     answers = result["answers"]

@@ -59,7 +59,7 @@ def test_a_slack_mention_is_answered_by_streaming_within_budget(llm_env, tmp_pat
         h.close()
         store.close()
     [reply] = replies
-    assert answered < TURN_BUDGET_S + 10, f"{answered:.1f} s"
+    assert answered < TURN_BUDGET_S + 15, f"{answered:.1f} s"
     assert_safe(reply, wiki_index.dense.get)
     # progress was visible in the thread before the answer (a status, or the stream itself)
     assert h.standin.calls_to("assistant.threads.setStatus") or h.standin.calls_to("chat.startStream")
@@ -85,7 +85,7 @@ def test_a_teams_message_is_answered_within_budget(llm_env, make_teams, wiki_ind
     [answer] = answered()
     elapsed = time.monotonic() - start
     [reply] = t.agent.replies
-    assert elapsed < TURN_BUDGET_S + 10, f"{elapsed:.1f} s"
+    assert elapsed < TURN_BUDGET_S + 15, f"{elapsed:.1f} s"
     assert_safe(reply, wiki_index.dense.get)
     assert answer.body.get("text") or answer.card_text()
     assert t.connector.typing() or t.connector.streams, "no progress was shown while the model worked"
