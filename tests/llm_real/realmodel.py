@@ -118,8 +118,12 @@ def reply_from_json(obj: dict) -> Reply:
                  route=obj["route"], trace=trace)
 
 
-def assert_safe(reply: Reply, lookup: Callable[[str], Chunk | None]) -> None:
-    """Every citation valid, and the posted text grounded in what it cites or a refusal."""
+def assert_safe(reply: Reply, lookup: Callable[[str], Chunk | None], knowledge: bool = False) -> None:
+    """Every citation valid, and the posted text grounded in what it cites or a refusal; for a ``knowledge``
+    question, never an answer from the model's own head (unsearched, uncited)."""
+    if knowledge:
+        assert reply.refused or (reply.trace.queries and reply.citations), \
+            f"a knowledge question answered without the wiki ({reply.route}): {reply.text!r}"
     assert citations_valid(reply, lookup), f"invalid citation in {reply.text!r}: {reply.citations}"
     unsupported = unsupported_posted(reply, lookup)
     assert unsupported == [], f"posted without support: {unsupported}"

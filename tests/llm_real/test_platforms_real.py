@@ -60,7 +60,7 @@ def test_a_slack_mention_is_answered_by_streaming_within_budget(llm_env, tmp_pat
         store.close()
     [reply] = replies
     assert answered < TURN_BUDGET_S + 15, f"{answered:.1f} s"
-    assert_safe(reply, wiki_index.dense.get)
+    assert_safe(reply, wiki_index.dense.get, knowledge=True)
     # progress was visible in the thread before the answer (a status, or the stream itself)
     assert h.standin.calls_to("assistant.threads.setStatus") or h.standin.calls_to("chat.startStream")
     shown = [m for m in h.standin.conversations[CHANNEL].messages if m.get("bot_id")]
@@ -86,7 +86,7 @@ def test_a_teams_message_is_answered_within_budget(llm_env, make_teams, wiki_ind
     elapsed = time.monotonic() - start
     [reply] = t.agent.replies
     assert elapsed < TURN_BUDGET_S + 15, f"{elapsed:.1f} s"
-    assert_safe(reply, wiki_index.dense.get)
+    assert_safe(reply, wiki_index.dense.get, knowledge=True)
     assert answer.body.get("text") or answer.card_text()
     assert t.connector.typing() or t.connector.streams, "no progress was shown while the model worked"
 
