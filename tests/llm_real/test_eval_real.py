@@ -34,6 +34,9 @@ def test_an_eval_run_completes_with_valid_citations_and_nothing_unsupported(llm_
     assert answers["citation_validity"] == 1.0
     assert answers["unsupported_posted"] == 0, [r["unsupported_sentences"] for r in result["per_question"]]
     assert result["access"]["acl_leaks"] == 0
+    uncited = [r["id"] for r in result["per_question"] if r["kind"] not in ("general", "action")
+               and not r["refused"] and not r["citations"]]
+    assert uncited == [], f"knowledge questions answered without the wiki: {uncited}"
     slowest = max(r["latency_ms"] for r in result["per_question"]) / 1000
     assert slowest < TURN_BUDGET_S + 5, f"a turn took {slowest:.1f} s"
     assert result["cost"]["llm_calls_mean"] > 0, "the model was never asked"
