@@ -231,17 +231,19 @@ def test_a_timed_out_call_is_counted_and_the_turn_ends_within_its_budget(indexed
 
 
 def test_a_slow_model_loses_reflection_first(indexed) -> None:
-    # Every reply takes 0.05 s per token (routing: 1 s). The rewrite writes 200 tokens (10 s): after it, about
-    # 11.5 s are left of the 26 s the model may use (the CLI's first call costs ~3 s more); reflection and the
-    # answer (~13 s at the measured rate) no longer fit, the answer alone (~10 s) does.
+    # Every call waits 6 s before its reply, plus 0.01 s per token: reflection (~6.6 s at the measured rate)
+    # and the answer (~8 s) no longer fit in what the route (~6.4 s) and the rewrite (200 tokens, ~8 s) leave
+    # of the budget, the answer alone does. The fixed cost per call makes the window reflection falls in
+    # (~6.6 s) wider than the few seconds a loaded machine adds before the first call: about 11 s are left
+    # after the rewrite (seen: 13.0 s left with a 29 s budget), 3 s from either edge.
     def rewrite(req):
         return chat(rewrite_of(req), completion_tokens=200)
 
     brain = Brain(rewrite=rewrite)
-    with OpenAIStandIn(brain, token_delay=0.05) as llm:
+    with OpenAIStandIn(brain, delay=6.0, token_delay=0.01) as llm:
         reply = ask(indexed, llm, TURN_BUDGET_MS="27000", LLM_FALLBACK_RESERVE_MS="1000", LLM_TOOLS="on")
     degraded = usage(reply)["degraded"]
-    assert "rewrite" in brain.calls and "reflect" not in brain.calls and "answer" in brain.calls
+    assert "rewrite" in brain.calls and "reflect" not in brain.calls and "answer" in brain.calls, (brain.calls, usage(reply))
     assert degraded and degraded[0].startswith("skipped reflection: model too slow"), degraded
     assert_cited_answer(reply)
     assert reply["timings_ms"]["total"] < 27000
