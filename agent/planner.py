@@ -196,6 +196,14 @@ class RuleBasedPlanner:
         ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone, viewer=turn.viewer)
         return self._knowledge(question, turn, trace, decision.route, ctx, alternative=alternative)
 
+    def recognises_request(self, turn: Turn) -> bool:
+        """True when this planner would send ``turn`` to the action route: a registered action tool
+        recognises the requester's own words (``turn.text``) as its request, and the message is not a
+        question about how to do it. Another planner uses it to check its own routing (nothing runs
+        before the requester confirms)."""
+        thread = tuple(h.text for h in turn.history)
+        return self.router.route(turn.text, thread).route == "action"
+
     def _specific(self, word: str) -> bool:
         """True when ``word`` names a topic: its analysed terms occur in at most ``topic_max_df`` of the chunks."""
         terms = self.search.analyze(word)

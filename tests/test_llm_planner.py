@@ -6,7 +6,8 @@ citation validation and the rule-based fallback are the real ones over the examp
 a direct answer with no retrieval, retrieval then answer, insufficient evidence then a rewritten
 retry, the knowledge fallback after failed retries, retries stopped by the rule-based planner's
 "no improvement" rule (one loop for both planners), the rule-based fallback after LLM errors, a
-decomposed question searching each part, a side-effect tool proposed and left pending, malformed
+decomposed question searching each part, a side-effect tool proposed and left pending (also when the model
+searched or answered a request its tool recognises), malformed
 tool arguments repaired, a 429 then success, an exhausted budget degrading, an unsupported
 sentence removed by the claim check, a sentence stating a figure its passage lacks removed (never released
 early) whatever the claim check says and a draft left with none becoming the refusal, a compliance fix, an instruction injected into a page
@@ -629,3 +630,36 @@ def test_chatops_eval_runs_unchanged_in_llm_mode(tmp_path, embedding_cache_dir, 
     assert result["answers"]["direct_general"] == 1.0
     assert result["answers"]["citation_validity"] == 1.0
     assert result["cost"]["llm_calls_mean"] > 1 and result["cost"]["llm_tokens_p95"] >= result["cost"]["llm_tokens_mean"]
+
+
+MEETING = "set up a 30 minute meeting with bob@example.com tomorrow at 3pm about the incident retro"
+
+
+@pytest.mark.parametrize("tools, model_route", [
+    ("on", {"route": chat(None, [tool_call("knowledge_search", {"query": MEETING})])}),
+    ("off", {"route_json": json_reply({"route": "search", "query": MEETING})}),
+    ("on", {"route": chat("Done! I have booked the meeting with Bob for tomorrow at 3pm.")}),
+], ids=["searched-by-tool-call", "searched-by-json-route", "answered-as-if-done"])
+def test_a_request_the_model_did_not_route_to_its_tool_is_still_proposed(wiki_index, tmp_path, tools, model_route) -> None:
+    """A weak model (SmolLM2 on the real-model tier) sends an explicit meeting request to search, or claims it
+    did it: the calendar tool's own intent recognises the request, so it is proposed, left pending, with the
+    tool's preview; nothing is executed and the model's claim is not posted."""
+    brain = Brain(**model_route)
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path, tools=tools).answer(
+            Turn(viewer=public_viewer(), text=MEETING, user_id="U1", platform="slack"))
+    assert reply.pending_action is not None and reply.pending_action.tool == "calendar.create", reply.text
+    assert reply.pending_action.args["attendees"] == ["bob@example.com"]
+    assert reply.route == "action" and "booked the meeting" not in reply.text
+    assert "answer" not in brain.calls  # nothing generated from retrieved text for a request
+    assert any(s["step"] == "route_action_by_tool_intent" for s in reply.trace.steps)
+
+
+def test_a_question_about_booking_stays_a_knowledge_question(wiki_index, tmp_path) -> None:
+    """The check reads the tools' intent the way the rule planner does: asking how to book is not a request."""
+    brain = Brain()
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
+            Turn(viewer=public_viewer(), text="how do I book a meeting room on friday?", user_id="U1", platform="slack"))
+    assert reply.pending_action is None and reply.route == "knowledge"
+    assert not any(s["step"] == "route_action_by_tool_intent" for s in reply.trace.steps)

@@ -33,7 +33,9 @@ One turn:
    exit screens the reply again, whichever path (this loop or the fallback) wrote it.
 
 Side-effect tools are never executed: a call of an action tool (:mod:`tools.actions`) becomes a
-pending action summarised by the tool's own preview, and
+pending action summarised by the tool's own preview, and a request that a registered tool's own intent
+recognises (the rule planner's action route) is proposed by the rule planner when the model searched or
+answered it instead (a weak model does); and
 only a call from the routing step counts (that step sees the user's own message and history,
 never retrieved text). In a shared thread, other people's messages reach the model only as one
 quoted context block (:func:`agent.llm.prompts.format_others`), never as the user's turns; and
@@ -216,6 +218,13 @@ class LLMPlanner:
             alone = self._route(turn, trace, budget, with_others=False)
             decision = {**decision, "actions": alone["actions"], "content": alone["content"],
                         "search": decision["search"] if decision["search"] is not None else alone["search"]}
+        if not decision["actions"] and self._tool_recognises(turn):
+            # A weak model searches or answers an explicit request (SmolLM2 routed "set up a meeting with
+            # bob tomorrow at 3pm" to search). The registered tool's own intent recognises it: the rule
+            # planner proposes it, answering a question asked beside it; nothing runs before Confirm.
+            trace.step("route_action_by_tool_intent", model_route="search" if decision["search"] is not None
+                       else "answer")
+            return self.fallback.plan(turn, trace)
         pending = None
         for call in decision["actions"]:
             pending = self._propose(call, turn, ctx, trace, budget)
@@ -234,6 +243,11 @@ class LLMPlanner:
         return reply, evidence
 
     # -- routing -------------------------------------------------------------------------------
+    def _tool_recognises(self, turn: Turn) -> bool:
+        """Whether the fallback planner, when it can tell, sends this turn to the action route."""
+        check = getattr(self.fallback, "recognises_request", None)
+        return bool(check(turn)) if callable(check) else False
+
     def _tool_specs(self) -> list[dict]:
         return [{"type": "function", "function": {"name": _tool_fn_name(s["name"]), "description": s["description"],
                                                   "parameters": s["parameters"]}} for s in self.tools.schemas()]

@@ -82,8 +82,6 @@ def test_the_near_miss_posts_no_sabbatical_policy(asked) -> None:
     assert reply.refused or "sabbatical" not in reply.text.lower(), reply.text
 
 
-@pytest.mark.xfail(strict=False, reason="routed by a JSON decision (the server ignores tools), SmolLM2 may send the "
-                   "meeting request to search; the gate then refuses it (nothing is executed either way)")
 def test_the_meeting_request_proposes_a_pending_action_and_executes_nothing(asked) -> None:
     obj, _, _ = asked["meeting"]
     pending = obj["pending_action"]
