@@ -663,3 +663,17 @@ def test_a_question_about_booking_stays_a_knowledge_question(wiki_index, tmp_pat
             Turn(viewer=public_viewer(), text="how do I book a meeting room on friday?", user_id="U1", platform="slack"))
     assert reply.pending_action is None and reply.route == "knowledge"
     assert not any(s["step"] == "route_action_by_tool_intent" for s in reply.trace.steps)
+
+
+def test_a_model_error_echoing_the_users_words_reaches_the_trace_not_the_log(wiki_index, tmp_path, caplog) -> None:
+    """Servers quote the prompt in their errors; the fallback's warning names the error's type and the trace."""
+    secret = "my ssn is 536-22-8714"
+    brain = Brain(route=error(500, f"could not process the messages: '{secret}, where is the parking garage'"))
+    with OpenAIStandIn(brain) as llm, caplog.at_level("INFO"):
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
+            Turn(viewer=public_viewer(), text=f"{secret}, where is the parking garage"))
+    [fallback] = [s for s in reply.trace.steps if s["step"] == "fallback"]
+    assert "536-22-8714" in fallback["reason"]
+    warned = [r.getMessage() for r in caplog.records if "LLM planner failed" in r.getMessage()]
+    assert warned and reply.trace.trace_id in warned[0]
+    assert not any("8714" in r.getMessage() for r in caplog.records)

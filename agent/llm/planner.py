@@ -198,7 +198,10 @@ class LLMPlanner:
                 return self.fallback.plan(turn, trace)
             return self._plan(turn, trace, budget)
         except (LLMError, BudgetExceeded, ToolArgumentError, ValueError, KeyError, TypeError) as exc:
-            log.warning("LLM planner failed (%s: %s); answering with the rule-based planner", type(exc).__name__, exc)
+            # The message may echo the user's words (a server's error quoting the prompt, a validation error
+            # quoting the model's arguments): it goes to the trace, the log gets its type only.
+            log.warning("LLM planner failed (%s); answering with the rule-based planner (trace %s)",
+                        type(exc).__name__, trace.trace_id)
             trace.step("fallback", reason=f"{type(exc).__name__}: {exc}"[:300])
             trace.notes.append("answered without the language model")
             trace.queries.clear()
