@@ -32,9 +32,10 @@ QUESTIONS = {
     "meeting": "set up a 30 minute meeting with bob@example.com tomorrow at 3pm about the incident retro",
 }
 
-PROSE_ROUTING = ("the server ignores `tools` and SmolLM2 answers the routing call in prose, slowly: the call "
-                 "times out inside the turn budget and the turn falls back to the rule-based planner (issue 23 "
-                 "item 4: detect a model without tool calls, route by a JSON decision)")
+PROSE_ROUTING = ("the server ignores `tools`: SmolLM2 answers the first routing call in prose, the one-time tool probe "
+                 "and the JSON route follow; on a loaded machine (this tier beside the full suite: 10 passed, 2 "
+                 "xfailed) those calls can spend the turn's budget and the turn falls back to the rule-based planner; "
+                 "on a quiet one the knowledge turn makes 2 or more calls")
 
 
 @pytest.fixture(scope="module")
