@@ -165,7 +165,7 @@ class JiraClient:
             headers["Authorization"] = f"Bearer {pat}"
             self.auth_hint = "check JIRA_PAT (a personal access token of the bot's Jira account, not expired)"
         self._headers = headers
-        self.policy = policy or RetryPolicy(attempts=4, backoff_initial=0.5, backoff_max=8.0, retry_after_max=30.0)
+        self.policy = policy or RetryPolicy(attempts=4, backoff_initial=1.0, backoff_max=8.0, retry_after_max=30.0)
         self._own = client is None
         self.client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)))
         self.cache_seconds = cache_seconds
