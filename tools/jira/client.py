@@ -259,6 +259,12 @@ class JiraClient:
             self._projects[key] = (self._clock(), found)
         return found
 
+    def cached_project(self, key: str) -> Project | None:
+        """The project ``key`` as last read by :meth:`project` (no call; None when never read or unknown)."""
+        with self._lock:
+            hit = self._projects.get(key.upper())
+        return hit[1] if hit else None
+
     def _create_types(self, key: str) -> list[IssueType]:
         """Cloud's creatable issue types of ``key`` (createmeta, every page)."""
         types: list[IssueType] = []

@@ -214,10 +214,7 @@ class TicketCreate:
 
     def _project_cached(self, key: str) -> Project | None:
         """The project from the client's cache (the preview makes no call of its own)."""
-        if self._client is None:
-            return None
-        hit = self._client._projects.get(key)  # noqa: SLF001 - the tool's own client
-        return hit[1] if hit else None
+        return self._client.cached_project(key) if self._client is not None else None
 
     @staticmethod
     def _issue_type_ref(client: JiraClient, args: TicketCreateArgs) -> dict[str, str]:
