@@ -196,6 +196,35 @@ class Settings(BaseSettings):
     google_calendar_api_endpoint: str | None = Field(None, description="Base URL override of the Calendar API "
                                                      "(e.g. http://127.0.0.1:8080/calendar/v3/ for a stand-in).")
 
+    # Jira (ticket.create; registered only when JIRA_URL and its credentials are set)
+    jira_url: str | None = Field(None, description="The Jira site tickets are filed in: Cloud "
+                                 "https://acme.atlassian.net, Data Center https://jira.acme.com (with its context "
+                                 "path, if any). Unset: no ticket.create.")
+    jira_deployment: Literal["cloud", "datacenter"] | None = Field(
+        None, description="cloud (REST v3, JIRA_EMAIL + JIRA_API_TOKEN) or datacenter (REST v2, JIRA_PAT); unset: "
+        "cloud for *.atlassian.net, datacenter otherwise.")
+    jira_email: str = Field("", description="Cloud: the e-mail of the Atlassian account the bot files as (it needs "
+                            "Browse projects and Create issues; Modify reporter to set the requester as reporter).")
+    jira_api_token: SecretStr | None = Field(None, description="Cloud: an API token of that account "
+                                             "(id.atlassian.com > Security > API tokens).")
+    jira_pat: SecretStr | None = Field(None, description="Data Center: a personal access token of the bot's Jira "
+                                       "account (sent as Authorization: Bearer).")
+    jira_default_project: str = Field("", description="The project key a ticket goes in when the request names "
+                                      "none (e.g. OPS); empty: the bot asks.")
+    jira_issue_type: str = Field("Task", description="The issue type of a request for a 'ticket' or an 'issue' "
+                                 "(a 'bug' is a Bug, a 'story' a Story).")
+    jira_timeout_seconds: float = Field(20.0, gt=0, le=120, description="Seconds each Jira request may take.")
+    slack_workspace_url: str = Field("", description="The Slack workspace's address (https://acme.slack.com), "
+                                     "for links to Slack threads (a Jira ticket links the thread it was asked in); "
+                                     "empty: tickets name the channel instead.")
+
+    @property
+    def jira_configured(self) -> bool:
+        """True when ticket.create can be registered: JIRA_URL with Cloud or Data Center credentials."""
+        token = self.jira_api_token.get_secret_value() if self.jira_api_token else ""
+        pat = self.jira_pat.get_secret_value() if self.jira_pat else ""
+        return bool(self.jira_url) and (bool(self.jira_email and token) or bool(pat))
+
     # Retention (issue 13): rows older than these many days are purged daily (`chatops purge` runs it once)
     retention_days_conversations: int = Field(30, description="Days to keep conversation histories and the "
                                               "turn log (users' questions).")
@@ -265,7 +294,7 @@ class Settings(BaseSettings):
     def secret_values(self) -> tuple[str, ...]:
         """Every configured secret, for masking in logs."""
         names = ("slack_bot_token", "slack_signing_secret", "slack_app_token", "openai_api_key", "qdrant_api_key",
-                 "microsoft_app_password")
+                 "microsoft_app_password", "jira_api_token", "jira_pat")
         values = (getattr(self, n, None) for n in names)
         plain = (v.get_secret_value() if isinstance(v, SecretStr) else v for v in values)
         return tuple(v for v in plain if isinstance(v, str) and v)

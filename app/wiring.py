@@ -144,7 +144,8 @@ class Runtime:
 def register_action_tools(tools: ToolRegistry, settings: Settings) -> ToolRegistry:
     """Register the side-effect tools (:mod:`tools.actions`; the planners only propose them, and
     :mod:`app.actions` runs a confirmed one once): one line each, the only place outside ``tools/``
-    that names them. Building them opens nothing; the calendar backend opens on first use."""
+    that names them. Building them opens nothing; the calendar backend opens on first use, and Jira's client on the
+    first ticket request (``ticket.create`` is registered only when ``JIRA_URL`` and its credentials are set)."""
     from tools.calendar.factory import calendar_tool
     from tools.reminder import ReminderCreate
 
@@ -154,6 +155,15 @@ def register_action_tools(tools: ToolRegistry, settings: Settings) -> ToolRegist
         service_account_file=settings.google_service_account_file, oauth_token_file=settings.google_oauth_token_file,
         calendar_id=settings.google_calendar_id, api_endpoint=settings.google_calendar_api_endpoint))
     tools.register(ReminderCreate())
+    if settings.jira_configured:
+        from tools.jira.factory import jira_tool
+
+        tools.register(jira_tool(
+            settings.jira_url or "", deployment=settings.jira_deployment, email=settings.jira_email,
+            api_token=settings.jira_api_token.get_secret_value() if settings.jira_api_token else "",
+            pat=settings.jira_pat.get_secret_value() if settings.jira_pat else "",
+            default_project=settings.jira_default_project, default_issue_type=settings.jira_issue_type,
+            slack_workspace_url=settings.slack_workspace_url, timeout_seconds=settings.jira_timeout_seconds))
     return tools
 
 
