@@ -57,6 +57,7 @@ def relative_time(phrase: str, now: datetime, tz: ZoneInfo) -> datetime | None:
     local_now = now.astimezone(tz)
     base = local_now.replace(tzinfo=None)
     text = _HALF_HOUR.sub("30 minutes", " ".join(phrase.split()))
+    text = re.sub(r"\bforty\s?five\b", "forty-five", text, flags=re.I)
     settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
     parsed = dateparser.parse(text, languages=["en"], settings=settings)  # type: ignore[arg-type]
     if parsed is None or parsed <= base:

@@ -25,7 +25,8 @@ What it understands:
 - **times**: ``3pm``, ``3:30 pm``, ``15:00``, ``14h30``, ``noon``, ``at 10`` (a bare hour is read
   in office hours: 1-6 is pm, 7-11 am, unless the message says morning/evening/tonight),
   ranges (``2-3pm``, ``from 10 to 11:30am``, ``between 2 and 3pm``), an end (``until 4pm``),
-  relative starts (``in 30 minutes``); a part of the day alone (``tomorrow afternoon``) is ambiguous;
+  relative starts (``in 30 minutes``, ``in two hours``: :func:`tools.dates.relative_time`); a part
+  of the day alone (``tomorrow afternoon``) is ambiguous;
 - **time zones**: abbreviations (``PT``, ``ET``, ``CET``, ``UTC``...), IANA names
   (``Europe/Berlin``), ``UTC+2``; the requester's zone otherwise;
 - **durations**: ``30 min``, ``45-minute``, ``an hour``, ``1.5h``, ``90 mins``, ``half an hour``,
@@ -51,6 +52,8 @@ from zoneinfo import ZoneInfo
 
 import dateparser
 from dateutil.relativedelta import relativedelta
+
+from tools.dates import relative_time
 
 from .args import MAX_DURATION_MINUTES, MIN_DURATION_MINUTES, is_email, valid_timezone
 from .recurrence import WEEKDAY_CODES, build_rrule, check_rrule, next_start
@@ -378,11 +381,8 @@ def extract_event(text: str, *, now: datetime, timezone_name: str) -> EventDraft
     relative_start: datetime | None = None
     m = _RELATIVE_START.search(s)
     if m:
-        unit_minutes = 60 if m[2].lower().startswith("h") else 1
-        delta = timedelta(minutes=_number(m[1]) * unit_minutes)
-        relative_start = (local_now + delta).replace(second=0, microsecond=0)
-        if relative_start < local_now + delta:
-            relative_start += timedelta(minutes=1)
+        relative_start = relative_time(m[0], now, tz)  # dateparser; None for "in 0 minutes"
+    if m and relative_start is not None:
         draft.time_phrase = m[0]
         s = s[:m.start()] + _SEP + s[m.end():]
 
