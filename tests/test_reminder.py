@@ -368,21 +368,24 @@ def _tomorrow_at(zone: str, hour: int, runs) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("env, zone", [
-    ({"TZ": "Pacific/Auckland"}, "Pacific/Auckland"),  # DEFAULT_TIMEZONE unset: the machine's zone
-    ({"TZ": "Pacific/Auckland", "DEFAULT_TIMEZONE": "America/New_York"}, "America/New_York"),  # the setting wins
+@pytest.mark.parametrize("env, what, zone", [
+    # DEFAULT_TIMEZONE unset: the machine's zone
+    ({"TZ": "Pacific/Auckland"}, "send the weekly report", "Pacific/Auckland"),
+    ({"TZ": "Pacific/Auckland"}, "send the report", "Pacific/Auckland"),
+    # DEFAULT_TIMEZONE set: the setting wins over the machine's
+    ({"TZ": "Pacific/Auckland", "DEFAULT_TIMEZONE": "America/New_York"}, "send the weekly report", "America/New_York"),
 ])
 def test_cli_reads_the_weekly_report_reminder_as_one_reminder_in_the_requesters_zone(
-        tmp_path: Path, env: dict[str, str], zone: str) -> None:
+        tmp_path: Path, env: dict[str, str], what: str, zone: str) -> None:
     before = datetime.now(timezone.utc)
-    asked = run_chatops(["ask", "--json", "remind me tomorrow at 9am to send the weekly report"], tmp_path / "data",
+    asked = run_chatops(["ask", "--json", f"remind me tomorrow at 9am to {what}"], tmp_path / "data",
                         cwd=ROOT, USER="alice", LOGNAME="alice", **env)
     after = datetime.now(timezone.utc)
     assert asked.returncode == 0, asked.stderr
     reply = json.loads(asked.stdout)
     pa = reply["pending_action"]
     assert pa is not None and pa["tool"] == "reminder.create", reply["text"]
-    assert pa["args"]["text"] == "send the weekly report" and pa["args"]["timezone"] == zone
+    assert pa["args"]["text"] == what and pa["args"]["timezone"] == zone
     assert pa["args"]["at"] in _tomorrow_at(zone, 9, (before, after))
     assert f", 09:00 ({zone})" in reply["text"] and "one-off" not in reply["text"]
 
