@@ -501,9 +501,11 @@ def build_parser() -> argparse.ArgumentParser:
     pi.set_defaults(func=cmd_index)
     pa = _command(sub, "ask", "ask one question",
                   "Answer one question from the index, with numbered citations, or refuse when the sources do "
-                  "not support an answer; a meeting request gets a preview and the key to confirm it. --as EMAIL "
-                  "answers with that person's own access (as in a DM); without it only public pages are used.",
+                  "not support an answer; a meeting or reminder request gets a preview and the key to confirm it "
+                  "(its times read in DEFAULT_TIMEZONE, else this machine's zone: TZ or /etc/localtime). --as "
+                  "EMAIL answers with that person's own access (as in a DM); without it only public pages are used.",
                   ['chatops ask "how do I declare an incident?"',
+                   'chatops ask "remind me tomorrow at 9am to send the weekly report"',
                    'chatops ask --as ana@acme.com "what are the salary bands?"',
                    'chatops ask --history "when do minor releases go out?" "and the branch cut?"',
                    'chatops ask --json "what is the home office budget?"'])
