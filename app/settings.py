@@ -13,7 +13,7 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings"]
+__all__ = ["Settings", "machine_timezone", "at_a_terminal"]
 
 
 class Settings(BaseSettings):
@@ -182,7 +182,9 @@ class Settings(BaseSettings):
     calendar_backend: Literal["local", "google"] = Field("local", description="Where calendar.create books: "
                                                          "'local' (state database + .ics files) or 'google'.")
     default_timezone: str = Field("UTC", description="IANA time zone for requesters whose zone is unknown "
-                                  "(Slack users.info tz wins).")
+                                  "(a Slack or Teams user's own zone wins). Unset, the servers use UTC and the "
+                                  "commands run at a terminal (ask, chat, actions, reminders) the machine's zone "
+                                  "(TZ, else /etc/localtime).")
     calendar_default_duration_minutes: int = Field(30, ge=5, le=480, description="Length of a meeting whose "
                                                    "request names none.")
     action_ttl_minutes: int = Field(60, ge=1, le=7 * 24 * 60, description="How long a preview can be confirmed.")
@@ -325,3 +327,36 @@ class Settings(BaseSettings):
     def embedding_cache_path(self) -> Path:
         """The embedding cache file."""
         return (self.chatops_cache_dir or self.chatops_data_dir / "cache") / "embeddings.sqlite"
+
+
+def machine_timezone() -> str:
+    """This machine's IANA zone, as ``tzlocal`` finds it (the ``TZ`` variable, else ``/etc/localtime``
+    or ``/etc/timezone``); ``UTC`` when it names none this machine knows."""
+    import warnings
+
+    import tzlocal
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        with warnings.catch_warnings():  # a TZ it cannot read: a warning, then its fallback
+            warnings.simplefilter("ignore")
+            name = tzlocal.get_localzone_name() or "UTC"
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return "UTC"
+    return name
+
+
+def at_a_terminal(settings: Settings) -> Settings:
+    """The settings of a command a person runs at a terminal (``chatops ask``, ``chat``, ``actions``,
+    ``reminders``): without ``DEFAULT_TIMEZONE`` (environment or ``.env``), the requester's zone is
+    the machine's (:func:`machine_timezone`), since the person typing is where the machine is.
+
+    The servers (``chatops serve``, ``worker``) keep ``DEFAULT_TIMEZONE``, else UTC: their machine's
+    zone (a container's is UTC) says nothing about their users, whose own zones come from their
+    Slack or Teams profiles. ``chatops eval`` keeps them too, so a score does not depend on the
+    machine it ran on.
+    """
+    if "default_timezone" in settings.model_fields_set:
+        return settings
+    return settings.model_copy(update={"default_timezone": machine_timezone()})

@@ -31,12 +31,16 @@ class ConfigError(Exception):
     """Bad settings; the CLI prints the message and exits with status 2."""
 
 
-def _settings(answers_on_stdout: bool = False) -> Settings:
+def _settings(answers_on_stdout: bool = False, terminal: bool = False) -> Settings:
     """The settings, with logging and tracing configured from them.
 
     ``answers_on_stdout``: a command whose output is the answer itself (``ask``, ``chat``, ``eval``) logs at
     WARNING unless ``CHATOPS_LOG_LEVEL`` is set, so each turn's INFO line does not interleave with the
     answer a person is reading; the server and the worker keep INFO.
+
+    ``terminal``: a command a person runs for themselves (``ask``, ``chat``, ``actions``, ``reminders``)
+    reads and shows times in the machine's zone when ``DEFAULT_TIMEZONE`` is not set
+    (:func:`app.settings.at_a_terminal`); the servers and ``eval`` keep ``DEFAULT_TIMEZONE``, else UTC.
 
     Raises:
         ConfigError: when a setting is invalid (the message says which and what to fix).
@@ -49,6 +53,10 @@ def _settings(answers_on_stdout: bool = False) -> Settings:
         s = Settings()
     except ValidationError as exc:
         raise ConfigError(_settings_errors(exc)) from None
+    if terminal:
+        from app.settings import at_a_terminal
+
+        s = at_a_terminal(s)
     from .logs import configure_logging
 
     level = s.chatops_log_level
@@ -161,7 +169,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from app.turns import build_turn
     from app.wiring import build_agent
 
-    settings = _settings(answers_on_stdout=True)
+    settings = _settings(answers_on_stdout=True, terminal=True)
     rt = build_agent(settings, retriever=args.retriever)
     try:
         empty = rt.index.stats()["pages"] == 0
@@ -227,7 +235,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from app.turns import build_turn
     from app.wiring import build_agent
 
-    settings = _settings(answers_on_stdout=True)
+    settings = _settings(answers_on_stdout=True, terminal=True)
     rt = build_agent(settings, retriever=args.retriever)
     access = _cli_access(settings, rt.access, args.as_user)
     if rt.index.stats()["pages"] == 0:
@@ -390,14 +398,14 @@ def cmd_actions(args: argparse.Namespace) -> int:
     """``chatops actions confirm|cancel|show KEY [--json]``: settle a pending action from the shell."""
     from .cli_actions import cli_action
 
-    return cli_action(_settings(), args.op, args.key, as_json=args.json)
+    return cli_action(_settings(terminal=True), args.op, args.key, as_json=args.json)
 
 
 def cmd_reminders(args: argparse.Namespace) -> int:
     """``chatops reminders [--json]``: show your due reminders once, list the ones to come."""
     from .cli_reminders import cli_reminders
 
-    return cli_reminders(_settings(), as_json=args.json)
+    return cli_reminders(_settings(terminal=True), as_json=args.json)
 
 
 def cmd_db(args: argparse.Namespace) -> int:
@@ -493,9 +501,11 @@ def build_parser() -> argparse.ArgumentParser:
     pi.set_defaults(func=cmd_index)
     pa = _command(sub, "ask", "ask one question",
                   "Answer one question from the index, with numbered citations, or refuse when the sources do "
-                  "not support an answer; a meeting request gets a preview and the key to confirm it. --as EMAIL "
-                  "answers with that person's own access (as in a DM); without it only public pages are used.",
+                  "not support an answer; a meeting or reminder request gets a preview and the key to confirm it "
+                  "(its times read in DEFAULT_TIMEZONE, else this machine's zone: TZ or /etc/localtime). --as "
+                  "EMAIL answers with that person's own access (as in a DM); without it only public pages are used.",
                   ['chatops ask "how do I declare an incident?"',
+                   'chatops ask "remind me tomorrow at 9am to send the weekly report"',
                    'chatops ask --as ana@acme.com "what are the salary bands?"',
                    'chatops ask --history "when do minor releases go out?" "and the branch cut?"',
                    'chatops ask --json "what is the home office budget?"'])

@@ -39,11 +39,13 @@ def chatops_command() -> list[str]:
 
 
 def cli_environment(data_dir: Path, **extra: str) -> dict[str, str]:
-    """A clean environment for a ``chatops`` subprocess that keeps its state in ``data_dir``."""
+    """A clean environment for a ``chatops`` subprocess that keeps its state in ``data_dir`` (in UTC
+    unless ``extra`` sets ``TZ``)."""
     env = {k: v for k, v in os.environ.items() if k.upper() not in _SETTINGS_VARS}
     env["CHATOPS_DATA_DIR"] = str(data_dir)
     env["EMBEDDING_MODEL"] = "local"
     env["PYTHONPATH"] = str(ROOT)
+    env["TZ"] = "UTC"  # the machine's zone, which terminal commands use without DEFAULT_TIMEZONE: the same everywhere
     env.update(extra)
     return env
 

@@ -316,9 +316,11 @@ class SlackStandin:
         """A new message timestamp, increasing, shaped like Slack's (``1700000000.000123``)."""
         return f"{int(time.time())}.{next(self._ts):06d}"
 
-    def user_message(self, channel: str, user: str, text: str, thread_ts: str | None = None) -> dict[str, Any]:
-        """Record a message a person wrote (as Slack would store it) and return it, ``ts`` included."""
-        msg = {"type": "message", "user": user, "text": text, "ts": self.next_ts(), "team": TEAM_ID}
+    def user_message(self, channel: str, user: str, text: str, thread_ts: str | None = None,
+                     ts: str | None = None) -> dict[str, Any]:
+        """Record a message a person wrote (as Slack would store it) and return it, ``ts`` included
+        (``ts``: when it was written, a new one by default)."""
+        msg = {"type": "message", "user": user, "text": text, "ts": ts or self.next_ts(), "team": TEAM_ID}
         if thread_ts:
             msg["thread_ts"] = thread_ts
         with self._cond:

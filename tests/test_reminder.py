@@ -13,7 +13,9 @@ calendar: nothing outside ``tools/reminder/`` knows it but its registration line
   result), a burst of clicks, someone else's click refused, cancel, expiry, a time that passed before
   the click, and no outbox at all (a failure that says so, nothing scheduled).
 - The CLI: ``chatops ask "remind me ..."`` then ``chatops actions confirm KEY`` (once; a second is
-  ``already_done``; another user is refused), with the state store as the outbox.
+  ``already_done``; another user is refused), with the state store as the outbox; without
+  ``DEFAULT_TIMEZONE`` the requester's zone is the machine's (``TZ``), with it that setting; "to send
+  the weekly report" is one reminder, and "to go over the weekly report" one meeting, not a series.
 """
 
 from __future__ import annotations
@@ -352,3 +354,56 @@ def test_cli_asks_then_confirms_once(tmp_path: Path, embedding_cache_dir: Path, 
         assert msg.text == "Reminder: send the report" and msg.at == datetime.fromisoformat(pa["args"]["at"])
     finally:
         store.close()
+
+
+def _tomorrow_at(zone: str, hour: int, runs) -> set[str]:
+    """Tomorrow at ``hour`` in ``zone`` as ISO 8601, for each date a run may have started on (midnight)."""
+    from zoneinfo import ZoneInfo
+
+    tz = ZoneInfo(zone)
+    out = set()
+    for when in runs:
+        day = when.astimezone(tz).date() + timedelta(days=1)
+        out.add(datetime(day.year, day.month, day.day, hour, tzinfo=tz).isoformat())
+    return out
+
+
+@pytest.mark.parametrize("env, what, zone", [
+    # DEFAULT_TIMEZONE unset: the machine's zone
+    ({"TZ": "Pacific/Auckland"}, "send the weekly report", "Pacific/Auckland"),
+    ({"TZ": "Pacific/Auckland"}, "send the report", "Pacific/Auckland"),
+    # DEFAULT_TIMEZONE set: the setting wins over the machine's
+    ({"TZ": "Pacific/Auckland", "DEFAULT_TIMEZONE": "America/New_York"}, "send the weekly report", "America/New_York"),
+])
+def test_cli_reads_the_weekly_report_reminder_as_one_reminder_in_the_requesters_zone(
+        tmp_path: Path, env: dict[str, str], what: str, zone: str) -> None:
+    before = datetime.now(timezone.utc)
+    asked = run_chatops(["ask", "--json", f"remind me tomorrow at 9am to {what}"], tmp_path / "data",
+                        cwd=ROOT, USER="alice", LOGNAME="alice", **env)
+    after = datetime.now(timezone.utc)
+    assert asked.returncode == 0, asked.stderr
+    reply = json.loads(asked.stdout)
+    pa = reply["pending_action"]
+    assert pa is not None and pa["tool"] == "reminder.create", reply["text"]
+    assert pa["args"]["text"] == what and pa["args"]["timezone"] == zone
+    assert pa["args"]["at"] in _tomorrow_at(zone, 9, (before, after))
+    assert f", 09:00 ({zone})" in reply["text"] and "one-off" not in reply["text"]
+
+
+def test_cli_still_refuses_a_repeating_reminder_and_books_one_meeting_about_the_weekly_report(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    repeat = run_chatops(["ask", "--json", "remind me every monday to send the weekly report"], data, cwd=ROOT,
+                         TZ="Pacific/Auckland")
+    assert repeat.returncode == 0, repeat.stderr
+    reply = json.loads(repeat.stdout)
+    assert reply["pending_action"] is None and "only set one-off reminders" in reply["text"]
+    assert "\u201cevery monday\u201d" in reply["text"]
+    before = datetime.now(timezone.utc)
+    meeting = run_chatops(["ask", "--json", "book a call with bob@example.com tomorrow at 3pm to go over the weekly "
+                           "report"], data, cwd=ROOT, TZ="Pacific/Auckland")
+    after = datetime.now(timezone.utc)
+    assert meeting.returncode == 0, meeting.stderr
+    pa = json.loads(meeting.stdout)["pending_action"]
+    assert pa is not None and pa["tool"] == "calendar.create"
+    assert not pa["args"].get("recurrence") and pa["args"]["start"] in _tomorrow_at("Pacific/Auckland", 15,
+                                                                                    (before, after))

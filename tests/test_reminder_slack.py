@@ -6,6 +6,11 @@ A mention asking for a reminder gets the generic preview (Reminder; When / What)
 Cancel; someone else's click is refused privately; the requester's click schedules the direct message
 once and replaces the preview; a second click schedules nothing new; a preview confirmed after its
 expiry says so and schedules nothing.
+
+Requests read the way people mean them, in the requester's zone (Carol's Slack profile: Auckland, a
+day ahead of UTC at times), at a message time the test chooses (the event's ``ts``): the reminder's
+object ("send the weekly report") is not its schedule, a true repeat ("every monday") still is;
+"the 14th", "end of day Friday" and "in two hours" (across Auckland's change of clocks) resolve there.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import itertools
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 from typing import Any
 
 import pytest
@@ -30,7 +36,8 @@ from slack_standin import BOT_USER_ID, TEAM_ID, Call, SlackHarness
 from state import StateStore
 from state.store import sqlite_url
 
-ALICE, BOB = "UALICE01", "UBOB0002"
+ALICE, BOB, CAROL = "UALICE01", "UBOB0002", "UCAROL03"
+AUCKLAND = ZoneInfo("Pacific/Auckland")
 _ids = itertools.count(1)
 
 
@@ -48,6 +55,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory, wiki_index, session_wiki: 
     h = SlackHarness(runtime, store, IndexJobs(runtime, store, [FolderSource(session_wiki)]))
     for user in (ALICE, BOB):
         h.standin.add_user(user, tz="Europe/Berlin")
+    h.standin.add_user(CAROL, tz="Pacific/Auckland")
     yield h
     h.close()
 
@@ -68,8 +76,10 @@ def new_channel(h: SlackHarness) -> str:
     return cid
 
 
-def mention(h: SlackHarness, channel: str, text: str, user: str = ALICE) -> dict[str, Any]:
-    msg = h.standin.user_message(channel, user, f"<@{BOT_USER_ID}> {text}", None)
+def mention(h: SlackHarness, channel: str, text: str, user: str = ALICE, sent: datetime | None = None
+            ) -> dict[str, Any]:
+    ts = f"{sent.timestamp():.6f}" if sent else None  # the message time the bot reads requests against
+    msg = h.standin.user_message(channel, user, f"<@{BOT_USER_ID}> {text}", None, ts=ts)
     resp, _ = h.sender.event({"type": "app_mention", "user": user, "text": msg["text"], "ts": msg["ts"],
                               "channel": channel, "event_ts": msg["ts"], "team": TEAM_ID})
     assert resp.status_code == 200
@@ -171,3 +181,57 @@ def test_a_confirmed_reminder_reaches_the_requester_as_a_dm_at_its_time(harness:
     assert asyncio.run(outbox.deliver_due(now=later)).delivered == []
     assert dms() == ["Reminder: water the office plants"]
     assert store.scheduled_message(key).status == "delivered"  # type: ignore[union-attr]
+
+
+# -- requests read the way people mean them, in the requester's zone -------------------------------------
+#: Thursday 14 March 2030, 10:00 in Auckland (NZDT, UTC+13): still Wednesday the 13th in UTC.
+THU_14_AKL = datetime(2030, 3, 14, 10, 0, tzinfo=AUCKLAND)
+
+
+@pytest.mark.parametrize("text, sent, what, at", [
+    # the object's adjective is not a schedule: one reminder, at 09:00 tomorrow in Carol's zone
+    ("remind me tomorrow at 9am to send the weekly report", THU_14_AKL, "send the weekly report",
+     "2030-03-15T09:00:00+13:00"),
+    ("remind me about the daily standup notes tomorrow at 9", THU_14_AKL, "the daily standup notes",
+     "2030-03-15T09:00:00+13:00"),
+    # the 14th at 9 has passed in Auckland (not yet in UTC): next month's, after the clocks went back
+    ("remind me on the 14th at 9am to renew my badge", THU_14_AKL, "renew my badge", "2030-04-14T09:00:00+12:00"),
+    ("remind me end of day Friday to submit the timesheet", THU_14_AKL, "submit the timesheet",
+     "2030-03-15T17:00:00+13:00"),
+    # 01:30 NZDT on 7 April 2030; at 03:00 the clocks go back to 02:00 NZST: two hours later is 02:30 NZST
+    ("remind me in two hours to call Bob", datetime(2030, 4, 7, 1, 30, tzinfo=AUCKLAND), "call Bob",
+     "2030-04-07T02:30:00+12:00"),
+])
+def test_a_reminder_is_read_in_the_requesters_zone(harness: SlackHarness, wired, text: str, sent: datetime,
+                                                  what: str, at: str) -> None:
+    service, outbox, _ = wired
+    h = harness
+    ch = new_channel(h)
+    msg = mention(h, ch, text, user=CAROL, sent=sent)
+    post = preview_post(h, ch, msg["ts"])
+    shown = json.dumps(post.params["blocks"], ensure_ascii=False)
+    assert "only set one-off reminders" not in shown and f"*What:* {what}" in shown, shown
+    when = datetime.fromisoformat(at)
+    assert f"{when:%a %d %b %Y, %H:%M} (Pacific/Auckland)" in shown
+    rec = service.get(confirm_button(post.params["blocks"])["value"])
+    assert rec.tool == "reminder.create" and rec.requester == CAROL
+    assert rec.args["at"] == at and rec.args["timezone"] == "Pacific/Auckland" and rec.args["text"] == what
+    assert outbox.messages == {}
+
+
+@pytest.mark.parametrize("text, words", [
+    ("remind me every monday to send the weekly report", "every monday"),
+    ("remind me to send the report weekly", "weekly"),
+])
+def test_a_repeating_reminder_is_still_refused(harness: SlackHarness, wired, text: str, words: str) -> None:
+    service, outbox, _ = wired
+    h = harness
+    ch = new_channel(h)
+    msg = mention(h, ch, text, user=CAROL, sent=THU_14_AKL)
+    reply = h.standin.wait_for(lambda st: next((c for m in ("chat.postMessage", "chat.stream")
+                                                for c in st.calls_to(m, channel=ch)
+                                                if c.ok and c.params.get("thread_ts") == msg["ts"]), None))
+    said = json.dumps([reply.params.get("text"), reply.params.get("blocks")], ensure_ascii=False)
+    assert "only set one-off reminders" in said and f"\u201c{words}\u201d" in said, said
+    assert render.PENDING_CONFIRM not in said  # no Confirm button
+    assert outbox.messages == {}

@@ -19,11 +19,14 @@ What it understands:
 - **series** (:mod:`tools.calendar.series_words`): ``weekly``, ``every other tuesday``, ``every
   weekday``, ``monthly on the 1st``, ``biweekly``, ``each week``, ``for 6 weeks``...; they become an
   RFC 5545 rule (:attr:`EventDraft.recurrence`) and the start is the rule's first occurrence after
-  the message (a day named as ``starting dec 1`` or ``from next week`` is the earliest);
+  the message (a day named as ``starting dec 1`` or ``from next week`` is the earliest); in the topic
+  (``to go over the weekly report``, ``about the daily numbers``) a frequency word that describes a
+  noun is part of the title, not a series;
 - **times**: ``3pm``, ``3:30 pm``, ``15:00``, ``14h30``, ``noon``, ``at 10`` (a bare hour is read
   in office hours: 1-6 is pm, 7-11 am, unless the message says morning/evening/tonight),
   ranges (``2-3pm``, ``from 10 to 11:30am``, ``between 2 and 3pm``), an end (``until 4pm``),
-  relative starts (``in 30 minutes``); a part of the day alone (``tomorrow afternoon``) is ambiguous;
+  relative starts (``in 30 minutes``, ``in two hours``: :func:`tools.dates.relative_time`); a part
+  of the day alone (``tomorrow afternoon``) is ambiguous;
 - **time zones**: abbreviations (``PT``, ``ET``, ``CET``, ``UTC``...), IANA names
   (``Europe/Berlin``), ``UTC+2``; the requester's zone otherwise;
 - **durations**: ``30 min``, ``45-minute``, ``an hour``, ``1.5h``, ``90 mins``, ``half an hour``,
@@ -49,6 +52,8 @@ from zoneinfo import ZoneInfo
 
 import dateparser
 from dateutil.relativedelta import relativedelta
+
+from tools.dates import relative_time
 
 from .args import MAX_DURATION_MINUTES, MIN_DURATION_MINUTES, is_email, valid_timezone
 from .recurrence import WEEKDAY_CODES, build_rrule, check_rrule, next_start
@@ -183,6 +188,10 @@ _STOP = {
 _PEOPLE_FILLER = {"me", "us", "myself", "and", "or", "also", "both", "too", "as", "well", "plus", ",", "&", "+",
                   "a", "an", "the", "for", "please", "pls", "video", "zoom", "meet", "link", "google", "call"}
 _TITLE_WORD = re.compile(r"[\w][\w:/&'.+-]*", re.UNICODE)
+#: Where a meeting's topic starts ("about the launch", "to go over the weekly report"): its words name
+#: the title, and a frequency word describing one of its nouns is no series (see ``take_series``).
+_TOPIC_LEAD = re.compile(r"\b(?:about|regarding|re:?|to (?:discuss|go over|go through|talk about|talk through|"
+                         r"walk through|review|plan)|on the topic of)(?=\s)", re.I)
 
 
 def _number(s: str) -> float:
@@ -372,15 +381,12 @@ def extract_event(text: str, *, now: datetime, timezone_name: str) -> EventDraft
     relative_start: datetime | None = None
     m = _RELATIVE_START.search(s)
     if m:
-        unit_minutes = 60 if m[2].lower().startswith("h") else 1
-        delta = timedelta(minutes=_number(m[1]) * unit_minutes)
-        relative_start = (local_now + delta).replace(second=0, microsecond=0)
-        if relative_start < local_now + delta:
-            relative_start += timedelta(minutes=1)
+        relative_start = relative_time(m[0], now, tz)  # dateparser; None for "in 0 minutes"
+    if m and relative_start is not None:
         draft.time_phrase = m[0]
         s = s[:m.start()] + _SEP + s[m.end():]
 
-    series, s = take_series(s)
+    series, s = take_series(s, _TOPIC_LEAD)
     if series:
         draft.recurring = series.phrase or series.unclear
 
@@ -738,8 +744,7 @@ def _title(quoted: str | None, s: str) -> str:
             best_generic = phrase
     if best:
         return _tidy(" ".join(best))
-    m = re.search(r"\b(?:about|regarding|re:?|to (?:discuss|go over|go through|talk about|talk through|walk through|"
-                  r"review|plan)|on the topic of)\s+(?:the\s+|our\s+)?([^\u00a6,.;!?]+)", s, re.I)
+    m = re.search(_TOPIC_LEAD.pattern + r"\s+(?:the\s+|our\s+)?([^\u00a6,.;!?]+)", s, re.I)
     if m and _words(m[1]):
         return _tidy(" ".join(_words(m[1])[:8]))
     m = re.search(r"\bfor\s+(?:the\s+|our\s+|a\s+|an\s+)?([^\u00a6,.;!?]+)", s, re.I)

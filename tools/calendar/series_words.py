@@ -14,12 +14,19 @@ weekdays (``every monday``, ``every tue and thu``, ``on mondays``, ``every other
 (with a monthly word); ends: ``for 6 weeks``, ``for 3 months``, ``6 times``/``for 4 sessions``,
 ``until dec 20``/``through the end of the year``.
 A word such as ``recurring`` with nothing that says how often is kept as :attr:`SeriesWords.unclear`.
+
+Series words in the request's object (``object_lead``: its topic, "to go over the weekly report",
+"about the daily numbers") that describe one of its nouns are not read
+(:func:`tools.dates.describes_a_noun`, the reading the reminder tool shares): the object names no
+schedule. Outside it, an adjective of the meeting itself (``a weekly sync``) asks for a series.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from tools.dates import describes_a_noun
 
 from .recurrence import WEEKDAY_CODES
 
@@ -109,8 +116,13 @@ def _codes(text: str) -> list[str]:
     return out
 
 
-def take_series(s: str) -> tuple[SeriesWords | None, str]:
+def take_series(s: str, object_lead: re.Pattern[str] | None = None) -> tuple[SeriesWords | None, str]:
     """Find series words in ``s`` (see the module docstring).
+
+    Args:
+        s: the request (what earlier readers took out already replaced by separators).
+        object_lead: where the request's object starts (its first match in ``s``): after it, words
+            that describe a noun (``the weekly report``) are left in ``s``, unread.
 
     Returns:
         ``(words, rest)``: the series read (None when the message asks for one event) and ``s`` with
@@ -119,35 +131,42 @@ def take_series(s: str) -> tuple[SeriesWords | None, str]:
     w = SeriesWords()
     said: list[str] = []
 
+    def find(pattern: re.Pattern[str]) -> re.Match[str] | None:
+        lead = object_lead.search(s) if object_lead is not None else None
+        for m in pattern.finditer(s):
+            if lead is None or m.start() < lead.end() or not describes_a_noun(s, m.start(), m.end()):
+                return m
+        return None
+
     def cut(m: re.Match[str]) -> None:
         nonlocal s
         said.append(" ".join(m[0].split()))
         s = s[:m.start()] + _SEP + s[m.end():]
 
-    m = _NTH_WEEKDAY.search(s)
+    m = find(_NTH_WEEKDAY)
     nth = None
     if m:
         nth = (f"{_ORD[m[1].lower()]}{_codes(m[2])[0]}", m)
-    m = _MONTHDAY.search(s)
+    m = find(_MONTHDAY)
     if m and 1 <= int(m[1]) <= 31:
         w.freq, w.bymonthday = "MONTHLY", int(m[1])
         cut(m)
-    m = _WORKWEEK.search(s)
+    m = find(_WORKWEEK)
     if m:
         w.freq, w.byday = "WEEKLY", list(WEEKDAY_CODES[:5])
         cut(m)
-    m = _EVERY_WD.search(s)
+    m = find(_EVERY_WD)
     if m and not w.byday:
         w.freq, w.byday = "WEEKLY", _codes(m[2])
         if m[1]:
             w.interval = 2
         cut(m)
-    m = _PLURAL_WD.search(s)
+    m = find(_PLURAL_WD)
     if m and not w.byday:
         w.freq, w.byday = "WEEKLY", _codes(m[1])
         cut(m)
     for pattern, freq, interval in _FREQ:
-        m = pattern.search(s)
+        m = find(pattern)
         if not m:
             continue
         n = interval if interval is not None else _num(m[1])
@@ -160,12 +179,12 @@ def take_series(s: str) -> tuple[SeriesWords | None, str]:
         cut(m)
         break
     if nth and (w.freq == "MONTHLY" or nth[1]["tail"]):
-        m = _NTH_WEEKDAY.search(s)  # positions moved: find it again
+        m = find(_NTH_WEEKDAY)  # positions moved: find it again
         if m:
             w.freq, w.byday, w.bymonthday = "MONTHLY", [nth[0]], None
             cut(m)
     if w.freq == "WEEKLY" and not w.byday:
-        m = _ON_WD_LIST.search(s)
+        m = find(_ON_WD_LIST)
         if m:
             w.byday = _codes(m[1])
             cut(m)
@@ -182,7 +201,7 @@ def take_series(s: str) -> tuple[SeriesWords | None, str]:
         if m and _num(m[1]) >= 1:
             w.count = _num(m[1])
             cut(m)
-    m = _UNCLEAR.search(s)
+    m = find(_UNCLEAR)
     if m:
         if not w.freq:
             w.unclear = m[0]

@@ -5,16 +5,22 @@ remind them of and when, or what is missing. What it understands:
 
 - **the ask**: ``remind me ...``, ``set a reminder ...`` (with ``please``/``can you`` before it);
   the rest, minus the time words and a leading ``to``/``that``/``about``, is the text;
-- **relative times**: ``in 2 hours``, ``in 30 minutes``, ``in half an hour``, ``in 3 days``
-  (counted from the message time);
+- **relative times**: ``in 2 hours``, ``in two hours``, ``in 30 minutes``, ``in half an hour``,
+  ``in 3 days`` (counted from the message time by ``dateparser``, see :func:`tools.dates.relative_time`);
 - **days**: ``today``, ``tonight``, ``tomorrow``, ``the day after tomorrow``, a weekday (``on friday``,
   ``next monday``), ``March 20``, ``the 14th``, ``2025-03-20``, read with ``dateparser`` relative to
-  the message time in the requester's zone, future preferred;
+  the message time in the requester's zone, future preferred; a weekday or a day of the month with a
+  time is the next one whose time is still ahead (``friday at 9`` said on a Friday at 10 is next
+  week's; ``the 14th at 9`` said on the 14th at 10 is next month's), as the calendar reads them;
 - **times**: ``9``, ``9am``, ``3:30 pm``, ``15:00``, ``noon``, ``midnight`` (a bare hour in office
   hours: 1-6 is pm, 7-11 am); a part of the day stands for a time (morning 09:00, afternoon 14:00,
-  evening 18:00, tonight 20:00); a time alone is today's, or tomorrow's when it has passed;
-- **one-off only**: a repeating reminder ("every Monday", "daily") is refused with a question for
-  one time.
+  end of day / EOD / close of business 17:00, evening 18:00, tonight 20:00); a time alone is today's,
+  or tomorrow's when it has passed;
+- **one-off only**: a repeating reminder ("every Monday", "daily at 9", "remind me weekly to ...",
+  "... the report weekly") is refused with a question for one time. A frequency word that describes
+  a noun of what to remind of ("send the weekly report", "the daily standup notes", "each week's
+  numbers") is part of the text, not a repeat (:func:`tools.dates.describes_a_noun`): a reminder
+  request names no other thing a frequency adjective could describe.
 
 A day without a time, no time at all, a time that has passed, or nothing to remind of leaves the
 draft incomplete; :meth:`ReminderDraft.clarification` asks one question.
@@ -29,7 +35,7 @@ from zoneinfo import ZoneInfo
 
 import dateparser
 
-from tools.dates import valid_timezone
+from tools.dates import describes_a_noun, relative_time, valid_timezone
 
 __all__ = ["ReminderDraft", "read_reminder", "is_reminder_request"]
 
@@ -42,9 +48,6 @@ _HOWTO = re.compile(r"^\s*(?:how|where|what|whats|what's|why|can i|could i|do i|
 _REPEAT = re.compile(r"\b(?:every|each)\s+(?:day|morning|evening|night|week|weekday|month|year|other|"
                      r"mon|tue|wed|thu|fri|sat|sun)\w*|\b(?:daily|weekly|monthly|hourly|yearly|annually)\b", re.I)
 
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30, "forty-five": 45,
-            "forty five": 45, "ninety": 90}
 _NUM = r"(?:\d+(?:[.,]\d+)?|an?|one|two|three|four|five|six|seven|eight|nine|ten|fifteen|twenty|thirty|" \
        r"forty[- ]five|ninety)"
 _RELATIVE = re.compile(rf"\bin\s+(?:(half\s+an\s+hour)|({_NUM})\s*(minutes?|mins?|m|hours?|hrs?|h|days?|weeks?))\b",
@@ -67,8 +70,12 @@ _TIMES = [
     re.compile(r"(?:\bat\s+|@\s*)(\d{1,2})\b(?!\s*(?:%|people|days?|weeks?|minutes?|mins?|hours?))", re.I),
     re.compile(r"\b(?:at\s+)?(noon|midday|midnight)\b", re.I),
 ]
-_DAYPART = re.compile(r"\b(?:(?:in\s+the|this|tomorrow)\s+)?(morning|afternoon|evening)\b|\b(tonight)\b", re.I)
-_DAYPART_TIME = {"morning": time(9), "afternoon": time(14), "evening": time(18), "tonight": time(20)}
+_DAYPART = re.compile(r"\b(?:(?:in\s+the|this|tomorrow)\s+)?(morning|afternoon|evening)\b|\b(tonight)\b|"
+                      r"\b(?:at\s+|by\s+)?(?:the\s+)?(end\s+of\s+(?:the\s+)?(?:work(?:ing)?\s*)?day|eod|"
+                      r"close\s+of\s+business|cob)\b", re.I)
+_DAYPART_TIME = {"morning": time(9), "afternoon": time(14), "evening": time(18), "tonight": time(20), "eod": time(17)}
+_WEEKDAY_PHRASE = re.compile(rf"^(?:(?:on|this|coming)\s+)*({_WEEKDAY})$", re.I)
+_MONTHDAY_PHRASE = re.compile(r"^(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)$", re.I)
 _TEXT_LEAD = re.compile(r"^(?:(?:to|that|about|of|re|regarding)\b\s*)+", re.I)
 
 
@@ -145,22 +152,25 @@ def read_reminder(text: str, *, now: datetime, timezone_name: str) -> ReminderDr
     local_now = now.astimezone(tz)
     draft = ReminderDraft(timezone=tz_name)
     s = _LEAD.sub("", text.replace("\u2019", "'"), count=1)
-    m = _REPEAT.search(s)
+    # What follows the ask is what to remind of and when: a frequency word that describes one of its
+    # nouns ("the weekly report") is text; one that says when ("weekly", "every Monday") is a repeat.
+    m = next((r for r in _REPEAT.finditer(s) if not describes_a_noun(s, r.start(), r.end())), None)
     if m:
         draft.repeating = m[0]
         s = s[:m.start()] + _SEP + s[m.end():]
     phrases: list[str] = []
     m = _RELATIVE.search(s)
-    if m:
+    at = relative_time(m[0], now, tz) if m else None
+    if m and at is not None:
         phrases.append(m[0])
         s = s[:m.start()] + _SEP + s[m.end():]
-        draft.at = _relative(m, local_now)
+        draft.at = at
     else:
         day, day_phrase, s = _take_day(s, local_now, draft)
         at_time, time_phrase, s = _take_time(s)
         phrases += [p for p in (day_phrase, time_phrase) if p]
         if at_time is not None and day is not None:
-            draft.at = datetime.combine(day, at_time, tz)
+            draft.at = _next_at(day, day_phrase, at_time, local_now)
         elif at_time is not None and not day_phrase:
             candidate = datetime.combine(local_now.date(), at_time, tz)
             draft.at = candidate if candidate > local_now else datetime.combine(
@@ -174,18 +184,21 @@ def read_reminder(text: str, *, now: datetime, timezone_name: str) -> ReminderDr
     return draft
 
 
-def _relative(m: re.Match[str], local_now: datetime) -> datetime:
-    if m[1]:
-        delta = timedelta(minutes=30)
-    else:
-        raw = m[2].lower().replace("-", " ")
-        n = float(_NUMBERS[raw]) if raw in _NUMBERS else float(raw.replace(",", "."))
-        unit = m[3].lower()
-        delta = (timedelta(weeks=n) if unit.startswith("w") else timedelta(days=n) if unit.startswith("d")
-                 else timedelta(hours=n) if unit.startswith("h") else timedelta(minutes=n))
-    at = local_now + delta
-    if at.second or at.microsecond:  # to the next whole minute
-        at = at.replace(second=0, microsecond=0) + timedelta(minutes=1)
+def _next_at(day: date, phrase: str, at_time: time, local_now: datetime) -> datetime:
+    """``day`` at ``at_time``; for a weekday or a day of the month whose time has passed, the next one
+    (``friday at 9`` said on a Friday at 10 is next Friday's, as in :mod:`tools.calendar.extract`)."""
+    tz = local_now.tzinfo
+    at = datetime.combine(day, at_time, tz)
+    if at > local_now:
+        return at
+    phrase = phrase.strip()
+    if _WEEKDAY_PHRASE.match(phrase):
+        return datetime.combine(day + timedelta(days=7), at_time, tz)
+    m = _MONTHDAY_PHRASE.match(phrase)
+    if m:
+        later = _next_monthday(int(m[1]), day + timedelta(days=1))
+        if later is not None:
+            return datetime.combine(later, at_time, tz)
     return at
 
 
@@ -242,7 +255,8 @@ def _take_time(s: str) -> tuple[time | None, str, str]:
             return t, m[0].strip(), s[:m.start()] + _SEP + s[m.end():]
     m = _DAYPART.search(s)
     if m:
-        return _DAYPART_TIME[(m[1] or m[2]).lower()], m[0].strip(), s[:m.start()] + _SEP + s[m.end():]
+        part = (m[1] or m[2] or "eod").lower()
+        return _DAYPART_TIME[part], m[0].strip(), s[:m.start()] + _SEP + s[m.end():]
     return None, "", s
 
 

@@ -33,8 +33,10 @@ class ReminderCreate:
     description: ClassVar[str] = (
         "Set a one-off reminder: the bot sends the user a direct message with the text at the time given "
         "(e.g. 'remind me to send the report tomorrow at 9', 'remind me in 2 hours to call Bob'). One time "
-        "only: it cannot repeat (no 'every Monday'). Fill at with the date and time in the user's time zone "
-        "(ISO 8601 with offset) and text with what to remind them of. Side effect: it is shown as a preview "
+        "only: it cannot repeat (no 'every Monday'); a word such as 'weekly' that describes the thing to do "
+        "('send the weekly report') is part of the text, not a repeat. Fill at with the date and time in the "
+        "user's time zone (ISO 8601 with offset) and text with what to remind them of. Side effect: it is shown "
+        "as a preview "
         "and runs only after the user confirms.")
     Args: ClassVar[type[ReminderCreateArgs]] = ReminderCreateArgs
     side_effect: ClassVar[bool] = True
