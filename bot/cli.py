@@ -39,7 +39,8 @@ def _settings(answers_on_stdout: bool = False) -> Settings:
     answer a person is reading; the server and the worker keep INFO.
 
     Raises:
-        ConfigError: when a setting is invalid (the message says which and what to fix).
+        ConfigError: when a setting is invalid, or asks for a feature whose extra is not installed
+            (:func:`app.extras.missing_extras`); the message says which and what to fix.
     """
     from pydantic import ValidationError
 
@@ -49,6 +50,10 @@ def _settings(answers_on_stdout: bool = False) -> Settings:
         s = Settings()
     except ValidationError as exc:
         raise ConfigError(_settings_errors(exc)) from None
+    from app.extras import missing_extras
+
+    if missing := missing_extras(s):  # e.g. CALENDAR_BACKEND=google without the google extra
+        raise ConfigError("; ".join(missing))
     from .logs import configure_logging
 
     level = s.chatops_log_level
