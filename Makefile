@@ -42,7 +42,7 @@ $(RUNTIME_STAMP): pyproject.toml requirements-runtime.lock
 # the result; uv keeps the pins already in a lock unless a requirement changed), then its subsets, same pins
 # and hashes: requirements-runtime.lock, no extra (make demo), and requirements-extras.lock, the optional
 # features' extras (google, postgres, otel; app/extras.py) without the test tools (the container image).
-OPTIONAL_EXTRAS := google postgres otel
+OPTIONAL_EXTRAS := teams llm google postgres otel
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet 'uv>=0.9,<1'

@@ -29,7 +29,21 @@ class Extra:
     feature: str
 
 
+def _llm_setting(s: Settings) -> str:
+    if not s.llm_enabled:
+        return f"EMBEDDING_MODEL={s.embedding_model}"
+    return next(name for name, value in (("OPENAI_API_KEY", s.openai_api_key), ("OPENAI_BASE_URL", s.openai_base_url),
+                                         ("AZURE_OPENAI_ENDPOINT", s.azure_openai_endpoint)) if value)
+
+
 EXTRAS: tuple[Extra, ...] = (
+    Extra("teams", ("botbuilder.core", "botbuilder.integration.aiohttp", "jwt", "cryptography"),
+          lambda s: bool(s.microsoft_app_id or s.teams_allow_unauthenticated),
+          lambda s: "MicrosoftAppId" if s.microsoft_app_id else "TEAMS_ALLOW_UNAUTHENTICATED",
+          "Microsoft Teams"),
+    Extra("llm", ("openai",),
+          lambda s: s.llm_enabled or s.embedding_model not in ("", "local"), _llm_setting,
+          "the LLM and API embeddings"),
     Extra("google", ("googleapiclient", "google.oauth2", "httplib2"),
           lambda s: s.calendar_backend == "google", lambda s: "CALENDAR_BACKEND=google",
           "the Google Calendar backend"),

@@ -20,6 +20,9 @@ from tools.errors import ToolUnavailableError
 from helpers import ROOT, run_chatops
 
 CASES = {
+    "teams": ({"MicrosoftAppId": "00000000-0000-0000-0000-000000000001", "MicrosoftAppPassword": "pw"},
+              ["botbuilder"], "MicrosoftAppId needs the teams extra"),
+    "llm": ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, ["openai"], "OPENAI_BASE_URL needs the llm extra"),
     "google": ({"CALENDAR_BACKEND": "google"}, ["googleapiclient"],
                "CALENDAR_BACKEND=google needs the google extra"),
     "postgres": ({"DATABASE_URL": "postgresql+psycopg://bot:s3cret@db.invalid:5432/chatops"}, ["psycopg"],
@@ -66,6 +69,10 @@ def test_the_test_environment_has_every_extra_and_the_check_passes(monkeypatch: 
     assert missing_extras(settings) == []
     monkeypatch.setitem(sys.modules, "googleapiclient", None)
     assert [m.split(" needs")[0] for m in missing_extras(settings)] == ["CALENDAR_BACKEND=google"]
+    monkeypatch.setitem(sys.modules, "openai", None)
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.setenv("EMBEDDING_MODEL", "text-embedding-3-small")
+    assert "EMBEDDING_MODEL=text-embedding-3-small needs the llm extra" in missing_extras(Settings(_env_file=None))[0]
 
 
 def test_the_calendar_factory_names_the_extra_to_a_library_caller(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,7 +39,7 @@ def _locked() -> dict[str, tuple[Version, list[str]]]:
 def test_every_dependency_is_pinned_in_the_lock_with_hashes() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    assert {"test", "google", "postgres", "otel"} <= set(extras)
+    assert {"test", "teams", "llm", "google", "postgres", "otel"} <= set(extras)
     wanted = [Requirement(r) for r in project["dependencies"] + [r for reqs in extras.values() for r in reqs]]
     pins = _locked()
     for req in wanted:
