@@ -1,6 +1,7 @@
-"""Optional features and the extra each one needs: ``pip install 'chatops-bot[EXTRA]'`` (from a checkout,
-``make install-extras``). The runtime (``make demo``, ``requirements-runtime.lock``) leaves them out;
-the container image (``requirements-extras.lock``) and the test environment have them all.
+"""Optional features (Teams, an LLM, Google Calendar, PostgreSQL, OpenTelemetry) and the extra each one needs:
+``pip install 'chatops-bot[EXTRA]'`` (from a checkout, ``make install-extras``). The runtime (``make demo``,
+``requirements-runtime.lock``) leaves them out; the container image (``requirements-extras.lock``) and the test
+environment (``requirements.lock``) have them all.
 
 :func:`missing_extras` checks the settings against what is installed without importing anything (a module
 spec lookup each), so the CLI refuses at startup with one line per missing extra, before a command runs.
