@@ -7,7 +7,9 @@ subprocess: a ``sitecustomize`` on its PYTHONPATH sets the extra's top-level mod
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from app.extras import EXTRAS, extra_installed, missing_extras
 from app.settings import Settings
 from tools.errors import ToolUnavailableError
 
-from helpers import ROOT, run_chatops
+from helpers import ROOT, cli_environment, run_chatops, seed_embedding_cache
 
 CASES = {
     "teams": ({"MicrosoftAppId": "00000000-0000-0000-0000-000000000001", "MicrosoftAppPassword": "pw"},
@@ -92,3 +94,30 @@ def test_tracing_names_the_extra_when_the_sdk_is_missing(monkeypatch: pytest.Mon
     with pytest.raises(ValueError, match=r"chatops-bot\[otel\]"):
         tracing.configure_tracing("http://127.0.0.1:9")
     assert not tracing.tracing_enabled()
+
+
+#: What the optional extras install (make demo's runtime has none of it): hidden, the test environment is that runtime.
+EXTRA_MODULES = ["botbuilder", "botframework", "msal", "msrest", "jwt", "cryptography", "openai", "googleapiclient",
+                 "httplib2", "google.auth", "google.oauth2", "google.api_core", "psycopg", "opentelemetry", "scipy"]
+
+
+def test_the_runtime_without_any_extra_indexes_answers_proposes_and_serves_slack(
+        tmp_path: Path, session_wiki: Path, embedding_cache_dir: Path) -> None:
+    pythonpath = _without(tmp_path, EXTRA_MODULES)
+    data = tmp_path / "data"
+    if (embedding_cache_dir / "embeddings.sqlite").exists():
+        seed_embedding_cache(data, embedding_cache_dir / "embeddings.sqlite")
+    proc = run_chatops(["index", f"folder:{session_wiki}"], data, cwd=tmp_path, timeout=600, PYTHONPATH=pythonpath)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_chatops(["ask", "how do I ask for time off?"], data, cwd=tmp_path, PYTHONPATH=pythonpath)
+    assert proc.returncode == 0 and "Sources:" in proc.stdout, proc.stderr
+    proc = run_chatops(["ask", "--json", "--history", "book a meeting called Sprint planning with bob@example.com",
+                        "tomorrow at 3pm"], data, cwd=tmp_path, PYTHONPATH=pythonpath)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["pending_action"]["args"]["title"] == "Sprint planning"  # the local calendar
+    code = ("import sys, bot.server, bot.slack.bot, bot.worker, app.report, app.wiring; "
+            "hidden = [m for m in sys.argv[1:] if sys.modules.get(m) is not None]; "
+            "assert not hidden, hidden")
+    proc = subprocess.run([sys.executable, "-c", code, *EXTRA_MODULES], capture_output=True, text=True, timeout=120,
+                          env=cli_environment(data, PYTHONPATH=pythonpath))
+    assert proc.returncode == 0, proc.stderr
