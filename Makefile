@@ -12,10 +12,11 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # mkdocs-material prints a notice about MkDocs 2.0 on every build; the site is built with MkDocs 1.x.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install install-runtime lock lock-llm llm-venv demo test test-llm lint docs docs-serve bench bench-llm eval eval-shared clean teams-package
+.PHONY: install install-runtime install-extras lock lock-llm llm-venv demo test test-llm lint docs docs-serve bench bench-llm eval eval-shared clean teams-package
 
-# install: everything, the test extra included (make test, make docs); install-runtime: what the bot needs
-# to run and nothing else (make demo; the same lock as the container image). Each has its own stamp.
+# install: everything, the test extra and the optional features' extras included (make test, make docs);
+# install-runtime: what the bot needs to run and nothing else (make demo: no test tool, no optional extra;
+# app/extras.py names the extra a setting needs). Each has its own stamp.
 install: $(STAMP)
 install-runtime: $(RUNTIME_STAMP)
 
@@ -37,15 +38,25 @@ $(RUNTIME_STAMP): pyproject.toml requirements-runtime.lock
 	$(call install_from,requirements-runtime.lock)
 	@touch $(RUNTIME_STAMP)
 
-# Re-resolves requirements.lock from pyproject.toml (run after changing a dependency; commit the result), and
-# requirements-runtime.lock, its subset without the test extra, for the container image (same pins and hashes).
+# Re-resolves requirements.lock from pyproject.toml with every extra (run after changing a dependency; commit
+# the result; uv keeps the pins already in a lock unless a requirement changed), then its subsets, same pins
+# and hashes: requirements-runtime.lock, no extra (make demo), and requirements-extras.lock, the optional
+# features' extras (teams, llm, google, postgres, otel; app/extras.py) without the test tools (the container image).
+OPTIONAL_EXTRAS := teams llm google postgres otel
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet 'uv>=0.9,<1'
-	$(BIN)/uv pip compile pyproject.toml requirements-build.in --extra test --generate-hashes --universal \
+	$(BIN)/uv pip compile pyproject.toml requirements-build.in --all-extras --generate-hashes --universal \
 	  --python-version 3.11 --no-header -o requirements.lock
 	$(BIN)/uv pip compile pyproject.toml requirements-build.in -c requirements.lock --generate-hashes --universal \
 	  --python-version 3.11 --no-header -o requirements-runtime.lock
+	$(BIN)/uv pip compile pyproject.toml requirements-build.in $(addprefix --extra ,$(OPTIONAL_EXTRAS)) \
+	  -c requirements.lock --generate-hashes --universal --python-version 3.11 --no-header -o requirements-extras.lock
+
+# The optional features (teams, llm, google, postgres, otel) into a runtime venv, from the hashed lock: make install-extras
+# after make demo (make install has them already).
+install-extras: install-runtime
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-extras.lock
 
 demo: install-runtime
 	@echo "== indexing $(CORPUS)"

@@ -43,7 +43,8 @@ def _settings(answers_on_stdout: bool = False, terminal: bool = False) -> Settin
     (:func:`app.settings.at_a_terminal`); the servers and ``eval`` keep ``DEFAULT_TIMEZONE``, else UTC.
 
     Raises:
-        ConfigError: when a setting is invalid (the message says which and what to fix).
+        ConfigError: when a setting is invalid, or asks for a feature whose extra is not installed
+            (:func:`app.extras.missing_extras`); the message says which and what to fix.
     """
     from pydantic import ValidationError
 
@@ -57,6 +58,10 @@ def _settings(answers_on_stdout: bool = False, terminal: bool = False) -> Settin
         from app.settings import at_a_terminal
 
         s = at_a_terminal(s)
+    from app.extras import missing_extras
+
+    if missing := missing_extras(s):  # e.g. CALENDAR_BACKEND=google without the google extra
+        raise ConfigError("; ".join(missing))
     from .logs import configure_logging
 
     level = s.chatops_log_level

@@ -51,7 +51,8 @@ def configure_tracing(endpoint: str | None, service_name: str = "chatops") -> bo
         service_name: the ``service.name`` resource attribute.
 
     Raises:
-        ValueError: when ``endpoint`` is not an ``http://`` or ``https://`` URL.
+        ValueError: when ``endpoint`` is not an ``http://`` or ``https://`` URL, or the ``otel`` extra
+            (``chatops-bot[otel]``: the SDK and the OTLP exporter) is not installed.
     """
     global _tracer, _provider
     endpoint = (endpoint or "").strip()
@@ -63,10 +64,14 @@ def configure_tracing(endpoint: str | None, service_name: str = "chatops") -> bo
     with _lock:
         if _tracer is not None:
             return False
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        except ImportError as exc:  # the CLI says so before it gets here (app.extras)
+            raise ValueError("OTEL_EXPORTER_OTLP_ENDPOINT needs the otel extra, which is not installed: "
+                             "pip install 'chatops-bot[otel]'") from exc
 
         provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces",

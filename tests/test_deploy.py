@@ -3,11 +3,12 @@
 No image is built and no container runs here (no Docker engine, no registry): these tests check syntax
 and the promises that can be read from the files.
 
-- ``Dockerfile``: parsed by ``dockerfile-parse``; pinned slim Python base (no ``latest``), the runtime lock
-  installed with ``--require-hashes``, every package of ``pyproject.toml`` copied in, the embedding model
+- ``Dockerfile``: parsed by ``dockerfile-parse``; pinned slim Python base (no ``latest``), the lock with the
+  optional extras installed with ``--require-hashes``, every package of ``pyproject.toml`` copied in, the embedding model
   loaded at build time, a non-root ``USER``, ``EXPOSE 3000``, a ``HEALTHCHECK`` on ``/healthz`` with
   python (no curl in the image), ``CMD chatops serve``; ``.dockerignore`` keeps the packages. The image's
-  ``requirements-runtime.lock`` is ``requirements.lock`` without the test extra: same pins, same hashes.
+  ``requirements-extras.lock`` is ``requirements.lock`` without the test extra, and ``requirements-runtime.lock``
+  (``make demo``) without the optional extras either: same pins, same hashes.
 - ``deploy/compose.yaml``: valid against the Compose specification's JSON schema (the copy vendored by
   ``check-jsonschema``), and ``docker compose config`` accepts it where the Compose plugin is installed.
 - ``deploy/kubernetes/*.yaml``: valid against the official Kubernetes schemas (``kubernetes-validate``,
@@ -62,13 +63,16 @@ def test_dockerfile_bases_are_pinned_slim_python(dockerfile: DockerfileParser) -
 
 def test_dockerfile_installs_the_lock_with_hashes_and_every_package(dockerfile: DockerfileParser) -> None:
     runs = _instructions(dockerfile, "RUN")
-    assert any("--require-hashes -r requirements-runtime.lock" in r for r in runs)
+    args = {k: v for k, v in (a.partition("=")[::2] for a in _instructions(dockerfile, "ARG"))}
+    assert args.get("LOCK") == "requirements-extras.lock"
+    assert any("--require-hashes -r ${LOCK}" in r for r in runs)
     copied = {shlex.split(v)[0] for v in _instructions(dockerfile, "COPY") if not v.startswith("--from")}
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
     wanted = {p.rstrip("*") for p in packages}
     assert wanted <= copied, f"packages not copied into the image: {wanted - copied}"
     ignore = (ROOT / ".dockerignore").read_text().split()
-    assert all(f"!{p}/" in ignore for p in wanted) and "!requirements-runtime.lock" in ignore
+    assert all(f"!{p}/" in ignore for p in wanted) and "!requirements-extras.lock" in ignore
+    assert "!requirements-runtime.lock" in ignore  # docker build --build-arg LOCK=requirements-runtime.lock
 
 
 def _pins(lock: Path) -> dict[str, tuple[str, frozenset[str]]]:
@@ -83,15 +87,25 @@ def _pins(lock: Path) -> dict[str, tuple[str, frozenset[str]]]:
     return pins
 
 
+def _names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in requirements}
+
+
 def test_the_image_lock_is_the_full_lock_without_the_test_extra() -> None:
-    full, runtime = _pins(ROOT / "requirements.lock"), _pins(ROOT / "requirements-runtime.lock")
-    assert {n: full.get(n) for n in runtime} == runtime  # same pins, same hashes: `make lock` wrote both
-    assert all(hashes for _, hashes in runtime.values())
+    full = _pins(ROOT / "requirements.lock")
+    image, runtime = _pins(ROOT / "requirements-extras.lock"), _pins(ROOT / "requirements-runtime.lock")
+    for lock in (image, runtime):
+        assert {n: full.get(n) for n in lock} == lock  # same pins, same hashes: `make lock` wrote them all
+        assert all(hashes for _, hashes in lock.values())
+    assert set(runtime) < set(image)
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    test_only = {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in project["optional-dependencies"]["test"]}
-    runtime_direct = {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in project["dependencies"]}
-    assert runtime_direct <= set(runtime)  # every dependency of the project...
-    assert not (test_only - runtime_direct) & set(runtime)  # ...and none of the test tools
+    extras = project["optional-dependencies"]
+    test_only = _names(extras["test"])
+    runtime_direct = _names(project["dependencies"])
+    optional = _names([r for name, reqs in extras.items() if name != "test" for r in reqs])
+    assert runtime_direct | optional <= set(image)  # every dependency of the project and of its features...
+    assert not (test_only - runtime_direct - optional) & set(image)  # ...and none of the test tools
+    assert runtime_direct <= set(runtime) and not optional & set(runtime)  # make demo: no optional extra
 
 
 def test_dockerfile_build_fails_without_the_embedding_model(dockerfile: DockerfileParser) -> None:

@@ -34,7 +34,11 @@ from tools.dates import valid_timezone
 from .recurrence import check_rrule, describe_rrule
 
 __all__ = ["CalendarCreateArgs", "CreatedEvent", "MIN_DURATION_MINUTES", "MAX_DURATION_MINUTES", "MAX_ATTENDEES",
-           "DEFAULT_DURATION_MINUTES", "is_email", "valid_timezone"]
+           "DEFAULT_DURATION_MINUTES", "EVENT_ID", "is_email", "valid_timezone"]
+
+#: What Google accepts as an event id: base32hex digits, 5-1024 characters. Every backend's key has this shape
+#: (here, not in the google module: the tool checks it without importing the Google API client, the google extra).
+EVENT_ID = re.compile(r"^[a-v0-9]{5,1024}$")
 
 MIN_DURATION_MINUTES = 5
 MAX_DURATION_MINUTES = 8 * 60

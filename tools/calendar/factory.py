@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from tools.errors import ToolUnavailableError
+
 from .args import DEFAULT_DURATION_MINUTES
 from .tool import CalendarBackend, CalendarCreate
 
@@ -19,11 +21,16 @@ def calendar_backend(backend: str = "local", *, state_url: str = "", ics_dir: st
     user token; ``api_endpoint`` overrides the API's base URL, e.g. for a stand-in).
 
     Raises:
-        ToolUnavailableError: Google without a credentials file, or unreadable key files.
+        ToolUnavailableError: Google without its extra (``chatops-bot[google]``) or a credentials file, or
+            unreadable key files.
         ValueError: an unknown backend name.
     """
     if backend == "google":
-        from .google import GoogleCalendar, credentials_factory
+        try:
+            from .google import GoogleCalendar, credentials_factory
+        except ImportError as exc:  # the CLI says so at startup (app.extras); a library caller learns it here
+            raise ToolUnavailableError("CALENDAR_BACKEND=google needs the google extra, which is not installed: "
+                                       "pip install 'chatops-bot[google]'") from exc
 
         creds = credentials_factory(service_account_file, oauth_token_file)
         return GoogleCalendar(creds, calendar_id=calendar_id, api_endpoint=api_endpoint)

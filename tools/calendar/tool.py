@@ -16,8 +16,7 @@ from tools.actions import ActionRequest, ActionResult, ActionWords, Clarificatio
 from tools.base import ToolContext
 from tools.errors import ToolError, ToolUnavailableError
 
-from .args import DEFAULT_DURATION_MINUTES, CalendarCreateArgs, CreatedEvent
-from .google import EVENT_ID
+from .args import DEFAULT_DURATION_MINUTES, EVENT_ID, CalendarCreateArgs, CreatedEvent
 from .intent import meeting_intent
 from .propose import format_duration, format_when, invalid_question, propose_event, summary_line
 
