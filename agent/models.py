@@ -183,8 +183,9 @@ class Trace:
     _t0: float = field(default_factory=time.perf_counter, repr=False)
     listener: Callable[[str, dict[str, Any]], None] | None = field(default=None, repr=False, compare=False)
 
-    def step(self, name: str, **data: Any) -> None:
-        """Record a step with the time since the turn started (and tell the listener)."""
+    def step(self, name: str, /, **data: Any) -> None:
+        """Record a step with the time since the turn started (and tell the listener). ``name`` is
+        positional-only, so a step's data may carry a ``name`` field of its own."""
         self.steps.append({"step": name, "at_ms": round((time.perf_counter() - self._t0) * 1000, 2), **data})
         if self.listener is not None:
             try:

@@ -677,3 +677,19 @@ def test_a_model_error_echoing_the_users_words_reaches_the_trace_not_the_log(wik
     warned = [r.getMessage() for r in caplog.records if "LLM planner failed" in r.getMessage()]
     assert warned and reply.trace.trace_id in warned[0]
     assert not any("8714" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("tools, model_route", [
+    ("off", {"route_json": json_reply({"route": "action", "tool": "vacation_planner", "arguments": {}})}),
+    ("on", {"route": chat(None, [tool_call("vacation_planner", {})])}),
+], ids=["json-route", "tool-call"])
+def test_a_route_naming_an_unknown_tool_searches_with_the_model(wiki_index, tmp_path, tools, model_route) -> None:
+    """SmolLM2 named a tool that does not exist; the turn searches and goes on with the model (it crashed
+    into the rule-based fallback with a TypeError: the trace step's own ``name`` clashed)."""
+    brain = Brain(**model_route)
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path, tools=tools).answer(
+            Turn(viewer=public_viewer(), text="how do I declare an incident?"))
+    assert not any(s["step"] == "fallback" for s in reply.trace.steps), reply.trace.steps
+    assert [s["tool"] for s in reply.trace.steps if s["step"] == "route_unknown_tool"] == ["vacation_planner"]
+    assert "answer" in brain.calls and not reply.refused

@@ -321,7 +321,7 @@ class LLMPlanner:
         for call in res.tool_calls:
             tool = names.get(call.name)
             if tool is None:
-                trace.step("route_unknown_tool", name=call.name)
+                trace.step("route_unknown_tool", tool=call.name)
                 continue
             if tool == "knowledge.search":
                 try:
@@ -350,7 +350,7 @@ class LLMPlanner:
         names.update({n: n for n in self.tools.names()})
         tool = names.get(got.tool)
         if tool is None or not self.tools.get(tool).side_effect:
-            trace.step("route_unknown_tool", name=got.tool)
+            trace.step("route_unknown_tool", tool=got.tool)
             decision["search"] = turn.text
             return decision
         decision["actions"].append({"tool": tool, "arguments": json.dumps(got.arguments)})
