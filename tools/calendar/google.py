@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import socket
 import threading
 import time
@@ -39,7 +38,7 @@ from googleapiclient.errors import HttpError
 
 from tools.errors import ToolError, ToolUnavailableError
 
-from .args import CalendarCreateArgs, CreatedEvent
+from .args import EVENT_ID, CalendarCreateArgs, CreatedEvent
 
 __all__ = ["GoogleCalendar", "GoogleCalendarError", "map_http_error", "map_auth_error", "event_body", "build_service",
            "credentials_factory", "SCOPES", "EVENT_ID"]
@@ -47,8 +46,6 @@ __all__ = ["GoogleCalendar", "GoogleCalendarError", "map_http_error", "map_auth_
 log = logging.getLogger(__name__)
 
 SCOPES = ["https://www.googleapis.com/auth/calendar.events"]
-#: What Google accepts as an event id: base32hex digits, 5-1024 characters.
-EVENT_ID = re.compile(r"^[a-v0-9]{5,1024}$")
 _RATE_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded", "dailyLimitExceeded"}
 
 
