@@ -162,7 +162,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from app.wiring import build_agent
 
     settings = _settings(answers_on_stdout=True)
-    rt = build_agent(settings, retriever=args.retriever)
+    rt = build_agent(settings, retriever=args.retriever, lazy_model=True)  # a cached question needs no model
     try:
         empty = rt.index.stats()["pages"] == 0
         user = cli_user()
