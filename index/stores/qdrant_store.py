@@ -38,7 +38,7 @@ from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError, IndexUnavailableError
 from index.faults import REBUILD_STORE, StoreGuard, causes, storage_error
 from connectors.models import Chunk
-from .dense_snapshot import snapshot_file, store_digest, write_snapshot
+from .dense_snapshot import store_digest, write_snapshot
 from .local_dense import DenseMirror, MirrorPoint, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, point_id, viewer_sources, viewer_tokens
 
@@ -364,18 +364,16 @@ class QdrantStore(QdrantCollection):
 
     def close(self) -> None:
         """Close the client (releases the local-mode lock); in local mode, after a write (or when
-        :attr:`snapshot_on_close` is set), first leave the readers' snapshot of what it holds
-        (:func:`index.stores.dense_snapshot.write_snapshot`), unless a write failed or the snapshot is current."""
+        :attr:`snapshot_on_close` is set: a reader found no usable one), first leave the readers' snapshot of what
+        it holds (:func:`index.stores.dense_snapshot.write_snapshot`), unless a write failed."""
         folder, rows = self._snapshot_folder, None
         if folder is not None and (self._wrote or self.snapshot_on_close) and not self._write_failed \
                 and self.damage is None:
-            current = _snapshot_digest(folder, self.collection)
-            if current is None or current != store_digest(folder, self.collection) or self._wrote:
-                try:
-                    with self._lock:
-                        rows = self._snapshot_rows()
-                except Exception as exc:  # the snapshot only saves readers time: never fail a close for it
-                    log.debug("no snapshot of %s: %s", folder, exc)
+            try:
+                with self._lock:
+                    rows = self._snapshot_rows()
+            except Exception as exc:  # the snapshot only saves readers time: never fail a close for it
+                log.debug("no snapshot of %s: %s", folder, exc)
         super().close()
         if rows is not None:
             digest = store_digest(folder, self.collection)
@@ -392,21 +390,6 @@ class QdrantStore(QdrantCollection):
             if offset is None:
                 return rows
 
-
-def _snapshot_digest(folder: Path, collection: str) -> str | None:
-    """The store digest a snapshot was written for, or ``None`` (no snapshot, or not readable)."""
-    path = snapshot_file(folder, collection)
-    if not path.is_file():
-        return None
-    try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            row = con.execute("SELECT value FROM meta WHERE key = 'store_digest'").fetchone()
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return None
-    return row[0] if row else None
 
 class _NoLock:
     """A no-op context manager (server mode needs no client-side lock)."""
