@@ -113,17 +113,18 @@ print(json.dumps({"rc": rc, "imports": t_imports, "main": t_main, "times": times
 """ % (WATCHED,)
 
 
-def environment(data: Path) -> dict[str, str]:
-    """The benchmark's environment: its own data dir, the local model, no settings from the caller."""
+def environment(data: Path, root: Path = ROOT) -> dict[str, str]:
+    """The benchmark's environment: its own data dir, the local model, no settings from the caller; the code of
+    the checkout ``root`` (this one, or ``--baseline``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHATOPS_", "QDRANT_", "OPENAI_", "SLACK_"))}
-    env.update(CHATOPS_DATA_DIR=str(data), EMBEDDING_MODEL="local", PYTHONPATH=str(ROOT))
+    env.update(CHATOPS_DATA_DIR=str(data), EMBEDDING_MODEL="local", PYTHONPATH=str(root))
     return env
 
 
-def ask(question: str, data: Path) -> tuple[float, str]:
-    """One ``chatops ask`` process: wall seconds and stdout."""
+def ask(question: str, data: Path, root: Path = ROOT) -> tuple[float, str]:
+    """One ``chatops ask`` process (the code of the checkout ``root``): wall seconds and stdout."""
     start = time.perf_counter()
-    proc = subprocess.run([str(CHATOPS), "ask", question], env=environment(data), cwd=data.parent,
+    proc = subprocess.run([str(CHATOPS), "ask", question], env=environment(data, root), cwd=data.parent,
                           capture_output=True, text=True, timeout=300)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
@@ -174,6 +175,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="runs per kind (default 7)")
     parser.add_argument("--corpus", type=Path, default=ROOT / "examples" / "wiki")
     parser.add_argument("--data", type=Path, help="data dir to build (default: a temporary one)")
+    parser.add_argument("--baseline", type=Path, help="another checkout of chatops (e.g. `git worktree add "
+                        "/tmp/before COMMIT`): its `chatops ask` runs alternate with this one's on the same data dir "
+                        "(new and repeated questions), so both see the same machine load")
     parser.add_argument("--cache", type=Path, default=Path(os.environ.get("CHATOPS_TEST_CACHE")
                                                             or Path.home() / ".cache" / "chatops-bench"))
     args = parser.parse_args()
@@ -216,6 +220,8 @@ def main() -> None:
                 f.unlink()
             stale.append(ask(QUESTIONS[0], data)[0])
         print(summary("stale snapshot (opens qdrant-client)", stale))
+        if args.baseline:
+            compare(args.baseline.resolve(), data, pristine, args.runs)
         print("breakdown (one run each, in-process timers around chatops ask's own calls):")
         restore_cache(data, pristine)
         show_breakdown("new question", breakdown(QUESTIONS[1], data), startup)
@@ -225,6 +231,26 @@ def main() -> None:
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def compare(baseline: Path, data: Path, pristine: Path, runs: int) -> None:
+    """This checkout against ``baseline``, runs alternating on the same data dir (the same answers are checked)."""
+    print(f"alternating with the baseline {baseline} (same data dir, same load):")
+    for kind in ("new question", "repeated question"):
+        times: dict[str, list[float]] = {"baseline": [], "this checkout": []}
+        for i in range(runs):
+            question = QUESTIONS[i % len(QUESTIONS)] if kind == "new question" else QUESTIONS[0]
+            answers = []
+            for label, root in (("baseline", baseline), ("this checkout", ROOT)):
+                if kind == "new question":
+                    restore_cache(data, pristine)
+                elapsed, out = ask(question, data, root)
+                times[label].append(elapsed)
+                answers.append(out)
+            if answers[0] != answers[1]:
+                raise SystemExit(f"the answers to {question!r} differ between the baseline and this checkout")
+        for label, values in times.items():
+            print(summary(f"{kind}, {label}", values))
 
 
 def onnx_probe(saved: Path, runs: int) -> None:
