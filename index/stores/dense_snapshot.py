@@ -216,7 +216,10 @@ class LocalDenseStore:
         lock_path = self.path / ".lock"
         if not (snap.is_file() and lock_path.is_file()):
             return None
-        import fcntl
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: the store (portalocker) only
+            return None
 
         try:
             lock_file = open(lock_path, "r+")  # noqa: SIM115 - held until close()
