@@ -84,9 +84,9 @@ def _row_bytes(pid: str, doc_key: str, access: str, vector: bytes) -> bytes:
 
 def write_snapshot(folder: str | os.PathLike[str], collection: str, dim: int, rows: Iterable[SnapshotRow],
                    digest: str) -> bool:
-    """Write the snapshot of ``collection`` (``rows`` in scroll order, read while the store was open; ``digest``:
-    :func:`store_digest` of the files after the store closed) atomically (a temporary file renamed over the old
-    snapshot). A failure (read-only folder, full disk) leaves no file behind and returns False: the next reader
+    """Write the snapshot of ``collection`` (``rows`` in scroll order; ``digest``: :func:`store_digest` of the files
+    they were read from, both taken by the store while it holds the folder's lock with every write committed)
+    atomically (a temporary file renamed over the old snapshot). A failure (read-only folder, full disk) leaves no file behind and returns False: the next reader
     opens the store instead."""
     target = snapshot_file(folder, collection)
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")

@@ -366,19 +366,20 @@ class QdrantStore(QdrantCollection):
         """Close the client (releases the local-mode lock); in local mode, after a write (or when
         :attr:`snapshot_on_close` is set: a reader found no usable one), first leave the readers' snapshot of what
         it holds (:func:`index.stores.dense_snapshot.write_snapshot`), unless a write failed."""
-        folder, rows = self._snapshot_folder, None
+        folder = self._snapshot_folder
         if folder is not None and (self._wrote or self.snapshot_on_close) and not self._write_failed \
                 and self.damage is None:
+            # Under the folder's lock (before the client releases it): no other process can write between the
+            # rows read here and the digest of the files they are stamped with.
             try:
                 with self._lock:
                     rows = self._snapshot_rows()
+                    digest = store_digest(folder, self.collection)
+                    if digest is not None:
+                        write_snapshot(folder, self.collection, self.dim, rows, digest)
             except Exception as exc:  # the snapshot only saves readers time: never fail a close for it
                 log.debug("no snapshot of %s: %s", folder, exc)
         super().close()
-        if rows is not None:
-            digest = store_digest(folder, self.collection)
-            if digest is not None:
-                write_snapshot(folder, self.collection, self.dim, rows, digest)
 
     def _snapshot_rows(self) -> list:
         """Every point (id, payload, vector) in scroll order, as the snapshot keeps them."""
