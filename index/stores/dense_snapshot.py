@@ -104,7 +104,7 @@ def write_snapshot(folder: str | os.PathLike[str], collection: str, dim: int, ro
                 access = json.dumps(list(payload.get("access") or ()))
                 doc_key = str(payload.get("doc_key") or "")
                 vec = np.asarray(vector, dtype=np.float32).tobytes()
-                record = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+                record = json.dumps(payload, sort_keys=True)  # ASCII: a lone surrogate in page text survives
                 mirror.update(_row_bytes(pid, doc_key, access, vec))
                 con.execute("INSERT INTO points VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (seq, pid, str(payload.get("chunk_id") or ""), doc_key, access, vec, record,
