@@ -38,7 +38,7 @@ from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError, IndexUnavailableError
 from index.faults import REBUILD_STORE, StoreGuard, causes, storage_error
 from connectors.models import Chunk
-from .dense_snapshot import store_digest, write_snapshot
+from .snapshot_io import store_digest, write_snapshot
 from .local_dense import DenseMirror, MirrorPoint, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, point_id, viewer_sources, viewer_tokens
 
