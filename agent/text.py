@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import pysbd
 
-from connectors.text import FenceTracker
+from connectors.fences import FenceTracker
 
 __all__ = ["Span", "sentence_spans", "QUESTION_STOPWORDS", "display_text"]
 

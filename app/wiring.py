@@ -24,17 +24,18 @@ __all__ = ["build_embedder", "open_index", "open_index_manifest", "open_index_ch
 log = logging.getLogger(__name__)
 
 
-def build_embedder(settings: Settings, verify_cache: bool = False) -> CachedEmbedder:
+def build_embedder(settings: Settings, verify_cache: bool = False, lazy_model: bool = False) -> CachedEmbedder:
     """The configured embedder wrapped in the on-disk embedding cache.
 
     ``verify_cache=True`` (indexing runs, through :func:`open_index` with ``repair``) checks the whole
-    cache file on open and rebuilds a damaged one; other commands skip that full read.
+    cache file on open and rebuilds a damaged one; other commands skip that full read. ``lazy_model=True``
+    (``chatops ask`` and ``chat``) loads the local model on the first text the cache does not hold, not now.
 
     Raises:
         EmbeddingError: when an API model is named but no OpenAI key or base URL is set.
     """
     if settings.embedding_model in ("", "local"):
-        inner = OnnxMiniLMEmbedder()
+        inner = OnnxMiniLMEmbedder(lazy=lazy_model)
     else:
         if not (settings.openai_api_key or settings.openai_base_url):
             raise EmbeddingError(f"EMBEDDING_MODEL={settings.embedding_model} needs OPENAI_API_KEY or "
@@ -64,7 +65,7 @@ def _shared_manifest_database(settings: Settings) -> str | None:
 
 
 def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repair: bool = False,
-               full: bool = False) -> KnowledgeIndex:
+               full: bool = False, lazy_model: bool = False) -> KnowledgeIndex:
     """Open (or create) the knowledge index: embedded under the data dir, or shared (``QDRANT_URL``: the
     collection ``QDRANT_COLLECTION`` on that server, its manifest in the state database, ``DATABASE_URL`` or the
     data dir's ``state.sqlite``; see :class:`index.knowledge.KnowledgeIndex`).
@@ -72,9 +73,10 @@ def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repai
     ``repair=True`` (indexing runs) moves a damaged store aside instead of raising; the run's
     reconciliation rebuilds it (see :class:`index.knowledge.KnowledgeIndex`); it also verifies the
     embedding cache on open (see :func:`build_embedder`). ``full`` (with ``repair``: a full run) also moves a
-    damaged manifest aside and starts it empty (``rebuild_manifest``).
+    damaged manifest aside and starts it empty (``rebuild_manifest``). ``lazy_model``: as :func:`build_embedder`.
     """
-    return KnowledgeIndex(settings.index_dir, embedder or build_embedder(settings, verify_cache=repair),
+    embedder = embedder or build_embedder(settings, verify_cache=repair, lazy_model=lazy_model and not repair)
+    return KnowledgeIndex(settings.index_dir, embedder,
                           qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key,
                           collection=settings.qdrant_collection, keyword_index=settings.keyword_index, repair=repair,
                           database_url=_shared_manifest_database(settings), rebuild_manifest=repair and full)
@@ -177,10 +179,12 @@ def purge_calendar(settings: Settings, before) -> int | None:
     return purge_local_calendar(settings.state_url, settings.ics_dir, before)
 
 
-def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriever: str = "hybrid") -> Runtime:
+def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriever: str = "hybrid",
+                lazy_model: bool = False) -> Runtime:
     """Index, the tool registry with ``knowledge.search`` and the action tools
-    (:func:`register_action_tools`), and the agent with the rule-based planner."""
-    index = index or open_index(settings)
+    (:func:`register_action_tools`), and the agent with the rule-based planner. ``lazy_model``: the local
+    embedding model is loaded on the first text the embedding cache does not hold (one-off CLI questions)."""
+    index = index or open_index(settings, lazy_model=lazy_model)
     search = KnowledgeSearch(index, SearchConfig(rrf_k=settings.rrf_k, dense_weight=settings.rrf_dense_weight,
                                                  bm25_weight=settings.rrf_bm25_weight))
     gate = GateConfig(min_citations=settings.min_citations, relevance_floor=settings.relevance_floor,

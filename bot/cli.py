@@ -175,7 +175,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from app.wiring import build_agent
 
     settings = _settings(answers_on_stdout=True, terminal=True)
-    rt = build_agent(settings, retriever=args.retriever)
+    rt = build_agent(settings, retriever=args.retriever, lazy_model=True)  # a cached question needs no model
     try:
         empty = rt.index.stats()["pages"] == 0
         user = cli_user()
@@ -702,11 +702,13 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``chatops`` console script.
 
     Everything the command prints passes :mod:`bot.terminal` (no escape sequences or control characters
-    from stored text reach the terminal; ``--json`` output keeps them as JSON escapes).
+    from stored text reach the terminal; ``--json`` output keeps them as JSON escapes), argparse's usage
+    errors and help included.
     """
     from .terminal import install
 
-    args = build_parser().parse_args(argv)
+    with install():  # argparse's own messages (a usage error echoes the arguments it rejects) pass it too
+        args = build_parser().parse_args(argv)
     with install(as_json=bool(getattr(args, "json", False))):
         return _run(args)
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from agent.models import PendingAction, Turn
-from app.actions import build_action_service
-from state import StateStore
-from app.settings import Settings
-from tools.base import ToolRegistry
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.models import PendingAction, Turn
+    from app.settings import Settings
+    from tools.base import ToolRegistry
+
+# The action service and the state store (SQLAlchemy) are imported by the functions that use them:
+# `chatops ask` needs cli_user() on every question but the rest only for a proposed action.
 
 __all__ = ["cli_user", "cli_propose", "cli_action"]
 
@@ -27,6 +31,9 @@ def cli_propose(settings: Settings, tools: ToolRegistry, action: PendingAction, 
     already shows the preview), with the key and the expiry."""
     from zoneinfo import ZoneInfo
 
+    from app.actions import build_action_service
+    from state import StateStore
+
     store = StateStore(settings.state_url)
     try:
         rec = build_action_service(settings, tools, store).propose(action, turn)
@@ -46,7 +53,10 @@ def cli_action(settings: Settings, op: str, key: str, user_id: str | None = None
 
     from bot.render_actions import terminal_outcome, terminal_preview
 
+    from app.actions import build_action_service
     from app.wiring import register_action_tools
+    from state import StateStore
+    from tools.base import ToolRegistry
 
     tools = register_action_tools(ToolRegistry(), settings)
     store = StateStore(settings.state_url)

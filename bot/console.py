@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from agent.models import Reply
-from index.indexer import IndexReport
+from typing import TYPE_CHECKING
 
 from app.layout import section_path, sections
 
 from .markdown_blocks import ListBlock, Prose, list_lines, parse_blocks, table_lines
+
+if TYPE_CHECKING:  # annotations only: `chatops ask` loads no indexer (its sources and chunker)
+    from agent.models import Reply
+    from index.indexer import IndexReport
 
 __all__ = ["render_reply", "render_text", "render_report"]
 

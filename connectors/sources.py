@@ -22,7 +22,6 @@ from __future__ import annotations
 from urllib.parse import parse_qs
 
 from .errors import SourceSpecError
-from .folder import FolderSource, folder_source_name
 
 __all__ = ["parse_source_spec", "spec_to_config", "default_source_name"]
 
@@ -42,7 +41,11 @@ def default_source_name(kind: str, location: str) -> str:
     >>> default_source_name("folder", "../shared/corpus/meltano-handbook/"), default_source_name("mediawiki", "x")
     ('meltano-handbook', 'mediawiki')
     """
-    return folder_source_name(location) if kind == "folder" else kind
+    if kind != "folder":
+        return kind
+    from .folder import folder_source_name  # the folder reader (BeautifulSoup, markdownify) only when named
+
+    return folder_source_name(location)
 
 
 def spec_to_config(spec: str):
@@ -120,6 +123,7 @@ def parse_source_spec(spec: str):
     """
     from .config import audience_access
     from .factory import build_source
+    from .folder import FolderSource
 
     kind = spec.partition(":")[0]
     if kind == "folder":

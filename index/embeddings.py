@@ -93,17 +93,44 @@ class OnnxMiniLMEmbedder:
         expected_sha256: hex SHA-256 the model file must have; the bundled model is always checked
             against :data:`LOCAL_MODEL_SHA256`, a custom ``model_path`` only when this is given. The
             verified bytes are what ONNX Runtime loads (no second read of the file).
+        lazy: check and load the model on the first :meth:`embed` instead of now (``chatops ask``: a question
+            whose vectors are all in the embedding cache never loads it; the checks are the same, and an
+            :class:`EmbeddingError` then comes from :meth:`embed`).
 
     Raises:
         EmbeddingError: when the model or tokenizer file is missing or unreadable, or the model's
-            checksum differs from the expected one.
+            checksum differs from the expected one (from :meth:`embed` when ``lazy``).
     """
 
     dim = 384
     model_id = LOCAL_MODEL_ID
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, max_tokens: int = 256,
-                 batch_size: int = 32, threads: int | None = None, expected_sha256: str | None = None) -> None:
+                 batch_size: int = 32, threads: int | None = None, expected_sha256: str | None = None,
+                 lazy: bool = False) -> None:
+        self._model_path = model_path
+        self._max_tokens = max_tokens
+        self._threads = threads
+        self._expected_sha256 = expected_sha256
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+        self._session = None
+        if not lazy:
+            self._load()
+
+    @property
+    def loaded(self) -> bool:
+        """True once the model and tokenizer are loaded (at once, or with ``lazy`` on the first :meth:`embed`)."""
+        return self._session is not None
+
+    def _load(self) -> None:
+        """Check the model file, then load the tokenizer and the ONNX session (once)."""
+        with self._lock:
+            if self._session is None:
+                self._load_unlocked()
+
+    def _load_unlocked(self) -> None:
+        model_path, expected_sha256 = self._model_path, self._expected_sha256
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -124,31 +151,32 @@ class OnnxMiniLMEmbedder:
             raise EmbeddingError(f"embedding model file {model_path} not found: reinstall with make install")
         model_bytes = _read_verified(model_path, expected_sha256)
         try:
-            self._tok = Tokenizer.from_file(str(_TOKENIZER_FILE))
+            tok = Tokenizer.from_file(str(_TOKENIZER_FILE))
         except Exception as exc:
             raise EmbeddingError(f"cannot load the tokenizer {_TOKENIZER_FILE}: {exc}; reinstall the project") from exc
-        self._tok.enable_truncation(max_length=max_tokens)
-        self._tok.no_padding()
+        tok.enable_truncation(max_length=self._max_tokens)
+        tok.no_padding()
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or os.cpu_count() or 1
+        opts.intra_op_num_threads = self._threads or os.cpu_count() or 1
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # No spin-waiting after a run: spinning threads hold both cores for milliseconds after every
         # query embedding and slow down the search that follows (measured: dense search 15 -> 48 ms).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self._session = ort.InferenceSession(model_bytes, sess_options=opts,
-                                                 providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(model_bytes, sess_options=opts, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise EmbeddingError(f"cannot load the embedding model {model_path}: {exc}; reinstall with make install") from exc
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        self.batch_size = batch_size
-        self._lock = threading.Lock()
+        self._tok = tok
+        self._inputs = {i.name for i in session.get_inputs()}
+        self._session = session
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` (mean pooling over the attention mask, then L2 normalisation)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._session is None:
+            self._load()
         encodings = self._tok.encode_batch([t if t.strip() else " " for t in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

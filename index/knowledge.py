@@ -59,7 +59,7 @@ import os
 from dataclasses import dataclass
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from connectors.access import Access
 from connectors.errors import IndexCorruptError, IndexOutdatedError
@@ -69,7 +69,12 @@ from .embeddings import Embedder
 from .faults import quarantine, reason
 from .identity import ensure_index_id, index_id_of, shared_index_id
 from .manifest import Manifest
-from .stores import HybridKeywordView, QdrantHybridStore, QdrantSparseStore, QdrantStore, WhooshStore
+
+if TYPE_CHECKING:
+    from .stores import HybridKeywordView, LocalDenseStore, QdrantHybridStore, QdrantSparseStore, QdrantStore, WhooshStore
+
+# The stores are imported where they are opened: a reader of the embedded index loads Whoosh and the dense store's
+# snapshot (index.stores.dense_snapshot), not qdrant-client, unless the snapshot is stale.
 
 __all__ = ["KnowledgeIndex", "ConsistencyReport", "StoredChunks", "SCHEMA_VERSION", "ACCESS_SCHEMA", "MANIFEST_FILE",
            "open_manifest", "open_stored_chunks"]
@@ -153,11 +158,17 @@ def open_stored_chunks(path: str | os.PathLike[str], dim: int, qdrant_url: str |
         IndexCorruptError, IndexLockedError, IndexOutdatedError, IndexUnavailableError: as :class:`KnowledgeIndex`.
     """
     if qdrant_url:
+        from .stores.qdrant_hybrid import QdrantHybridStore
+
         return QdrantHybridStore(dim, url=qdrant_url, api_key=qdrant_api_key, collection=collection)
     path = Path(path)
     if keyword_index == "qdrant":
+        from .stores.qdrant_sparse import QdrantSparseStore
+
         folder = path / "qdrant-bm25"
         return QdrantSparseStore(path=folder, collection=f"{collection}-bm25") if folder.is_dir() else None
+    from .stores.whoosh_store import WhooshStore
+
     return WhooshStore(path / "whoosh") if (path / "whoosh").is_dir() else None
 
 
@@ -265,23 +276,28 @@ class KnowledgeIndex:
         self.manifest = self._open_manifest(qdrant_url, database_url, collection, rebuild_manifest)
         try:
             self.keyword: WhooshStore | QdrantSparseStore | HybridKeywordView
-            self.dense: QdrantStore
+            self.dense: QdrantStore | LocalDenseStore
             self.hybrid: QdrantHybridStore | None = None
             if qdrant_url:  # shared: one collection, both retrievers
+                from .stores.qdrant_hybrid import QdrantHybridStore
+
                 self.hybrid = QdrantHybridStore(embedder.dim, url=qdrant_url, api_key=qdrant_api_key,
                                                 collection=collection, recreate=repair)
                 self.dense, self.keyword = self.hybrid, self.hybrid.keyword
             elif keyword_index == "qdrant":
+                from .stores.qdrant_sparse import QdrantSparseStore
+
                 self.keyword = self._open_store(
                     "bm25", self.path / "qdrant-bm25",
                     lambda: QdrantSparseStore(path=self.path / "qdrant-bm25", collection=f"{collection}-bm25"), repair)
             else:
+                from .stores.whoosh_store import WhooshStore
+
                 self.keyword = self._open_store("bm25", self.path / "whoosh",
                                                lambda: WhooshStore(self.path / "whoosh"), repair)
             if not qdrant_url:
-                self.dense = self._open_store(
-                    "dense", self.path / "qdrant",
-                    lambda: QdrantStore(embedder.dim, path=self.path / "qdrant", collection=collection), repair)
+                self.dense = self._open_store("dense", self.path / "qdrant",
+                                              lambda: self._embedded_dense(embedder.dim, collection, repair), repair)
         except BaseException:
             self.manifest.close()
             raise
@@ -334,6 +350,18 @@ class KnowledgeIndex:
                         local, reason(exc.__cause__ or exc), moved)
             self.rebuilt.append(f"manifest (the damaged copy is in {moved})")
             return open_manifest(self.path, qdrant_url, database_url, collection)
+
+    def _embedded_dense(self, dim: int, collection: str, repair: bool) -> QdrantStore | LocalDenseStore:
+        """The embedded dense store: local-mode Qdrant for a writer (``repair``), else the reader's
+        :class:`~index.stores.LocalDenseStore` (its snapshot while current, the same store otherwise and on
+        any write)."""
+        if repair:
+            from .stores.qdrant_store import QdrantStore
+
+            return QdrantStore(dim, path=self.path / "qdrant", collection=collection)
+        from .stores.dense_snapshot import LocalDenseStore
+
+        return LocalDenseStore(dim, self.path / "qdrant", collection=collection)
 
     def _open_store(self, name: str, folder: Path, open_store, repair: bool):
         try:

@@ -38,7 +38,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from connectors.access import PUBLIC_TOKEN, Access
@@ -51,8 +50,16 @@ __all__ = ["Manifest", "PageEntry", "VERSION_KEY"]
 
 #: The metadata key of the index version (:attr:`Manifest.version`).
 VERSION_KEY = "index_version"
-#: ``INSERT`` with ``ON CONFLICT`` of each database the manifest can live in.
-_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+#: The databases the manifest can live in, each with its module of ``INSERT ... ON CONFLICT``.
+_INSERTS = {"sqlite": "sqlalchemy.dialects.sqlite", "postgresql": "sqlalchemy.dialects.postgresql"}
+
+
+def _upsert(dialect: str):
+    """``insert`` of ``dialect`` (imported on the first write: a reader of a SQLite manifest does not load
+    SQLAlchemy's PostgreSQL dialect)."""
+    import importlib
+
+    return importlib.import_module(_INSERTS[dialect]).insert
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,7 +458,7 @@ class Manifest:
     def _put(self, conn: sa.Connection, key: str, value: str, on_conflict: sa.ColumnElement | None = None) -> None:
         """Insert the metadata row ``key`` = ``value``, or when it exists set its value to ``on_conflict``
         (default: ``value``): one atomic statement, so concurrent writers neither collide nor lose an update."""
-        insert = _INSERTS[conn.dialect.name](self.meta).values(**self._key, key=key, value=value)
+        insert = _upsert(conn.dialect.name)(self.meta).values(**self._key, key=key, value=value)
         conn.execute(insert.on_conflict_do_update(
             index_elements=[*self._key, "key"],
             set_={"value": insert.excluded.value if on_conflict is None else on_conflict}))

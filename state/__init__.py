@@ -30,8 +30,20 @@ here through :class:`state.store.StateStore`:
 (``forget_user``, the audit log keeping a pseudonym).
 """
 
+import importlib
+
 from .errors import SchemaTooNewError, StateStoreError
-from .store import LEGACY_INDEX_ID, NO_INDEX, AuditEntry, IndexJob, PendingRecord, ScheduledMessage, StateStore, StoredMessage, SyncRun, TurnRecord
 
 __all__ = ["StateStore", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
            "ScheduledMessage", "TurnRecord"]
+
+# The store's names are imported on first use (PEP 562): the index's manifest needs only
+# state.index_manifest's table definitions, and `chatops ask` never opens the state store.
+_STORE_NAMES = frozenset({"LEGACY_INDEX_ID", "NO_INDEX", "AuditEntry", "IndexJob", "PendingRecord", "ScheduledMessage",
+                          "StateStore", "StoredMessage", "SyncRun", "TurnRecord"})
+
+
+def __getattr__(name: str):
+    if name in _STORE_NAMES:
+        return getattr(importlib.import_module(".store", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

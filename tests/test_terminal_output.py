@@ -84,3 +84,15 @@ def test_ask_chat_status_and_sources_show_page_text_without_control_characters(c
     json.loads(shown(capsys, "status", "--json"))
     shown(capsys, "sources", "list")
     json.loads(shown(capsys, "sources", "list", "--json"))
+
+
+@pytest.mark.parametrize("argv", [["ask", "--retriever", HOSTILE, "hello"],  # an invalid choice
+                                  ["ask", "hello", f"--bogus{HOSTILE}"],  # argparse echoes it raw
+                                  [f"ask{HOSTILE}"]])
+def test_argument_errors_printed_by_argparse_have_no_control_characters(argv: list[str], capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "red" in err  # the message still names what was rejected
+    assert not CONTROL.search(err), repr(err)

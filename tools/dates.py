@@ -16,7 +16,6 @@ import re
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import dateparser
 
 __all__ = ["valid_timezone", "relative_time", "describes_a_noun"]
 
@@ -59,6 +58,8 @@ def relative_time(phrase: str, now: datetime, tz: ZoneInfo) -> datetime | None:
     text = _HALF_HOUR.sub("30 minutes", " ".join(phrase.split()))
     text = re.sub(r"\bforty\s?five\b", "forty-five", text, flags=re.I)
     settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
+    import dateparser  # on a relative time phrase only: tools.dates is on every turn's path
+
     parsed = dateparser.parse(text, languages=["en"], settings=settings)  # type: ignore[arg-type]
     if parsed is None or parsed <= base:
         return None

@@ -15,14 +15,17 @@ store's query; a store raises ``ValueError`` without one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from connectors.access import Viewer
 from connectors.models import Chunk
 
-from ..stores import HybridHits, StoredChunk
+from ..stores import StoredChunk
+
+if TYPE_CHECKING:  # the shared collection's store (qdrant-client): an annotation here
+    from ..stores import HybridHits
 
 __all__ = ["KeywordStore", "DenseStore", "PairStore"]
 

@@ -4,14 +4,26 @@ its own) and the shared mode's one collection holding both (:class:`QdrantHybrid
 Qdrant keeps every chunk whole as its point payload; searches hydrate chunks from it. Whoosh
 keeps the chunk's fields too (stored, for inspection) but its fast search returns chunk ids and scores.
 Both implement :class:`~index.stores.base.ChunkStore` (``replace``, ``delete``, ``search``, ...).
+
+A reader of the embedded index answers dense searches from a snapshot of the Qdrant collection
+(:class:`~index.stores.dense_snapshot.LocalDenseStore`) and loads ``qdrant-client`` only when it must, so
+the stores are imported on first use (PEP 562) rather than with the package.
 """
 
+import importlib
+
 from .base import ChunkStore
-from .qdrant_hybrid import HybridHits, HybridKeywordView, QdrantHybridStore
-from .qdrant_sparse import QdrantSparseStore
-from .qdrant_store import QdrantStore
 from .records import StoredChunk, chunk_from_record, chunk_to_record
-from .whoosh_store import WhooshStore
 
 __all__ = ["ChunkStore", "WhooshStore", "QdrantStore", "QdrantSparseStore", "QdrantHybridStore", "HybridKeywordView",
-           "HybridHits", "StoredChunk", "chunk_to_record", "chunk_from_record"]
+           "HybridHits", "StoredChunk", "chunk_to_record", "chunk_from_record", "LocalDenseStore"]
+
+_HOMES = {"WhooshStore": ".whoosh_store", "QdrantStore": ".qdrant_store", "QdrantSparseStore": ".qdrant_sparse",
+          "QdrantHybridStore": ".qdrant_hybrid", "HybridKeywordView": ".qdrant_hybrid", "HybridHits": ".qdrant_hybrid",
+          "LocalDenseStore": ".dense_snapshot"}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

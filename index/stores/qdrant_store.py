@@ -23,7 +23,6 @@ import logging
 import os
 import sqlite3
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -39,18 +38,14 @@ from connectors.access import Access, Viewer
 from connectors.errors import IndexCorruptError, IndexLockedError, IndexUnavailableError
 from index.faults import REBUILD_STORE, StoreGuard, causes, storage_error
 from connectors.models import Chunk
+from .snapshot_io import store_digest, write_snapshot
 from .local_dense import DenseMirror, MirrorPoint, scroll_points
-from .records import StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
+from .records import StoredChunk, chunk_from_record, chunk_to_record, point_id, viewer_sources, viewer_tokens
 
 __all__ = ["QdrantCollection", "QdrantStore", "point_id", "open_client", "server_errors", "connect", "access_filter", "qdrant_location",
            "damaged_file"]
 
 log = logging.getLogger(__name__)
-
-
-def point_id(chunk_id: str) -> str:
-    """Qdrant point id for a chunk id: the UUID made of its first 32 hex digits."""
-    return str(uuid.UUID(hex=chunk_id[:32].ljust(32, "0")))
 
 
 class QdrantCollection:
@@ -153,6 +148,13 @@ class QdrantStore(QdrantCollection):
                  api_key: str | None = None, collection: str = "chunks") -> None:
         self.dim = dim
         self._mirror: DenseMirror | None = None  # local mode: vectors and access as arrays (kept in step by writes)
+        # Local mode, one unnamed vector (the embedded index's dense store): the folder for the readers' snapshot
+        # (:mod:`index.stores.dense_snapshot`), written on close after a write, or when a reader asked for it.
+        self._snapshot_folder = Path(path) if path is not None and not url and self.DENSE is None else None
+        self._wrote = False
+        self._write_failed = False
+        #: Write the snapshot on close even without a write (a reader that found none current sets it).
+        self.snapshot_on_close = False
         self._open(path, url, api_key, collection)
         with self._guard():
             self._ensure_collection()
@@ -246,11 +248,14 @@ class QdrantStore(QdrantCollection):
     @contextlib.contextmanager
     def _mirror_in_step(self) -> Iterator[None]:
         """Around a write that updates the mirror itself: if anything fails, drop the mirror, so the
-        next search rebuilds it from the collection instead of trusting a half-applied change."""
+        next search rebuilds it from the collection instead of trusting a half-applied change (and write
+        no snapshot on close: what is in memory may not be what is on disk)."""
+        self._wrote = True
         try:
             yield
         except BaseException:
             self._mirror = None
+            self._write_failed = True
             raise
 
     def _replace(self, keys: list[str], chunks: Sequence[Chunk], vectors: np.ndarray | None) -> None:
@@ -269,7 +274,7 @@ class QdrantStore(QdrantCollection):
 
     def clear(self) -> None:
         """Drop and recreate the collection."""
-        with self._guard(), self._lock:
+        with self._guard(), self._lock, self._mirror_in_step():
             self._mirror = None
             self.client.delete_collection(self.collection)
             self._ensure_collection()
@@ -356,6 +361,36 @@ class QdrantStore(QdrantCollection):
         """Number of points."""
         with self._guard(), self._lock:
             return self.client.count(self.collection, exact=True).count
+
+    def close(self) -> None:
+        """Close the client (releases the local-mode lock); in local mode, after a write (or when
+        :attr:`snapshot_on_close` is set: a reader found no usable one), first leave the readers' snapshot of what
+        it holds (:func:`index.stores.dense_snapshot.write_snapshot`), unless a write failed."""
+        folder = self._snapshot_folder
+        if folder is not None and (self._wrote or self.snapshot_on_close) and not self._write_failed \
+                and self.damage is None:
+            # Under the folder's lock (before the client releases it): no other process can write between the
+            # rows read here and the digest of the files they are stamped with.
+            try:
+                with self._lock:
+                    rows = self._snapshot_rows()
+                    digest = store_digest(folder, self.collection)
+                    if digest is not None:
+                        write_snapshot(folder, self.collection, self.dim, rows, digest)
+            except Exception as exc:  # the snapshot only saves readers time: never fail a close for it
+                log.debug("no snapshot of %s: %s", folder, exc)
+        super().close()
+
+    def _snapshot_rows(self) -> list:
+        """Every point (id, payload, vector) in scroll order, as the snapshot keeps them."""
+        rows, offset = [], None
+        while True:
+            points, offset = self.client.scroll(self.collection, limit=1000, offset=offset, with_payload=True,
+                                                with_vectors=True)
+            rows.extend((str(p.id), p.payload or {}, self._dense_of(p.vector)) for p in points)
+            if offset is None:
+                return rows
+
 
 class _NoLock:
     """A no-op context manager (server mode needs no client-side lock)."""

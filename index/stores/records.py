@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,6 +24,11 @@ class StoredChunk:
 
     chunk: Chunk
     score: float
+
+
+def point_id(chunk_id: str) -> str:
+    """Qdrant point id for a chunk id: the UUID made of its first 32 hex digits."""
+    return str(uuid.UUID(hex=chunk_id[:32].ljust(32, "0")))
 
 
 def chunk_to_record(c: Chunk) -> dict:

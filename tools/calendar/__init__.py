@@ -12,9 +12,19 @@
 - :mod:`.google`: :class:`GoogleCalendar` via google-api-python-client.
 """
 
-from .args import CalendarCreateArgs, CreatedEvent
-from .extract import EventDraft, at_names, extract_event, parse_duration
-from .tool import CalendarBackend, CalendarCreate
+import importlib
 
 __all__ = ["CalendarCreateArgs", "CreatedEvent", "EventDraft", "extract_event", "parse_duration", "at_names",
            "CalendarCreate", "CalendarBackend"]
+
+#: Each name and its module, imported on first use (PEP 562): importing ``tools.calendar.factory`` to wire the
+#: tool does not load the request reader (dateparser) until a message is a meeting request.
+_HOMES = {"CalendarCreateArgs": ".args", "CreatedEvent": ".args", "EventDraft": ".extract", "at_names": ".extract",
+          "extract_event": ".extract", "parse_duration": ".extract", "CalendarBackend": ".tool",
+          "CalendarCreate": ".tool"}
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

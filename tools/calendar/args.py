@@ -49,6 +49,9 @@ MAX_ATTENDEES = 50
 _EMAIL = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
                     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$")
 
+#: What Google accepts as an event id: base32hex digits, 5-1024 characters (the local calendar keeps the same ids).
+EVENT_ID = re.compile(r"^[a-v0-9]{5,1024}$")
+
 
 def is_email(value: str) -> bool:
     """True when ``value`` is a syntactically valid e-mail address (no DNS lookup)."""

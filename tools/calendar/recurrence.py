@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-import icalendar
 from dateutil.rrule import rrulestr
 
 __all__ = ["check_rrule", "build_rrule", "rrule_parts", "describe_rrule", "describe_end", "occurrences", "next_start",
@@ -37,6 +36,14 @@ _ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", -1: "
 _WORKWEEK = ("MO", "TU", "WE", "TH", "FR")
 
 
+def _vrecur():
+    """``icalendar.vRecur``, imported on the first series read or built (wiring the calendar tool, as every
+    ``chatops ask`` does, need not load icalendar)."""
+    import icalendar
+
+    return icalendar.vRecur
+
+
 def rrule_parts(value: str) -> dict[str, list]:
     """The parts of an ``RRULE`` value as ``icalendar.vRecur`` reads them (``{"FREQ": ["WEEKLY"], ...}``).
 
@@ -49,7 +56,7 @@ def rrule_parts(value: str) -> dict[str, list]:
     if not text:
         raise ValueError("the recurrence is empty")
     try:
-        parts = dict(icalendar.vRecur.from_ical(text))
+        parts = dict(_vrecur().from_ical(text))
     except (ValueError, TypeError, KeyError) as exc:
         raise ValueError(f"{value!r} is not an RFC 5545 RRULE ({exc})") from exc
     if not parts.get("FREQ"):
@@ -73,7 +80,7 @@ def build_rrule(freq: str, *, interval: int = 1, byday: Iterable[str] = (), bymo
         parts["BYDAY"] = days
     if bymonthday is not None:
         parts["BYMONTHDAY"] = bymonthday
-    return icalendar.vRecur(parts).to_ical().decode()
+    return _vrecur()(parts).to_ical().decode()
 
 
 def check_rrule(value: str, start: datetime) -> str:
@@ -123,7 +130,7 @@ def check_rrule(value: str, start: datetime) -> str:
     for day in parts.get("BYMONTHDAY", []):
         if not (1 <= abs(int(day)) <= 31):
             raise ValueError(f"BYMONTHDAY must be 1-31 or -1..-31, not {day}")
-    normal = icalendar.vRecur(parts).to_ical().decode()
+    normal = _vrecur()(parts).to_ical().decode()
     try:
         first = next(iter(rrulestr(normal, dtstart=start)), None)
     except (ValueError, TypeError) as exc:
@@ -159,7 +166,7 @@ def next_start(rule: str, at: time, now: datetime, tz: ZoneInfo, not_before: dat
     parts.pop("INTERVAL", None)
     parts.pop("COUNT", None)
     parts.pop("UNTIL", None)
-    loose = icalendar.vRecur(parts).to_ical().decode()
+    loose = _vrecur()(parts).to_ical().decode()
     local_now = now.astimezone(tz)
     day = max(not_before or local_now.date(), local_now.date())
     begin = datetime.combine(day, at, tz)

@@ -18,7 +18,10 @@ from tools.errors import ToolError, ToolUnavailableError
 
 from .args import DEFAULT_DURATION_MINUTES, EVENT_ID, CalendarCreateArgs, CreatedEvent
 from .intent import meeting_intent
-from .propose import format_duration, format_when, invalid_question, propose_event, summary_line
+
+# The request reader (.propose: dateparser) is imported by the methods that read or describe a request, and
+# the backends (.google: google-api-python-client; .local) by the factory on first use: a question that
+# is no meeting request loads neither.
 
 __all__ = ["CalendarCreate", "CalendarBackend"]
 
@@ -93,6 +96,8 @@ class CalendarCreate:
         Addresses in the message that completes an earlier request ("bob@example.com") stand for the
         people that request named without one ("with bob").
         """
+        from .propose import invalid_question, propose_event, summary_line
+
         given_later = bool(request.completion) and "@" in request.completion
         p = propose_event(request.text, now=request.sent_at, timezone_name=request.timezone,
                           default_duration=self.default_duration_minutes, description=request.background,
@@ -106,6 +111,8 @@ class CalendarCreate:
 
     def preview(self, args: CalendarCreateArgs, viewer_tz: str | None = None) -> Preview:  # type: ignore[override]
         """Title; When (the viewer's zone, a series in words), Length, Attendees, Video, Where; the description."""
+        from .propose import format_duration, format_when, summary_line
+
         fields = [("When", format_when(args, viewer_tz) if args.start else "(no time)"),
                   ("Length", format_duration(args.duration_minutes)),
                   ("Attendees", ", ".join(args.attendees) if args.attendees else "only you")]
@@ -122,6 +129,8 @@ class CalendarCreate:
             ok with the event's link (Google's page, or the local ``.ics`` as a ``file://`` URL) and
             the video call's; a backend failure as not ok, ``retryable`` when Google may answer later.
         """
+        from .propose import summary_line
+
         if not EVENT_ID.match(key):
             return ActionResult(False, "This request has no valid event id, so nothing was booked.")
         try:

@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-import dateparser
-
 from tools.dates import describes_a_noun, relative_time, valid_timezone
 
 __all__ = ["ReminderDraft", "read_reminder", "is_reminder_request"]
@@ -226,6 +224,8 @@ def _parse_day(phrase: str, local_now: datetime) -> date | None:
     p = re.sub(r"\bthe\s+(?=\d)", "", p)
     settings = {"RELATIVE_BASE": local_now.replace(tzinfo=None), "PREFER_DATES_FROM": "future",
                 "RETURN_AS_TIMEZONE_AWARE": False, "DATE_ORDER": "MDY", "PREFER_DAY_OF_MONTH": "first"}
+    import dateparser  # on a reminder's day phrase only: `intent` runs on every message
+
     parsed = dateparser.parse(p, languages=["en"], settings=settings)  # type: ignore[arg-type]
     return parsed.date() if parsed else None
 

