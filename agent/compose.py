@@ -55,12 +55,9 @@ _POINTS_BACK = re.compile(r"(?:It|They|This|That|These|Those|Such|Otherwise|Ther
                           r"If not)\b")
 _ORDERED = re.compile(r"\s*\d{1,3}[.)]\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
-# A question asking for a command ("which slash command", "the cli flag") is answered by a unit showing one.
-_ASKS_COMMAND = re.compile(r"\b(?:command|slash|cli|shortcut)\b", re.I)
 # "how do I request access?", "what are the steps": a procedure, answered by its steps.
 _ASKS_STEPS = re.compile(r"^\W*(?:and\s+)?how\s+(?:do|can|should|would|could|to)\b|\bhow\s+(?:do|can|should)\s+"
                          r"(?:i|we|you)\b|\b(?:steps?|procedure)\b", re.I)
-_COMMAND = re.compile(r"(?:^|\s|`)/[a-z][\w-]*|`[^`\n]{2,60}`")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +157,6 @@ class Composer:
         kind = asked_type(question)
         numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
         target = definition_target(question)
-        command = bool(_ASKS_COMMAND.search(question))
         procedure = kind is None and bool(_ASKS_STEPS.search(question))
         scored = []
         for u in units:
@@ -168,13 +164,11 @@ class Composer:
             cov = sum(terms.weights[t] for t in spec if t in have) / total if total > 0 else 0.0
             if target is not None:  # "what's PTEP?": a unit that defines it ("post-termination exercise period (PTEP)")
                 typed = defines(u.span.text, target)
-            elif command:  # "the slack command to see who's on call": a unit that shows one
-                typed = bool(_COMMAND.search(u.span.text))
             elif procedure:  # "how do I declare an incident?": the steps, a list or the lead-in of one
                 typed = u.kind == "item" or self._leads_list(u)
             else:
                 typed = kind is None or states_type(mask_numbers(u.span.text, numeric, self.analyze), kind)
-            scored.append(_Scored(u, cov, typed, asked=target is not None or command or procedure or kind is not None))
+            scored.append(_Scored(u, cov, typed, asked=target is not None or procedure or kind is not None))
         scored.sort(key=lambda s: (s.typed, s.coverage, -s.unit.rank), reverse=True)
         if self.similarity is not None and scored:
             head = scored[: self.config.embedded_units]

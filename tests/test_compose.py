@@ -148,3 +148,14 @@ def test_a_list_without_a_lead_in_is_shown_under_its_heading() -> None:
     draft = answer("which class are customer passwords?", [ev])
     assert draft.text.startswith("**Highly restricted:**\n- Customer passwords and credentials."), draft.text
     assert all(c.quote != "Highly restricted" for c in draft.citations)  # a label, not a quote
+
+
+def test_a_question_naming_a_command_is_answered_by_what_it_asks_not_by_any_code_span() -> None:
+    # The word "command" in a question no longer makes every unit with a code span an answer: the unit that
+    # speaks to the question's terms is quoted first (issue 22: a special case that earned nothing on dev,
+    # dev2 or dev3; on dev it put "`cmd`+`k` lets you search ..." into an incident answer).
+    incident = chunk(1, "To declare an incident, post in the incidents channel and page the on-call engineer.",
+                     page="incidents.md")
+    shortcut = chunk(2, "Press `cmd`+`k` to search for a channel by name.", page="slack.md")
+    draft = answer("how do i declare an incident, is there a command?", [shortcut, incident])
+    assert draft.text.startswith("To declare an incident, post in the incidents channel"), draft.text
