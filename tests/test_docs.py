@@ -117,3 +117,10 @@ def test_the_docs_say_what_works_offline_and_what_each_source_needs() -> None:
     assert "What works offline, what needs an LLM" in home
     for source in ("Confluence Cloud", "Confluence Data Center", "MediaWiki", "Folders"):
         assert source in home
+
+
+def test_no_page_holds_a_merge_conflict_marker() -> None:
+    """``mkdocs build --strict`` renders a left-over ``<<<<<<<`` block as text; a merge must not ship one."""
+    marker = re.compile(r"^(?:<{7}|>{7}) |^={7}$", re.M)
+    pages = [ROOT / "README.md", *DOCS.rglob("*.md")]
+    assert [str(p.relative_to(ROOT)) for p in pages if marker.search(p.read_text(encoding="utf-8"))] == []

@@ -167,12 +167,7 @@ class LocalDenseStore:
 
         with self._switch:
             if self._store is None:
-                if self._snap is not None:
-                    self._snap.close()
-                    self._snap = None
-                if self._lock_file is not None:
-                    _unlock(self._lock_file)
-                    self._lock_file = None
+                self._release_snapshot()
                 self._store = QdrantStore(self.dim, path=self.path, collection=self.collection)
                 self._store.snapshot_on_close = True  # the next reader finds a current snapshot
             return self._store
@@ -260,14 +255,18 @@ class LocalDenseStore:
     def close(self) -> None:
         """Close the snapshot (releasing the folder's lock) or the store."""
         with self._switch:
-            if self._snap is not None:
-                self._snap.close()
-                self._snap = None
-            if self._lock_file is not None:
-                _unlock(self._lock_file)
-                self._lock_file = None
+            self._release_snapshot()
             if self._store is not None:
                 self._store.close()
+
+    def _release_snapshot(self) -> None:
+        """Close the snapshot and release the folder's lock (the caller holds ``_switch``)."""
+        if self._snap is not None:
+            self._snap.close()
+            self._snap = None
+        if self._lock_file is not None:
+            _unlock(self._lock_file)
+            self._lock_file = None
 
 
 def _unlock(lock_file) -> None:
