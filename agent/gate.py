@@ -31,13 +31,13 @@ Policy (``GateConfig``):
   number). Numbers the question itself names are masked first ("401k" does not state the match
   asked about). No route skips this.
 - The gate passes when at least ``min_citations`` distinct chunks support the question, or with one
-  supporting chunk (**single-source exception**) when it stands out (cosine at least
-  ``semantic_floor`` and ``standout_margin`` over the median) or when two rank signals agree
-  (**ranked route**): both retrievers rank it among their top ``agreement_rank`` and the closest
-  passage stands out from the ``margin_rank``-th by ``paraphrase_margin`` (the paraphrase signal,
-  calibrated per corpus). Both are relative to the question's own retrieval; an absolute "strong
-  cosine" route was removed (issue 22: it decided no question of the three dev sets that these two
-  did not). A chat question's absolute cosine runs low on some
+  supporting chunk (**single-source exception**) when that chunk holds at least
+  ``strong_coverage`` of the question's specific terms and either its cosine is at least
+  ``strong_single`` or both retrievers rank it among their top ``agreement_rank``; or when it stands
+  out (cosine at least ``semantic_floor`` and ``standout_margin`` over the median); or when two
+  rank signals agree (**ranked route**): both retrievers rank it among their top ``agreement_rank``
+  and the closest passage stands out from the ``margin_rank``-th by ``paraphrase_margin`` (the
+  paraphrase signal, calibrated per corpus). A chat question's absolute cosine runs low on some
   corpora while its answer is still first in both rankings; a near miss rarely has both (its
   closest passages are equally close, or the two retrievers pick different ones). The two
   requirements above hold on every route.
@@ -75,6 +75,8 @@ class GateConfig:
     relevance_floor: float = 0.43
     semantic_floor: float = 0.50
     lexical_floor: float = 0.33
+    strong_single: float = 0.55
+    strong_coverage: float = 0.6
     agreement_rank: int = 2
     standout_margin: float = 0.15
     considered: int = 8
@@ -248,11 +250,15 @@ class EvidenceGate:
         e = support[0]
         cos = e.cosine or 0.0
         own_terms = set(reads[e.chunk.chunk_id].terms)
+        own = terms.evidence_coverage(own_terms)
         agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
+        strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
         standout = cos >= cfg.semantic_floor and cos - median >= cfg.standout_margin
-        if standout or (agree and paraphrase):
-            why = (f"stands out ({cos - median:+.2f} over the median)" if standout else
-                   f"ranked top {cfg.agreement_rank} by both retrievers, {margin_k:+.2f} over the {cfg.margin_rank}th closest")
+        ranked = agree and paraphrase
+        if strong or standout or ranked:
+            why = ("strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
+                   if standout else f"ranked top {cfg.agreement_rank} by both retrievers, {margin_k:+.2f} over the "
+                   f"{cfg.margin_rank}th closest")
             return GateVerdict(True, [e], terms.coverage(own_terms), True, terms.missing(own_terms),
                                f"one source, {why} (single-source exception)", top_cos, features)
         return refuse(f"only {len(support)} supporting passage, {cfg.min_citations} needed")

@@ -52,6 +52,8 @@ class Settings(BaseSettings):
         "data dir beside the embedded dense store, one process, to compare keyword engines).")
     min_citations: int = Field(2, ge=1, le=10, description="Distinct supporting passages an answer needs.")
     relevance_floor: float = Field(0.43, ge=-1, le=1, description="Cosine similarity a passage needs to count as support.")
+    single_source_min_cosine: float = Field(0.55, ge=-1, le=1,
+                                            description="Cosine at which one passage may answer alone.")
     rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant.")
     rrf_dense_weight: float = Field(1.0, ge=0, description="RRF weight of dense retrieval.")
     rrf_bm25_weight: float = Field(0.6, ge=0, description="RRF weight of BM25.")

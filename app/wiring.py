@@ -187,7 +187,8 @@ def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriev
     index = index or open_index(settings, lazy_model=lazy_model)
     search = KnowledgeSearch(index, SearchConfig(rrf_k=settings.rrf_k, dense_weight=settings.rrf_dense_weight,
                                                  bm25_weight=settings.rrf_bm25_weight))
-    gate = GateConfig(min_citations=settings.min_citations, relevance_floor=settings.relevance_floor)
+    gate = GateConfig(min_citations=settings.min_citations, relevance_floor=settings.relevance_floor,
+                      strong_single=settings.single_source_min_cosine)
     from agent.calibration import gate_config, index_calibration
 
     gate = gate_config(gate, index_calibration(index.manifest, index.path))  # the corpus's own operating point
