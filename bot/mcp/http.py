@@ -70,12 +70,24 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def serve_http(app: Starlette, sock: socket.socket, host: str) -> None:
-    """Serve ``app`` on ``sock`` with uvicorn until SIGINT/SIGTERM (uvicorn's own handling)."""
+    """Serve ``app`` on ``sock`` with uvicorn until SIGINT/SIGTERM, then return (uvicorn drains the open
+    requests first; the caller then closes the index and the state store, and the process exits 0)."""
+    import contextlib
+
     import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):
+            # uvicorn re-raises the signal it stopped for once it has shut down, which would kill the process
+            # before the index and the state store are closed: the stop is ours to finish.
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
 
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"chatops: MCP over Streamable HTTP on http://{shown}:{port}{MCP_PATH} (bearer tokens: "
           "`chatops mcp token create --user EMAIL`; /healthz, /metrics); Ctrl-C stops", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", log_config=None)
-    uvicorn.Server(config).run(sockets=[sock])
+    Server(config).run(sockets=[sock])
