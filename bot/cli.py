@@ -472,7 +472,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if not args.http:  # stdout is the protocol's: the SDK writes it, nothing else may
             sys.stdout = sys.__stdout__
         try:
-            return serve_mcp(settings, args.as_user, args.http, args.host, args.port)
+            return serve_mcp(settings, args.as_user, args.http, args.host, args.port, tuple(args.allow_host))
         finally:
             sys.stdout = out
     except McpUsageError as exc:
@@ -689,6 +689,9 @@ def build_parser() -> argparse.ArgumentParser:
     pq.add_argument("--host", default="127.0.0.1", help="--http: address to listen on (default 127.0.0.1; 0.0.0.0 "
                     "for every interface, behind TLS)")
     pq.add_argument("--port", type=int, default=3001, help="--http: port (default 3001; 0 picks a free one)")
+    pq.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="--http: also serve requests "
+                    "whose Host header is NAME (the name clients or a reverse proxy use; repeatable); on 127.0.0.1 "
+                    "only loopback names are served otherwise (DNS-rebinding protection)")
     pq.set_defaults(func=cmd_mcp, mcp_op=None)
     pqs = pq.add_subparsers(dest="mcp_op", metavar="token")
     pqt = pqs.add_parser("token", help="issue, list or revoke the bearer tokens of --http",

@@ -307,6 +307,8 @@ def test_http_malformed_and_huge_requests_get_protocol_errors_and_it_keeps_servi
     assert too_big.status_code == 413, too_big.text
     wrong = _raw(http_server.url, auth, b'{"jsonrpc": "2.0", "id": 7, "method": 12}')
     assert wrong.status_code == 400 and "error" in wrong.json(), wrong.text
+    rebound = _raw(http_server.url, {**auth, "Host": "chatops.attacker.test"})  # DNS rebinding: not a loopback name
+    assert rebound.status_code in (400, 403, 421) and "passages" not in rebound.text, (rebound.status_code, rebound.text)
     assert httpx2.get(http_server.base + "/healthz", timeout=10).json() == {"status": "ok"}
     after = _http(http_server.url, token, lambda c: c.call_tool("search", {"query": "vacation days", "limit": 1}))
     assert after.structured_content["passages"][0]["doc_id"] == "vacation.md"  # type: ignore[union-attr]

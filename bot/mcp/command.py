@@ -20,8 +20,10 @@ class McpUsageError(ValueError):
     """``chatops mcp`` was called in a way it cannot run; the message says what to do (exit 2)."""
 
 
-def serve_mcp(settings: Settings, as_user: str | None, http: bool, host: str, port: int) -> int:
-    """Serve MCP over stdio as ``as_user``, or over HTTP on ``host:port`` (bearer tokens); returns 0 when stopped.
+def serve_mcp(settings: Settings, as_user: str | None, http: bool, host: str, port: int,
+              allow_hosts: tuple[str, ...] = ()) -> int:
+    """Serve MCP over stdio as ``as_user``, or over HTTP on ``host:port`` (bearer tokens; ``allow_hosts``: further
+    ``Host`` names served, :func:`bot.mcp.http.transport_security`); returns 0 when stopped.
 
     Raises:
         McpUsageError: the mcp extra is missing, ``--as`` is missing or malformed over stdio, ``--as`` is
@@ -82,7 +84,7 @@ def serve_mcp(settings: Settings, as_user: str | None, http: bool, host: str, po
                               auth=auth_settings(f"http://{shown}:{bound}"))
         registry = metrics_registry([StoreCollector(service.runtime.index.manifest, service.store,
                                                     index_id=service.runtime.index.index_id)])
-        serve_http(http_app(server, host, registry), sock, host)
+        serve_http(http_app(server, host, registry, allow_hosts), sock, host)
         return 0
     finally:
         if sock is not None:

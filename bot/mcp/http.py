@@ -34,9 +34,31 @@ def auth_settings(base_url: str) -> AuthSettings:
     return AuthSettings(issuer_url=base_url, resource_server_url=None, required_scopes=None)
 
 
-def http_app(server: MCPServer, host: str, registry=None) -> Starlette:
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def transport_security(host: str, allow_hosts: tuple[str, ...] = ()):
+    """The SDK's DNS-rebinding check: on a loopback address only ``Host: 127.0.0.1|localhost|[::1]:PORT`` (and
+    their origins) are served, plus each of ``allow_hosts`` (the name a reverse proxy or the clients use, e.g.
+    ``chatops.acme.com``); on another address with no ``allow_hosts``, None (the SDK checks nothing: the
+    address itself is the operator's choice)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    loopback = host in LOOPBACK
+    if not loopback and not allow_hosts:
+        return None
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else []
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if loopback else []
+    for h in allow_hosts:
+        hosts += [h, f"{h}:*"]
+        origins += [f"https://{h}", f"https://{h}:*", f"http://{h}", f"http://{h}:*"]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def http_app(server: MCPServer, host: str, registry=None, allow_hosts: tuple[str, ...] = ()) -> Starlette:
     """The Starlette app of ``server`` (built with an ``auth`` and a token verifier) plus ``/healthz`` and
-    ``/metrics`` (from ``registry``, a Prometheus registry; none: no ``/metrics``)."""
+    ``/metrics`` (from ``registry``, a Prometheus registry; none: no ``/metrics``); the ``Host`` header is
+    checked as :func:`transport_security` says."""
 
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(_request: Request) -> Response:
@@ -51,7 +73,7 @@ def http_app(server: MCPServer, host: str, registry=None) -> Starlette:
             return Response(encoder(registry), headers={"Content-Type": content_type})
 
     return server.streamable_http_app(streamable_http_path=MCP_PATH, max_request_body_size=MAX_REQUEST_BYTES,
-                                      host=host)
+                                      host=host, transport_security=transport_security(host, allow_hosts))
 
 
 def bind(host: str, port: int) -> socket.socket:
