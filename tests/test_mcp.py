@@ -389,3 +389,20 @@ def test_help_shows_how_to_connect_an_assistant() -> None:
     for needle in ("claude_desktop_config.json", '"mcpServers"', ".vscode/mcp.json", "Authorization", "Bearer",
                    "chatops mcp token create --user", "docs/how-to/mcp.md"):
         assert needle in proc.stdout, needle
+
+
+def test_a_token_check_that_cannot_read_the_database_refuses(tmp_path: Path) -> None:
+    from app.assistant_tokens import issue, verify
+
+    path = tmp_path / "state.sqlite"
+    store = StateStore(f"sqlite:///{path}")
+    try:
+        issued = issue(store, "Ana@Example.com", created_by="admin")
+        assert verify(store, issued.token).email == "ana@example.com"  # type: ignore[union-attr]
+        assert verify(store, issued.token + "x") is None and verify(store, "") is None
+        store.engine.dispose()
+        for leftover in tmp_path.glob("state.sqlite*"):
+            leftover.write_bytes(b"this is not a database " * 200)
+        assert verify(store, issued.token) is None  # fail closed: no caller, never "let it through"
+    finally:
+        store.engine.dispose()
