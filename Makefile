@@ -128,6 +128,7 @@ bench: install
 	$(BIN)/python bench/slack_load.py
 	$(BIN)/python bench/sync_unchanged.py
 	$(BIN)/python bench/ask_latency.py
+	$(BIN)/python bench/mcp_latency.py
 
 # The three dev sets (../shared, beside this clone), each on its own index under $(EVAL_DATA)/eval/NAME
 # (incremental on re-runs, one embedding cache): one table with a row per set.
