@@ -4,7 +4,9 @@ An admin issues a token for one person; the assistant sends it as ``Authorizatio
 MCP server answers with that person's access. A token is ``chatops_`` plus 32 random bytes (URL-safe
 base64, :func:`secrets.token_urlsafe`); the state store keeps only its SHA-256 digest (a random 256-bit
 secret needs no slow hash: nothing can be guessed from the digest), so it is shown once, at creation. Its
-id (the digest's first 12 hex characters) names it in lists, the audit log and ``revoke``.
+id (the digest's first 12 hex characters) names it in lists, the audit log and ``revoke``. In the audit log the
+person is ``mcp:<email>``, their id on platform ``mcp``: ``chatops forget --user mcp:EMAIL`` pseudonymises it
+and deletes their tokens (:func:`state.retention.forget_user`).
 
 :func:`verify` fails closed: an unknown, malformed or revoked token, or a database error, is no caller.
 """
@@ -55,7 +57,7 @@ def issue(store: StateStore, email: str, label: str = "", created_by: str = "") 
     d = digest(token)
     record = store.add_mcp_token(d, d[:12], e, label=label, created_by=created_by)
     store.audit(created_by or "cli", "cli", "mcp.token.create", target=record.token_id, outcome="ok",
-                detail={"user": e})
+                detail={"user": f"mcp:{e}"})
     return IssuedToken(token, record)
 
 
@@ -69,7 +71,7 @@ def revoke(store: StateStore, token_id: str, revoked_by: str = "") -> McpToken:
     if record is None:
         raise ValueError(f"no MCP token has the id {token_id!r}; `chatops mcp token list` shows the ids")
     store.audit(revoked_by or "cli", "cli", "mcp.token.revoke", target=record.token_id, outcome="ok",
-                detail={"user": record.email})
+                detail={"user": f"mcp:{record.email}"})
     return record
 
 
@@ -87,7 +89,7 @@ def verify(store: StateStore, token: str) -> McpToken | None:
         return None
     if not record.active:
         try:
-            store.audit(record.email, "mcp", "mcp.auth", target=record.token_id, outcome="denied",
+            store.audit(f"mcp:{record.email}", "mcp", "mcp.auth", target=record.token_id, outcome="denied",
                         detail={"reason": "revoked"})
         except Exception:  # noqa: BLE001
             log.exception("could not write the audit log entry mcp.auth denied")

@@ -12,8 +12,8 @@
 - :meth:`~AssistantService.sources`: each indexed source and when it was last indexed or synced (no page
   counts: they would describe spaces the caller may not read).
 
-Every call is audited (``mcp.search``, ``mcp.ask``, ``mcp.sources``; the caller's e-mail, the transport and
-the token's id, never the question) and counted in the Prometheus metrics as a turn of platform ``mcp``
+Every call is audited (``mcp.search``, ``mcp.ask``, ``mcp.sources``; the caller as ``mcp:<email>``, the
+transport and the token's id, never the question) and counted in the Prometheus metrics as a turn of platform ``mcp``
 (``ask`` through the agent's observers like a chat turn; ``search`` with route ``search``). ``ask`` turns go
 to the turn log like chat questions (the knowledge-gap report).
 """
@@ -74,6 +74,11 @@ class Caller:
     email: str
     transport: str = "stdio"
     token_id: str = ""
+
+    @property
+    def user_id(self) -> str:
+        """The caller's id on platform ``mcp``: ``mcp:<email>`` (the turn log, the audit log, ``chatops forget``)."""
+        return f"{PLATFORM}:{self.email}"
 
     def __post_init__(self) -> None:
         e = (self.email or "").strip()
@@ -187,12 +192,12 @@ class AssistantService:
     # -- the caller's turn ------------------------------------------------------------------------
     def _message(self, caller: Caller, text: str) -> InboundMessage:
         """A DM from ``caller``: the answer is theirs alone, so their own access applies."""
-        return InboundMessage(platform=PLATFORM, text=text, user_id=f"{PLATFORM}:{caller.email}",
+        return InboundMessage(platform=PLATFORM, text=text, user_id=caller.user_id,
                               user_email=caller.email, channel_kind="dm")
 
     def _audit(self, caller: Caller, action: str, outcome: str, detail: dict[str, Any]) -> None:
         try:
-            self.store.audit(caller.email, PLATFORM, action, "", outcome,
+            self.store.audit(caller.user_id, PLATFORM, action, "", outcome,
                              {"transport": caller.transport, **({"token": caller.token_id} if caller.token_id else {}),
                               **detail})
         except Exception:  # noqa: BLE001 - the audit failing is logged loudly; the caller still gets the answer

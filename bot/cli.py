@@ -657,7 +657,8 @@ def build_parser() -> argparse.ArgumentParser:
                   "conversations (others' stay), their turn log, feedback, pending actions and scheduled messages. "
                   "The audit log keeps what was done, under a random pseudonym instead of the id. Needs --yes.",
                   ["chatops forget --user U0123ABCD --yes", "chatops forget --user 29:1a2b3c --yes --json"])
-    pf.add_argument("--user", required=True, metavar="ID", help="the Slack (U...) or Teams user id")
+    pf.add_argument("--user", required=True, metavar="ID", help="the Slack (U...) or Teams user id, or mcp:EMAIL for "
+                    "an AI assistant's user (chatops mcp; their tokens are deleted too)")
     pf.add_argument("--yes", action="store_true", help="confirm (nothing is deleted without it)")
     pf.add_argument("--json", action="store_true", help="print one JSON object")
     pf.set_defaults(func=cmd_forget)

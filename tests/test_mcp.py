@@ -328,7 +328,7 @@ def test_every_call_is_audited_counted_and_asked_questions_are_in_the_turn_log(
         store.close()
     mcp = [e for e in entries if e.platform == "mcp"]
     hana_id = http_results["_tokens"]["hana@example.com"]["id"]
-    asks = [e for e in mcp if e.action == "mcp.ask" and e.actor == "hana@example.com"]
+    asks = [e for e in mcp if e.action == "mcp.ask" and e.actor == "mcp:hana@example.com"]
     assert {e.detail["transport"] for e in asks} == {"stdio", "http"}
     assert any(e.detail.get("token") == hana_id and e.outcome == "ok" for e in asks)
     assert {e.action for e in mcp} >= {"mcp.search", "mcp.ask", "mcp.sources", "mcp.auth"}
@@ -340,6 +340,37 @@ def test_every_call_is_audited_counted_and_asked_questions_are_in_the_turn_log(
     assert re.search(r'chatops_turns_total\{outcome="answered",platform="mcp",route="knowledge"\} [1-9]', metrics)
     assert re.search(r'chatops_turns_total\{outcome="refused",platform="mcp",route="knowledge"\} [1-9]', metrics)
     assert re.search(r'chatops_turns_total\{outcome="answered",platform="mcp",route="search"\} [1-9]', metrics)
+
+
+def test_forgetting_an_assistant_user_deletes_their_questions_and_tokens_and_hides_them_in_the_audit(
+        acl_data: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    src, dst = sqlite3.connect(acl_data / "state.sqlite"), sqlite3.connect(data / "state.sqlite")
+    try:
+        src.backup(dst)  # a copy (WAL included): the module's database stays as it is
+    finally:
+        src.close()
+        dst.close()
+    store = StateStore(f"sqlite:///{data / 'state.sqlite'}")
+    try:
+        before = [t for t in store.turn_records() if t.user_id == "mcp:hana@example.com"]
+        tokens = store.mcp_tokens_list("hana@example.com")
+    finally:
+        store.close()
+    assert before and tokens
+    proc = run_chatops(["forget", "--user", "mcp:hana@example.com", "--yes", "--json"], data, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["deleted"]["turn_log"] == len(before) and out["deleted"]["mcp_tokens"] == len(tokens)
+    assert out["audit_pseudonymised"] > 0
+    store = StateStore(f"sqlite:///{data / 'state.sqlite'}")
+    try:
+        assert not store.mcp_tokens_list("hana@example.com")
+        assert not [t for t in store.turn_records() if t.user_id == "mcp:hana@example.com"]
+        assert not [e for e in store.audit_entries(limit=1000) if "mcp:hana@example.com" in (e.actor + json.dumps(e.detail))]
+    finally:
+        store.close()
 
 
 def test_token_commands_keep_only_the_digest(acl_data: Path) -> None:
