@@ -42,8 +42,8 @@ INSTRUCTIONS = (
     "Company knowledge base (wiki, Confluence, handbook) with the asking person's read access. Use `ask` for a "
     "question: it answers only from the pages, with numbered citations [n] and their verbatim quotes, or says "
     "that the pages do not answer (and names the closest page): relay that, do not guess. Use `search` to read "
-    "passages yourself. Cite the links you use. Nothing here changes anything: meetings, reminders and tickets "
-    "are for Slack or Teams.")
+    "passages yourself. Cite the links you use. Each call stands alone (no memory of earlier ones): put the whole "
+    "question in it. Nothing here changes anything: meetings, reminders and tickets are for Slack or Teams.")
 
 CallerOf = Callable[[Any], Caller | None]
 """``request_context -> Caller`` (None: nobody; the request is refused)."""
@@ -157,7 +157,8 @@ def build_server(service: AssistantService, caller_of: CallerOf, token_verifier:
     async def ask(question: Annotated[str, Field(description="the question, in plain words")]) -> AskOut:
         """Ask the company knowledge base a question: an answer from the pages you may read, with numbered
         citations and their verbatim quotes, or a refusal when the pages do not answer it (naming the
-        closest page). Read-only: actions such as meetings or tickets are not taken here."""
+        closest page). Each call stands alone: write the whole question, not a follow-up. Read-only: actions
+        such as meetings or tickets are not taken here."""
         answer = await run(service.ask, _caller(), question)
         return AskOut(text=answer.text, refused=answer.refused, route=answer.route, trace_id=answer.trace_id,
                       citations=[CitationOut(**dataclasses.asdict(c)) for c in answer.citations])
