@@ -437,3 +437,29 @@ def test_a_token_check_that_cannot_read_the_database_refuses(tmp_path: Path) -> 
         assert verify(store, issued.token) is None  # fail closed: no caller, never "let it through"
     finally:
         store.engine.dispose()
+
+
+def test_a_request_without_a_caller_never_reaches_a_tool() -> None:
+    """The server middleware's own check (behind the SDK's 401): no caller, a protocol error, no tool call."""
+    from mcp.shared.exceptions import MCPError
+
+    from bot.mcp.server import build_server
+
+    class Untouchable:
+        def __getattr__(self, name: str):
+            raise AssertionError(f"the service was reached ({name})")
+
+    server = build_server(Untouchable(), lambda _ctx: None)  # type: ignore[arg-type]
+
+    async def go() -> list[str]:
+        errors = []
+        async with Client(server) as client:
+            for call in (client.list_tools(), client.call_tool("search", {"query": "salary"}),
+                         client.read_resource("chatops://sources")):
+                try:
+                    await call
+                except MCPError as exc:
+                    errors.append(str(exc))
+        return errors
+
+    assert asyncio.run(go()) == ["no authenticated caller"] * 3

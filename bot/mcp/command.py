@@ -62,6 +62,10 @@ def serve_mcp(settings: Settings, as_user: str | None, http: bool, host: str, po
     from app.assistants import open_assistant_service
 
     service = open_assistant_service(settings)
+    if service.runtime.index.stats()["pages"] == 0:  # it still serves: the assistant gets refusals until then
+        print(f"chatops: the index in {settings.chatops_data_dir} is empty: every question will be refused until "
+              "`chatops index folder:PATH` or `chatops sync` fills it (or set CHATOPS_DATA_DIR to the data dir you "
+              "indexed into)", file=sys.stderr, flush=True)
     try:
         if not http:
             import anyio
