@@ -1,10 +1,11 @@
-"""Optional features (Teams, an LLM, Google Calendar, PostgreSQL, OpenTelemetry) and the extra each one needs:
+"""Optional features (Teams, an LLM, Google Calendar, PostgreSQL, OpenTelemetry, the MCP server) and the extra each one needs:
 ``pip install 'chatops-bot[EXTRA]'`` (from a checkout, ``make install-extras``). The runtime (``make demo``,
 ``requirements-runtime.lock``) leaves them out; the container image (``requirements-extras.lock``) and the test
 environment (``requirements.lock``) have them all.
 
 :func:`missing_extras` checks the settings against what is installed without importing anything (a module
 spec lookup each), so the CLI refuses at startup with one line per missing extra, before a command runs.
+:func:`command_needs` does the same for a command that is the feature (``chatops mcp`` needs the mcp extra).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from .settings import Settings
 
-__all__ = ["Extra", "EXTRAS", "missing_extras", "extra_installed"]
+__all__ = ["Extra", "EXTRAS", "missing_extras", "extra_installed", "command_needs"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ EXTRAS: tuple[Extra, ...] = (
     Extra("otel", ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
           lambda s: bool((s.otel_exporter_otlp_endpoint or "").strip()), lambda s: "OTEL_EXPORTER_OTLP_ENDPOINT",
           "OpenTelemetry traces"),
+    # A command, not a setting, asks for it (command_needs): `chatops mcp` serving an AI assistant.
+    Extra("mcp", ("mcp.server", "uvicorn", "starlette"), lambda s: False, lambda s: "chatops mcp",
+          "the MCP server for AI assistants"),
 )
 
 
@@ -80,3 +84,18 @@ def missing_extras(settings: Settings) -> list[str]:
     return [f"{e.setting(settings)} needs the {e.name} extra ({e.feature}), which is not installed: "
             f"{install_hint(e.name)}"
             for e in EXTRAS if e.wanted(settings) and not extra_installed(e)]
+
+
+def command_needs(extra: str, command: str) -> str | None:
+    """The one-line message when ``command`` (e.g. ``chatops mcp``) needs ``extra`` and it is not installed,
+    else None: ``chatops mcp needs the mcp extra (...), which is not installed: pip install ...``.
+
+    Raises:
+        KeyError: ``extra`` is not one of :data:`EXTRAS`.
+    """
+    e = next((x for x in EXTRAS if x.name == extra), None)
+    if e is None:
+        raise KeyError(extra)
+    if extra_installed(e):
+        return None
+    return f"{command} needs the {e.name} extra ({e.feature}), which is not installed: {install_hint(e.name)}"

@@ -460,6 +460,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """``chatops mcp [--as EMAIL | --http [--host H] [--port P]]`` and ``chatops mcp token create|list|revoke``."""
+    from .mcp.command import McpUsageError, serve_mcp, token_command
+
+    try:
+        if args.mcp_op == "token":
+            return token_command(_settings(), args.token_op, args.user, args.token_id, args.label, args.json)
+        settings = _settings()
+        out = sys.stdout
+        if not args.http:  # stdout is the protocol's: the SDK writes it, nothing else may
+            sys.stdout = sys.__stdout__
+        try:
+            return serve_mcp(settings, args.as_user, args.http, args.host, args.port, tuple(args.allow_host))
+        finally:
+            sys.stdout = out
+    except McpUsageError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 SOURCE_SPECS = """source specs:
   folder:PATH[?name=NAME&url_base=URL&url_template=T&exclude=GLOB]
       Markdown/HTML files under PATH; NAME defaults to the folder's name; with url_base, pages
@@ -638,10 +657,54 @@ def build_parser() -> argparse.ArgumentParser:
                   "conversations (others' stay), their turn log, feedback, pending actions and scheduled messages. "
                   "The audit log keeps what was done, under a random pseudonym instead of the id. Needs --yes.",
                   ["chatops forget --user U0123ABCD --yes", "chatops forget --user 29:1a2b3c --yes --json"])
-    pf.add_argument("--user", required=True, metavar="ID", help="the Slack (U...) or Teams user id")
+    pf.add_argument("--user", required=True, metavar="ID", help="the Slack (U...) or Teams user id, or mcp:EMAIL for "
+                    "an AI assistant's user (chatops mcp; their tokens are deleted too)")
     pf.add_argument("--yes", action="store_true", help="confirm (nothing is deleted without it)")
     pf.add_argument("--json", action="store_true", help="print one JSON object")
     pf.set_defaults(func=cmd_forget)
+    pq = _command(sub, "mcp", "serve the knowledge base to AI assistants (Model Context Protocol; read-only)",
+                  "Serve the Model Context Protocol for AI assistants (Claude Desktop, VS Code, Cursor, any MCP "
+                  "client): the tools `search` (passages with title, section, link, last update and quote) and "
+                  "`ask` (a cited answer, or a refusal naming the closest page), and the resource "
+                  "chatops://sources (each source's freshness). Read-only: no action tool. Retrieval uses the "
+                  "caller's own access, as in a DM.\n\n"
+                  "stdio (one person's assistant starts it): --as EMAIL says whose access applies.\n"
+                  "Streamable HTTP (--http, its own port; one server for everyone): each request carries a bearer "
+                  "token an admin issued for one person (`chatops mcp token create --user EMAIL`, shown once, "
+                  "stored hashed; `list`, `revoke ID`); no, unknown or revoked token: 401.\n\n"
+                  "Claude Desktop (claude_desktop_config.json):\n"
+                  '  {"mcpServers": {"chatops": {"command": "chatops", "args": ["mcp", "--as", "ana@acme.com"],\n'
+                  '                              "env": {"CHATOPS_DATA_DIR": "/srv/chatops/.chatops"}}}}\n'
+                  "VS Code (.vscode/mcp.json), over HTTP:\n"
+                  '  {"servers": {"chatops": {"type": "http", "url": "https://chatops.acme.com:3001/mcp",\n'
+                  '                           "headers": {"Authorization": "Bearer ${input:chatops-token}"}}}}\n'
+                  "More: docs/how-to/mcp.md. Serving needs the mcp extra: pip install 'chatops-bot[mcp]'.",
+                  ["chatops mcp --as ana@acme.com", "chatops mcp --http --port 3001",
+                   "chatops mcp --http --host 0.0.0.0 --port 3001",
+                   "chatops mcp token create --user ana@acme.com --label 'VS Code on ana-laptop'",
+                   "chatops mcp token list", "chatops mcp token revoke 3f9a0c1d2e4b"])
+    pq.add_argument("--as", dest="as_user", metavar="EMAIL", help="stdio: serve as this person (their own access, "
+                    "as in a DM)")
+    pq.add_argument("--http", action="store_true", help="serve Streamable HTTP on --host/--port instead of stdio "
+                    "(bearer tokens required)")
+    pq.add_argument("--host", default="127.0.0.1", help="--http: address to listen on (default 127.0.0.1; 0.0.0.0 "
+                    "for every interface, behind TLS)")
+    pq.add_argument("--port", type=int, default=3001, help="--http: port (default 3001; 0 picks a free one)")
+    pq.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="--http: also serve requests "
+                    "whose Host header is NAME (the name clients or a reverse proxy use; repeatable); on 127.0.0.1 "
+                    "only loopback names are served otherwise (DNS-rebinding protection)")
+    pq.set_defaults(func=cmd_mcp, mcp_op=None)
+    pqs = pq.add_subparsers(dest="mcp_op", metavar="token")
+    pqt = pqs.add_parser("token", help="issue, list or revoke the bearer tokens of --http",
+                         description="Bearer tokens of `chatops mcp --http`, one per person: create prints the "
+                         "token once (only its SHA-256 digest is stored), list shows ids, people, state and last "
+                         "use, revoke ID refuses it from the next request on. Every change is audited.")
+    pqt.add_argument("token_op", choices=["create", "list", "revoke"])
+    pqt.add_argument("token_id", nargs="?", metavar="ID", help="revoke: the token's id (from list)")
+    pqt.add_argument("--user", metavar="EMAIL", help="create: the person it acts for; list: only theirs")
+    pqt.add_argument("--label", default="", help="create: a note, e.g. the device or assistant")
+    pqt.add_argument("--json", action="store_true", help="print one JSON object (create, revoke) or array (list)")
+    pqt.set_defaults(func=cmd_mcp)
     pg = _command(sub, "report", "the knowledge-gap report: refused questions, unhelpful answers, page use",
                   "What the wiki could not answer and which pages carry it, for a period: refused questions grouped "
                   "by similar wording (most frequent first), answers marked not helpful with their citations and "

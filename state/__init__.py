@@ -23,6 +23,8 @@ here through :class:`state.store.StateStore`:
   ``claim_index_job``, ``finish_index_job``),
 - the manifests of indexes shared by replicas (``QDRANT_URL``): their pages, write journal and metadata,
   per index id (tables of :mod:`state.index_manifest`, used by ``index.manifest.Manifest``),
+- the MCP server's bearer tokens (``add_mcp_token``, ``mcp_token_for``, ``mcp_tokens_list``,
+  ``revoke_mcp_token``: SHA-256 digests only, issue 28),
 - the turn log (``record_turn``, ``turn_records``: each chat turn's question, outcome and cited pages,
   the knowledge-gap report's input).
 
@@ -35,12 +37,12 @@ import importlib
 from .errors import SchemaTooNewError, StateStoreError
 
 __all__ = ["StateStore", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
-           "ScheduledMessage", "TurnRecord"]
+           "ScheduledMessage", "TurnRecord", "McpToken"]
 
 # The store's names are imported on first use (PEP 562): the index's manifest needs only
 # state.index_manifest's table definitions, and `chatops ask` never opens the state store.
 _STORE_NAMES = frozenset({"LEGACY_INDEX_ID", "NO_INDEX", "AuditEntry", "IndexJob", "PendingRecord", "ScheduledMessage",
-                          "StateStore", "StoredMessage", "SyncRun", "TurnRecord"})
+                          "StateStore", "StoredMessage", "SyncRun", "TurnRecord", "McpToken"})
 
 
 def __getattr__(name: str):

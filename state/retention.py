@@ -110,14 +110,16 @@ def new_pseudonym() -> str:
 
 
 def forget_user(store: StateStore, user_id: str, pseudonym: str | None = None) -> ForgetReport:
-    """Delete what ``user_id`` (a Slack or Teams user id) wrote or asked for, in one transaction.
+    """Delete what ``user_id`` (a Slack or Teams user id, or ``mcp:<email>`` for an AI assistant's user) wrote or
+    asked for, in one transaction.
 
     Deleted: their messages inside conversation histories (other authors' messages stay; a history left
     empty is deleted), their ``turn_log`` rows, their feedback, their pending actions (``requester``)
     and scheduled messages (``user_id``), and the conversation references that let the bot message them
     (``conversation_references``). The audit log keeps what was done, with ``user_id`` replaced by
     ``pseudonym`` wherever it appears (actor, target, detail); so do the re-index jobs they asked for
-    (``index_jobs.requested_by``).
+    (``index_jobs.requested_by``). For ``mcp:<email>`` the person's MCP bearer tokens are deleted too
+    (``mcp_tokens``, counted only then).
 
     Raises:
         ValueError: for an empty or blank ``user_id``.
@@ -151,6 +153,9 @@ def forget_user(store: StateStore, user_id: str, pseudonym: str | None = None) -
         deleted["scheduled_messages"] = conn.execute(s.scheduled.delete().where(s.scheduled.c.user_id == uid)).rowcount
         deleted["conversation_references"] = conn.execute(
             s.conversation_refs.delete().where(s.conversation_refs.c.user_id == uid)).rowcount
+        if uid.startswith("mcp:"):  # an AI assistant's user (``mcp:<email>``): their bearer tokens stop working
+            deleted["mcp_tokens"] = conn.execute(
+                s.mcp_tokens.delete().where(s.mcp_tokens.c.email == uid[4:].strip().lower())).rowcount
         j = s.index_jobs  # who asked for a re-index (``platform:user``): the job stays, the person does not
         conn.execute(j.update().where(j.c.requested_by.like(f"%:{_like_escape(uid)}", escape="\\"))
                      .values(requested_by=sa.func.replace(j.c.requested_by, uid, alias)))

@@ -42,7 +42,7 @@ REFUSAL_REASONS = ("no_close_passage", "answer_type_missing", "specific_term_mis
                    "compliance", "other")
 """The bounded values of ``chatops_refusals_total``'s ``reason`` (``app.metrics.refusal_reason`` maps to them)."""
 
-PLATFORMS = ("slack", "teams", "cli")
+PLATFORMS = ("slack", "teams", "cli", "mcp")
 FEEDBACK_VALUES = ("helpful", "not_helpful")
 FEEDBACK_REASONS = ("wrong", "outdated", "incomplete", "other")
 SYNC_KINDS = ("content", "permissions")
@@ -89,7 +89,7 @@ def count_turn(platform: str, route: str, outcome: str, seconds: float, citation
     """Count one finished turn.
 
     Args:
-        platform: ``slack``, ``teams`` or ``cli``.
+        platform: ``slack``, ``teams``, ``cli`` or ``mcp`` (an AI assistant through ``chatops mcp``).
         route: the agent's route (``knowledge``, ``followup``, ``smalltalk``...).
         outcome: one of :data:`OUTCOMES`.
         seconds: how long the agent took.

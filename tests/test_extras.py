@@ -98,7 +98,8 @@ def test_tracing_names_the_extra_when_the_sdk_is_missing(monkeypatch: pytest.Mon
 
 #: What the optional extras install (make demo's runtime has none of it): hidden, the test environment is that runtime.
 EXTRA_MODULES = ["botbuilder", "botframework", "msal", "msrest", "jwt", "cryptography", "openai", "googleapiclient",
-                 "httplib2", "google.auth", "google.oauth2", "google.api_core", "psycopg", "opentelemetry", "scipy"]
+                 "httplib2", "google.auth", "google.oauth2", "google.api_core", "psycopg", "opentelemetry", "scipy",
+                 "mcp", "mcp_types", "starlette", "uvicorn", "sse_starlette"]
 
 
 def test_the_runtime_without_any_extra_indexes_answers_proposes_and_serves_slack(

@@ -19,6 +19,8 @@ failed instead with ``CHATOPS_TEST_REQUIRE_PG=1``).
   and its downgrade drops them and nothing else.
 - Revision 0007 adds ``conversation_references`` (Teams' personal chats, for reminders), and its downgrade
   drops it and nothing else.
+- Revision 0008 adds ``mcp_tokens`` (the MCP server's bearer tokens, digests only), and its downgrade drops it
+  and nothing else.
 """
 
 from __future__ import annotations
@@ -416,5 +418,31 @@ def test_revision_0007_adds_conversation_references_and_its_downgrade_drops_only
     _downgrade_to(url, "0006")
     tables = set(sa.inspect(_engine(url)).get_table_names())
     assert "conversation_references" not in tables and "index_jobs" in tables and _revision(url) == ["0006"]
+    StateStore(url).close()  # and up again
+    assert _revision(url) == [head()]
+
+
+def test_revision_0008_adds_mcp_tokens_and_its_downgrade_drops_only_it(url: str) -> None:
+    import hashlib
+
+    _upgrade_to(url, "0007")
+    assert "mcp_tokens" not in sa.inspect(_engine(url)).get_table_names()
+    store = StateStore(url)  # start-up upgrades to the head
+    try:
+        assert _revision(url) == [head()] and _schema_diff(store) == []  # the table is the code's
+        digest = hashlib.sha256(b"chatops_example").hexdigest()
+        store.add_mcp_token(digest, digest[:12], "Ana@Example.com", label="laptop", created_by="admin")
+        with pytest.raises(ValueError, match="already exists"):
+            store.add_mcp_token(hashlib.sha256(b"other").hexdigest(), digest[:12], "bob@example.com")
+        assert store.mcp_token_for(digest).email == "ana@example.com"  # type: ignore[union-attr]
+        assert store.revoke_mcp_token(digest[:12]).active is False  # type: ignore[union-attr]
+        assert store.mcp_token_for(digest).revoked_at is not None  # type: ignore[union-attr]
+        assert store.revoke_mcp_token("nosuchid") is None
+        store.remember_conversation_reference("teams", "aad-1", {"conversation": {"id": "a:1"}})
+    finally:
+        store.close()
+    _downgrade_to(url, "0007")
+    tables = set(sa.inspect(_engine(url)).get_table_names())
+    assert "mcp_tokens" not in tables and "conversation_references" in tables and _revision(url) == ["0007"]
     StateStore(url).close()  # and up again
     assert _revision(url) == [head()]
