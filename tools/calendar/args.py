@@ -85,7 +85,8 @@ class CalendarCreateArgs(BaseModel):
     description: str = Field(default="", max_length=8000, description="Event description (plain text).")
     location: str = Field(default="", max_length=500, description="Room or address.")
     timezone: str = Field(default="UTC", description="IANA time zone of the event, e.g. Europe/Berlin.")
-    video_conference: bool = Field(default=False, description="Add a video conference (Google Meet).")
+    video_conference: bool = Field(default=False, description="Add a video conference (Google Meet on Google Calendar, a Teams "
+                                     "meeting on Microsoft 365).")
     recurrence: str | None = Field(
         default=None, max_length=300,
         description="For a recurring series only: an RFC 5545 RRULE without the 'RRULE:' prefix, e.g. "

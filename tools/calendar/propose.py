@@ -134,7 +134,7 @@ def event_lines(args: CalendarCreateArgs, viewer_tz: str | None = None, excerpt:
              f"Length: {format_duration(args.duration_minutes)}",
              "Attendees: " + (", ".join(args.attendees) if args.attendees else "only you")]
     if args.video_conference:
-        lines.append("Video call: yes (Google Meet on Google Calendar)")
+        lines.append("Video call: yes (Google Meet on Google Calendar, Teams on Microsoft 365)")
     if args.location:
         lines.append(f"Where: {args.location}")
     if args.description:

@@ -139,8 +139,10 @@ class CalendarCreate:
         except ToolError as exc:
             retry = bool(getattr(exc, "retryable", False)) or isinstance(exc, ToolUnavailableError)
             return ActionResult(False, str(exc), retryable=retry, details={"error": str(exc)})
-        links = [("Open in Google Calendar" if ev.backend == "google" else "Open the .ics", ev.link)]
+        opener = {"google": "Open in Google Calendar", "microsoft": "Open in Outlook"}.get(ev.backend, "Open the .ics")
+        links = [(opener, ev.link)]
         if ev.conference_link:
-            links.append(("Join the video call", ev.conference_link))
+            links.append(("Join the Teams meeting" if ev.backend == "microsoft" else "Join the video call",
+                          ev.conference_link))
         return ActionResult(True, f"Booked: {summary_line(args, ctx.timezone or args.timezone)}.",
                             links=tuple(links), details=ev.as_dict())
