@@ -15,6 +15,8 @@ The real ``google-api-python-client`` talks to it over HTTP when built with
   ``EXDATE:`` (400 ``invalid`` "Invalid recurrence rule." otherwise), and a recurring event needs a
   ``timeZone`` on its start and end (400 ``invalid`` "Missing time zone definition for start time.").
 - ``GET /calendar/v3/calendars/{calendarId}/events/{eventId}`` (``events.get``).
+- ``POST /calendar/v3/freeBusy`` (``freebusy.query``): ``calendars: {address: {busy: [{start, end}]}}`` from
+  :meth:`GoogleCalendarStandin.add_busy` and the events it holds; an unknown address gets ``errors``.
 - ``POST /token``: the OAuth 2.0 JWT-bearer grant a service account uses; the assertion's
   signature is checked against the registered public key, and its ``sub`` (domain-wide
   delegation) becomes the acting user, whose ``primary`` calendar the token writes to; and the
@@ -91,6 +93,8 @@ class GoogleCalendarStandin:
         self.calendars = set(calendars or set())
         self.public_keys: dict[str, str] = {}  # service account client_email -> public key PEM
         self.events: dict[tuple[str, str], dict[str, Any]] = {}  # (calendar owner/id, event id) -> resource
+        self.busy: dict[str, list[tuple[datetime, datetime]]] = {}  # e-mail -> busy stretches (freeBusy)
+        self.known_users: set[str] | None = None  # freeBusy: addresses it can read (None: all)
         self.requests: list[Recorded] = []
         self._failures: list[_Failure] = []
         self._lock = threading.Lock()
@@ -193,6 +197,10 @@ class GoogleCalendarStandin:
     def _route(self, r: Recorded) -> tuple[int, Any, dict[str, str]]:
         if r.path == "/token" and r.method == "POST":
             return self._token(r)
+        if r.path == "/calendar/v3/freeBusy" and r.method == "POST":
+            if self._user(r) is None:
+                return 401, google_error(401, "authError", "Request had invalid authentication credentials."), {}
+            return self._free_busy(r)
         m = re.fullmatch(r"/calendar/v3/calendars/([^/]+)/events(?:/([^/]+))?", r.path)
         if not m:
             return 404, google_error(404, "notFound", "Not Found"), {}
@@ -220,6 +228,34 @@ class GoogleCalendarStandin:
                 return 404, google_error(404, "notFound", "Not Found"), {}
             return 200, event, {}
         return 405, google_error(405, "httpMethodNotAllowed", "Method not allowed"), {}
+
+    def add_busy(self, email: str, start: datetime, end: datetime) -> None:
+        """A busy stretch (aware times) in ``email``'s primary calendar, for ``freeBusy``."""
+        with self._lock:
+            self.busy.setdefault(email.lower(), []).append((start, end))
+
+    def _free_busy(self, r: Recorded) -> tuple[int, Any, dict[str, str]]:
+        """``freebusy.query``: each item's busy intervals (RFC 3339, UTC) between ``timeMin`` and ``timeMax``,
+        from :meth:`add_busy` and the events it holds where the address is the organiser or an attendee; an
+        address outside :attr:`known_users` (when set) gets ``errors: [{"reason": "notFound"}]``."""
+        body = r.body or {}
+        lo, hi = _rfc3339(body["timeMin"]), _rfc3339(body["timeMax"])
+        out: dict[str, Any] = {}
+        for item in body.get("items") or []:
+            who = str(item.get("id") or "").lower()
+            if self.known_users is not None and who not in self.known_users:
+                out[who] = {"errors": [{"domain": "global", "reason": "notFound"}], "busy": []}
+                continue
+            spans = list(self.busy.get(who, []))
+            for (owner, _), e in self.events.items():
+                if owner == who or any(str(a.get("email", "")).lower() == who for a in e.get("attendees") or []):
+                    spans.append((_rfc3339(e["start"]["dateTime"]), _rfc3339(e["end"]["dateTime"])))
+            fmt = "%Y-%m-%dT%H:%M:%SZ"
+            out[who] = {"busy": [{"start": a.astimezone(timezone.utc).strftime(fmt),
+                                  "end": b.astimezone(timezone.utc).strftime(fmt)}
+                                 for a, b in sorted(spans) if a < hi and b > lo]}
+        return 200, {"kind": "calendar#freeBusy", "timeMin": body["timeMin"], "timeMax": body["timeMax"],
+                     "calendars": out}, {}
 
     def _take_failure(self, method: str) -> _Failure | None:
         with self._lock:
@@ -311,3 +347,7 @@ class GoogleCalendarStandin:
                 }
             self.events[(owner, event_id)] = event
         return 200, event
+
+
+def _rfc3339(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -425,8 +425,10 @@ class TeamsBot(ActivityHandler):
                 sender = activity.from_property
                 me = (await self.members.get(turn_context, sender.id, sender.name or "")
                       if sender and sender.id else None)
+                pick = data.get("choice")
                 outcome = await asyncio.to_thread(self.actions.confirm, str(data["key"]), user,
-                                                  user_email=(me.email if me else "") or None)
+                                                  user_email=(me.email if me else "") or None,
+                                                  choice=pick if isinstance(pick, int) else None)
             else:
                 outcome = await asyncio.to_thread(self.actions.cancel, str(data["key"]), user)
             if getattr(outcome, "private", False):

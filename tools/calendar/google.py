@@ -29,6 +29,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 import httplib2
@@ -39,6 +40,7 @@ from googleapiclient.errors import HttpError
 from tools.errors import ToolError, ToolUnavailableError
 
 from .args import EVENT_ID, CalendarCreateArgs, CreatedEvent
+from .freebusy import BusyInterval, Schedule
 
 __all__ = ["GoogleCalendar", "GoogleCalendarError", "map_http_error", "map_auth_error", "event_body", "build_service",
            "credentials_factory", "SCOPES", "EVENT_ID"]
@@ -307,6 +309,36 @@ class GoogleCalendar:
                 self.sleep(wait)
         assert last is not None
         raise last
+
+    def busy(self, emails: list[str], start: datetime, end: datetime, *,
+             organizer_email: str | None = None) -> list[Schedule]:
+        """Free/busy of ``emails`` between ``start`` and ``end`` (aware) through ``freebusy.query`` (acting as
+        the organiser); Google gives no working hours, and an address it cannot read comes back with ``error``.
+
+        Raises:
+            GoogleCalendarError: a mapped HTTP or credentials error.
+        """
+        service = self._service(organizer_email)
+        body = {"timeMin": start.astimezone(timezone.utc).isoformat(), "timeMax": end.astimezone(timezone.utc)
+                .isoformat(), "items": [{"id": e} for e in emails]}
+        try:
+            answer = service.freebusy().query(body=body).execute(num_retries=2)
+        except HttpError as exc:
+            raise map_http_error(exc, self.calendar_id) from exc
+        except auth_exceptions.RefreshError as exc:
+            raise map_auth_error(exc, organizer_email) from exc
+        calendars = {k.lower(): v for k, v in (answer.get("calendars") or {}).items()}
+        out: list[Schedule] = []
+        for email in emails:
+            cal = calendars.get(email.lower()) or {}
+            if cal.get("errors"):
+                out.append(Schedule(email, error=str(cal["errors"][0].get("reason") or "unreadable")))
+                continue
+            out.append(Schedule(email, tuple(
+                BusyInterval(datetime.fromisoformat(b["start"].replace("Z", "+00:00")),
+                             datetime.fromisoformat(b["end"].replace("Z", "+00:00")))
+                for b in cal.get("busy") or [])))
+        return out
 
     def _existing(self, service: Any, event_id: str) -> CreatedEvent:
         """The event a duplicate id points at: ours from an earlier attempt, unless it was deleted."""

@@ -24,7 +24,6 @@ import logging
 import ssl
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -37,10 +36,11 @@ from connectors.http import RetryPolicy, parse_retry_after
 from tools.errors import ToolError, ToolUnavailableError
 
 from .args import CalendarCreateArgs, CreatedEvent
+from .freebusy import BusyInterval, Schedule
 from .recurrence import WEEKDAY_CODES, rrule_parts
 
 __all__ = ["GraphCalendar", "GraphCalendarError", "map_graph_error", "graph_event_body", "graph_recurrence",
-           "GRAPH_ENDPOINT", "AUTHORITY_HOST", "BusyInterval", "Schedule"]
+           "GRAPH_ENDPOINT", "AUTHORITY_HOST"]
 
 log = logging.getLogger(__name__)
 
@@ -181,37 +181,6 @@ def graph_event_body(args: CalendarCreateArgs, transaction_id: str) -> dict[str,
     if args.recurrence:
         body["recurrence"] = graph_recurrence(args.recurrence, args.local_start(), args.timezone)
     return body
-
-
-@dataclass(frozen=True, slots=True)
-class BusyInterval:
-    """One busy stretch of a person's calendar (aware times; ``status`` ``busy``, ``tentative``, ``oof``...)."""
-
-    start: datetime
-    end: datetime
-    status: str = "busy"
-
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """What a calendar says about one person between two times.
-
-    Attributes:
-        email: the person's address.
-        busy: their busy intervals (aware, sorted).
-        timezone: the IANA zone of their working hours, or "" when unknown.
-        work_days: their working weekdays (0 = Monday), or () when unknown.
-        work_start, work_end: their working hours as ``(hour, minute)``, or None when unknown.
-        error: why the calendar could not be read (then ``busy`` is empty and means nothing), or "".
-    """
-
-    email: str
-    busy: tuple[BusyInterval, ...] = ()
-    timezone: str = ""
-    work_days: tuple[int, ...] = ()
-    work_start: tuple[int, int] | None = None
-    work_end: tuple[int, int] | None = None
-    error: str = ""
 
 
 def _parse_graph_time(value: Mapping[str, Any], default_tz: str) -> datetime:

@@ -19,7 +19,8 @@ from .args import DEFAULT_DURATION_MINUTES, CalendarCreateArgs, valid_timezone
 from .extract import EventDraft, extract_event
 from .recurrence import describe_end, describe_rrule
 
-__all__ = ["EventProposal", "propose_event", "invalid_question", "event_lines", "summary_line", "format_when", "format_duration"]
+__all__ = ["EventProposal", "propose_event", "invalid_question", "event_lines", "summary_line", "format_when",
+           "format_duration", "format_slot"]
 
 
 @dataclass(slots=True)
@@ -116,6 +117,12 @@ def _format_series(args: CalendarCreateArgs, viewer_tz: str | None) -> str:
         first = args.start.astimezone(ZoneInfo(viewer_tz))
         text += f"; first {first:%a %d %b %H:%M} {viewer_tz}"
     return text
+
+
+def format_slot(start: datetime, tz_name: str) -> str:
+    """A slot's start in ``tz_name``: ``Tue 01 Dec 15:30``."""
+    zone = tz_name if valid_timezone(tz_name) else "UTC"
+    return f"{start.astimezone(ZoneInfo(zone)):%a %d %b %H:%M}"
 
 
 def format_duration(minutes: int | None) -> str:
