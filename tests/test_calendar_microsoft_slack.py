@@ -7,12 +7,18 @@ A meeting request on Teams gets the preview with Confirm / Cancel and nothing is
 Confirm books ONE event in the requester's own Outlook calendar (their Slack e-mail is the mailbox), with the
 attendee invited and the Teams join link shown in the thread; clicking Confirm again books nothing new. A
 requester outside the application access policy is told so in the thread, and nothing is claimed.
+
+Free/busy before booking (getSchedule): a request at a time when an attendee is busy shows who is busy and the
+next free slots as buttons; the picked one is booked, once. "find 30 minutes with carol@example.com next week"
+proposes the first common free slot with the next ones as buttons; a picked slot is booked once.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +39,13 @@ from state.store import sqlite_url
 
 ALICE, BOB, MALLORY = "UALICE01", "UBOB0002", "UMALLORY"
 _ids = itertools.count(1)
+BERLIN = ZoneInfo("Europe/Berlin")
 
 
 @pytest.fixture(scope="module")
 def graph():
-    with GraphStandIn({"ualice01@example.com", "ubob0002@example.com", "umallory@example.com"},
+    with GraphStandIn({"ualice01@example.com", "ubob0002@example.com", "umallory@example.com", "carol@example.com",
+                       "dave@example.com"},
                       allowed={"ualice01@example.com", "ubob0002@example.com"}) as g:
         yield g
 
@@ -124,3 +132,66 @@ def test_a_requester_outside_the_access_policy_is_told_and_nothing_is_claimed(ha
     assert "may not book in umallory@example.com's Microsoft 365 calendar" in text
     assert "Booked" not in text and "Nothing was booked" in text
     assert "umallory@example.com" not in graph.events and not any(e == "umallory" for e, _ in graph.invitations)
+
+
+def choice_buttons(blocks: list[dict]) -> list[dict]:
+    return [e for b in blocks if b["type"] == "actions" for e in b["elements"] if "#" in e["action_id"]]
+
+
+def _wall(event: dict) -> datetime:
+    return datetime.fromisoformat(event["start"]["dateTime"]).replace(tzinfo=ZoneInfo(event["start"]["timeZone"]))
+
+
+def test_a_busy_attendee_is_named_and_a_picked_free_slot_is_booked_once(harness: SlackHarness,
+                                                                          graph: GraphStandIn) -> None:
+    h = harness
+    tomorrow = (datetime.now(BERLIN) + timedelta(days=1)).replace(hour=11, minute=0, second=0, microsecond=0)
+    graph.add_busy("carol@example.com", tomorrow - timedelta(minutes=30), tomorrow + timedelta(hours=1))
+    ch, root = ask(h, "book a 30 min sync with carol@example.com tomorrow at 11am")
+    post = reply(h, ch, root["ts"])
+    shown = json.dumps(post.params["blocks"], ensure_ascii=False)
+    assert "*Busy then:* carol@example.com" in shown and "*Next free:*" in shown
+    [schedule] = graph.calls("POST", "/calendar/getSchedule")[-1:]
+    assert sorted(schedule.body["schedules"]) == ["carol@example.com", "ualice01@example.com"]
+    picks = choice_buttons(post.params["blocks"])
+    assert picks and all(p["text"]["text"].startswith("Book ") for p in picks)
+    key = confirm_button(post.params["blocks"])["value"]
+    offered = [datetime.fromisoformat(s) for s in h.service.get(key).args["free_slots"]]
+    assert offered[0] >= tomorrow + timedelta(hours=1) and len(offered) == len(picks)
+    before = len(graph.events.get("ualice01@example.com", []))
+
+    done = click(h, ALICE, picks[0], ch, post, "fb-pick")
+    events = graph.events["ualice01@example.com"]
+    assert len(events) == before + 1 and _wall(events[-1]) == offered[0]
+    assert "Booked" in json.dumps(done.params, ensure_ascii=False)
+    again = click(h, ALICE, confirm_button(post.params["blocks"]), ch, post, "fb-again")
+    other = click(h, ALICE, picks[-1], ch, post, "fb-other")
+    assert "already" in again.params["text"] and "already" in other.params["text"]
+    assert len(graph.events["ualice01@example.com"]) == before + 1
+
+
+def test_find_30_minutes_next_week_books_the_picked_slot_once(harness: SlackHarness, graph: GraphStandIn) -> None:
+    h = harness
+    now = datetime.now(BERLIN)
+    monday = (now + timedelta(days=7 - now.weekday())).replace(hour=0, minute=0, second=0, microsecond=0)
+    graph.add_busy("dave@example.com", monday, monday + timedelta(hours=10))  # Monday until 10:00 Berlin
+    ch, root = ask(h, "find 30 minutes with dave@example.com next week")
+    post = reply(h, ch, root["ts"])
+    key = confirm_button(post.params["blocks"])["value"]
+    args = h.service.get(key).args
+    first = datetime.fromisoformat(args["start"])
+    assert first == monday + timedelta(hours=10)  # both at work 08:00-17:00 UTC; Dave is free from 10:00
+    slots = [datetime.fromisoformat(s) for s in args["free_slots"]]
+    assert slots == [first + timedelta(minutes=30 * i) for i in (1, 2, 3)]
+    picks = choice_buttons(post.params["blocks"])
+    assert [p["text"]["text"] for p in picks] == [f"Book {s.astimezone(BERLIN):%a %d %b %H:%M}" for s in slots]
+    assert "dave@example.com" in json.dumps(post.params["blocks"]) and not graph.events.get("dave@example.com")
+    before = len(graph.events.get("ualice01@example.com", []))
+
+    done = click(h, ALICE, picks[1], ch, post, "find-pick")
+    events = graph.events["ualice01@example.com"]
+    assert len(events) == before + 1 and _wall(events[-1]) == slots[1]
+    assert f"{slots[1].astimezone(BERLIN):%H:%M}" in done.params["text"]
+    assert graph.invitations[-1][0] == "dave@example.com"
+    click(h, ALICE, picks[0], ch, post, "find-again")
+    assert len(graph.events["ualice01@example.com"]) == before + 1

@@ -44,8 +44,7 @@ def test_an_attendees_own_working_hours_in_their_zone_bound_the_slots() -> None:
     me = Schedule("me@x.com")  # unknown hours: 09:00-17:00 Berlin
     slots = free_slots([me, bob], duration=timedelta(minutes=30), after=at(0, 8), until=at(3, 0),
                        requester_tz="Europe/Berlin", count=2)
-    # Berlin 17:00 is 08:00 in Los Angeles: only 16:30 Berlin (07:30 LA) fails; 17:00 is past the Berlin day.
-    # The first time both are at work is 08:00 LA = 17:00 Berlin, which is outside 09-17 Berlin: no slot on Monday.
+    # Bob's 08:00 in Los Angeles is 17:00 in Berlin, when the requester's default day (09-17 Berlin) has ended.
     assert slots == []
     bob_early = Schedule("bob@x.com", timezone="America/Los_Angeles", work_days=(0, 1, 2, 3, 4), work_start=(6, 0),
                          work_end=(17, 0))
