@@ -16,7 +16,10 @@ The real ``google-api-python-client`` talks to it over HTTP when built with
   ``timeZone`` on its start and end (400 ``invalid`` "Missing time zone definition for start time.").
 - ``GET /calendar/v3/calendars/{calendarId}/events/{eventId}`` (``events.get``).
 - ``POST /calendar/v3/freeBusy`` (``freebusy.query``): ``calendars: {address: {busy: [{start, end}]}}`` from
-  :meth:`GoogleCalendarStandin.add_busy` and the events it holds; an unknown address gets ``errors``.
+  :meth:`GoogleCalendarStandin.add_busy` and the events it holds; an unknown address gets ``errors``. A
+  service-account token must carry a scope the method accepts (403 ``insufficientPermissions`` otherwise):
+  ``calendar.freebusy`` (or ``calendar``/``calendar.readonly``) for freeBusy, ``calendar.events`` (or
+  ``calendar``) for events.insert.
 - ``POST /token``: the OAuth 2.0 JWT-bearer grant a service account uses; the assertion's
   signature is checked against the registered public key, and its ``sub`` (domain-wide
   delegation) becomes the acting user, whose ``primary`` calendar the token writes to; and the
@@ -45,6 +48,10 @@ __all__ = ["GoogleCalendarStandin", "Recorded", "ERROR_STATUS"]
 
 _EVENT_ID = re.compile(r"^[a-v0-9]{5,1024}$")
 _RECURRENCE_LINE = re.compile(r"^(?:RRULE|EXRULE|RDATE|EXDATE)[:;]\S")
+_BASE = "https://www.googleapis.com/auth/"
+#: The scopes ``freebusy.query`` accepts (``calendar.events`` is not one of them).
+_FREEBUSY_SCOPES = {_BASE + s for s in ("calendar", "calendar.readonly", "calendar.freebusy",
+                                        "calendar.events.freebusy")}
 ERROR_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
 
@@ -95,6 +102,7 @@ class GoogleCalendarStandin:
         self.events: dict[tuple[str, str], dict[str, Any]] = {}  # (calendar owner/id, event id) -> resource
         self.busy: dict[str, list[tuple[datetime, datetime]]] = {}  # e-mail -> busy stretches (freeBusy)
         self.known_users: set[str] | None = None  # freeBusy: addresses it can read (None: all)
+        self.token_scopes: dict[str, set[str]] = {}  # service-account token -> its scopes (checked per method)
         self.requests: list[Recorded] = []
         self._failures: list[_Failure] = []
         self._lock = threading.Lock()
@@ -200,6 +208,9 @@ class GoogleCalendarStandin:
         if r.path == "/calendar/v3/freeBusy" and r.method == "POST":
             if self._user(r) is None:
                 return 401, google_error(401, "authError", "Request had invalid authentication credentials."), {}
+            if not self._scoped(r, _FREEBUSY_SCOPES):
+                return 403, google_error(403, "insufficientPermissions",
+                                         "Request had insufficient authentication scopes."), {}
             return self._free_busy(r)
         m = re.fullmatch(r"/calendar/v3/calendars/([^/]+)/events(?:/([^/]+))?", r.path)
         if not m:
@@ -213,6 +224,8 @@ class GoogleCalendarStandin:
         if calendar != "primary" and calendar not in self.calendars:
             return 404, google_error(404, "notFound", "Not Found"), {}
         failure = self._take_failure(r.method)
+        if r.method == "POST" and m[2] is None and not self._scoped(r, {_BASE + "calendar", _BASE + "calendar.events"}):
+            return 403, google_error(403, "insufficientPermissions", "Request had insufficient authentication scopes."), {}
         if r.method == "POST" and m[2] is None:
             if failure and not failure.commit:
                 return failure.status, google_error(failure.status, failure.reason, failure.message), failure.headers
@@ -264,6 +277,11 @@ class GoogleCalendarStandin:
                     return self._failures.pop(i)
         return None
 
+    def _scoped(self, r: Recorded, accepted: set[str]) -> bool:
+        """A service-account token carries one of ``accepted`` (other tokens are not checked)."""
+        scopes = self.token_scopes.get(r.headers.get("authorization", "")[7:])
+        return scopes is None or bool(scopes & accepted)
+
     def _user(self, r: Recorded) -> str | None:
         auth = r.headers.get("authorization", "")
         if not auth.startswith("Bearer "):
@@ -298,6 +316,7 @@ class GoogleCalendarStandin:
         token = "sa-" + secrets.token_hex(8)
         with self._lock:
             self.tokens[token] = claims.get("sub") or claims["iss"]
+            self.token_scopes[token] = set(str(claims.get("scope", "")).split())
         return 200, {"access_token": token, "expires_in": 3599, "token_type": "Bearer"}, {}
 
     def _insert(self, r: Recorded, owner: str, user: str) -> tuple[int, Any]:

@@ -32,13 +32,15 @@ def calendar_backend(backend: str = "local", *, state_url: str = "", ics_dir: st
     """
     if backend == "google":
         try:
-            from .google import GoogleCalendar, credentials_factory
+            from .google import FREEBUSY_SCOPES, GoogleCalendar, credentials_factory
         except ImportError as exc:  # the CLI says so at startup (app.extras); a library caller learns it here
             raise ToolUnavailableError("CALENDAR_BACKEND=google needs the google extra, which is not installed: "
                                        "pip install 'chatops-bot[google]'") from exc
 
         creds = credentials_factory(service_account_file, oauth_token_file)
-        return GoogleCalendar(creds, calendar_id=calendar_id, api_endpoint=api_endpoint)
+        freebusy = credentials_factory(service_account_file, oauth_token_file, scopes=FREEBUSY_SCOPES)
+        return GoogleCalendar(creds, calendar_id=calendar_id, api_endpoint=api_endpoint,
+                              freebusy_credentials_for=freebusy)
     if backend == "microsoft":
         try:
             from .microsoft import GraphCalendar
