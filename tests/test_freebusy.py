@@ -95,3 +95,38 @@ def test_the_local_calendar_answers_free_busy_from_its_own_events(tmp_path: Path
 def test_a_time_in_utc_is_compared_as_the_same_instant() -> None:
     alice = Schedule("a@x.com", (BusyInterval(at(0, 10).astimezone(timezone.utc), at(0, 11).astimezone(timezone.utc)),))
     assert busy_at([alice], at(0, 10, 30), at(0, 10, 45)) == ["a@x.com"]
+
+
+def test_a_choice_button_books_that_slot_and_a_forged_choice_books_nothing(tmp_path: Path) -> None:
+    from agent.models import PendingAction, Turn, idempotency_key
+    from app.actions import ActionService
+    from helpers import public_viewer
+    from state import StateStore
+    from tools.base import ToolRegistry
+    from tools.calendar import CalendarCreate
+
+    store = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    cal = LocalCalendar(f"sqlite:///{tmp_path / 'state.sqlite'}", tmp_path / "ics")
+    tools = ToolRegistry()
+    tools.register(CalendarCreate(cal))
+    service = ActionService(store, tools)
+    start = (datetime.now(BERLIN) + timedelta(days=2)).replace(hour=10, minute=0, second=0, microsecond=0)
+    args = CalendarCreateArgs.model_validate({"title": "Sync", "start": start, "duration_minutes": 30,
+                                              "timezone": "Europe/Berlin", "attendees": ["bob@x.com"],
+                                              "busy": ["bob@x.com"],
+                                              "free_slots": [start + timedelta(hours=1), start + timedelta(hours=2)]})
+    turn = Turn(viewer=public_viewer(), text="book a sync", platform="slack", user_id="U1", channel_id="C1",
+                message_id="1.1")
+    for n, forged in enumerate(("#x", "#7")):
+        key = idempotency_key("choice", str(n))
+        service.propose(PendingAction("calendar.create", args.model_dump(mode="json"), key, "Sync"), turn)
+        out = service.handle_button(f"action_confirm:{key}{forged}", f"{key}{forged}", "U1")
+        assert out.status in {"not_found", "failed"} and cal.events() == []
+    key = idempotency_key("choice", "ok")
+    service.propose(PendingAction("calendar.create", args.model_dump(mode="json"), key, "Sync"), turn)
+    done = service.handle_button(f"action_confirm:{key}#1", f"{key}#1", "U1")
+    assert done.status == "done" and [e["start"] for e in cal.events()] == [start + timedelta(hours=2)]
+    assert service.handle_button(f"action_confirm:{key}#0", f"{key}#0", "U1").status == "already_done"
+    assert len(cal.events()) == 1
+    cal.close()
+    store.close()

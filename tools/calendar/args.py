@@ -89,8 +89,8 @@ class CalendarCreateArgs(BaseModel):
     description: str = Field(default="", max_length=8000, description="Event description (plain text).")
     location: str = Field(default="", max_length=500, description="Room or address.")
     timezone: str = Field(default="UTC", description="IANA time zone of the event, e.g. Europe/Berlin.")
-    video_conference: bool = Field(default=False, description="Add a video conference (Google Meet on Google Calendar, a Teams "
-                                     "meeting on Microsoft 365).")
+    video_conference: bool = Field(default=False, description="Add a video conference (Google Meet on Google "
+                                                              "Calendar, a Teams meeting on Microsoft 365).")
     busy: SkipJsonSchema[list[str]] = Field(
         default_factory=list, max_length=MAX_ATTENDEES + 1,
         description="Filled by the bot, not the model: who is busy at start (free/busy before booking).")

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -353,7 +354,7 @@ class GraphCalendar:
             raise GraphCalendarError("Booking in Microsoft 365 uses the organiser's own calendar, but your e-mail "
                                      "address is unknown (Slack: the users:read.email scope; Teams: the roster). "
                                      "Nothing was booked.")
-        return organizer_email
+        return quote(organizer_email, safe="@")
 
     # -- the backend ---------------------------------------------------------------------------------
     def create(self, args: CalendarCreateArgs, *, event_id: str, requester: str = "",

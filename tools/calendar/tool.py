@@ -151,7 +151,7 @@ class CalendarCreate:
         if not d.attendees:
             return Clarification("Who should I find a time with? Mention them or give their e-mail addresses. "
                                  "Nothing has been booked.", trace)
-        raw = {"title": d.title if d.title != "Meeting" else "Meeting", "start": request.sent_at + timedelta(days=1),
+        raw = {"title": d.title, "start": request.sent_at + timedelta(days=1),
                "duration_minutes": d.duration_minutes or self.default_duration_minutes, "attendees": d.attendees,
                "description": request.background, "location": d.location, "timezone": d.timezone,
                "video_conference": d.video_conference}
