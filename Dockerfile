@@ -14,7 +14,7 @@ RUN python -m venv /opt/chatops
 WORKDIR /src
 # Every package, pip and the build tools included, must match a SHA-256 hash of the lock (as `make install`).
 # requirements-extras.lock is requirements.lock without the test extra (`make lock` writes both: same pins,
-# same hashes): the runtime with every optional feature's extra (teams, llm, google, postgres, otel; app/extras.py), so
+# same hashes): the runtime with every optional feature's extra (teams, llm, google, microsoft, postgres, otel; app/extras.py), so
 # pytest, ruff and the 100 MB of Kubernetes schemas of the deploy tests stay out of the image. For an image
 # without them: docker build --build-arg LOCK=requirements-runtime.lock .
 ARG LOCK=requirements-extras.lock

@@ -41,8 +41,8 @@ $(RUNTIME_STAMP): pyproject.toml requirements-runtime.lock
 # Re-resolves requirements.lock from pyproject.toml with every extra (run after changing a dependency; commit
 # the result; uv keeps the pins already in a lock unless a requirement changed), then its subsets, same pins
 # and hashes: requirements-runtime.lock, no extra (make demo), and requirements-extras.lock, the optional
-# features' extras (teams, llm, google, postgres, otel, mcp; app/extras.py) without the test tools (the container image).
-OPTIONAL_EXTRAS := teams llm google postgres otel mcp
+# features' extras (teams, llm, google, microsoft, postgres, otel, mcp; app/extras.py) without the test tools (the container image).
+OPTIONAL_EXTRAS := teams llm google microsoft postgres otel mcp
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet 'uv>=0.9,<1'
@@ -53,7 +53,7 @@ lock:
 	$(BIN)/uv pip compile pyproject.toml requirements-build.in $(addprefix --extra ,$(OPTIONAL_EXTRAS)) \
 	  -c requirements.lock --generate-hashes --universal --python-version 3.11 --no-header -o requirements-extras.lock
 
-# The optional features (teams, llm, google, postgres, otel, mcp) into a runtime venv, from the hashed lock: make install-extras
+# The optional features (teams, llm, google, microsoft, postgres, otel, mcp) into a runtime venv, from the hashed lock: make install-extras
 # after make demo (make install has them already).
 install-extras: install-runtime
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-extras.lock

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from agent.models import PendingAction, Turn
 from state import PendingRecord, StateStore
-from tools.actions import TIME_PASSED, ActionTool, ActionWords
+from tools.actions import CHOICE, TIME_PASSED, ActionTool, ActionWords
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError
 from tools.outbox import Outbox
@@ -44,13 +44,15 @@ from tools.outbox import Outbox
 from .settings import Settings
 
 __all__ = ["ActionService", "ActionOutcome", "build_action_service",
-           "CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id"]
+           "CONFIRM_PREFIX", "CANCEL_PREFIX", "CHOICE_SEPARATOR", "parse_action_id"]
 
 log = logging.getLogger(__name__)
 
 #: Slack ``action_id`` prefixes of the preview's buttons (the key follows; it is also the button's ``value``).
 CONFIRM_PREFIX = "action_confirm:"
 CANCEL_PREFIX = "action_cancel:"
+#: Between the key and the picked choice in a choice button's id and value: ``action_confirm:<key>#2``.
+CHOICE_SEPARATOR = "#"
 
 
 def parse_action_id(action_id: str) -> tuple[str, str] | None:
@@ -183,20 +185,23 @@ class ActionService:
         return rec.status in {"pending", "expired"} and (rec.status == "expired" or self.clock() >= rec.expires_at)
 
     # -- confirm -------------------------------------------------------------------------------
-    def confirm(self, key: str, user_id: str, *, user_email: str | None = None) -> ActionOutcome:
-        """Execute the action ``key`` for ``user_id`` exactly once.
+    def confirm(self, key: str, user_id: str, *, user_email: str | None = None,
+                choice: int | None = None) -> ActionOutcome:
+        """Execute the action ``key`` for ``user_id`` exactly once (whichever of its buttons was pressed).
 
         Args:
             key: the idempotency key (the Slack button's ``value``).
             user_id: who clicked; only the requester may confirm.
-            user_email: the clicker's e-mail (the Google backend books as them); ``resolve_email`` otherwise.
+            user_email: the clicker's e-mail (Google and Microsoft 365 book as them); ``resolve_email`` otherwise.
+            choice: the alternative picked (an index into the preview's ``choices``), or None for the
+                arguments as proposed; the tool reads it from ``ctx.extra[CHOICE]``.
 
         Returns:
             the outcome; never raises for a tool failure (it is reported and audited).
         """
-        return self._with_tool(self._confirm(key, user_id, user_email))
+        return self._with_tool(self._confirm(key, user_id, user_email, choice))
 
-    def _confirm(self, key: str, user_id: str, user_email: str | None) -> ActionOutcome:
+    def _confirm(self, key: str, user_id: str, user_email: str | None, choice: int | None = None) -> ActionOutcome:
         rec = self._own_record(key, user_id, "confirm")
         if isinstance(rec, ActionOutcome):
             return rec
@@ -215,13 +220,16 @@ class ActionService:
         if not self.store.transition_pending(key, "pending", "executing"):
             now = self.store.get_pending(key)
             return self._settled(now) or ActionOutcome("in_progress", doing, now)
-        return self._execute(rec, user_id, user_email)
+        return self._execute(rec, user_id, user_email, choice)
 
-    def _execute(self, rec: PendingRecord, user_id: str, user_email: str | None) -> ActionOutcome:
+    def _execute(self, rec: PendingRecord, user_id: str, user_email: str | None,
+                 choice: int | None = None) -> ActionOutcome:
         key = rec.key
         tool = self.tool(rec.tool)
         w = tool.words if tool is not None else _GENERIC
         detail: dict[str, Any] = {"key": key, "args": _brief(rec.args)}
+        if choice is not None:
+            detail["choice"] = choice
         if tool is None:
             return self._fail(rec, user_id, f"I can't {w.verb} this here: the tool {rec.tool} is not available; "
                               f"nothing was {w.past}.", f"no action tool {rec.tool}", detail)
@@ -234,7 +242,8 @@ class ActionService:
             return self._fail(rec, user_id, msg, str(exc), detail)
         ctx = ToolContext(user_id=user_id, timezone=str(rec.args.get("timezone") or "UTC"), platform=rec.platform,
                           channel_id=rec.channel_id, user_email=email or "", outbox=self.outbox,
-                          extra={"idempotency_key": key, "thread_id": rec.thread_id})
+                          extra={"idempotency_key": key, "thread_id": rec.thread_id,
+                                 **({CHOICE: choice} if choice is not None else {})})
         try:
             result = tool.execute(args, key, ctx)
         except Exception as exc:  # a bug or an unexpected backend error: record it, never lose the click
@@ -301,7 +310,12 @@ class ActionService:
         if parsed is None or (value and value != parsed[1]):
             return ActionOutcome("not_found", "That button doesn't belong to a pending action; nothing was done.")
         op, key = parsed
-        return self.confirm(key, user_id, user_email=user_email) if op == "confirm" else self.cancel(key, user_id)
+        key, sep, pick = key.partition(CHOICE_SEPARATOR)
+        if op == "cancel":
+            return self.cancel(key, user_id)
+        if sep and not pick.isdigit():
+            return ActionOutcome("not_found", "That button doesn't belong to a pending action; nothing was done.")
+        return self.confirm(key, user_id, user_email=user_email, choice=int(pick) if sep else None)
 
     def _own_record(self, key: str, user_id: str, op: str) -> PendingRecord | ActionOutcome:
         """The record ``key`` when ``user_id`` requested it; otherwise the not-found or forbidden outcome

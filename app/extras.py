@@ -1,4 +1,4 @@
-"""Optional features (Teams, an LLM, Google Calendar, PostgreSQL, OpenTelemetry, the MCP server) and the extra each one needs:
+"""Optional features (Teams, an LLM, Google Calendar, Microsoft 365 calendars, PostgreSQL, OpenTelemetry, the MCP server) and the extra each one needs:
 ``pip install 'chatops-bot[EXTRA]'`` (from a checkout, ``make install-extras``). The runtime (``make demo``,
 ``requirements-runtime.lock``) leaves them out; the container image (``requirements-extras.lock``) and the test
 environment (``requirements.lock``) have them all.
@@ -49,6 +49,9 @@ EXTRAS: tuple[Extra, ...] = (
     Extra("google", ("googleapiclient", "google.oauth2", "httplib2"),
           lambda s: s.calendar_backend == "google", lambda s: "CALENDAR_BACKEND=google",
           "the Google Calendar backend"),
+    Extra("microsoft", ("msal",),
+          lambda s: s.calendar_backend == "microsoft", lambda s: "CALENDAR_BACKEND=microsoft",
+          "the Microsoft 365 calendar backend"),
     Extra("postgres", ("psycopg",),
           lambda s: (s.database_url or "").lower().startswith("postgresql"),
           lambda s: "DATABASE_URL=" + (s.database_url or "").split(":", 1)[0] + "://...",

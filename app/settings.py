@@ -179,8 +179,9 @@ class Settings(BaseSettings):
                                        "appendStream, stopStream); false posts each answer whole (chat.postMessage).")
 
     # Actions
-    calendar_backend: Literal["local", "google"] = Field("local", description="Where calendar.create books: "
-                                                         "'local' (state database + .ics files) or 'google'.")
+    calendar_backend: Literal["local", "google", "microsoft"] = Field(
+        "local", description="Where calendar.create books: 'local' (state database + .ics files), 'google' (Google "
+                             "Calendar) or 'microsoft' (Microsoft 365 through Microsoft Graph).")
     default_timezone: str = Field("UTC", description="IANA time zone for requesters whose zone is unknown "
                                   "(a Slack or Teams user's own zone wins). Unset, the servers use UTC and the "
                                   "commands run at a terminal (ask, chat, actions, reminders) the machine's zone "
@@ -197,6 +198,18 @@ class Settings(BaseSettings):
     google_calendar_id: str = Field("primary", description="Google calendar to write to.")
     google_calendar_api_endpoint: str | None = Field(None, description="Base URL override of the Calendar API "
                                                      "(e.g. http://127.0.0.1:8080/calendar/v3/ for a stand-in).")
+    graph_tenant_id: str = Field("", description="CALENDAR_BACKEND=microsoft: the Microsoft Entra tenant (directory) "
+                                 "id or domain of the app registration that books meetings.")
+    graph_client_id: str = Field("", description="CALENDAR_BACKEND=microsoft: the app registration's application "
+                                 "(client) id; it has the Calendars.ReadWrite application permission.")
+    graph_client_secret: SecretStr | None = Field(None, description="CALENDAR_BACKEND=microsoft: a client secret of "
+                                                  "that app registration.")
+    graph_api_endpoint: str = Field("https://graph.microsoft.com/v1.0", description="Microsoft Graph's base URL "
+                                    "with its version (a national cloud's, e.g. https://graph.microsoft.us/v1.0).")
+    graph_authority_host: str = Field("https://login.microsoftonline.com", description="The Microsoft sign-in host "
+                                      "(a national cloud's, e.g. https://login.microsoftonline.us).")
+    graph_ca_bundle: str | None = Field(None, description="A PEM file of CA certificates to trust for Microsoft "
+                                        "sign-in and Graph instead of the system's (a TLS-inspecting proxy).")
 
     # Jira (ticket.create; registered only when JIRA_URL and its credentials are set)
     jira_url: str | None = Field(None, description="The Jira site tickets are filed in: Cloud "

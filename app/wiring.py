@@ -143,6 +143,15 @@ class Runtime:
             tool.close()
 
 
+def graph_options(settings: Settings) -> dict[str, str | None]:
+    """The Microsoft 365 backend's keyword arguments (:class:`tools.calendar.microsoft.GraphCalendar`) from the
+    ``GRAPH_*`` settings."""
+    return {"tenant_id": settings.graph_tenant_id, "client_id": settings.graph_client_id,
+            "client_secret": settings.graph_client_secret.get_secret_value() if settings.graph_client_secret else "",
+            "api_endpoint": settings.graph_api_endpoint, "authority_host": settings.graph_authority_host,
+            "ca_bundle": settings.graph_ca_bundle}
+
+
 def register_action_tools(tools: ToolRegistry, settings: Settings) -> ToolRegistry:
     """Register the side-effect tools (:mod:`tools.actions`; the planners only propose them, and
     :mod:`app.actions` runs a confirmed one once): one line each, the only place outside ``tools/``
@@ -155,7 +164,8 @@ def register_action_tools(tools: ToolRegistry, settings: Settings) -> ToolRegist
         settings.calendar_backend, default_duration_minutes=settings.calendar_default_duration_minutes,
         state_url=settings.state_url, ics_dir=settings.ics_dir,
         service_account_file=settings.google_service_account_file, oauth_token_file=settings.google_oauth_token_file,
-        calendar_id=settings.google_calendar_id, api_endpoint=settings.google_calendar_api_endpoint))
+        calendar_id=settings.google_calendar_id, api_endpoint=settings.google_calendar_api_endpoint,
+        graph=graph_options(settings)))
     tools.register(ReminderCreate())
     if settings.jira_configured:
         from tools.jira.factory import jira_tool

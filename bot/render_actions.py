@@ -8,7 +8,9 @@ takes a pending action (:class:`agent.models.PendingAction` as the agent propose
 :class:`tools.actions.Preview` (a title and labelled fields) in the tool's words.
 
 Slack buttons: the Confirm button's ``action_id`` is ``action_confirm:<key>`` and Cancel's is
-``action_cancel:<key>``; both carry the idempotency key in ``value``. The adapter routes
+``action_cancel:<key>``; both carry the idempotency key in ``value``. A preview with choices (other free
+times) adds one button per choice between them: ``action_confirm:<key>#<n>`` with value ``<key>#<n>`` (a
+Teams card: ``data`` with ``"choice": n``); whichever is pressed first confirms the one action, once. The adapter routes
 ``^action_(confirm|cancel):`` to :meth:`app.actions.ActionService.handle_button` and then either
 updates the message with :func:`slack_outcome_blocks` (``outcome.final``) or tells only the
 clicker (``outcome.private`` or a retry) with ``outcome.message``.
@@ -29,7 +31,7 @@ from state import PendingRecord
 from tools.actions import ActionTool, ActionWords, Preview, fallback_preview, stored_args
 from tools.dates import valid_timezone
 
-from app.actions import CANCEL_PREFIX, CONFIRM_PREFIX, ActionOutcome, parse_action_id
+from app.actions import CANCEL_PREFIX, CHOICE_SEPARATOR, CONFIRM_PREFIX, ActionOutcome, parse_action_id
 from .links import web_url
 
 __all__ = ["CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id", "slack_preview_blocks", "slack_outcome_blocks",
@@ -37,6 +39,8 @@ __all__ = ["CONFIRM_PREFIX", "CANCEL_PREFIX", "parse_action_id", "slack_preview_
            "adaptive_card", "adaptive_card_outcome"]
 
 _EXCERPT = 300
+#: At most this many choice buttons (Slack allows 25 elements in an actions block; Teams cards show ~5 actions).
+MAX_CHOICES = 3
 _GENERIC = ActionWords()
 
 
@@ -111,9 +115,13 @@ def slack_preview_blocks(action: PendingAction | PendingRecord, tool: ActionTool
     if preview.details:
         blocks.append({"type": "context", "elements": [
             {"type": "mrkdwn", "text": _esc(_excerpt(preview.details, _EXCERPT))}]})
+    picks = [{"type": "button", "action_id": f"{CONFIRM_PREFIX}{key}{CHOICE_SEPARATOR}{i}",
+              "value": f"{key}{CHOICE_SEPARATOR}{i}", "text": {"type": "plain_text", "text": label[:75], "emoji": False}}
+             for i, label in enumerate(preview.choices[:MAX_CHOICES])]
     blocks.append({"type": "actions", "block_id": f"pending_action:{key}"[:255], "elements": [
         {"type": "button", "action_id": f"{CONFIRM_PREFIX}{key}", "style": "primary", "value": key,
          "text": {"type": "plain_text", "text": "Confirm", "emoji": False}},
+        *picks,
         {"type": "button", "action_id": f"{CANCEL_PREFIX}{key}", "style": "danger", "value": key,
          "text": {"type": "plain_text", "text": "Cancel", "emoji": False}},
     ]})
@@ -137,7 +145,7 @@ def slack_outcome_blocks(outcome: ActionOutcome, *, viewer_tz: str | None = None
     blocks: list[dict[str, Any]] = []
     head = f"{icon} {_esc(_headline(outcome))}"
     if outcome.record is not None:
-        head += f"\n{_esc(_preview(outcome.record, outcome.tool, viewer_tz).summary)}"
+        head += f"\n{_esc(_summary(outcome, viewer_tz))}"
     links = _links(outcome)
     if links:
         head += "\n" + "  \u00b7  ".join(f"<{url}|{_esc(label)}>" for label, url in links)
@@ -167,6 +175,14 @@ def _record_outcome(rec: PendingRecord, tool: ActionTool | None) -> ActionOutcom
            "in_progress": f"It's being {w.past} right now."}.get(status, f"This preview expired; nothing was {w.past}.")
     return ActionOutcome(status, msg, rec, dict(rec.result or {}) if rec.status == "done" else {},  # type: ignore[arg-type]
                          tool)
+
+
+def _summary(outcome: ActionOutcome, viewer_tz: str | None) -> str:
+    """The settled action's one line: the result's ``summary`` when it differs from the preview (a picked
+    choice, in the requester's zone), else the preview's in the viewer's zone."""
+    done = str((outcome.result or {}).get("summary") or "") if outcome.status in {"done", "already_done"} else ""
+    assert outcome.record is not None
+    return done or _preview(outcome.record, outcome.tool, viewer_tz).summary
 
 
 def _headline(outcome: ActionOutcome) -> str:
@@ -234,6 +250,9 @@ def adaptive_card(action: PendingAction | PendingRecord, tool: ActionTool | None
         "actions": [
             {"type": "Action.Submit", "title": "Confirm", "style": "positive",
              "data": {"action": CONFIRM_PREFIX.rstrip(":"), "key": key}},
+            *({"type": "Action.Submit", "title": label, "data": {"action": CONFIRM_PREFIX.rstrip(":"), "key": key,
+                                                                  "choice": i}}
+              for i, label in enumerate(preview.choices[:MAX_CHOICES])),
             {"type": "Action.Submit", "title": "Cancel", "style": "destructive",
              "data": {"action": CANCEL_PREFIX.rstrip(":"), "key": key}},
         ],
@@ -244,8 +263,7 @@ def adaptive_card_outcome(outcome: ActionOutcome, *, viewer_tz: str | None = Non
     """The Adaptive Card that replaces a settled preview (no buttons; ``Action.OpenUrl`` for each web link)."""
     body: list[dict[str, Any]] = [{"type": "TextBlock", "text": _headline(outcome), "weight": "Bolder", "wrap": True}]
     if outcome.record is not None:
-        body.append({"type": "TextBlock", "text": _preview(outcome.record, outcome.tool, viewer_tz).summary,
-                     "wrap": True})
+        body.append({"type": "TextBlock", "text": _summary(outcome, viewer_tz), "wrap": True})
     if outcome.status in {"failed", "expired"}:
         body.append({"type": "TextBlock", "text": outcome.message, "wrap": True, "isSubtle": True})
     card: dict[str, Any] = {"type": "AdaptiveCard", "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",

@@ -15,6 +15,11 @@ The real ``google-api-python-client`` talks to it over HTTP when built with
   ``EXDATE:`` (400 ``invalid`` "Invalid recurrence rule." otherwise), and a recurring event needs a
   ``timeZone`` on its start and end (400 ``invalid`` "Missing time zone definition for start time.").
 - ``GET /calendar/v3/calendars/{calendarId}/events/{eventId}`` (``events.get``).
+- ``POST /calendar/v3/freeBusy`` (``freebusy.query``): ``calendars: {address: {busy: [{start, end}]}}`` from
+  :meth:`GoogleCalendarStandin.add_busy` and the events it holds; an unknown address gets ``errors``. A
+  service-account token must carry a scope the method accepts (403 ``insufficientPermissions`` otherwise):
+  ``calendar.freebusy`` (or ``calendar``/``calendar.readonly``) for freeBusy, ``calendar.events`` (or
+  ``calendar``) for events.insert.
 - ``POST /token``: the OAuth 2.0 JWT-bearer grant a service account uses; the assertion's
   signature is checked against the registered public key, and its ``sub`` (domain-wide
   delegation) becomes the acting user, whose ``primary`` calendar the token writes to; and the
@@ -43,6 +48,10 @@ __all__ = ["GoogleCalendarStandin", "Recorded", "ERROR_STATUS"]
 
 _EVENT_ID = re.compile(r"^[a-v0-9]{5,1024}$")
 _RECURRENCE_LINE = re.compile(r"^(?:RRULE|EXRULE|RDATE|EXDATE)[:;]\S")
+_BASE = "https://www.googleapis.com/auth/"
+#: The scopes ``freebusy.query`` accepts (``calendar.events`` is not one of them).
+_FREEBUSY_SCOPES = {_BASE + s for s in ("calendar", "calendar.readonly", "calendar.freebusy",
+                                        "calendar.events.freebusy")}
 ERROR_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
 
@@ -91,6 +100,9 @@ class GoogleCalendarStandin:
         self.calendars = set(calendars or set())
         self.public_keys: dict[str, str] = {}  # service account client_email -> public key PEM
         self.events: dict[tuple[str, str], dict[str, Any]] = {}  # (calendar owner/id, event id) -> resource
+        self.busy: dict[str, list[tuple[datetime, datetime]]] = {}  # e-mail -> busy stretches (freeBusy)
+        self.known_users: set[str] | None = None  # freeBusy: addresses it can read (None: all)
+        self.token_scopes: dict[str, set[str]] = {}  # service-account token -> its scopes (checked per method)
         self.requests: list[Recorded] = []
         self._failures: list[_Failure] = []
         self._lock = threading.Lock()
@@ -193,6 +205,13 @@ class GoogleCalendarStandin:
     def _route(self, r: Recorded) -> tuple[int, Any, dict[str, str]]:
         if r.path == "/token" and r.method == "POST":
             return self._token(r)
+        if r.path == "/calendar/v3/freeBusy" and r.method == "POST":
+            if self._user(r) is None:
+                return 401, google_error(401, "authError", "Request had invalid authentication credentials."), {}
+            if not self._scoped(r, _FREEBUSY_SCOPES):
+                return 403, google_error(403, "insufficientPermissions",
+                                         "Request had insufficient authentication scopes."), {}
+            return self._free_busy(r)
         m = re.fullmatch(r"/calendar/v3/calendars/([^/]+)/events(?:/([^/]+))?", r.path)
         if not m:
             return 404, google_error(404, "notFound", "Not Found"), {}
@@ -205,6 +224,8 @@ class GoogleCalendarStandin:
         if calendar != "primary" and calendar not in self.calendars:
             return 404, google_error(404, "notFound", "Not Found"), {}
         failure = self._take_failure(r.method)
+        if r.method == "POST" and m[2] is None and not self._scoped(r, {_BASE + "calendar", _BASE + "calendar.events"}):
+            return 403, google_error(403, "insufficientPermissions", "Request had insufficient authentication scopes."), {}
         if r.method == "POST" and m[2] is None:
             if failure and not failure.commit:
                 return failure.status, google_error(failure.status, failure.reason, failure.message), failure.headers
@@ -221,12 +242,45 @@ class GoogleCalendarStandin:
             return 200, event, {}
         return 405, google_error(405, "httpMethodNotAllowed", "Method not allowed"), {}
 
+    def add_busy(self, email: str, start: datetime, end: datetime) -> None:
+        """A busy stretch (aware times) in ``email``'s primary calendar, for ``freeBusy``."""
+        with self._lock:
+            self.busy.setdefault(email.lower(), []).append((start, end))
+
+    def _free_busy(self, r: Recorded) -> tuple[int, Any, dict[str, str]]:
+        """``freebusy.query``: each item's busy intervals (RFC 3339, UTC) between ``timeMin`` and ``timeMax``,
+        from :meth:`add_busy` and the events it holds where the address is the organiser or an attendee; an
+        address outside :attr:`known_users` (when set) gets ``errors: [{"reason": "notFound"}]``."""
+        body = r.body or {}
+        lo, hi = _rfc3339(body["timeMin"]), _rfc3339(body["timeMax"])
+        out: dict[str, Any] = {}
+        for item in body.get("items") or []:
+            who = str(item.get("id") or "").lower()
+            if self.known_users is not None and who not in self.known_users:
+                out[who] = {"errors": [{"domain": "global", "reason": "notFound"}], "busy": []}
+                continue
+            spans = list(self.busy.get(who, []))
+            for (owner, _), e in self.events.items():
+                if owner == who or any(str(a.get("email", "")).lower() == who for a in e.get("attendees") or []):
+                    spans.append((_rfc3339(e["start"]["dateTime"]), _rfc3339(e["end"]["dateTime"])))
+            fmt = "%Y-%m-%dT%H:%M:%SZ"
+            out[who] = {"busy": [{"start": a.astimezone(timezone.utc).strftime(fmt),
+                                  "end": b.astimezone(timezone.utc).strftime(fmt)}
+                                 for a, b in sorted(spans) if a < hi and b > lo]}
+        return 200, {"kind": "calendar#freeBusy", "timeMin": body["timeMin"], "timeMax": body["timeMax"],
+                     "calendars": out}, {}
+
     def _take_failure(self, method: str) -> _Failure | None:
         with self._lock:
             for i, f in enumerate(self._failures):
                 if f.method == method:
                     return self._failures.pop(i)
         return None
+
+    def _scoped(self, r: Recorded, accepted: set[str]) -> bool:
+        """A service-account token carries one of ``accepted`` (other tokens are not checked)."""
+        scopes = self.token_scopes.get(r.headers.get("authorization", "")[7:])
+        return scopes is None or bool(scopes & accepted)
 
     def _user(self, r: Recorded) -> str | None:
         auth = r.headers.get("authorization", "")
@@ -262,6 +316,7 @@ class GoogleCalendarStandin:
         token = "sa-" + secrets.token_hex(8)
         with self._lock:
             self.tokens[token] = claims.get("sub") or claims["iss"]
+            self.token_scopes[token] = set(str(claims.get("scope", "")).split())
         return 200, {"access_token": token, "expires_in": 3599, "token_type": "Bearer"}, {}
 
     def _insert(self, r: Recorded, owner: str, user: str) -> tuple[int, Any]:
@@ -311,3 +366,7 @@ class GoogleCalendarStandin:
                 }
             self.events[(owner, event_id)] = event
         return 200, event
+
+
+def _rfc3339(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))

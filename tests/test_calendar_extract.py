@@ -156,6 +156,16 @@ def test_plain_text_addresses_and_unresolved_at_names() -> None:
     assert ok.complete and ok.attendees == ["ann@example.com"] and ok.title == "Sync"
 
 
+@pytest.mark.parametrize(("text", "video"), [
+    ("book a sync with a@example.com tomorrow at 10 on teams", True),
+    ("schedule a teams meeting with a@example.com tomorrow at 10", True),
+    ("book a review with a@example.com tomorrow at 10 with a teams link", True),
+    ("book a sync about the teams roster with a@example.com tomorrow at 10", False),
+])
+def test_a_teams_meeting_asks_for_a_video_call(text: str, video: bool) -> None:
+    assert extract_event(text, now=NOW, timezone_name=ZONE).video_conference is video
+
+
 def test_video_and_room() -> None:
     d = extract_event("set up a video call with a@example.com tomorrow at 10 in room 4B", now=NOW, timezone_name=ZONE)
     assert d.video_conference and d.location == "room 4B" and d.complete

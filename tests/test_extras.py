@@ -25,6 +25,7 @@ CASES = {
     "teams": ({"MicrosoftAppId": "00000000-0000-0000-0000-000000000001", "MicrosoftAppPassword": "pw"},
               ["botbuilder"], "MicrosoftAppId needs the teams extra"),
     "llm": ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, ["openai"], "OPENAI_BASE_URL needs the llm extra"),
+    "microsoft": ({"CALENDAR_BACKEND": "microsoft"}, ["msal"], "CALENDAR_BACKEND=microsoft needs the microsoft extra"),
     "google": ({"CALENDAR_BACKEND": "google"}, ["googleapiclient"],
                "CALENDAR_BACKEND=google needs the google extra"),
     "postgres": ({"DATABASE_URL": "postgresql+psycopg://bot:s3cret@db.invalid:5432/chatops"}, ["psycopg"],
@@ -85,6 +86,10 @@ def test_the_calendar_factory_names_the_extra_to_a_library_caller(monkeypatch: p
     monkeypatch.setitem(sys.modules, "googleapiclient.discovery", None)
     with pytest.raises(ToolUnavailableError, match=r"pip install 'chatops-bot\[google\]'"):
         calendar_backend("google", service_account_file="/nonexistent.json")
+    monkeypatch.delitem(sys.modules, "tools.calendar.microsoft", raising=False)
+    monkeypatch.setitem(sys.modules, "msal", None)
+    with pytest.raises(ToolUnavailableError, match=r"pip install 'chatops-bot\[microsoft\]'"):
+        calendar_backend("microsoft", graph={"tenant_id": "t", "client_id": "c", "client_secret": "s"})
 
 
 def test_tracing_names_the_extra_when_the_sdk_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:

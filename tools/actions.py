@@ -37,11 +37,15 @@ from pydantic import BaseModel, ValidationError
 from .context import ToolContext
 
 __all__ = ["ActionTool", "ActionRequest", "Proposal", "Clarification", "Preview", "ActionResult", "ActionWords",
-           "TIME_PASSED", "ACTION_METHODS", "INTENT_THRESHOLD", "action_tools", "recognise", "stored_args",
+           "TIME_PASSED", "CHOICE", "ACTION_METHODS", "INTENT_THRESHOLD", "action_tools", "recognise", "stored_args",
            "fallback_preview"]
 
 #: The pydantic error type of "the time asked for is no longer in the future".
 TIME_PASSED = "time_passed"
+
+#: The key in :attr:`tools.context.ToolContext.extra` of the alternative the requester picked (an index into
+#: :attr:`Preview.choices`), absent when they confirmed the arguments as proposed.
+CHOICE = "choice"
 
 #: What an action tool must provide beyond the :class:`tools.base.Tool` attributes (checked at registration).
 ACTION_METHODS = ("intent", "propose", "preview", "execute", "close")
@@ -120,12 +124,15 @@ class Preview:
         fields: ``(label, value)`` pairs in display order (``("When", "Thu 13 Mar 2025, 15:00-15:30 ...")``).
         summary: one line (``Release review, Thu 13 Mar 2025, 15:00-15:30 (Europe/Berlin) with alice@...``).
         details: a longer text shown less prominently (an event's description), or "".
+        choices: labels of alternatives to the proposed arguments (``Tue 1 Dec 15:30``), each a button that
+            confirms the action with that alternative (:data:`CHOICE` in the tool context's ``extra``), or ().
     """
 
     title: str
     fields: tuple[tuple[str, str], ...] = ()
     summary: str = ""
     details: str = ""
+    choices: tuple[str, ...] = ()
 
     def value(self, label: str) -> str:
         """The value of the field ``label``, or ""."""

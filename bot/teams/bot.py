@@ -421,8 +421,16 @@ class TeamsBot(ActivityHandler):
         if op and data.get("key") and self.actions is not None:
             from bot.render_actions import adaptive_card_outcome
 
-            fn = self.actions.confirm if op == "confirm" else self.actions.cancel
-            outcome = await asyncio.to_thread(fn, str(data["key"]), user)
+            if op == "confirm":  # the clicker's roster e-mail: Google and Microsoft 365 book in their calendar
+                sender = activity.from_property
+                me = (await self.members.get(turn_context, sender.id, sender.name or "")
+                      if sender and sender.id else None)
+                pick = data.get("choice")
+                outcome = await asyncio.to_thread(self.actions.confirm, str(data["key"]), user,
+                                                  user_email=(me.email if me else "") or None,
+                                                  choice=pick if isinstance(pick, int) else None)
+            else:
+                outcome = await asyncio.to_thread(self.actions.cancel, str(data["key"]), user)
             if getattr(outcome, "private", False):
                 await send_with_retry(lambda: turn_context.send_activity(outcome.message), "action refusal")
                 return None

@@ -10,6 +10,9 @@
 - :mod:`.factory`: the tool and its backend from plain settings values.
 - :mod:`.local`: :class:`LocalCalendar`, events in the state database with an ``.ics`` each.
 - :mod:`.google`: :class:`GoogleCalendar` via google-api-python-client.
+- :mod:`.microsoft`: :class:`GraphCalendar`, Microsoft 365 through Graph (msal + httpx).
+- :mod:`.freebusy`: who is busy at a time and the next common free slots (pure).
+- :mod:`.availability`: free/busy applied to a proposal; "find 30 minutes with ..." requests.
 """
 
 import importlib

@@ -26,6 +26,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from tools.actions import TIME_PASSED
@@ -73,6 +74,9 @@ class CalendarCreateArgs(BaseModel):
         video_conference: add a video meeting (Google Meet on Google Calendar).
         recurrence: an RFC 5545 ``RRULE`` value (``FREQ=WEEKLY;BYDAY=MO``) for a series, or None for
             one event; ``start``/``end`` are then the first occurrence.
+        busy: who is busy at ``start`` (filled by the tool from free/busy, never by a model: not in the schema).
+        free_slots: other aware starts when everybody is free (the preview offers them as choices).
+        availability: a note on the look-up (``"everyone is free"``, ``"calendars not checked: ..."``).
     """
 
     title: str = Field(min_length=1, max_length=200, description="Event title, e.g. 'Release review'.")
@@ -85,7 +89,17 @@ class CalendarCreateArgs(BaseModel):
     description: str = Field(default="", max_length=8000, description="Event description (plain text).")
     location: str = Field(default="", max_length=500, description="Room or address.")
     timezone: str = Field(default="UTC", description="IANA time zone of the event, e.g. Europe/Berlin.")
-    video_conference: bool = Field(default=False, description="Add a video conference (Google Meet).")
+    video_conference: bool = Field(default=False, description="Add a video conference (Google Meet on Google "
+                                                              "Calendar, a Teams meeting on Microsoft 365).")
+    busy: SkipJsonSchema[list[str]] = Field(
+        default_factory=list, max_length=MAX_ATTENDEES + 1,
+        description="Filled by the bot, not the model: who is busy at start (free/busy before booking).")
+    free_slots: SkipJsonSchema[list[datetime]] = Field(
+        default_factory=list, max_length=8,
+        description="Filled by the bot, not the model: other starts when everybody is free, to pick from.")
+    availability: SkipJsonSchema[str] = Field(
+        default="", max_length=300,
+        description="Filled by the bot: what the free/busy look-up found ('' when none was made).")
     recurrence: str | None = Field(
         default=None, max_length=300,
         description="For a recurring series only: an RFC 5545 RRULE without the 'RRULE:' prefix, e.g. "
@@ -156,6 +170,11 @@ class CalendarCreateArgs(BaseModel):
             else:
                 self.recurrence = check_rrule(self.recurrence, self.local_start())
         return self
+
+    def at(self, start: datetime) -> CalendarCreateArgs:
+        """The same event at another ``start`` (same length; no choices left to make)."""
+        length = timedelta(minutes=self.duration_minutes or 0)
+        return self.model_copy(update={"start": start, "end": start + length, "busy": [], "free_slots": []})
 
     def describe_recurrence(self) -> str:
         """The series in words (``every Monday``), or "" for a single event."""

@@ -29,6 +29,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 import httplib2
@@ -39,13 +40,17 @@ from googleapiclient.errors import HttpError
 from tools.errors import ToolError, ToolUnavailableError
 
 from .args import EVENT_ID, CalendarCreateArgs, CreatedEvent
+from .freebusy import BusyInterval, Schedule
 
 __all__ = ["GoogleCalendar", "GoogleCalendarError", "map_http_error", "map_auth_error", "event_body", "build_service",
-           "credentials_factory", "SCOPES", "EVENT_ID"]
+           "credentials_factory", "SCOPES", "FREEBUSY_SCOPES", "EVENT_ID"]
 
 log = logging.getLogger(__name__)
 
 SCOPES = ["https://www.googleapis.com/auth/calendar.events"]
+#: What ``freebusy.query`` accepts (``calendar.events`` does not cover it): a separate token, so a deployment
+#: whose delegation lacks it still books, and the preview says the calendars were not checked.
+FREEBUSY_SCOPES = ["https://www.googleapis.com/auth/calendar.freebusy"]
 _RATE_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded", "dailyLimitExceeded"}
 
 
@@ -230,6 +235,8 @@ class GoogleCalendar:
         backoff_s: first retry delay in seconds, doubled each time (a ``Retry-After`` header wins, capped at 30 s).
         sleep: the sleep function (tests pass one that does not wait).
         service_factory: ``(credentials, api_endpoint) -> client``; :func:`build_service` by default.
+        freebusy_credentials_for: requester e-mail -> credentials with :data:`FREEBUSY_SCOPES` (free/busy);
+            ``credentials_for`` when None.
     """
 
     name = "google"
@@ -237,8 +244,10 @@ class GoogleCalendar:
     def __init__(self, credentials_for: Callable[[str | None], Any], calendar_id: str = "primary",
                  api_endpoint: str | None = None, max_attempts: int = 4, backoff_s: float = 0.5,
                  sleep: Callable[[float], None] = time.sleep,
-                 service_factory: Callable[[Any, str | None], Any] | None = None) -> None:
+                 service_factory: Callable[[Any, str | None], Any] | None = None,
+                 freebusy_credentials_for: Callable[[str | None], Any] | None = None) -> None:
         self.credentials_for = credentials_for
+        self.freebusy_credentials_for = freebusy_credentials_for or credentials_for
         self.calendar_id = calendar_id
         self.api_endpoint = api_endpoint
         self.max_attempts = max(1, max_attempts)
@@ -248,11 +257,12 @@ class GoogleCalendar:
         self._services: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def _service(self, email: str | None) -> Any:
-        key = email or ""
+    def _service(self, email: str | None, *, freebusy: bool = False) -> Any:
+        key = ("freebusy:" if freebusy else "") + (email or "")
+        creds_for = self.freebusy_credentials_for if freebusy else self.credentials_for
         with self._lock:
             if key not in self._services:
-                self._services[key] = self.service_factory(self.credentials_for(email), self.api_endpoint)
+                self._services[key] = self.service_factory(creds_for(email), self.api_endpoint)
             return self._services[key]
 
     def create(self, args: CalendarCreateArgs, *, event_id: str, requester: str = "",
@@ -307,6 +317,36 @@ class GoogleCalendar:
                 self.sleep(wait)
         assert last is not None
         raise last
+
+    def busy(self, emails: list[str], start: datetime, end: datetime, *,
+             organizer_email: str | None = None) -> list[Schedule]:
+        """Free/busy of ``emails`` between ``start`` and ``end`` (aware) through ``freebusy.query`` (acting as
+        the organiser); Google gives no working hours, and an address it cannot read comes back with ``error``.
+
+        Raises:
+            GoogleCalendarError: a mapped HTTP or credentials error.
+        """
+        service = self._service(organizer_email, freebusy=True)
+        body = {"timeMin": start.astimezone(timezone.utc).isoformat(), "timeMax": end.astimezone(timezone.utc)
+                .isoformat(), "items": [{"id": e} for e in emails]}
+        try:
+            answer = service.freebusy().query(body=body).execute(num_retries=2)
+        except HttpError as exc:
+            raise map_http_error(exc, self.calendar_id) from exc
+        except auth_exceptions.RefreshError as exc:
+            raise map_auth_error(exc, organizer_email) from exc
+        calendars = {k.lower(): v for k, v in (answer.get("calendars") or {}).items()}
+        out: list[Schedule] = []
+        for email in emails:
+            cal = calendars.get(email.lower()) or {}
+            if cal.get("errors"):
+                out.append(Schedule(email, error=str(cal["errors"][0].get("reason") or "unreadable")))
+                continue
+            out.append(Schedule(email, tuple(
+                BusyInterval(datetime.fromisoformat(b["start"].replace("Z", "+00:00")),
+                             datetime.fromisoformat(b["end"].replace("Z", "+00:00")))
+                for b in cal.get("busy") or [])))
+        return out
 
     def _existing(self, service: Any, event_id: str) -> CreatedEvent:
         """The event a duplicate id points at: ours from an earlier attempt, unless it was deleted."""

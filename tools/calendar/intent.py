@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["meeting_intent", "is_meeting_request"]
+__all__ = ["meeting_intent", "is_meeting_request", "is_find_time"]
 
 _ACTION_VERB = re.compile(
     r"\b(?:book|schedule|set ?up|create|arrange|organi[sz]e|put|add|send (?:an? )?invite|invite)\b", re.I)
@@ -45,9 +45,21 @@ def _request_clause(text: str) -> bool:
     return bool(_ACTION_OBJECT.search(text)) and (has_party or bool(_WHEN.search(text)))
 
 
+#: "find 30 minutes with ...", "find a time with ...", "find us an hour with ...": a slot to pick, not a time given.
+_FIND_TIME = re.compile(
+    r"\b(?:find|look\s+for|get)\s+(?:me\s+|us\s+)?(?:a\s+|an\s+|some\s+)?(?:free\s+)?"
+    r"(?:\d+\s*-?\s*(?:min(?:ute)?s?|h(?:ours?)?)|half\s+an\s+hour|hour|time|slot)\b", re.I)
+
+
+def is_find_time(text: str) -> bool:
+    """True when ``text`` asks the bot to find a free time with someone ("find 30 minutes with @alice this week")."""
+    return bool(_FIND_TIME.search(text)) and bool(_EMAIL.search(text) or _AT_NAME.search(text)) \
+        and not _HOWTO.match(text)
+
+
 def is_meeting_request(text: str) -> bool:
     """True when ``text`` (or one clause of it) asks to put a meeting in a calendar."""
-    if _request_clause(text):
+    if _request_clause(text) or is_find_time(text):
         return True
     parts = [c.strip(" ,") for c in _CLAUSE_SPLIT.split(text) if c and c.strip(" ,")]
     return len(parts) > 1 and any(_request_clause(p) for p in parts)

@@ -28,6 +28,8 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from tools.errors import ToolUnavailableError
 
 from .args import CalendarCreateArgs, CreatedEvent
+from .freebusy import BusyInterval, Schedule
+from .recurrence import MAX_COUNT, occurrences
 
 __all__ = ["LocalCalendar", "event_ics"]
 
@@ -173,6 +175,25 @@ class LocalCalendar:
             q = q.where(t.c.owner == owner)
         with self.engine.connect() as conn:
             return [_row(r) for r in conn.execute(q).mappings()]
+
+    def busy(self, emails: list[str], start: datetime, end: datetime, *,
+             organizer_email: str | None = None) -> list[Schedule]:
+        """Free/busy from this calendar's own events: a person is busy during the events (a series' occurrences
+        too) they organise or attend that overlap ``[start, end)``. No working hours are known here."""
+        t = self.table
+        with self.engine.connect() as conn:
+            rows = [_row(r) for r in conn.execute(sa.select(t).where(
+                t.c.start < end.astimezone(timezone.utc),
+                sa.or_(t.c.recurrence != "", t.c.end > start.astimezone(timezone.utc)))).mappings()]
+        spans: dict[str, list[BusyInterval]] = {e.lower(): [] for e in emails}
+        for ev in rows:
+            length = ev["end"] - ev["start"]
+            starts = ([o for o in occurrences(ev["recurrence"], ev["start"].astimezone(ZoneInfo(ev["timezone"])),
+                                              n=MAX_COUNT) if o < end] if ev.get("recurrence") else [ev["start"]])
+            people = {str(ev.get("organizer_email") or "").lower(), *(a.lower() for a in ev["attendees"])}
+            for who in spans.keys() & people:
+                spans[who] += [BusyInterval(s, s + length) for s in starts if s < end and s + length > start]
+        return [Schedule(e, tuple(sorted(spans[e.lower()], key=lambda b: b.start))) for e in emails]
 
     def purge_ended_before(self, cutoff: datetime) -> int:
         """Delete the events that ended before ``cutoff`` (aware), rows and ``.ics`` files (retention).

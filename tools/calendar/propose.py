@@ -19,7 +19,8 @@ from .args import DEFAULT_DURATION_MINUTES, CalendarCreateArgs, valid_timezone
 from .extract import EventDraft, extract_event
 from .recurrence import describe_end, describe_rrule
 
-__all__ = ["EventProposal", "propose_event", "invalid_question", "event_lines", "summary_line", "format_when", "format_duration"]
+__all__ = ["EventProposal", "propose_event", "invalid_question", "event_lines", "summary_line", "format_when",
+           "format_duration", "format_slot"]
 
 
 @dataclass(slots=True)
@@ -118,6 +119,12 @@ def _format_series(args: CalendarCreateArgs, viewer_tz: str | None) -> str:
     return text
 
 
+def format_slot(start: datetime, tz_name: str) -> str:
+    """A slot's start in ``tz_name``: ``Tue 01 Dec 15:30``."""
+    zone = tz_name if valid_timezone(tz_name) else "UTC"
+    return f"{start.astimezone(ZoneInfo(zone)):%a %d %b %H:%M}"
+
+
 def format_duration(minutes: int | None) -> str:
     """``30 min``, ``1 h``, ``1 h 30 min``."""
     m = int(minutes or 0)
@@ -134,7 +141,7 @@ def event_lines(args: CalendarCreateArgs, viewer_tz: str | None = None, excerpt:
              f"Length: {format_duration(args.duration_minutes)}",
              "Attendees: " + (", ".join(args.attendees) if args.attendees else "only you")]
     if args.video_conference:
-        lines.append("Video call: yes (Google Meet on Google Calendar)")
+        lines.append("Video call: yes (Google Meet on Google Calendar, Teams on Microsoft 365)")
     if args.location:
         lines.append(f"Where: {args.location}")
     if args.description:

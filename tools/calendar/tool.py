@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import ClassVar, Protocol
 
-from tools.actions import ActionRequest, ActionResult, ActionWords, Clarification, Preview, Proposal
+from tools.actions import CHOICE, ActionRequest, ActionResult, ActionWords, Clarification, Preview, Proposal
 from tools.base import ToolContext
+from pydantic import ValidationError
+
 from tools.errors import ToolError, ToolUnavailableError
 
 from .args import DEFAULT_DURATION_MINUTES, EVENT_ID, CalendarCreateArgs, CreatedEvent
-from .intent import meeting_intent
+from .freebusy import Schedule
+from .intent import is_find_time, meeting_intent
 
 # The request reader (.propose: dateparser) is imported by the methods that read or describe a request, and
 # the backends (.google: google-api-python-client; .local) by the factory on first use: a question that
@@ -35,6 +39,11 @@ class CalendarBackend(Protocol):
     def create(self, args: CalendarCreateArgs, *, event_id: str, requester: str = "",
                organizer_email: str | None = None) -> CreatedEvent:
         """Create the event once per ``event_id`` (a repeat returns the first with ``created=False``)."""
+        ...
+
+    def busy(self, emails: list[str], start: datetime, end: datetime, *,
+             organizer_email: str | None = None) -> list[Schedule]:
+        """Free/busy of ``emails`` between two aware times (:mod:`.freebusy`), read as the organiser."""
         ...
 
 
@@ -96,8 +105,11 @@ class CalendarCreate:
         Addresses in the message that completes an earlier request ("bob@example.com") stand for the
         people that request named without one ("with bob").
         """
+        from .availability import with_availability
         from .propose import invalid_question, propose_event, summary_line
 
+        if is_find_time(request.text):
+            return self._find_time(request)
         given_later = bool(request.completion) and "@" in request.completion
         p = propose_event(request.text, now=request.sent_at, timezone_name=request.timezone,
                           default_duration=self.default_duration_minutes, description=request.background,
@@ -107,20 +119,76 @@ class CalendarCreate:
                  "attendees": d.attendees, "missing": d.missing, "vague": d.vague, "unknown_people": d.unknown_people}
         if p.args is None:
             return Clarification(p.question or invalid_question(p.invalid), trace)
-        return Proposal(p.args, summary_line(p.args, request.timezone), trace)
+        args = p.args
+        if request.requester_email:  # free/busy is read as the organiser: without their address, nothing is read
+            args = self._checked(lambda backend: with_availability(
+                p.args, backend, requester_email=request.requester_email, requester_tz=request.timezone), p.args)
+        trace["busy"] = list(args.busy)
+        return Proposal(args, summary_line(args, request.timezone), trace)
+
+    def _checked(self, check: Callable[[CalendarBackend], CalendarCreateArgs | str],
+                 fallback: CalendarCreateArgs | str) -> CalendarCreateArgs | str:
+        """``check(backend)``, or ``fallback`` when the backend cannot be built (no credentials yet)."""
+        try:
+            backend = self.backend
+        except ToolError:
+            return fallback
+        return check(backend)
+
+    def _find_time(self, request: ActionRequest) -> Proposal | Clarification:
+        """"find 30 minutes with alice@... this week": the first common free slot, the next ones as choices."""
+        from .availability import find_time
+        from .extract import extract_event
+        from .propose import invalid_question, summary_line
+
+        d = extract_event(request.text, now=request.sent_at, timezone_name=request.timezone)
+        trace = {"find_time": True, "duration": d.duration_minutes, "attendees": d.attendees,
+                 "unknown_people": d.unknown_people}
+        if d.unknown_people:
+            names = ", ".join(d.unknown_people)
+            return Clarification(f"Whose calendars should I look at? Give me the e-mail address of {names} (or "
+                                 "mention them). Nothing has been booked.", trace)
+        if not d.attendees:
+            return Clarification("Who should I find a time with? Mention them or give their e-mail addresses. "
+                                 "Nothing has been booked.", trace)
+        raw = {"title": d.title, "start": request.sent_at + timedelta(days=1),
+               "duration_minutes": d.duration_minutes or self.default_duration_minutes, "attendees": d.attendees,
+               "description": request.background, "location": d.location, "timezone": d.timezone,
+               "video_conference": d.video_conference}
+        try:
+            base = CalendarCreateArgs.model_validate(raw, context={"now": request.sent_at})
+        except ValidationError as exc:
+            return Clarification(invalid_question("; ".join(str(e.get("msg", "")) for e in exc.errors())), trace)
+        found = self._checked(lambda backend: find_time(
+            base, backend, text=request.text, now=request.sent_at, requester_email=request.requester_email,
+            requester_tz=request.timezone), "I can't look at calendars right now; ask for a time instead. Nothing "
+                                            "has been booked.")
+        if isinstance(found, str):
+            return Clarification(found, trace)
+        trace["slots"] = [found.start.isoformat(), *(s.isoformat() for s in found.free_slots)]
+        return Proposal(found, summary_line(found, request.timezone), trace)
 
     def preview(self, args: CalendarCreateArgs, viewer_tz: str | None = None) -> Preview:  # type: ignore[override]
-        """Title; When (the viewer's zone, a series in words), Length, Attendees, Video, Where; the description."""
-        from .propose import format_duration, format_when, summary_line
+        """Title; When (the viewer's zone, a series in words), Length, Attendees, Busy then / Calendars (free/busy),
+        Video, Where; the description; the other free slots as choices (``Tue 01 Dec 15:30``)."""
+        from .propose import format_duration, format_slot, format_when, summary_line
 
         fields = [("When", format_when(args, viewer_tz) if args.start else "(no time)"),
                   ("Length", format_duration(args.duration_minutes)),
                   ("Attendees", ", ".join(args.attendees) if args.attendees else "only you")]
+        if args.busy:
+            fields.append(("Busy then", ", ".join(args.busy)))
+        if args.availability:
+            fields.append(("Calendars", args.availability))
+        if args.free_slots:
+            label = "Also free" if not args.busy else "Next free"
+            fields.append((label, ", ".join(format_slot(s, viewer_tz or args.timezone) for s in args.free_slots)))
         if args.video_conference:
             fields.append(("Video", "yes"))
         if args.location:
             fields.append(("Where", args.location))
-        return Preview(args.title, tuple(fields), summary_line(args, viewer_tz), args.description)
+        return Preview(args.title, tuple(fields), summary_line(args, viewer_tz), args.description,
+                       tuple(f"Book {format_slot(s, viewer_tz or args.timezone)}" for s in args.free_slots))
 
     def execute(self, args: CalendarCreateArgs, key: str, ctx: ToolContext) -> ActionResult:  # type: ignore[override]
         """Book the event with ``key`` (base32hex) as its id, organised by ``ctx.user_email`` when known.
@@ -133,14 +201,22 @@ class CalendarCreate:
 
         if not EVENT_ID.match(key):
             return ActionResult(False, "This request has no valid event id, so nothing was booked.")
+        choice = ctx.extra.get(CHOICE)
+        if choice is not None:
+            if not (isinstance(choice, int) and 0 <= choice < len(args.free_slots)):
+                return ActionResult(False, "That time is not one of the choices offered, so nothing was booked.")
+            args = args.at(args.free_slots[choice])
         try:
             ev = self.backend.create(args, event_id=key, requester=ctx.user_id,
                                      organizer_email=ctx.user_email or None)
         except ToolError as exc:
             retry = bool(getattr(exc, "retryable", False)) or isinstance(exc, ToolUnavailableError)
             return ActionResult(False, str(exc), retryable=retry, details={"error": str(exc)})
-        links = [("Open in Google Calendar" if ev.backend == "google" else "Open the .ics", ev.link)]
+        opener = {"google": "Open in Google Calendar", "microsoft": "Open in Outlook"}.get(ev.backend, "Open the .ics")
+        links = [(opener, ev.link)]
         if ev.conference_link:
-            links.append(("Join the video call", ev.conference_link))
-        return ActionResult(True, f"Booked: {summary_line(args, ctx.timezone or args.timezone)}.",
-                            links=tuple(links), details=ev.as_dict())
+            links.append(("Join the Teams meeting" if ev.backend == "microsoft" else "Join the video call",
+                          ev.conference_link))
+        summary = summary_line(args, ctx.timezone or args.timezone)
+        picked = {"summary": summary, "start": args.start.isoformat()} if choice is not None else {}
+        return ActionResult(True, f"Booked: {summary}.", links=tuple(links), details={**ev.as_dict(), **picked})

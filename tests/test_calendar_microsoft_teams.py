@@ -1,0 +1,120 @@
+"""Microsoft 365 meetings from Microsoft Teams end to end: activities POSTed to ``/api/messages`` of the real
+Bot Framework ``CloudAdapter`` behind the real aiohttp server, replies and the roster from the Bot Connector
+stand-in (``tests/teams_standin.py``; the requester's roster e-mail is their mailbox), the real agent with the
+action tools registered from settings (``CALENDAR_BACKEND=microsoft`` against ``tests/graph_standin.py``), the
+real state store and action service.
+
+A channel mention asking for a Teams meeting gets the Adaptive Card preview; its Confirm books ONE event in the
+requester's Outlook calendar with the attendee invited, and the card is updated with the Teams join link; a
+second Confirm and a Universal Action invoke of the same Confirm book nothing new.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.actions import build_action_service
+from app.jobs import IndexJobs
+from app.settings import Settings
+from app.wiring import build_agent
+from bot.server import ServerThread, create_app
+from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
+from bot.teams.bot import TeamsBot
+from connectors.folder import FolderSource
+from graph_standin import CLIENT_ID, CLIENT_SECRET, TENANT, GraphStandIn
+from helpers import WIKI
+from state import StateStore
+from teams_standin import ConnectorStandIn
+
+BOT = {"id": "28:bot-app-id", "name": "chatops"}
+USER = "aad-user-1"
+ADA = "ada@contoso.com"
+CHANNEL = {"isGroup": True, "conversationType": "channel", "tenantId": "t1",
+           "id": "19:general@thread.tacv2;messageid=1700000000000"}
+
+
+def _now() -> str:
+    """The activity's time: now (a meeting "tomorrow" must be in the future when Confirm comes)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def message(service_url: str, text: str, *, activity_id: str, value: dict | None = None,
+            reply_to: str | None = None, mention: bool = False) -> dict:
+    act = {"type": "message", "id": activity_id, "timestamp": _now(), "serviceUrl": service_url,
+           "channelId": "msteams", "from": {"id": f"29:{USER}", "name": "Ada Lovelace", "aadObjectId": USER},
+           "conversation": CHANNEL, "recipient": BOT, "text": text, "textFormat": "plain", "locale": "en-US",
+           "localTimezone": "Europe/Berlin", "channelData": {"tenant": {"id": "t1"}}}
+    if mention:
+        act["entities"] = [{"type": "mention", "mentioned": BOT, "text": "<at>chatops</at>"}]
+    if value is not None:
+        act["value"] = value
+    if reply_to:
+        act["replyToId"] = reply_to
+    return act
+
+
+@pytest.fixture
+def teams(tmp_path: Path, wiki_index):
+    graph = GraphStandIn({ADA, "grace@contoso.com"}, allowed={ADA})
+    wiki = tmp_path / "wiki"
+    shutil.copytree(WIKI, wiki)
+    settings = Settings(chatops_data_dir=tmp_path / "data", calendar_backend="microsoft", graph_tenant_id=TENANT,
+                        graph_client_id=CLIENT_ID, graph_client_secret=CLIENT_SECRET, graph_api_endpoint=graph.graph,
+                        graph_authority_host=graph.url, graph_ca_bundle=graph.ca_file)
+    rt = build_agent(settings, index=wiki_index)
+    store = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
+    actions = build_action_service(settings, rt.tools, store)
+    bot = TeamsBot(rt.agent, store, actions=actions, jobs=IndexJobs(rt, store, [FolderSource(wiki, name="wiki")]))
+    server = ServerThread(lambda: create_app([TeamsWebAdapter(bot, TeamsAuthConfig(), allow_unauthenticated=True)]))
+    with ConnectorStandIn() as connector:
+        connector.members = {f"29:{USER}": {"name": "Ada Lovelace", "email": ADA, "userRole": "user",
+                                            "tenantId": "t1", "aadObjectId": USER}}
+        server.start()
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            yield type("T", (), {"http": http, "connector": connector, "store": store, "graph": graph})
+        server.stop()
+    rt.tools.get("calendar.create").close()
+    store.close()
+    graph.close()
+
+
+def post(t, activity: dict) -> httpx.Response:
+    r = t.http.post("/api/messages", json=activity)
+    assert r.status_code in (200, 201), r.text
+    return r
+
+
+def test_a_teams_meeting_is_booked_once_from_teams_with_its_join_link(teams) -> None:
+    graph: GraphStandIn = teams.graph
+    post(teams, message(teams.connector.url, "<at>chatops</at> schedule a teams meeting with grace@contoso.com "
+                        "tomorrow at 3pm", activity_id="1700000000100", mention=True))
+    [preview] = teams.connector.messages()
+    card = preview.body["attachments"][0]["content"]
+    assert "grace@contoso.com" in json.dumps(card, ensure_ascii=False)
+    confirm = next(a for a in card["actions"] if a["title"] == "Confirm")
+    key = confirm["data"]["key"]
+    assert not graph.events  # nothing before Confirm
+
+    post(teams, message(teams.connector.url, "", activity_id="c1", value=confirm["data"], reply_to="card-1"))
+    [event] = graph.events[ADA]
+    assert event["transactionId"] == key and graph.invitations == [("grace@contoso.com", event["id"])]
+    join = event["onlineMeeting"]["joinUrl"]
+    updates = [c for c in teams.connector.calls if c.method == "PUT"]
+    assert updates and updates[-1].activity_id == "card-1"
+    updated = json.dumps(updates[-1].body, ensure_ascii=False)
+    assert "Booked" in updated and join in updated and "Join the Teams meeting" in updated
+
+    post(teams, message(teams.connector.url, "", activity_id="c2", value=confirm["data"], reply_to="card-1"))
+    invoke = message(teams.connector.url, "", activity_id="i1")
+    invoke.update({"type": "invoke", "name": "adaptiveCard/action",
+                   "value": {"action": {"type": "Action.Execute", "verb": "confirm", "data": confirm["data"]}}})
+    r = post(teams, invoke)
+    assert join in json.dumps(r.json())  # the settled card again, with the same meeting
+    assert len(graph.events[ADA]) == 1 and len(graph.calls("POST", "/events")) == 1
+    assert teams.store.get_pending(key).status == "done"
