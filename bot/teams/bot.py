@@ -78,6 +78,7 @@ from . import cards
 from .entities import SchemaEntity
 from .members import MemberDirectory, home_tenant
 from .errors import status_of
+from .links import conversation_link
 from .outbox import PLATFORM, personal_reference
 from .streaming import TeamsStream
 
@@ -268,6 +269,7 @@ class TeamsBot(ActivityHandler):
             platform="teams", text=text, user_id=user, user_email=me.email if me else "",
             channel_id=activity.conversation.id, channel_kind=_channel_kind(activity),
             thread_id=activity.conversation.id, message_id=activity.id or "", sent_at=_sent_at(activity),
+            thread_link=conversation_link(activity.conversation.id or ""),
             history=history, mentions=tuple(dict((m.user_id, m) for m in found).values()),
             is_admin=bool(aad) and aad in self.admin_ids, locale=activity.locale or "en",
             timezone=_tz(activity) or self.default_timezone,
@@ -421,8 +423,14 @@ class TeamsBot(ActivityHandler):
         if op and data.get("key") and self.actions is not None:
             from bot.render_actions import adaptive_card_outcome
 
-            fn = self.actions.confirm if op == "confirm" else self.actions.cancel
-            outcome = await asyncio.to_thread(fn, str(data["key"]), user)
+            if op == "confirm":  # the clicker's e-mail from the roster: a ticket's reporter, an event's organiser
+                sender = activity.from_property
+                me = await self.members.get(turn_context, sender.id, sender.name or "") if sender and sender.id \
+                    else None
+                outcome = await asyncio.to_thread(self.actions.confirm, str(data["key"]), user,
+                                                  user_email=(me.email if me else "") or None)
+            else:
+                outcome = await asyncio.to_thread(self.actions.cancel, str(data["key"]), user)
             if getattr(outcome, "private", False):
                 await send_with_retry(lambda: turn_context.send_activity(outcome.message), "action refusal")
                 return None
