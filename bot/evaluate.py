@@ -190,7 +190,7 @@ def doc_chunks(index) -> dict[str, str]:
 
 
 def acl_scores(q: EvalQuestion, reply: Reply, viewer: Viewer | None, lookup: Callable[[str], Chunk | None],
-               doc_chunks: dict[str, str] | None = None, tools: Collection[str] | None = None) -> dict:
+               doc_chunks: dict[str, str] | None = None) -> dict:
     """``acl_leaks`` (chunks cited or retrieved that ``viewer`` may not read; a chunk gone from the
     store counts) and ``acl_restricted_gold`` (the gold page is restricted and readable by ``viewer``:
     the question counts for ``acl_recall``) with ``acl_answered`` (then answered citing a gold page)."""
@@ -213,7 +213,7 @@ def acl_scores(q: EvalQuestion, reply: Reply, viewer: Viewer | None, lookup: Cal
 
 def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str], Chunk | None],
              k: int = 10, progress=None, access: AccessPolicy | None = None,
-             doc_chunks: dict[str, str] | None = None) -> dict:
+             doc_chunks: dict[str, str] | None = None, tools: Collection[str] | None = None) -> dict:
     """Ask each question and score it; returns the ``--json`` object (see module docstring).
 
     Args:

@@ -371,8 +371,9 @@ class TeamsBot(ActivityHandler):
             from bot.render_actions import adaptive_card
 
             record = await asyncio.to_thread(self.actions.propose, reply.pending_action, turn)
+            extra = await asyncio.to_thread(self.actions.preview_fields, record)  # who gets an invitation, if any
             attachments.append(cards.card_attachment(adaptive_card(record, self.actions.tool(record.tool),
-                                                                       viewer_tz=turn.timezone)))
+                                                                       viewer_tz=turn.timezone, extra_fields=extra)))
             if not reply.citations and not streamed:
                 attachments = attachments[1:]
         message = Activity(type=ActivityTypes.message, summary=cards.summary(reply),

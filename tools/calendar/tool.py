@@ -162,7 +162,7 @@ class CalendarCreate:
         if not self.invite_by_dm or not args.attendees:
             return None
         if courier is None:
-            return ("Invitations", "none: nobody is sent the invitation from here; share the .ics yourself")
+            return ("Invitations", "none are sent from here: tell the attendees yourself")
         try:
             found = courier.find(args.attendees)
         except DeliveryError as exc:
@@ -191,9 +191,8 @@ class CalendarCreate:
         record: dict = {"sent": [], "not_in_workspace": [], "failed": []}
         courier = ctx.courier
         if courier is None:
-            record["not_in_workspace"] = []
-            record["failed"] = [{"email": a, "reason": "no chat platform here"} for a in args.attendees]
-            return (("Nobody was sent the invitation from here; share the .ics with the attendees.",), record)
+            record["failed"] = [{"email": a, "reason": "no invitations are sent from here"} for a in args.attendees]
+            return (("Nobody was sent an invitation from here: tell the attendees yourself.",), record)
         try:
             found = courier.find(args.attendees)
         except DeliveryError as exc:
