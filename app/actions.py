@@ -157,7 +157,7 @@ class ActionService:
         if tool is None or not isinstance(tool, InvitingTool):
             return ()
         args = stored_args(tool, dict(rec.args))
-        field = tool.invitations(args, self.couriers.get(rec.platform)) if args is not None else None
+        field = tool.invitations(args, self.couriers.get(rec.platform), rec.channel_id) if args is not None else None
         return (field,) if field else ()
 
     def tool(self, name: str) -> ActionTool | None:

@@ -65,16 +65,18 @@ class Courier(Protocol):
 
     platform: str
 
-    def find(self, emails: Sequence[str]) -> dict[str, Invitee]:
-        """The people of the workspace among ``emails``, by lower-case e-mail (absent: not a member).
+    def find(self, emails: Sequence[str], *, conversation_id: str = "") -> dict[str, Invitee]:
+        """The people of the workspace among ``emails``, by lower-case e-mail (absent: not a member);
+        ``conversation_id`` is where the request was made (Teams looks people up in its roster).
 
         Raises:
             DeliveryError: when the platform cannot answer (nobody can be said to be in or out).
         """
         ...
 
-    def send_file(self, invitee: Invitee, *, text: str, filename: str, data: bytes) -> None:
-        """Send ``text`` with the file ``filename`` (``data``) to ``invitee`` in a direct message.
+    def send_file(self, invitee: Invitee, *, text: str, filename: str, data: bytes, conversation_id: str = "") -> None:
+        """Send ``text`` with the file ``filename`` (``data``) to ``invitee`` in a direct message (Teams: a file
+        card the invitee accepts, which puts the file in their OneDrive); ``conversation_id`` as for :meth:`find`.
 
         Raises:
             DeliveryError: when it was not delivered.
@@ -86,9 +88,9 @@ class Courier(Protocol):
 class InvitingTool(Protocol):
     """An action tool that invites people through a :class:`Courier` when it executes."""
 
-    def invitations(self, args: Any, courier: Courier | None) -> tuple[str, str] | None:
+    def invitations(self, args: Any, courier: Courier | None, conversation_id: str = "") -> tuple[str, str] | None:
         """The preview field saying who will get the invitation (``("Invitations", "...")``), or None
-        when the action invites nobody this way."""
+        when the action invites nobody this way (``conversation_id``: where it was asked)."""
         ...
 
 

@@ -48,8 +48,9 @@ class SlackCourier:
     def _run(self, coro: Any) -> Any:
         return asyncio.run(asyncio.wait_for(coro, self.timeout))
 
-    def find(self, emails: Sequence[str]) -> dict[str, Invitee]:
-        """The workspace's active people among ``emails`` (``users.lookupByEmail`` each), by lower-case e-mail.
+    def find(self, emails: Sequence[str], *, conversation_id: str = "") -> dict[str, Invitee]:
+        """The workspace's active people among ``emails`` (``users.lookupByEmail`` each), by lower-case e-mail
+        (``conversation_id`` is not needed: the workspace is the bot token's).
 
         Raises:
             DeliveryError: when Slack cannot answer for an address (a missing scope, Slack down).
@@ -75,7 +76,7 @@ class SlackCourier:
             found[email] = Invitee(email=email, user_id=str(user["id"]), name=str(name))
         return found
 
-    def send_file(self, invitee: Invitee, *, text: str, filename: str, data: bytes) -> None:
+    def send_file(self, invitee: Invitee, *, text: str, filename: str, data: bytes, conversation_id: str = "") -> None:
         """Open the DM with ``invitee`` and upload ``data`` as ``filename`` with ``text``.
 
         Raises:

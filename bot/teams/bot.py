@@ -76,6 +76,7 @@ from telemetry.metrics import count_api_error, count_rate_limited
 
 from . import cards
 from .entities import SchemaEntity
+from .invites import TeamsCourier
 from .members import MemberDirectory, home_tenant
 from .errors import status_of
 from .links import conversation_link
@@ -183,11 +184,15 @@ class TeamsBot(ActivityHandler):
         self.default_timezone = default_timezone
         self.history_turns = history_turns
         self.background: set[asyncio.Task] = set()
+        #: invitations as file cards (:class:`bot.teams.invites.TeamsCourier`), set by the web adapter
+        self.courier: TeamsCourier | None = None
 
     # -- dispatch --------------------------------------------------------------------------------
     async def on_turn(self, turn_context: TurnContext) -> None:
         """De-duplicate by activity id, then dispatch by type."""
         activity = turn_context.activity
+        if self.courier is not None:
+            self.courier.remember(activity)
         if activity.id and activity.type in (ActivityTypes.message, ActivityTypes.invoke):
             if not await asyncio.to_thread(self.store.claim_event, f"teams:{activity.id}", "teams"):
                 log.info("Teams: activity %s already handled; ignoring the redelivery", activity.id)
@@ -225,11 +230,14 @@ class TeamsBot(ActivityHandler):
 
     async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse:
         """Universal Actions (``adaptiveCard/action``): handle the data, answer with the new card.
-        The feedback loop (``message/submitAction``): store the feedback, answer 200."""
+        The feedback loop (``message/submitAction``): store the feedback, answer 200. An invitation's file
+        card (``fileConsent/invoke``): :meth:`bot.teams.invites.TeamsCourier.consent`."""
         activity = turn_context.activity
         if activity.name == "message/submitAction":
             await self._feedback(turn_context)
             return InvokeResponse(status=200)
+        if activity.name == "fileConsent/invoke" and self.courier is not None:  # an invitation's file card
+            return await self.courier.consent(turn_context)
         if activity.name != "adaptiveCard/action":
             log.info("Teams: ignoring invoke %r", activity.name)
             return InvokeResponse(status=200)

@@ -155,7 +155,8 @@ class CalendarCreate:
         return ActionResult(True, message, links=tuple(links), details=details, notes=notes)
 
     # -- invitations by direct message ------------------------------------------------------------
-    def invitations(self, args: CalendarCreateArgs, courier: Courier | None) -> tuple[str, str] | None:
+    def invitations(self, args: CalendarCreateArgs, courier: Courier | None,
+                    conversation_id: str = "") -> tuple[str, str] | None:
         """The preview's ``("Invitations", ...)`` field when attendees are invited by DM: who will get the
         ``.ics`` in a DM, who is not in the workspace and will not be invited (None when the backend invites
         them itself, or there is nobody to invite)."""
@@ -164,7 +165,7 @@ class CalendarCreate:
         if courier is None:
             return ("Invitations", "none are sent from here: tell the attendees yourself")
         try:
-            found = courier.find(args.attendees)
+            found = courier.find(args.attendees, conversation_id=conversation_id)
         except DeliveryError as exc:
             return ("Invitations", f"I couldn't check who is in the workspace ({exc.reason}); I'll try to send the "
                                    "invitation in a DM after you confirm")
@@ -194,7 +195,7 @@ class CalendarCreate:
             record["failed"] = [{"email": a, "reason": "no invitations are sent from here"} for a in args.attendees]
             return (("Nobody was sent an invitation from here: tell the attendees yourself.",), record)
         try:
-            found = courier.find(args.attendees)
+            found = courier.find(args.attendees, conversation_id=ctx.channel_id)
         except DeliveryError as exc:
             record["failed"] = [{"email": a, "reason": exc.reason} for a in args.attendees]
             return ((f"I couldn't send the invitations: {exc.reason}. Share the .ics with the attendees.",), record)
@@ -210,7 +211,7 @@ class CalendarCreate:
                 record["not_in_workspace"].append(email)
                 continue
             try:
-                courier.send_file(person, text=text, filename=filename, data=data)
+                courier.send_file(person, text=text, filename=filename, data=data, conversation_id=ctx.channel_id)
                 record["sent"].append(email)
             except DeliveryError as exc:
                 record["failed"].append({"email": email, "reason": exc.reason})
