@@ -157,3 +157,9 @@ def test_a_member_without_the_app_is_reported_not_claimed(teams) -> None:
     assert "The invitation could not be sent to Dana Scully (the chat could not be opened (they don't have the app " \
            "in Teams)); share the .ics with them." in done
     assert not t.connector.created
+
+
+def test_the_app_manifest_lets_the_bot_send_files() -> None:
+    """File consent cards reach only an app whose manifest says the bot supports files."""
+    manifest = json.loads((Path(__file__).resolve().parents[1] / "teams" / "manifest.json").read_text())
+    assert manifest["bots"][0]["supportsFiles"] is True
