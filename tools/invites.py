@@ -9,9 +9,7 @@ the roster and a personal chat), and asks it who of the attendees is in the work
 A tool that invites this way also implements :class:`InvitingTool`, so the preview can say who will
 get the invitation before anyone confirms.
 
-Exceptions::
-
-    DeliveryError          the platform refused or could not be reached; ``reason`` is one line
+The platform's refusals are :class:`tools.errors.DeliveryError` (re-exported here), with a one-line ``reason``.
 """
 
 from __future__ import annotations
@@ -20,19 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .errors import DeliveryError
+
 __all__ = ["Invitee", "Courier", "InvitingTool", "DeliveryError", "names"]
-
-
-class DeliveryError(Exception):
-    """The platform did not deliver (or could not say who is in the workspace).
-
-    Attributes:
-        reason: one line for the requester (``upload failed: file_uploads_disabled``).
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
