@@ -78,6 +78,7 @@ class Turn:
             known. The e-mails are already in ``text``; this map is the structured list of the same
             people, and lets a reader that still meets a ``<@U123>`` token (the calendar extraction's
             ``resolve_mention``) resolve it.
+        thread_link: the web link of the thread the message is in ("" when the platform gives none).
     """
 
     text: str
@@ -95,6 +96,7 @@ class Turn:
     user_email: str = ""
     channel_kind: str = ""
     viewer: Viewer | None = field(default=None, hash=False, compare=False)
+    thread_link: str = ""
 
     def __post_init__(self) -> None:
         bad = [h for h in self.history if not isinstance(h, HistoryMessage)]

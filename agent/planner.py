@@ -223,8 +223,8 @@ class RuleBasedPlanner:
     def _request(self, turn: Turn, text: str, completion: str = "", background: str = "") -> ActionRequest:
         return ActionRequest(text=text, sent_at=turn.sent_at or self.clock(), timezone=self._timezone(turn),
                              history=turn.own_history, completion=completion, requester_id=turn.user_id,
-                             requester_email=turn.user_email,
-                             platform=turn.platform, background=background)
+                             requester_email=turn.user_email, platform=turn.platform, background=background,
+                             thread_link=turn.thread_link)
 
     def _incomplete_request(self, turn: Turn) -> str | None:
         """The requester's own previous message when it was a request a tool could not complete and this

@@ -39,6 +39,7 @@ from state import PendingRecord, StateStore
 from tools.actions import CHOICE, TIME_PASSED, ActionTool, ActionWords
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError
+from tools.invites import Courier, InvitingTool
 from tools.outbox import Outbox
 
 from .settings import Settings
@@ -141,6 +142,25 @@ class ActionService:
         self.resolve_email = resolve_email
         self.stale_after = stale_after
         self.outbox = outbox if outbox is not None else (store if isinstance(store, Outbox) else None)
+        self.couriers: dict[str, Courier] = {}
+
+    def use_courier(self, courier: Courier) -> None:
+        """Deliver invitations of actions asked on ``courier.platform`` through ``courier`` (the adapter's
+        :class:`tools.invites.Courier`): tools get it in :attr:`tools.base.ToolContext.courier`."""
+        self.couriers[courier.platform] = courier
+
+    def preview_fields(self, rec: PendingRecord) -> tuple[tuple[str, str], ...]:
+        """Fields the preview of ``rec`` adds to the tool's own, from the requester's platform: who will get
+        an invitation in a DM (:class:`tools.invites.InvitingTool`); none for other tools. Blocks (the
+        courier may ask the platform)."""
+        from tools.actions import stored_args
+
+        tool = self.tool(rec.tool)
+        if tool is None or not isinstance(tool, InvitingTool):
+            return ()
+        args = stored_args(tool, dict(rec.args))
+        field = tool.invitations(args, self.couriers.get(rec.platform), rec.channel_id) if args is not None else None
+        return (field,) if field else ()
 
     def tool(self, name: str) -> ActionTool | None:
         """The registered action tool ``name``, or None (unknown here, or without side effects)."""
@@ -242,6 +262,7 @@ class ActionService:
             return self._fail(rec, user_id, msg, str(exc), detail)
         ctx = ToolContext(user_id=user_id, timezone=str(rec.args.get("timezone") or "UTC"), platform=rec.platform,
                           channel_id=rec.channel_id, user_email=email or "", outbox=self.outbox,
+                          courier=self.couriers.get(rec.platform),
                           extra={"idempotency_key": key, "thread_id": rec.thread_id,
                                  **({CHOICE: choice} if choice is not None else {})})
         try:

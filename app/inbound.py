@@ -71,6 +71,8 @@ class InboundMessage:
         message_id: the platform's id of this very message (Slack ``ts``, Teams activity id); a
             redelivery has the same id. "" when the platform has none (a Slack slash command).
         sent_at: when it was sent, aware; None when unknown (the agent then uses its clock).
+        thread_link: the web link of the thread or conversation (Slack's permalink shape, a Teams message
+            link), "" when the platform has none; an action may record it (a Jira ticket links its thread).
         history: earlier messages of the thread or conversation, oldest first, with their authors.
         mentions: the people mentioned (other than the bot), in order.
         is_admin: whether the requester may run admin commands (decided by the adapter from its
@@ -100,6 +102,7 @@ class InboundMessage:
     thread_id: str = ""
     message_id: str = ""
     sent_at: datetime | None = None
+    thread_link: str = ""
     history: tuple[HistoryMessage, ...] = ()
     mentions: tuple[Mention, ...] = ()
     is_admin: bool = False

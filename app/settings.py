@@ -231,7 +231,7 @@ class Settings(BaseSettings):
     jira_timeout_seconds: float = Field(20.0, gt=0, le=120, description="Seconds each Jira request may take.")
     slack_workspace_url: str = Field("", description="The Slack workspace's address (https://acme.slack.com), "
                                      "for links to Slack threads (a Jira ticket links the thread it was asked in); "
-                                     "empty: tickets name the channel instead.")
+                                     "empty: the address Slack's auth.test gives the bot's token.")
 
     @property
     def jira_configured(self) -> bool:

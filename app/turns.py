@@ -31,5 +31,5 @@ def build_turn(msg: InboundMessage, access: AccessPolicy | None = None) -> Turn:
         channel_id=msg.channel_id, thread_id=msg.thread_id, is_admin=msg.is_admin, locale=msg.locale,
         timezone=msg.timezone, message_id=msg.message_id, sent_at=msg.sent_at,
         mention_emails=msg.mention_emails, user_email=msg.user_email, channel_kind=msg.channel_kind,
-        viewer=(access or _DEFAULT_POLICY).viewer(msg),
+        viewer=(access or _DEFAULT_POLICY).viewer(msg), thread_link=msg.thread_link,
     )

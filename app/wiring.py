@@ -175,7 +175,7 @@ def register_action_tools(tools: ToolRegistry, settings: Settings) -> ToolRegist
             api_token=settings.jira_api_token.get_secret_value() if settings.jira_api_token else "",
             pat=settings.jira_pat.get_secret_value() if settings.jira_pat else "",
             default_project=settings.jira_default_project, default_issue_type=settings.jira_issue_type,
-            slack_workspace_url=settings.slack_workspace_url, timeout_seconds=settings.jira_timeout_seconds))
+            timeout_seconds=settings.jira_timeout_seconds))
     return tools
 
 

@@ -353,7 +353,8 @@ def _eval_one(settings: Settings, questions: list, sources: list[str], args: arg
         rt = build_agent(settings, index=index, retriever=args.retriever)
         with progress_bar(bar_label, "questions", total=len(questions)) as bar:
             return run_eval(rt.agent, questions, lookup=index.dense.get, k=args.k, access=rt.access,
-                            doc_chunks=doc_chunks(index), progress=lambda *_: bar.update(1))
+                            doc_chunks=doc_chunks(index), progress=lambda *_: bar.update(1),
+                            tools=rt.tools.names())
     finally:
         index.close()
 

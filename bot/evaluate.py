@@ -2,7 +2,7 @@
 
 The file format is one JSON object per line (``id``, ``question``, ``kind``, ``gold_docs``,
 ``answer_contains``, optional ``history`` (the asker's own earlier messages), ``expected_tool``,
-``expected_args``, ``as_user`` (the asker's e-mail; without it the asker has none: public pages only)
+``expected_args``, ``expected_start``, ``as_user`` (the asker's e-mail; without it the asker has none: public pages only)
 and ``audience`` (``dm``, the default: only the asker reads the answer; ``channel``: others do, so
 ``CHANNEL_ACCESS`` applies)).
 
@@ -36,12 +36,19 @@ its stored chunk's full text (with its title and section), not only the quote. `
 counts the sentences with a missing fact of each kind (a sentence may count under several); each row carries
 its count and the sentences (``unsupported_sentences``: ``sentence`` and the missing ``facts``).
 
-Actions (``kind: action``): ``action_tool`` is the fraction of action questions whose reply proposes
-the expected tool (``expected_tool``, ``calendar.create`` when absent) as its pending action;
-``action_args`` the fraction whose proposed arguments agree with every ``expected_args`` entry: a
-list (``attendees``) as a set, case-insensitive; ``title`` and ``text`` loosely (case-insensitive,
-extra words allowed, each expected word equal to or a prefix of a proposed word: "Incident retro"
-matches "Incident retrospective"); anything else (``duration_minutes``) exactly.
+Actions (``kind: action``), for every registered action tool: ``action_tool`` is the fraction of action
+questions whose reply proposes the expected tool (``expected_tool``, ``calendar.create`` when absent) as
+its pending action; ``action_args`` the fraction whose proposed arguments agree with every
+``expected_args`` entry: a list (``attendees``) as a set, case-insensitive; ``title``, ``text`` and
+``summary`` loosely (case-insensitive, extra words allowed, each expected word equal to or a prefix of a
+proposed word: "Incident retro" matches "Incident retrospective"); anything else (``duration_minutes``,
+``project``, ``issue_type``) exactly. ``action_start`` the fraction, over the questions with an
+``expected_start``, whose proposed start (``start``, or a reminder's ``at``) is the expected one
+(:func:`start_matches`: ``tomorrow 14:00``, ``fri 09:00 America/Los_Angeles``, ``14th 10:00``, ``+14 10:00``)
+counted from when the question was asked, in the named zone, else the proposal's ``timezone``.
+A question whose expected tool is not registered in the run (``ticket.create`` without ``JIRA_URL``) is
+not scored (``action_skipped`` on its row, ``action_skipped`` in the figures: how many). ``action_by_tool``
+gives the three figures and the count per expected tool.
 
 Permissions (issue 11), re-checked against the stored chunks' access for the question's viewer
 (``as_user`` and ``audience`` through :func:`app.turns.build_turn`): ``acl_leaks`` counts the chunks
@@ -62,8 +69,9 @@ import math
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from agent.agent import Agent
@@ -95,6 +103,7 @@ class EvalQuestion:
     history: tuple[str, ...] = ()
     expected_tool: str | None = None
     expected_args: dict | None = None
+    expected_start: str | None = None
     as_user: str = ""
     audience: str = "dm"
 
@@ -115,7 +124,7 @@ def load_questions(path: str | Path) -> list[EvalQuestion]:
                 id=str(d["id"]), question=str(d["question"]), kind=str(d["kind"]),
                 gold_docs=tuple(d.get("gold_docs") or ()), answer_contains=tuple(d.get("answer_contains") or ()),
                 history=tuple(str(h) for h in d.get("history") or ()), expected_tool=d.get("expected_tool"),
-                expected_args=d.get("expected_args"), as_user=str(d.get("as_user") or ""),
+                expected_args=d.get("expected_args"), expected_start=d.get("expected_start"), as_user=str(d.get("as_user") or ""),
                 audience=str(d.get("audience") or "dm")))
             if out[-1].audience not in {"dm", "channel"}:
                 raise TypeError(f"audience must be dm or channel, not {out[-1].audience!r}")
@@ -204,7 +213,7 @@ def acl_scores(q: EvalQuestion, reply: Reply, viewer: Viewer | None, lookup: Cal
 
 def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str], Chunk | None],
              k: int = 10, progress=None, access: AccessPolicy | None = None,
-             doc_chunks: dict[str, str] | None = None) -> dict:
+             doc_chunks: dict[str, str] | None = None, tools: Collection[str] | None = None) -> dict:
     """Ask each question and score it; returns the ``--json`` object (see module docstring).
 
     Args:
@@ -218,6 +227,8 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
         access: who sees what (the runtime's :class:`app.access.AccessPolicy`: static groups,
             ``CHANNEL_ACCESS``); None: the defaults.
         doc_chunks: doc id -> a chunk id (:func:`doc_chunks`), to tell restricted gold pages (``acl_recall``).
+        tools: the registered tool names; an action question expecting another tool is not scored
+            (``action_skipped``). None: every action question is scored.
     """
     rows = []
     for q in questions:
@@ -225,6 +236,7 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
         history = tuple(HistoryMessage.own(h) for h in q.history)  # the asker's own earlier messages
         turn = build_turn(InboundMessage(platform="eval", text=q.question, history=history, user_email=q.as_user,
                                          channel_kind="dm" if q.audience == "dm" else "channel"), access)
+        asked_at = datetime.now(timezone.utc)
         reply = agent.answer(turn)
         ms = (time.perf_counter() - t) * 1000
         row = {"id": q.id, "kind": q.kind, "question": q.question, "route": reply.route, "refused": reply.refused,
@@ -246,7 +258,10 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
         if q.kind == "general":
             row["direct"] = not reply.trace.queries and not reply.refused
         if q.kind == "action":
-            row.update(action_scores(q, reply))
+            if tools is not None and (q.expected_tool or "calendar.create") not in tools:
+                row["action_skipped"] = True
+            else:
+                row.update(action_scores(q, reply, asked_at))
         row["llm_calls"] = int(reply.trace.timings_ms.get("llm_calls", 0))
         row["llm_tokens"] = int(reply.trace.timings_ms.get("llm_tokens", 0))
         rows.append(row)
@@ -330,24 +345,89 @@ def title_matches(expected: str, got: str) -> bool:
     return all(any(w == e or w.startswith(e) for w in words) for e in re.findall(r"[\w:/-]+", expected.lower()))
 
 
-def action_scores(q: EvalQuestion, reply: Reply) -> dict:
-    """``action_tool`` (the expected tool was proposed) and ``action_args`` (every expected argument
-    agrees; see the module docstring) of one action question, plus what was proposed (``action_proposed``)."""
+def action_scores(q: EvalQuestion, reply: Reply, asked_at: datetime | None = None) -> dict:
+    """``action_tool`` (the expected tool was proposed), ``action_args`` (every expected argument agrees)
+    and ``action_start`` (the proposed start is the expected one, None without ``expected_start``; see the
+    module docstring) of one action question asked at ``asked_at`` (aware; now when None), plus what was
+    proposed (``action_proposed``) and the tool expected (``action_expected``)."""
     pa = reply.pending_action
-    tool_ok = pa is not None and pa.tool == (q.expected_tool or "calendar.create")
+    want_tool = q.expected_tool or "calendar.create"
+    tool_ok = pa is not None and pa.tool == want_tool
     expected = q.expected_args or {}
-    args_ok = False
+    args_ok = start_ok = False
     if tool_ok and pa is not None:
         args_ok = all(_arg_matches(name, want, pa.args.get(name)) for name, want in expected.items())
+        start_ok = bool(q.expected_start) and start_matches(q.expected_start or "", _start_of(pa.args),
+                                                             str(pa.args.get("timezone") or "UTC"),
+                                                             asked_at or datetime.now(timezone.utc))
     proposed = ({k: v for k, v in pa.args.items() if k != "description"} if pa is not None else None)
-    return {"action_tool": tool_ok, "action_args": args_ok, "action_proposed": proposed}
+    return {"action_tool": tool_ok, "action_args": args_ok, "action_start": start_ok if q.expected_start else None,
+            "action_proposed": proposed, "action_expected": want_tool}
+
+
+#: The argument holding an action's start time, per kind of action (an event's ``start``, a reminder's ``at``).
+_START_ARGS = ("start", "at")
+
+_WEEKDAYS = {d: i for i, d in enumerate(("mon", "tue", "wed", "thu", "fri", "sat", "sun"))}
+_START = re.compile(r"^(?:(?P<day>today|tomorrow|\+\d{1,3}|mon|tue|wed|thu|fri|sat|sun|\d{1,2}(?:st|nd|rd|th))\s+)?"
+                    r"(?P<hh>\d{1,2}):(?P<mm>\d{2})(?:\s+(?P<tz>[A-Za-z_]+/[A-Za-z_/+-]+|UTC))?$", re.IGNORECASE)
+
+
+def _start_of(args: dict) -> str:
+    return next((str(args[k]) for k in _START_ARGS if args.get(k)), "")
+
+
+def start_matches(expected: str, proposed: str, proposal_tz: str, asked_at: datetime) -> bool:
+    """Whether the proposed start (ISO 8601 with an offset) is the ``expected`` one, asked at ``asked_at``.
+
+    ``expected`` is ``[DAY ]HH:MM[ ZONE]``: the local time in ``ZONE`` (an IANA name; ``proposal_tz``
+    when absent) and the day: ``today``, ``tomorrow``, ``+N`` (N days after the day it was asked), a
+    weekday (``thu``: the first such day after the day it was asked, or that day itself when the time is
+    still ahead) or a day of the month (``14th``: the first one from the day it was asked whose time is
+    still ahead); without a day, the first such time still ahead.
+
+    Raises:
+        ValueError: for an ``expected`` that does not read so (a mistake in the eval file).
+    """
+    from zoneinfo import ZoneInfo
+
+    m = _START.match(expected.strip())
+    if m is None:
+        raise ValueError(f"expected_start {expected!r} is not '[DAY ]HH:MM[ ZONE]' (e.g. 'tomorrow 14:00')")
+    if not proposed:
+        return False
+    tz = ZoneInfo(m["tz"] or proposal_tz or "UTC")
+    try:
+        got = datetime.fromisoformat(proposed).astimezone(tz)
+    except ValueError:
+        return False
+    now = asked_at.astimezone(tz)
+    if (got.hour, got.minute) != (int(m["hh"]), int(m["mm"])):
+        return False
+    day, today = (m["day"] or "").lower(), now.date()
+    ahead = now.time().replace(second=0, microsecond=0) < got.time().replace(second=0, microsecond=0)
+    first = today if ahead else today + timedelta(days=1)
+    if day == "today":
+        want: date = today
+    elif day == "tomorrow":
+        want = today + timedelta(days=1)
+    elif day.startswith("+"):
+        want = today + timedelta(days=int(day[1:]))
+    elif day in _WEEKDAYS:
+        want = first + timedelta(days=(_WEEKDAYS[day] - first.weekday()) % 7)
+    elif day:
+        n = int(day[:-2])
+        want = next((first + timedelta(days=i) for i in range(0, 62) if (first + timedelta(days=i)).day == n), first)
+    else:
+        want = first
+    return got.date() == want
 
 
 def _arg_matches(name: str, want: object, got: object) -> bool:
     """One expected argument against the proposed one (lists as sets, titles and texts loosely)."""
     if isinstance(want, list):
         return {str(a).lower() for a in want} == {str(a).lower() for a in (got or [])}  # type: ignore[union-attr]
-    if name in {"title", "text"}:
+    if name in {"title", "text", "summary"}:
         return title_matches(str(want), str(got or ""))
     return got == want
 
@@ -391,9 +471,13 @@ def _figures(rows: list[dict]) -> dict:
         for k in FACT_KINDS}
     gen = [r for r in rows if r["kind"] == "general"]
     out["answers"]["direct_general"] = _mean([float(r["direct"]) for r in gen])
-    act = [r for r in rows if r["kind"] == "action"]
-    out["answers"]["action_tool"] = _mean([float(r["action_tool"]) for r in act])
-    out["answers"]["action_args"] = _mean([float(r["action_args"]) for r in act])
+    act = [r for r in rows if r["kind"] == "action" and not r.get("action_skipped")]
+    out["answers"].update(_action_figures(act))
+    out["answers"]["action_skipped"] = sum(1 for r in rows if r.get("action_skipped"))
+    by_tool: dict[str, list[dict]] = defaultdict(list)
+    for r in act:
+        by_tool[str(r.get("action_expected") or "calendar.create")].append(r)
+    out["answers"]["action_by_tool"] = {t: {"questions": len(v), **_action_figures(v)} for t, v in sorted(by_tool.items())}
     restricted = [r for r in rows if r.get("acl_restricted_gold")]
     out["access"] = {"acl_leaks": sum(int(r.get("acl_leaks", 0)) for r in rows),
                      "acl_recall": _mean([float(r["acl_answered"]) for r in restricted]),
@@ -405,6 +489,13 @@ def _figures(rows: list[dict]) -> dict:
     lat = [r["latency_ms"] for r in rows]
     out["latency_ms"] = {"p50": _pct(lat, 0.5), "p95": _pct(lat, 0.95), "max": _pct(lat, 1.0)}
     return out
+
+
+def _action_figures(rows: list[dict]) -> dict:
+    """``action_tool``, ``action_args`` and ``action_start`` (over the rows with an expected start) of scored rows."""
+    return {"action_tool": _mean([float(r["action_tool"]) for r in rows]),
+            "action_args": _mean([float(r["action_args"]) for r in rows]),
+            "action_start": _mean([float(r["action_start"]) for r in rows if r.get("action_start") is not None])}
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -433,7 +524,10 @@ def format_table(result: dict, label: str = "") -> str:
              f"           citation_precision {f(a.get('citation_precision'))}  "
              f"answer_chars_mean {_chars(a.get('answer_chars_mean'))}  "
              f"unsupported_posted {a.get('unsupported_posted', '-')}",
-             f"actions    action_tool {f(a.get('action_tool'))}  action_args {f(a.get('action_args'))}",
+             f"actions    action_tool {f(a.get('action_tool'))}  action_args {f(a.get('action_args'))}  "
+             f"action_start {f(a.get('action_start'))}  skipped {a.get('action_skipped', 0)}",
+             *(f"           {t:<16} n={v['questions']:<3} tool {f(v['action_tool'])}  args {f(v['action_args'])}  "
+               f"start {f(v['action_start'])}" for t, v in (a.get("action_by_tool") or {}).items()),
              f"access     acl_leaks {result.get('access', {}).get('acl_leaks', 0)}  "
              f"acl_recall {f(result.get('access', {}).get('acl_recall'))} "
              f"({result.get('access', {}).get('acl_questions', 0)} restricted questions)",

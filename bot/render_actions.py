@@ -22,6 +22,7 @@ User-supplied text is escaped for Slack mrkdwn (``&``, ``<``, ``>``); links that
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -48,12 +49,21 @@ def _key(action: PendingAction | PendingRecord) -> str:
     return action.idempotency_key if isinstance(action, PendingAction) else action.key
 
 
-def _preview(action: PendingAction | PendingRecord, tool: ActionTool | None, viewer_tz: str | None) -> Preview:
-    """The tool's preview of the stored arguments (not re-validated: an old preview may lie in the past)."""
+def _preview(action: PendingAction | PendingRecord, tool: ActionTool | None, viewer_tz: str | None,
+             extra_fields: tuple[tuple[str, str], ...] = ()) -> Preview:
+    """The tool's preview of the stored arguments (not re-validated: an old preview may lie in the past), with
+    ``extra_fields`` (:meth:`app.actions.ActionService.preview_fields`) after the tool's own."""
     args = stored_args(tool, dict(action.args)) if tool is not None else None
     if tool is None or args is None:
         return fallback_preview(action.summary)
-    return tool.preview(args, viewer_tz)
+    preview = tool.preview(args, viewer_tz)
+    return dataclasses.replace(preview, fields=preview.fields + tuple(extra_fields)) if extra_fields else preview
+
+
+def _notes(outcome: ActionOutcome) -> list[str]:
+    """The done action's notes (who got an invitation, whose failed), as the tool stored them."""
+    raw = outcome.result.get("notes") if outcome.result and outcome.status in {"done", "already_done"} else None
+    return [str(n) for n in raw or [] if str(n).strip()]
 
 
 def _words(tool: ActionTool | None) -> ActionWords:
@@ -91,7 +101,8 @@ def _links(outcome: ActionOutcome) -> list[tuple[str, str]]:
 
 # -- Slack ------------------------------------------------------------------------------------------
 def slack_preview_blocks(action: PendingAction | PendingRecord, tool: ActionTool | None, *,
-                         viewer_tz: str | None = None, requester_id: str | None = None) -> list[dict[str, Any]]:
+                         viewer_tz: str | None = None, requester_id: str | None = None,
+                         extra_fields: tuple[tuple[str, str], ...] = ()) -> list[dict[str, Any]]:
     """Block Kit blocks of a preview: the tool's lead, the title, a line per field, the details as
     context, then Confirm / Cancel buttons and who may press them until when.
 
@@ -100,12 +111,13 @@ def slack_preview_blocks(action: PendingAction | PendingRecord, tool: ActionTool
         tool: its action tool (None: the stored summary is shown).
         viewer_tz: the requester's IANA zone (Slack ``users.info`` ``tz``); the action's own when None.
         requester_id: shown as "only <@U…> can confirm" (the record's requester by default).
+        extra_fields: fields after the tool's own (who will get an invitation in a DM).
 
     Returns:
         a list of blocks for ``chat.postMessage(blocks=...)``; button ``action_id`` values are
         ``action_confirm:<key>`` / ``action_cancel:<key>`` and each button's ``value`` is the key.
     """
-    key, preview, w = _key(action), _preview(action, tool, viewer_tz), _words(tool)
+    key, preview, w = _key(action), _preview(action, tool, viewer_tz, extra_fields), _words(tool)
     requester = requester_id or (action.requester if isinstance(action, PendingRecord) else "")
     lines = [f"*{_esc(preview.title)}*", *(f"*{_esc(label)}:* {_esc(value)}" for label, value in preview.fields)]
     blocks: list[dict[str, Any]] = [
@@ -152,17 +164,21 @@ def slack_outcome_blocks(outcome: ActionOutcome, *, viewer_tz: str | None = None
     blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": head[:3000]}})
     if outcome.status in {"failed", "expired"}:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _esc(outcome.message)[:3000]}]})
+    notes = _notes(outcome)
+    if notes:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _esc(" ".join(notes))[:3000]}]})
     return blocks
 
 
 def slack_blocks_for_record(rec: PendingRecord, tool: ActionTool | None, *, viewer_tz: str | None = None,
-                            now: datetime | None = None) -> list[dict[str, Any]]:
+                            now: datetime | None = None,
+                            extra_fields: tuple[tuple[str, str], ...] = ()) -> list[dict[str, Any]]:
     """Blocks for a stored action in whatever state it is: the preview with buttons while it can be
     confirmed, the settled view otherwise (a redelivered message must not show fresh buttons for an
     action that is already done)."""
     now = now or datetime.now(timezone.utc)
     if rec.status == "pending" and now < rec.expires_at:
-        return slack_preview_blocks(rec, tool, viewer_tz=viewer_tz)
+        return slack_preview_blocks(rec, tool, viewer_tz=viewer_tz, extra_fields=extra_fields)
     return slack_outcome_blocks(_record_outcome(rec, tool), viewer_tz=viewer_tz)
 
 
@@ -229,10 +245,11 @@ def terminal_outcome(outcome: ActionOutcome) -> str:
 
 # -- Microsoft Teams --------------------------------------------------------------------------------
 def adaptive_card(action: PendingAction | PendingRecord, tool: ActionTool | None, *,
-                  viewer_tz: str | None = None) -> dict[str, Any]:
-    """An Adaptive Card (schema 1.4) of the preview (the fields as a FactSet) with Confirm / Cancel
-    ``Action.Submit`` buttons whose ``data`` is ``{"action": "action_confirm" | "action_cancel", "key": <key>}``."""
-    key, preview, w = _key(action), _preview(action, tool, viewer_tz), _words(tool)
+                  viewer_tz: str | None = None, extra_fields: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+    """An Adaptive Card (schema 1.4) of the preview (the fields as a FactSet, ``extra_fields`` after the
+    tool's own) with Confirm / Cancel ``Action.Submit`` buttons whose ``data`` is
+    ``{"action": "action_confirm" | "action_cancel", "key": <key>}``."""
+    key, preview, w = _key(action), _preview(action, tool, viewer_tz, extra_fields), _words(tool)
     body: list[dict[str, Any]] = [
         {"type": "TextBlock", "text": w.lead, "wrap": True},
         {"type": "TextBlock", "text": preview.title, "weight": "Bolder", "size": "Medium", "wrap": True},
@@ -266,6 +283,9 @@ def adaptive_card_outcome(outcome: ActionOutcome, *, viewer_tz: str | None = Non
         body.append({"type": "TextBlock", "text": _summary(outcome, viewer_tz), "wrap": True})
     if outcome.status in {"failed", "expired"}:
         body.append({"type": "TextBlock", "text": outcome.message, "wrap": True, "isSubtle": True})
+    notes = _notes(outcome)
+    if notes:
+        body.append({"type": "TextBlock", "text": " ".join(notes), "wrap": True, "isSubtle": True})
     card: dict[str, Any] = {"type": "AdaptiveCard", "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
                             "version": "1.4", "body": body}
     links = _links(outcome)

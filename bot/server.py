@@ -305,7 +305,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     from state import StateStore, StateStoreError
 
     from app.actions import build_action_service
-    from bot.slack.pending import slack_handlers
+    from bot.slack.pending import use_actions
     from .index_guard import FirstSync, IndexGuardedAgent, index_readiness
     from app.jobs import IndexJobs
     from .slack import SlackBot, SlackConfig, SlackConfigError
@@ -374,7 +374,8 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     if config is not None:
         bot = SlackBot(config, runtime, store, jobs, job_executor=executor)
         # Side-effect actions (calendar events, reminders): previews stored in the state store, Confirm / Cancel executed once.
-        bot.use_pending_actions(*slack_handlers(action_service, default_timezone=settings.default_timezone))
+        # ... and the local calendar's invitations: a DM with the .ics to each attendee in the workspace.
+        use_actions(bot, action_service, default_timezone=settings.default_timezone)
         adapters.append(SlackSocketModeAdapter(bot) if socket_mode else SlackHttpAdapter(bot))
     # The outbox (scheduled messages, e.g. reminders): delivered by the scheduler through these senders,
     # one per platform served: Slack's as DMs, Teams' into the user's personal chat (app/outbox.py).

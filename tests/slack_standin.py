@@ -55,6 +55,10 @@ METHOD_SCOPES: dict[str, frozenset[str]] = {
     "reactions.add": frozenset({"reactions:write"}),
     "reactions.remove": frozenset({"reactions:write"}),
     "users.info": frozenset({"users:read"}),
+    "users.lookupByEmail": frozenset({"users:read.email"}),
+    "conversations.open": frozenset({"im:write", "mpim:write", "channels:manage", "groups:write"}),
+    "files.getUploadURLExternal": frozenset({"files:write"}),
+    "files.completeUploadExternal": frozenset({"files:write"}),
     "assistant.threads.setStatus": frozenset({"assistant:write", "chat:write"}),
     "assistant.threads.setSuggestedPrompts": frozenset({"assistant:write"}),
     "assistant.threads.setTitle": frozenset({"assistant:write"}),
@@ -256,6 +260,9 @@ class SlackStandin:
         self.views: dict[str, dict[str, Any]] = {}  # opened modals by view id
         self.homes: dict[str, dict[str, Any]] = {}  # the published Home tab by user id
         self.home_tab = home_tab
+        self.uploads: dict[str, dict[str, Any]] = {}  # files.getUploadURLExternal's files by id (bytes once uploaded)
+        self.files: list[dict[str, Any]] = []  # files shared by files.completeUploadExternal (content included)
+        self.upload_status = 200  # the HTTP status the upload URL answers (a failing upload)
         self.server = ServerThread(self._app)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -291,6 +298,7 @@ class SlackStandin:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/response/{key}", self._response)
+        app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_get("/link/", self._socket)
         return app
 
@@ -651,6 +659,86 @@ class SlackStandin:
             profile["email"] = user["_email"]
         out["profile"] = profile
         return {"ok": True, "user": out}
+
+    def _m_users_lookupByEmail(self, p: dict[str, Any]) -> dict[str, Any]:
+        email = str(p.get("email", "")).strip().lower()
+        if not email:
+            return {"ok": False, "error": "invalid_arguments"}
+        user = next((u for u in self.users.values() if u["_email"].lower() == email), None)
+        if user is None:
+            return {"ok": False, "error": "users_not_found"}
+        out = {k: v for k, v in user.items() if not k.startswith("_")}
+        out["profile"] = {"real_name": user["real_name"], "display_name": user["name"], "email": user["_email"]}
+        return {"ok": True, "user": out}
+
+    def _m_conversations_open(self, p: dict[str, Any]) -> dict[str, Any]:
+        users = [u for u in str(p.get("users", "")).split(",") if u]
+        if len(users) != 1:  # a group DM is not needed by the bot; one user opens the app's DM with them
+            return {"ok": False, "error": "users_list_not_supplied" if not users else "not_supported"}
+        if users[0] not in self.users:
+            return {"ok": False, "error": "user_not_found"}
+        dm = "D" + users[0][1:]
+        self.conversations.setdefault(dm, Conversation("im", people=[users[0], BOT_USER_ID]))
+        return {"ok": True, "channel": {"id": dm}}
+
+    def _m_files_getUploadURLExternal(self, p: dict[str, Any]) -> dict[str, Any]:
+        filename, length = str(p.get("filename", "")), str(p.get("length", ""))
+        if not filename or not length.isdigit():
+            return {"ok": False, "error": "invalid_arguments"}
+        file_id = f"F{uuid.uuid4().hex[:10].upper()}"
+        self.uploads[file_id] = {"id": file_id, "filename": filename, "length": int(length), "data": None}
+        return {"ok": True, "upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
+
+    def _m_files_completeUploadExternal(self, p: dict[str, Any]) -> dict[str, Any]:
+        try:
+            files = json.loads(p["files"]) if isinstance(p.get("files"), str) else p.get("files")
+        except (KeyError, ValueError):
+            return {"ok": False, "error": "invalid_arguments"}
+        if not files:
+            return {"ok": False, "error": "invalid_arguments"}
+        channel = str(p.get("channel_id") or p.get("channels") or "")
+        conv = self.conversations.get(channel) if channel else None
+        if channel and conv is None:
+            return {"ok": False, "error": "channel_not_found"}
+        shared = []
+        for f in files:
+            up = self.uploads.get(str(f.get("id", "")))
+            if up is None or up["data"] is None:  # never uploaded: Slack has nothing to complete
+                return {"ok": False, "error": "file_not_found"}
+            shared.append({"id": up["id"], "name": up["filename"], "title": f.get("title") or up["filename"],
+                           "size": len(up["data"]), "content": up["data"], "channel": channel})
+        for f in shared:
+            self.uploads.pop(f["id"], None)
+        self.files.extend(shared)
+        if conv is not None:
+            conv.messages.append({"type": "message", "user": BOT_USER_ID, "ts": self.next_ts(),
+                                  "text": str(p.get("initial_comment") or ""),
+                                  "files": [{"id": f["id"], "name": f["name"]} for f in shared]})
+        return {"ok": True, "files": [{k: v for k, v in f.items() if k != "content"} for f in shared]}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        """The upload URL ``files.getUploadURLExternal`` handed out: the file's bytes as the body (raw, or a
+        multipart form's ``file`` part); the length must be the one announced."""
+        file_id = request.match_info["file_id"]
+        if request.content_type.startswith("multipart/"):
+            form = await request.post()
+            part = form.get("file") or form.get("filename")
+            data = part.file.read() if hasattr(part, "file") else str(part or "").encode()
+        else:
+            data = await request.read()
+        with self._cond:
+            up = self.uploads.get(file_id)
+            status = self.upload_status
+            if status == 200 and (up is None or up["data"] is not None):
+                status = 404
+            if status == 200 and len(data) != up["length"]:
+                status = 400
+            if status == 200:
+                up["data"] = data
+        self._record(Call("upload", {"file_id": file_id, "size": len(data)}, status, None, key=file_id))
+        if status != 200:
+            return web.Response(status=status, text="upload refused")
+        return web.Response(text=f"OK - {len(data)}")
 
     def _assistant(self, p: dict[str, Any]) -> dict[str, Any]:
         cid, conv, err = self._conv(p, "channel_id")

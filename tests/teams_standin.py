@@ -17,8 +17,14 @@ final one is a ``message`` without a sequence, after which the stream takes noth
 
 It also answers roster look-ups (``GET /v3/conversations/{id}/members/{member}``, what
 ``TeamsInfo.get_member`` calls) from ``members`` (member id -> account: ``name``, ``email``...; an
-unknown member gets 404 like Teams). Look-ups are recorded in ``lookups``, not ``calls``, and are
-never failed by ``failures`` (which count the replies and updates a test sequences).
+unknown member gets 404 like Teams; a member may also be looked up by its ``userPrincipalName`` or
+``email``, as Teams allows). Look-ups are recorded in ``lookups``, not ``calls``, and are never failed by
+``failures`` (which count the replies and updates a test sequences).
+
+Personal chats the bot opens (``POST /v3/conversations``, what ``CloudAdapter.create_conversation``
+sends: one member, the tenant) are recorded in ``created``; a member the roster does not know gets 403
+like a user who does not have the app. ``upload_url(name)`` stands for the OneDrive upload session a
+file consent card's ``accept`` carries: ``PUT`` there with ``Content-Range`` stores the bytes in ``uploads``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ __all__ = ["ConnectorStandIn", "Call"]
 
 _PATH = re.compile(r"^/v3/conversations/([^/]+)/activities(?:/([^/?]+))?")
 _MEMBER = re.compile(r"^/v3/conversations/([^/]+)/members/([^/?]+)")
+_CREATE = re.compile(r"^/v3/conversations/?$")
+_UPLOAD = re.compile(r"^/upload/([^/?]+)$")
 
 
 @dataclass
@@ -81,6 +89,10 @@ class ConnectorStandIn:
         self.calls: list[Call] = []
         self.lookups: list[Call] = []
         self.members: dict[str, dict[str, Any]] = {}
+        self.created: list[dict[str, Any]] = []  # bodies of POST /v3/conversations that opened a chat
+        self.uploads: dict[str, bytes] = {}  # file name -> bytes PUT to upload_url(name)
+        self.upload_status = 201
+        self.without_app: set[str] = set()  # member ids whose personal chat the bot may not open (no app)
         self.failures: list[tuple[int, dict[str, str]] | None] = []
         self._ids = itertools.count(1)
         self.streams: dict[str, list[dict[str, Any]]] = {}
@@ -134,14 +146,45 @@ class ConnectorStandIn:
                     return self._send(404, {"error": {"code": "NotFound", "message": self.path}})
                 member_id = unquote(m.group(2))
                 stand_in.lookups.append(Call("GET", self.path, unquote(m.group(1)), member_id, {}))
-                account = stand_in.members.get(member_id)
+                account = stand_in.members.get(member_id) or next(
+                    (a for a in stand_in.members.values()
+                     if member_id.lower() in {str(a.get("email", "")).lower(), str(a.get("userPrincipalName", "")).lower()}),
+                    None)
+                if account is not None and member_id not in stand_in.members:
+                    member_id = next(k for k, v in stand_in.members.items() if v is account)
                 if account is None:
                     return self._send(404, {"error": {"code": "MemberNotFoundInConversation",
                                                       "message": "The member could not be found"}})
                 return self._send(200, {"id": member_id, **account})
 
-            do_POST = _handle
-            do_PUT = _handle
+            def do_POST(self) -> None:
+                if not _CREATE.match(self.path):
+                    return self._handle()
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                members = [m.get("id") for m in body.get("members") or []]
+                if len(members) != 1 or body.get("isGroup"):
+                    return self._send(400, {"error": {"code": "BadArgument", "message": "one member, not a group"}})
+                if members[0] not in stand_in.members or members[0] in stand_in.without_app:  # the user lacks the app
+                    return self._send(403, {"error": {"code": "Forbidden", "message": "The bot is not installed for "
+                                                                                     "the user"}})
+                with stand_in._lock:
+                    stand_in.created.append(body)
+                return self._send(201, {"id": f"a:personal-{members[0]}"})
+
+            def do_PUT(self) -> None:
+                m = _UPLOAD.match(self.path)
+                if not m:
+                    return self._handle()
+                length = int(self.headers.get("content-length") or 0)
+                data = self.rfile.read(length) if length else b""
+                expected = f"bytes 0-{len(data) - 1}/{len(data)}"
+                if self.headers.get("content-range") != expected:
+                    return self._send(400, {"error": {"code": "invalidRange", "message": "Content-Range"}})
+                if stand_in.upload_status >= 400:
+                    return self._send(stand_in.upload_status, {"error": {"code": "generalException"}})
+                stand_in.uploads[unquote(m.group(1))] = data
+                return self._send(201, {"id": "file-1", "name": unquote(m.group(1)), "size": len(data)})
 
             def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(body).encode()
@@ -187,6 +230,10 @@ class ConnectorStandIn:
         if kind == "streaming" and texts and not str(body.get("text", "")).startswith(texts[-1]):
             return 400, "BadArgument", "streamed text must start with the text streamed before"
         return None
+
+    def upload_url(self, name: str) -> str:
+        """The upload URL Teams would put in a file consent card's ``accept`` (``uploadInfo.uploadUrl``)."""
+        return f"{self.url}upload/{name}"
 
     def messages(self) -> list[Call]:
         """Recorded message activities (replies, sends and updates), typing excluded."""

@@ -30,7 +30,7 @@ from tools.jira.read import read_ticket
 
 NOW = datetime(2030, 3, 4, 9, 0, tzinfo=timezone.utc)
 KEY = "0123456789abcdefghijklmnopqrstuv"
-SLACK_WS = "https://acme.slack.com"
+THREAD = "https://acme.slack.com/archives/C0OPS/p1700000000000100"  # the adapter's link to the thread
 
 
 class Sleeps(list):
@@ -64,12 +64,12 @@ def _tool(s: JiraStandIn, sleeps: Sleeps | None = None, **kw) -> TicketCreate:
     policy = RetryPolicy(attempts=4, backoff_initial=0.01, backoff_max=0.05, retry_after_max=30.0,
                          sleep=sleeps if sleeps is not None else Sleeps())
     client = JiraClient(s.url, s.deployment, email=CLOUD_EMAIL, api_token=CLOUD_TOKEN, pat=DC_PAT, policy=policy)
-    return TicketCreate(client, default_project=kw.pop("default_project", "OPS"), slack_workspace_url=SLACK_WS, **kw)
+    return TicketCreate(client, default_project=kw.pop("default_project", "OPS"), **kw)
 
 
-def _request(text: str, history: tuple[str, ...] = ()) -> ActionRequest:
+def _request(text: str, history: tuple[str, ...] = (), thread_link: str = THREAD) -> ActionRequest:
     return ActionRequest(text=text, sent_at=NOW, history=history, platform="slack", requester_id="UALICE",
-                         background=f"Requested in chat: \u201c{text}\u201d")
+                         background=f"Requested in chat: \u201c{text}\u201d", thread_link=thread_link)
 
 
 def _ctx(email: str = "alice@example.com", platform: str = "slack") -> ToolContext:
@@ -109,7 +109,8 @@ def test_the_project_and_type_are_checked_in_jira_before_the_preview(jira: JiraS
     p = tool.propose(_request("file a jira bug in OPS: VPN drops every hour"))
     assert isinstance(p, Proposal)
     assert p.args.model_dump() == {"project": "OPS", "issue_type": "Bug", "summary": "VPN drops every hour",
-                                   "description": "Requested in chat: \u201cfile a jira bug in OPS: VPN drops every hour\u201d"}
+                                   "description": "Requested in chat: \u201cfile a jira bug in OPS: VPN drops every hour\u201d",
+                                   "thread_link": THREAD}
     preview = tool.preview(p.args)
     assert preview.title == "VPN drops every hour" and preview.value("Project") == "OPS \u2013 Operations"
     assert preview.value("Type") == "Bug"
@@ -144,7 +145,7 @@ def test_no_summary_and_no_project_are_asked_for(cloud: JiraStandIn) -> None:
 def test_a_ticket_is_filed_in_the_deployments_wire_format(jira: JiraStandIn) -> None:
     tool = _tool(jira)
     args = TicketCreateArgs(project="OPS", issue_type="Bug", summary="VPN drops every hour",
-                            description="Requested in chat: \u201cfile a jira bug\u201d")
+                            description="Requested in chat: \u201cfile a jira bug\u201d", thread_link=THREAD)
     result = tool.execute(args, KEY, _ctx())
     assert result.ok, result.message
     [issue] = jira.issues
@@ -152,7 +153,7 @@ def test_a_ticket_is_filed_in_the_deployments_wire_format(jira: JiraStandIn) -> 
     assert result.links == (("Open OPS-1 in Jira", link),) and "OPS-1" in result.message
     assert result.details["created"] is True and result.details["issue_key"] == "OPS-1"
     fields = issue["fields"]
-    thread = f"{SLACK_WS}/archives/C0OPS/p1700000000000100"
+    thread = THREAD
     assert fields["labels"] == [label_for(KEY)] and fields["summary"] == "VPN drops every hour"
     assert fields["issuetype"]["name"] == "Bug"
     [post] = jira.calls("POST")
@@ -174,11 +175,24 @@ def test_a_ticket_is_filed_in_the_deployments_wire_format(jira: JiraStandIn) -> 
         assert link.startswith("http://127.0.0.1:") and "/jira/browse/OPS-1" in link
 
 
-def test_a_teams_thread_is_linked(cloud: JiraStandIn) -> None:
-    args = TicketCreateArgs(project="OPS", summary="Laptop screen broken")
-    assert _tool(cloud).execute(args, KEY, _ctx(platform="teams")).ok
-    text = adf_text(cloud.issues[0]["fields"]["description"])
-    assert "https://teams.microsoft.com/l/message/19%3Ageneral%40thread.tacv2/1700000000000" in text
+def test_the_threads_link_is_the_one_the_adapter_put_in_the_request(cloud: JiraStandIn) -> None:
+    teams = "https://teams.microsoft.com/l/message/19%3Ageneral%40thread.tacv2/1700000000000"
+    p = _tool(cloud).propose(_request("create a ticket: laptop screen broken", thread_link=teams))
+    assert isinstance(p, Proposal) and p.args.thread_link == teams
+    # the ids alone (a Slack channel and thread, a Teams conversation) build no link: the tool knows no platform
+    assert _tool(cloud).execute(p.args, KEY, _ctx(platform="teams")).ok
+    assert f"Chat thread: {teams}" in adf_text(cloud.issues[0]["fields"]["description"])
+    bare = _tool(cloud).propose(_request("create a ticket: printer jams", thread_link=""))
+    assert isinstance(bare, Proposal) and bare.args.thread_link == ""
+    assert _tool(cloud).execute(bare.args, "v" * 32, _ctx()).ok
+    text = adf_text(cloud.issues[1]["fields"]["description"])
+    assert "Chat thread" not in text and "Asked in Slack (no link to the conversation)." in text
+
+
+@pytest.mark.parametrize("link", ["javascript:alert(1)", "file:///etc/passwd", "https://a b"])
+def test_a_thread_link_that_is_no_web_link_is_refused(link: str) -> None:
+    with pytest.raises(ValueError):
+        TicketCreateArgs(project="OPS", summary="x", thread_link=link)
 
 
 # -- exactly once -----------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ action tools registered from settings (``JIRA_URL`` pointing at ``tests/jira_sta
 the real SQLite state store and the action service wired as ``chatops serve`` wires it.
 
 A mention in a thread asking for a ticket gets the preview (summary, project, type) with Confirm /
-Cancel; Confirm files one ticket whose description links the Slack thread, with the requester as
+Cancel; Confirm files one ticket whose description links the Slack thread (the adapter's link, built from
+the workspace address ``auth.test`` gives and carried to the tool by the request), with the requester as
 reporter, and replaces the preview in the thread with the ticket's key and link; clicking Confirm again
 files nothing new; an unknown project or issue type is answered in the thread before any preview, and
 nothing is filed.
@@ -35,7 +36,7 @@ from tools.jira import label_for
 from tools.jira.adf import adf_text
 
 ALICE, BOB = "UALICE01", "UBOB0002"
-WORKSPACE = "https://standin.slack.com"
+WORKSPACE = "https://standin.slack.com"  # the stand-in's auth.test url
 _ids = itertools.count(1)
 
 
@@ -53,7 +54,7 @@ def jira():
 def settings(tmp_path_factory: pytest.TempPathFactory, jira: JiraStandIn) -> Settings:
     return Settings(chatops_data_dir=tmp_path_factory.mktemp("jira-slack-data"), jira_url=jira.url,
                     jira_deployment="cloud", jira_email=CLOUD_EMAIL, jira_api_token=CLOUD_TOKEN,
-                    jira_default_project="OPS", slack_workspace_url=WORKSPACE)
+                    jira_default_project="OPS")  # no SLACK_WORKSPACE_URL: the thread link uses auth.test's url
 
 
 @pytest.fixture(scope="module")

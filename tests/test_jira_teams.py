@@ -5,8 +5,9 @@ pointing at ``tests/jira_standin.py`` as Jira **Data Center** under ``/jira``, a
 state store and action service.
 
 A channel mention asking for a ticket gets the Adaptive Card preview with Confirm / Cancel; the card's
-Confirm (an ``Action.Submit``) files one ticket, whose plain-text description links the Teams thread,
-and the card is updated with the ticket's key and link; a second Confirm and a Universal Action invoke
+Confirm (an ``Action.Submit``) files one ticket, whose plain-text description links the Teams thread
+(the adapter's link, carried by the request) and whose reporter is the asker's Jira account (found by the
+e-mail ``TeamsInfo.get_member`` gives for the clicker), and the card is updated with the ticket's key and link; a second Confirm and a Universal Action invoke
 of the same Confirm file nothing new.
 """
 
@@ -58,6 +59,7 @@ def message(service_url: str, text: str, *, activity_id: str, value: dict | None
 def teams(tmp_path: Path, wiki_index):
     jira = JiraStandIn("datacenter", context_path="/jira").start()
     jira.add_project("OPS", "Operations")
+    jira.add_user("ada@example.com", "ada")  # the asker's Jira account, found by the e-mail the roster gives
     wiki = tmp_path / "wiki"
     shutil.copytree(WIKI, wiki)
     settings = Settings(chatops_data_dir=tmp_path / "data", jira_url=jira.url, jira_pat=DC_PAT,
@@ -68,6 +70,8 @@ def teams(tmp_path: Path, wiki_index):
     bot = TeamsBot(rt.agent, store, actions=actions, jobs=IndexJobs(rt, store, [FolderSource(wiki, name="wiki")]))
     server = ServerThread(lambda: create_app([TeamsWebAdapter(bot, TeamsAuthConfig(), allow_unauthenticated=True)]))
     with ConnectorStandIn() as connector:
+        connector.members[f"29:{USER}"] = {"name": "Ada Lovelace", "email": "ada@example.com", "aadObjectId": USER,
+                                           "userPrincipalName": "ada@example.com", "tenantId": "t1"}
         server.start()
         with httpx.Client(base_url=server.url, timeout=30) as http:
             yield type("T", (), {"http": http, "connector": connector, "store": store, "jira": jira})
@@ -105,6 +109,9 @@ def test_a_ticket_is_filed_once_from_teams_with_its_link(teams) -> None:
     assert "create a ticket: laptop screen broken" in description
     [create] = jira.calls("POST", "/rest/api/2/issue")
     assert create.auth == f"Bearer {DC_PAT}"
+    # the reporter is the asker, mapped by the e-mail Teams' roster gives for the clicker (not the bot's account)
+    assert issue["fields"]["reporter"] == {"name": "ada"} and "Requested by" not in description
+    assert any(c.activity_id == f"29:{USER}" for c in teams.connector.lookups)  # (member id in that slot)
     updates = [c for c in teams.connector.calls if c.method == "PUT"]
     assert updates and updates[-1].activity_id == "card-1"
     updated = json.dumps(updates[-1].body, ensure_ascii=False)

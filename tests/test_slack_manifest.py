@@ -79,14 +79,32 @@ def api_names() -> dict[str, str]:
     return out
 
 
-def methods_called() -> set[str]:
-    """Web API methods the Slack adapter calls (attribute calls named like AsyncWebClient methods)."""
+@cache
+def composite_names() -> dict[str, frozenset[str]]:
+    """``AsyncWebClient`` helpers made of several Web API calls (``files_upload_v2``: ``files.getUploadURLExternal``
+    then ``files.completeUploadExternal``) -> those methods, from slack_sdk's source."""
     names = api_names()
+    out = {}
+    for name, fn in inspect.getmembers(AsyncWebClient, inspect.iscoroutinefunction):
+        if name.startswith("_") or name in names:
+            continue
+        inner = {names[m] for m in re.findall(r"await self\.(\w+)\(", inspect.getsource(fn)) if m in names}
+        if inner:
+            out[name] = frozenset(inner)
+    return out
+
+
+def methods_called() -> set[str]:
+    """Web API methods the Slack adapter calls (attribute calls named like AsyncWebClient methods, a composite
+    helper's methods included)."""
+    names, composite = api_names(), composite_names()
     found = set()
     for tree in _trees():
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names:
-                found.add(names[node.func.attr])
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in names:
+                    found.add(names[node.func.attr])
+                found |= composite.get(node.func.attr, frozenset())
     return found
 
 

@@ -58,7 +58,7 @@ def test_build_turn_fills_every_field_of_the_turn() -> None:
         platform="slack", text="sync with bob@example.com", user_id="U1", user_email="ann@example.com",
         channel_id="C1", channel_kind="channel", thread_id="111.1", message_id="111.2", sent_at=sent,
         history=(HistoryMessage("earlier", "U1", True),), mentions=(Mention("U2", "Bob", "bob@example.com"),),
-        is_admin=True, locale="fr-FR", timezone="Europe/Paris")
+        is_admin=True, locale="fr-FR", timezone="Europe/Paris", thread_link="https://acme.slack.com/archives/C1/p1111")
     turn = build_turn(msg)
     defaults = Turn(text="")
     unfilled = [f.name for f in dataclasses.fields(Turn) if getattr(turn, f.name) == getattr(defaults, f.name)]

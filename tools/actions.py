@@ -74,6 +74,8 @@ class ActionRequest:
         platform: ``slack``, ``teams``, ``cli``...
         background: context the planner adds for the action (the request quoted, a cited answer and
             its sources); a tool may keep it (a calendar event's description) or ignore it.
+        thread_link: the web link of the chat thread the request was made in, from the adapter ("" when
+            the platform has none); a tool may record it (a Jira ticket links its thread).
     """
 
     text: str
@@ -85,6 +87,7 @@ class ActionRequest:
     requester_email: str = ""
     platform: str = ""
     background: str = ""
+    thread_link: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +154,8 @@ class ActionResult:
         links: ``(label, url)`` pairs to offer (``("Open in Google Calendar", "https://...")``); the
             renderers drop ones that are not web links.
         details: JSON-ready facts for the audit log and the stored result (an event id, a backend...).
+        notes: sentences the renderers show under a done action (``Alice got the invitation in a DM.``),
+            also part of ``message``.
     """
 
     ok: bool
@@ -158,6 +163,7 @@ class ActionResult:
     retryable: bool = False
     links: tuple[tuple[str, str], ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def link(self) -> str:
@@ -165,8 +171,9 @@ class ActionResult:
         return self.links[0][1] if self.links else ""
 
     def as_dict(self) -> dict[str, Any]:
-        """The stored result: ``details`` plus ``link``, ``links`` and ``message``."""
-        return {**self.details, "link": self.link, "links": [list(x) for x in self.links], "message": self.message}
+        """The stored result: ``details`` plus ``link``, ``links``, ``message`` and ``notes``."""
+        return {**self.details, "link": self.link, "links": [list(x) for x in self.links], "message": self.message,
+                "notes": list(self.notes)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from connectors.access import Viewer
 
+from .invites import Courier
 from .outbox import Outbox
 
 __all__ = ["ToolContext"]
@@ -28,6 +29,8 @@ class ToolContext:
             never a tool argument, so a language model cannot choose it.
         outbox: where messages for later delivery go (:class:`tools.outbox.Outbox`, the state store),
             or None when there is none (tools that need it then fail without side effects).
+        courier: delivers direct messages with a file on the requester's platform
+            (:class:`tools.invites.Courier`, implemented by the adapter), or None where there is none (the CLI).
         extra: anything else a tool needs.
     """
 
@@ -39,4 +42,5 @@ class ToolContext:
     user_email: str = ""
     viewer: Viewer | None = None
     outbox: Outbox | None = None
+    courier: Courier | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -5,12 +5,13 @@ The tree::
     ToolError                 base
     ├── ToolArgumentError     the arguments do not validate (the message lists what is wrong)
     ├── ToolPermissionError   the caller may not use this tool
-    └── ToolUnavailableError  the tool's backend is not set up (e.g. no index yet)
+    ├── ToolUnavailableError  the tool's backend is not set up (e.g. no index yet)
+    └── DeliveryError         a chat platform did not deliver an invitation (:class:`tools.invites.Courier`)
 """
 
 from __future__ import annotations
 
-__all__ = ["ToolError", "ToolArgumentError", "ToolPermissionError", "ToolUnavailableError"]
+__all__ = ["ToolError", "ToolArgumentError", "ToolPermissionError", "ToolUnavailableError", "DeliveryError"]
 
 
 class ToolError(Exception):
@@ -36,3 +37,16 @@ class ToolPermissionError(ToolError):
 
 class ToolUnavailableError(ToolError):
     """The tool cannot run here (missing index, backend not configured)."""
+
+
+class DeliveryError(ToolError):
+    """A chat platform did not deliver (or could not say who is in the workspace); raised by the adapters'
+    :class:`tools.invites.Courier` implementations.
+
+    Attributes:
+        reason: one line for the requester (``the upload failed: file_uploads_disabled``).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -92,6 +92,7 @@ class SlackBot:
         self.tasks = BackgroundTasks()
         self.runner = AgentRunner(runtime.agent, config.agent_concurrency)
         self.users = UserDirectory(self.client)
+        self.users.workspace_url = config.workspace_url
         self.threads = ThreadHistory(self.client, config.history_limit, config.history_pages, users=self.users)
         self.replies = RecentReplies()
         self.access = runtime.access
@@ -228,6 +229,7 @@ class SlackBot:
         self.identity = {k: resp.get(k) for k in ("team", "team_id", "user", "user_id", "bot_id", "url")}
         self.users.home_team = str(resp.get("team_id") or "")  # users of other teams are guests
         self.users.home_enterprise = str(resp.get("enterprise_id") or "")
+        self.users.workspace_url = self.users.workspace_url or str(resp.get("url") or "")
         log.info("connected to Slack as @%s (%s) in %s", self.identity.get("user"), self.identity.get("user_id"),
                  self.identity.get("team"))
         return self.identity

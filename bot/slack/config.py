@@ -52,6 +52,7 @@ class SlackConfig:
         history_limit: thread messages fetched per ``conversations.replies`` page.
         history_pages: at most this many pages are read for one thread (bounded history).
         stream_answers: stream answers into their thread (``SLACK_STREAM_ANSWERS``) instead of posting them whole.
+        workspace_url: the workspace's address for thread links (``SLACK_WORKSPACE_URL``); "" : ``auth.test``'s.
     """
 
     bot_token: str = field(repr=False)
@@ -64,6 +65,7 @@ class SlackConfig:
     history_limit: int = 100
     history_pages: int = 3
     stream_answers: bool = True
+    workspace_url: str = ""
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -102,4 +104,5 @@ class SlackConfig:
             raise SlackConfigError(f"SLACK_API_URL must be an http(s) URL, got {url!r}")
         return cls(bot_token=bot, signing_secret=signing, app_token=app, api_url=url.rstrip("/") + "/",
                    admin_ids=parse_admin_ids(settings.admin_user_ids), socket_mode=socket_mode,
-                   stream_answers=settings.slack_stream_answers)
+                   stream_answers=settings.slack_stream_answers,
+                   workspace_url=(settings.slack_workspace_url or "").strip())

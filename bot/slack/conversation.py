@@ -51,6 +51,7 @@ from app.welcome import Welcome, default_welcome
 from . import render
 from .client import CHANNEL_ERRORS, FORMAT_ERRORS, api_error_code, describe_api_error
 from .inbound import event_channel_kind, mentioned_users, mentions, to_plain
+from .links import thread_link
 from .mrkdwn import truncate
 from .stream import AnswerStreamer, LiveTurn
 from .threads import HUMAN_SUBTYPES, ThreadHistory, ThreadInfo, UserDirectory
@@ -368,18 +369,21 @@ class Conversations:
         ``sent_at`` that ``ts`` as UTC, the thread the event's ``thread_ts`` (or its ``ts``), the
         requester's e-mail, locale, zone and guest status from ``users.info``, and every ``<@U...>`` but
         the bot's resolved through ``users.info`` (cached): the e-mail when Slack gives it, else
-        ``@Display Name``. ``private`` (the assistant pane) marks an answer only the requester sees.
+        ``@Display Name``; ``thread_link`` the thread's web link (:func:`bot.slack.links.thread_link`).
+        ``private`` (the assistant pane) marks an answer only the requester sees.
         With ``CHANNEL_ACCESS=members`` the conversation's members are listed (cached) for the viewer.
         Never raises for Web API failures (less is known, see :class:`UserDirectory`: public pages only).
         """
         user, ts = str(event.get("user", "")), str(event.get("ts", ""))
+        channel, thread_ts = str(event.get("channel", "")), str(event.get("thread_ts") or ts)
         raw = event.get("text", "")
         profile = await self.users.profile(user)
         found = await self.users.mentions(mentioned_users([raw], bot_user_id))
         msg = InboundMessage(
             platform="slack", text=to_plain(raw, bot_user_id, {m.user_id: m.as_text for m in found}),
-            user_id=user, user_email=profile.email, channel_id=str(event.get("channel", "")),
-            channel_kind=event_channel_kind(event), thread_id=str(event.get("thread_ts") or ts), message_id=ts,
+            user_id=user, user_email=profile.email, channel_id=channel,
+            channel_kind=event_channel_kind(event), thread_id=thread_ts, message_id=ts,
+            thread_link=thread_link(await self.users.workspace(), channel, thread_ts),
             sent_at=utc_from_epoch(ts), history=info.history if info else (), mentions=found,
             is_admin=user in self.admin_ids, locale=profile.locale, timezone=profile.timezone,
             is_guest=profile.is_guest, private_reply=private)

@@ -8,7 +8,7 @@ from typing import Any
 from agent.models import PendingAction, Turn
 from app.actions import ActionOutcome, ActionService
 
-__all__ = ["slack_handlers", "slack_user_details"]
+__all__ = ["slack_handlers", "slack_user_details", "use_actions"]
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +19,8 @@ def slack_handlers(service: ActionService, *, default_timezone: str = "UTC"):
     - ``propose(action, turn) -> blocks`` (async): stores the proposal (:meth:`ActionService.propose`)
       and returns :func:`bot.render_actions.slack_blocks_for_record` in the requester's zone: the
       preview with Confirm / Cancel, or the settled view when a redelivered message finds the action
-      already done (drawn from the record's action tool, :meth:`ActionService.tool`).
+      already done (drawn from the record's action tool, :meth:`ActionService.tool`), with the fields the
+      service adds from Slack (:meth:`ActionService.preview_fields`: who will get an invitation in a DM).
     - ``on_click(ctx) -> ActionOutcome`` (async): ``ctx`` has ``action`` (``action_id``, ``value``),
       ``user_id``, ``client`` (Slack Web API) and ``respond``. It looks the clicker up with
       ``users.info`` (e-mail with scope ``users:read.email``, and ``tz``), runs
@@ -33,7 +34,9 @@ def slack_handlers(service: ActionService, *, default_timezone: str = "UTC"):
 
     async def propose(action: PendingAction, turn: Turn) -> list[dict[str, Any]]:
         rec = await asyncio.to_thread(service.propose, action, turn)
-        return slack_blocks_for_record(rec, service.tool(rec.tool), viewer_tz=turn.timezone or default_timezone)
+        extra = await asyncio.to_thread(service.preview_fields, rec) if rec.status == "pending" else ()
+        return slack_blocks_for_record(rec, service.tool(rec.tool), viewer_tz=turn.timezone or default_timezone,
+                                       extra_fields=extra)
 
     async def on_click(ctx: Any) -> ActionOutcome:
         email, tz = await slack_user_details(ctx.client, ctx.user_id)
@@ -62,3 +65,13 @@ async def slack_user_details(client: Any, user_id: str) -> tuple[str | None, str
 
 
 # -- wiring --------------------------------------------------------------------------------------
+
+
+def use_actions(bot: Any, service: ActionService, *, default_timezone: str = "UTC") -> None:
+    """Turn on side-effect actions for the Slack bot ``bot`` (:class:`bot.slack.bot.SlackBot`), as ``chatops
+    serve`` does: previews and clicks through :func:`slack_handlers`, and invitations delivered as Slack DMs
+    (:class:`bot.slack.invites.SlackCourier`, registered with ``service`` for actions asked in Slack)."""
+    from .invites import SlackCourier
+
+    bot.use_pending_actions(*slack_handlers(service, default_timezone=default_timezone))
+    service.use_courier(SlackCourier(bot.client))

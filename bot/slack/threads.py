@@ -217,6 +217,7 @@ class UserDirectory:
         self.size = size
         self.home_team = ""
         self.home_enterprise = ""
+        self.workspace_url = ""
         self._cache: OrderedDict[str, tuple[float, UserProfile]] = OrderedDict()
 
     async def _home(self) -> str:
@@ -225,9 +226,17 @@ class UserDirectory:
                 resp = await self.client.auth_test()
                 self.home_team = str(resp.get("team_id") or "")
                 self.home_enterprise = str(resp.get("enterprise_id") or "")
+                self.workspace_url = self.workspace_url or str(resp.get("url") or "")
             except Exception as exc:  # noqa: BLE001 - unknown home: everyone is a guest (fail closed)
                 log.warning("auth.test failed, so every user counts as a guest for now: %s", api_error_code(exc))
         return self.home_team
+
+    async def workspace(self) -> str:
+        """The workspace's web address (``SLACK_WORKSPACE_URL``, else ``auth.test``'s ``url``); "" while
+        unknown. Never raises."""
+        if not self.workspace_url:
+            await self._home()
+        return self.workspace_url
 
     async def team_id(self) -> str:
         """This workspace's team id (``auth.test``, asked once); "" while Slack cannot say. Never raises."""

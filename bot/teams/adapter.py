@@ -31,6 +31,7 @@ from botframework.connector.auth import AuthenticationConstants
 
 from ..jsonbody import JsonBodyError, parse_json
 from .auth import AuthenticationBusy, GuardedAuthentication, TokenRejected, check_token
+from .invites import TeamsCourier
 from .bot import TeamsBot
 from .entities import AiLabel
 from .openid import KeysUnavailable, OpenIdKeys
@@ -94,6 +95,9 @@ class TeamsWebAdapter:
         self.adapter = CloudAdapter(self.authentication)
         self.adapter.use(AiLabel())  # every message the bot sends, proactive ones included
         self.adapter.on_turn_error = self._on_turn_error
+        if bot.actions is not None:  # the local calendar's invitations: a file card in each attendee's chat
+            bot.courier = TeamsCourier(self.adapter, auth.APP_ID)
+            bot.actions.use_courier(bot.courier)
 
     def routes(self) -> Sequence[web.RouteDef]:
         """``POST /api/messages``."""

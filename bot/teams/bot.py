@@ -76,8 +76,10 @@ from telemetry.metrics import count_api_error, count_rate_limited
 
 from . import cards
 from .entities import SchemaEntity
+from .invites import TeamsCourier
 from .members import MemberDirectory, home_tenant
 from .errors import status_of
+from .links import conversation_link
 from .outbox import PLATFORM, personal_reference
 from .streaming import TeamsStream
 
@@ -182,11 +184,15 @@ class TeamsBot(ActivityHandler):
         self.default_timezone = default_timezone
         self.history_turns = history_turns
         self.background: set[asyncio.Task] = set()
+        #: invitations as file cards (:class:`bot.teams.invites.TeamsCourier`), set by the web adapter
+        self.courier: TeamsCourier | None = None
 
     # -- dispatch --------------------------------------------------------------------------------
     async def on_turn(self, turn_context: TurnContext) -> None:
         """De-duplicate by activity id, then dispatch by type."""
         activity = turn_context.activity
+        if self.courier is not None:
+            self.courier.remember(activity)
         if activity.id and activity.type in (ActivityTypes.message, ActivityTypes.invoke):
             if not await asyncio.to_thread(self.store.claim_event, f"teams:{activity.id}", "teams"):
                 log.info("Teams: activity %s already handled; ignoring the redelivery", activity.id)
@@ -224,11 +230,14 @@ class TeamsBot(ActivityHandler):
 
     async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse:
         """Universal Actions (``adaptiveCard/action``): handle the data, answer with the new card.
-        The feedback loop (``message/submitAction``): store the feedback, answer 200."""
+        The feedback loop (``message/submitAction``): store the feedback, answer 200. An invitation's file
+        card (``fileConsent/invoke``): :meth:`bot.teams.invites.TeamsCourier.consent`."""
         activity = turn_context.activity
         if activity.name == "message/submitAction":
             await self._feedback(turn_context)
             return InvokeResponse(status=200)
+        if activity.name == "fileConsent/invoke" and self.courier is not None:  # an invitation's file card
+            return await self.courier.consent(turn_context)
         if activity.name != "adaptiveCard/action":
             log.info("Teams: ignoring invoke %r", activity.name)
             return InvokeResponse(status=200)
@@ -268,6 +277,7 @@ class TeamsBot(ActivityHandler):
             platform="teams", text=text, user_id=user, user_email=me.email if me else "",
             channel_id=activity.conversation.id, channel_kind=_channel_kind(activity),
             thread_id=activity.conversation.id, message_id=activity.id or "", sent_at=_sent_at(activity),
+            thread_link=conversation_link(activity.conversation.id or ""),
             history=history, mentions=tuple(dict((m.user_id, m) for m in found).values()),
             is_admin=bool(aad) and aad in self.admin_ids, locale=activity.locale or "en",
             timezone=_tz(activity) or self.default_timezone,
@@ -369,8 +379,9 @@ class TeamsBot(ActivityHandler):
             from bot.render_actions import adaptive_card
 
             record = await asyncio.to_thread(self.actions.propose, reply.pending_action, turn)
+            extra = await asyncio.to_thread(self.actions.preview_fields, record)  # who gets an invitation, if any
             attachments.append(cards.card_attachment(adaptive_card(record, self.actions.tool(record.tool),
-                                                                       viewer_tz=turn.timezone)))
+                                                                       viewer_tz=turn.timezone, extra_fields=extra)))
             if not reply.citations and not streamed:
                 attachments = attachments[1:]
         message = Activity(type=ActivityTypes.message, summary=cards.summary(reply),
@@ -421,7 +432,7 @@ class TeamsBot(ActivityHandler):
         if op and data.get("key") and self.actions is not None:
             from bot.render_actions import adaptive_card_outcome
 
-            if op == "confirm":  # the clicker's roster e-mail: Google and Microsoft 365 book in their calendar
+            if op == "confirm":  # the clicker's roster e-mail: a ticket's reporter, an event's organiser
                 sender = activity.from_property
                 me = (await self.members.get(turn_context, sender.id, sender.name or "")
                       if sender and sender.id else None)

@@ -323,9 +323,18 @@ EVAL_FIELDS = {
                  "they are alternatives.",
     "answer_contains": "Strings the answer must contain (case-insensitive).",
     "history": "Earlier messages of the same asker in the thread (for `followup`).",
-    "expected_tool": "For `action`: the tool the reply should propose (default `calendar.create`).",
-    "expected_args": "For `action`: arguments the proposal should have (lists compared as sets, titles "
-                     "loosely, the rest exactly).",
+    "expected_tool": "For `action`: the tool the reply should propose (default `calendar.create`; also "
+                     "`reminder.create`, `ticket.create`). A question for a tool that is not registered in the run "
+                     "(`ticket.create` without `JIRA_URL`) is counted as skipped, not as a failure.",
+    "expected_args": "For `action`: arguments the proposal should have (lists compared as sets; `title`, `text` "
+                     "and `summary` loosely: case-insensitive, extra words allowed; the rest exactly). Meetings: "
+                     "`title`, `attendees`, `duration_minutes`, `video_conference`...; reminders: `text`; Jira "
+                     "tickets: `project`, `issue_type`, `summary`.",
+    "expected_start": "For `action`: when the proposal should start (an event's `start`, a reminder's `at`), "
+                      "counted from when the question is asked: `[DAY ]HH:MM[ ZONE]` with DAY `today`, `tomorrow`, "
+                      "`+N` (days), a weekday `mon`..`sun` (the first one ahead) or a day of the month (`14th`); "
+                      "ZONE an IANA name (default: the proposal's `timezone`). E.g. `tomorrow 14:00`, "
+                      "`fri 09:00 America/Los_Angeles`. Scored as `action_start`.",
     "as_user": "The asker's e-mail; without it the asker sees public pages only.",
     "audience": "`dm` (default: only the asker reads the answer) or `channel` (others do, so "
                 "`CHANNEL_ACCESS` applies).",

@@ -60,8 +60,10 @@ def calendar_backend(backend: str = "local", *, state_url: str = "", ics_dir: st
 def calendar_tool(backend: str = "local", *, default_duration_minutes: int = DEFAULT_DURATION_MINUTES,
                   **options) -> CalendarCreate:
     """``calendar.create`` over :func:`calendar_backend` (``options`` are its keyword arguments), built on
-    first use: wiring it opens no database and reads no credentials until an action is confirmed."""
-    return CalendarCreate(lambda: calendar_backend(backend, **options), default_duration_minutes)
+    first use: wiring it opens no database and reads no credentials until an action is confirmed. The local
+    calendar invites nobody itself, so its attendees get the ``.ics`` in a DM (``invite_by_dm``)."""
+    return CalendarCreate(lambda: calendar_backend(backend, **options), default_duration_minutes,
+                          invite_by_dm=backend == "local")
 
 
 def purge_local_calendar(state_url: str, ics_dir: str | Path, before: datetime) -> int:

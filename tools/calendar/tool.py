@@ -18,6 +18,7 @@ from tools.base import ToolContext
 from pydantic import ValidationError
 
 from tools.errors import ToolError, ToolUnavailableError
+from tools.invites import Courier, DeliveryError, names
 
 from .args import DEFAULT_DURATION_MINUTES, EVENT_ID, CalendarCreateArgs, CreatedEvent
 from .freebusy import Schedule
@@ -54,6 +55,9 @@ class CalendarCreate:
         backend: the calendar backend, or a function building it on first use (so wiring the tool
             opens no database and reads no credentials until an action is confirmed).
         default_duration_minutes: the length of a meeting whose request gives none.
+        invite_by_dm: the backend invites nobody itself (the local calendar): after booking, each attendee
+            who is in the workspace gets the ``.ics`` in a direct message through the requester's platform
+            (:attr:`ToolContext.courier`), and the preview says who will (:meth:`invitations`).
     """
 
     name: ClassVar[str] = "calendar.create"
@@ -70,7 +74,7 @@ class CalendarCreate:
         undo_hint="delete the event in your calendar if you don't need it")
 
     def __init__(self, backend: CalendarBackend | Callable[[], CalendarBackend],
-                 default_duration_minutes: int = DEFAULT_DURATION_MINUTES) -> None:
+                 default_duration_minutes: int = DEFAULT_DURATION_MINUTES, *, invite_by_dm: bool = False) -> None:
         self._backend: CalendarBackend | None = None
         self._factory: Callable[[], CalendarBackend] | None = None
         if callable(backend) and not hasattr(backend, "create"):
@@ -78,6 +82,7 @@ class CalendarCreate:
         else:
             self._backend = backend  # type: ignore[assignment]
         self.default_duration_minutes = default_duration_minutes
+        self.invite_by_dm = invite_by_dm
         self._lock = threading.Lock()
 
     @property
@@ -219,4 +224,88 @@ class CalendarCreate:
                           ev.conference_link))
         summary = summary_line(args, ctx.timezone or args.timezone)
         picked = {"summary": summary, "start": args.start.isoformat()} if choice is not None else {}
-        return ActionResult(True, f"Booked: {summary}.", links=tuple(links), details={**ev.as_dict(), **picked})
+        details = {**ev.as_dict(), **picked}
+        notes: tuple[str, ...] = ()
+        if self.invite_by_dm and args.attendees and ev.created:
+            notes, details["invitations"] = self._invite(args, ev.raw, ctx)
+        message = " ".join([f"Booked: {summary}.", *notes])
+        return ActionResult(True, message, links=tuple(links), details=details, notes=notes)
+
+    # -- invitations by direct message ------------------------------------------------------------
+    def invitations(self, args: CalendarCreateArgs, courier: Courier | None,
+                    conversation_id: str = "") -> tuple[str, str] | None:
+        """The preview's ``("Invitations", ...)`` field when attendees are invited by DM: who will get the
+        ``.ics`` in a DM, who is not in the workspace and will not be invited (None when the backend invites
+        them itself, or there is nobody to invite)."""
+        if not self.invite_by_dm or not args.attendees:
+            return None
+        if courier is None:
+            return ("Invitations", "none are sent from here: tell the attendees yourself")
+        try:
+            found = courier.find(args.attendees, conversation_id=conversation_id)
+        except DeliveryError as exc:
+            return ("Invitations", f"I couldn't check who is in the workspace ({exc.reason}); I'll try to send the "
+                                   "invitation in a DM after you confirm")
+        inside = [found[a.lower()].label for a in args.attendees if a.lower() in found]
+        outside = [a for a in args.attendees if a.lower() not in found]
+        parts = []
+        if inside:
+            parts.append(f"{names(inside)} will get the invitation in a DM")
+        if outside:
+            are = "is" if len(outside) == 1 else "are"
+            parts.append(f"{names(outside)} {are} not in the workspace and will not be invited")
+        return ("Invitations", "; ".join(parts))
+
+    def _invite(self, args: CalendarCreateArgs, event: dict, ctx: ToolContext) -> tuple[tuple[str, ...], dict]:
+        """Send the booked event's ``.ics`` to every attendee in the workspace through ``ctx.courier``.
+
+        Returns:
+            the sentences for the requester (who got it, who was not invited, whose DM failed: nothing is
+            said to be sent that was not) and the same as JSON for the stored result.
+        """
+        from .local import event_ics
+        from .propose import summary_line
+
+        record: dict = {"sent": [], "not_in_workspace": [], "failed": []}
+        courier = ctx.courier
+        if courier is None:
+            record["failed"] = [{"email": a, "reason": "no invitations are sent from here"} for a in args.attendees]
+            return (("Nobody was sent an invitation from here: tell the attendees yourself.",), record)
+        try:
+            found = courier.find(args.attendees, conversation_id=ctx.channel_id)
+        except DeliveryError as exc:
+            record["failed"] = [{"email": a, "reason": exc.reason} for a in args.attendees]
+            return ((f"I couldn't send the invitations: {exc.reason}. Share the .ics with the attendees.",), record)
+        data = event_ics(event)
+        who = ctx.user_email or "A colleague"
+        text = (f"{who} invited you: {summary_line(args, args.timezone)}. The invitation is attached: open it to add "
+                "the meeting to your calendar.")
+        filename = f"{_slug(args.title)}.ics"
+        failed: list[str] = []
+        for email in args.attendees:
+            person = found.get(email.lower())
+            if person is None:
+                record["not_in_workspace"].append(email)
+                continue
+            try:
+                courier.send_file(person, text=text, filename=filename, data=data, conversation_id=ctx.channel_id)
+                record["sent"].append(email)
+            except DeliveryError as exc:
+                record["failed"].append({"email": email, "reason": exc.reason})
+                failed.append(f"{person.label} ({exc.reason})")
+        label = {p.email: p.label for p in found.values()}
+        notes = []
+        if record["sent"]:
+            notes.append(f"{names([label.get(e.lower(), e) for e in record['sent']])} got the invitation in a DM.")
+        if record["not_in_workspace"]:
+            notes.append(f"Not invited (not in the workspace): {names(record['not_in_workspace'])}.")
+        if failed:
+            notes.append(f"The invitation could not be sent to {names(failed)}; share the .ics with them.")
+        return tuple(notes), record
+
+
+def _slug(title: str) -> str:
+    """A file name for ``title`` (``Release review`` -> ``release-review``; ``invitation`` when nothing is left)."""
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "invitation"

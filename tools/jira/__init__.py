@@ -5,7 +5,6 @@
 - :mod:`.read`: the request read into project, issue type and summary.
 - :mod:`.client`: :class:`JiraClient`, Jira Cloud (REST v3) and Data Center (REST v2) over ``httpx`` + ``tenacity``.
 - :mod:`.adf`: plain text as the Atlassian Document Format (Cloud's descriptions).
-- :mod:`.links`: the chat thread's link from the action's ids.
 - :mod:`.tool`: the :class:`TicketCreate` side-effect tool and its exactly-once decision.
 - :mod:`.factory`: the tool from plain settings values.
 """

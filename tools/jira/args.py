@@ -27,6 +27,8 @@ class TicketCreateArgs(BaseModel):
         summary: the ticket's title, one line.
         description: what the ticket says, plain text (the request and its background); the link to
             the chat thread and the requester are added when it is filed.
+        thread_link: the web link of the chat thread the request was made in, as the chat adapter gave it
+            (:attr:`tools.actions.ActionRequest.thread_link`); an ``http(s)`` URL or "" (none).
     """
 
     project: str = Field(pattern=PROJECT_KEY, description="The Jira project key, e.g. OPS.")
@@ -36,6 +38,9 @@ class TicketCreateArgs(BaseModel):
                          description="The ticket's title: one line in the requester's words.")
     description: str = Field(default="", max_length=MAX_DESCRIPTION,
                              description="Plain text: what the requester asked and any background.")
+
+    thread_link: str = Field(default="", max_length=2000, pattern=r"^(https?://\S+)?$",
+                             description="Leave empty: the bot fills in the chat thread's link itself.")
 
     @field_validator("project", mode="before")
     @classmethod

@@ -14,8 +14,7 @@ def jira_configured(url: str | None, *, email: str = "", api_token: str = "", pa
 
 
 def jira_tool(url: str, *, deployment: str | None = None, email: str = "", api_token: str = "", pat: str = "",
-              default_project: str = "", default_issue_type: str = "Task", slack_workspace_url: str = "",
-              timeout_seconds: float = 20.0) -> TicketCreate:
+              default_project: str = "", default_issue_type: str = "Task", timeout_seconds: float = 20.0) -> TicketCreate:
     """``ticket.create`` over the Jira site ``url``; the client is built on first use (Cloud or Data Center by
     ``deployment``, else by the host: ``*.atlassian.net`` is Cloud)."""
     kind = deployment_for(url, deployment)
@@ -23,5 +22,4 @@ def jira_tool(url: str, *, deployment: str | None = None, email: str = "", api_t
     def client() -> JiraClient:
         return JiraClient(url, kind, email=email, api_token=api_token, pat=pat, timeout=timeout_seconds)
 
-    return TicketCreate(client, default_project=default_project, default_issue_type=default_issue_type,
-                        slack_workspace_url=slack_workspace_url)
+    return TicketCreate(client, default_project=default_project, default_issue_type=default_issue_type)

@@ -7,7 +7,8 @@ knowledge question. The project and the issue type are **checked against Jira be
 back that names what exists, and nothing is proposed.
 
 **Filing** (:meth:`TicketCreate.execute`): the ticket gets the summary, the description (the request,
-its background, the link to the chat thread and who asked), the issue type, and as reporter the Jira
+its background, the link to the chat thread as the adapter gave it in the request, and who asked), the
+issue type, and as reporter the Jira
 user with the requester's e-mail (Cloud ``accountId``, Data Center ``name``); when there is none, or
 the bot's account may not set the reporter (Jira answers ``400`` on ``reporter``: it lacks *Modify
 Reporter*), the bot's account is the reporter and the description names the requester.
@@ -45,7 +46,6 @@ from .adf import to_adf
 from .args import MAX_DESCRIPTION, TicketCreateArgs
 from .client import JiraAuthError, JiraClient, JiraError, JiraRefusedError, Project
 from .intent import ticket_intent
-from .links import thread_link
 from .read import read_ticket
 
 __all__ = ["TicketCreate", "label_for", "LABEL_PREFIX"]
@@ -71,7 +71,6 @@ class TicketCreate:
             and opens no connection until a request needs Jira).
         default_project: the project key used when a request names none ("" : the tool asks).
         default_issue_type: the type of a "ticket" or an "issue" (``Task``).
-        slack_workspace_url: the Slack workspace's address, for the thread's link (:func:`.links.thread_link`).
     """
 
     name: ClassVar[str] = "ticket.create"
@@ -88,12 +87,11 @@ class TicketCreate:
         undo_hint="close or delete the ticket in Jira if you don't need it")
 
     def __init__(self, client: JiraClient | Callable[[], JiraClient], *, default_project: str = "",
-                 default_issue_type: str = "Task", slack_workspace_url: str = "") -> None:
+                 default_issue_type: str = "Task") -> None:
         self._client: JiraClient | None = client if isinstance(client, JiraClient) else None
         self._factory: Callable[[], JiraClient] | None = None if isinstance(client, JiraClient) else client
         self.default_project = default_project.strip().upper()
         self.default_issue_type = default_issue_type.strip() or "Task"
-        self.slack_workspace_url = slack_workspace_url
         self._lock = threading.Lock()
 
     @property
@@ -147,7 +145,7 @@ class TicketCreate:
         trace["project_name"] = project.name
         try:
             args = TicketCreateArgs(project=project.key, issue_type=issue_type.name, summary=draft.summary,
-                                    description=request.background[:MAX_DESCRIPTION])
+                                    description=request.background[:MAX_DESCRIPTION], thread_link=request.thread_link)
         except ValidationError as exc:
             problems = "; ".join(str(e.get("msg", "")) for e in exc.errors())
             return Clarification(f"I can't file that ticket as asked ({problems}), so nothing has been filed. "
@@ -177,8 +175,7 @@ class TicketCreate:
         try:
             client = self.client
             reporter = self._reporter(client, ctx.user_email)
-            link = thread_link(ctx.platform, ctx.channel_id, str(ctx.extra.get("thread_id") or ""),
-                               slack_workspace_url=self.slack_workspace_url)
+            link = args.thread_link  # the adapter's, through the request: this tool knows no chat platform
             text = _description(args, link, ctx, reporter is not None)
             fields: dict[str, Any] = {
                 "project": {"key": args.project}, "issuetype": self._issue_type_ref(client, args),
