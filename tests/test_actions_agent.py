@@ -256,10 +256,9 @@ def test_eval_scores_actions(runtime: Runtime, wiki_index: KnowledgeIndex) -> No
                                                  "duration_minutes": 30}))
     result = run_eval(runtime.agent, questions, lookup=wiki_index.dense.get, tools=runtime.tools.names())
     # Not registered here (no JIRA_URL): skipped, not failed. Scored on what the planner proposes today, with
-    # known gaps left to issue 26 items 1-2: "Teams meeting" is not read as an online meeting, and free/busy
-    # requests ("find 30 minutes with ...") propose no slot yet.
-    assert result["answers"]["action_skipped"] == sum(q.expected_tool == "ticket.create" for q in questions) == 4
-    gaps = {"ex-051", "ex-052", "ex-054", "ex-055", "ex-056", "ex-057", "x-vague"}  # x-vague asks instead
+    # known gaps: a free/busy request ("find 30 minutes with ...") needs the requester's e-mail to read calendars,
+    # which eval turns do not carry, and "when can I meet ...?" is read as a question.
+    gaps = {"ex-055", "ex-056", "ex-057", "x-vague"}  # x-vague asks instead
     rows = [r for r in result["per_question"] if not r.get("action_skipped") and r["id"] not in gaps]
     assert len(rows) == len(questions) - 4 - len(gaps)
     assert [r["id"] for r in rows if not (r["action_tool"] and r["action_args"])] == []

@@ -155,8 +155,8 @@ _ZONE_WORD_RE = re.compile(r"\b(?:in\s+)?(" + "|".join(_ZONE_WORDS) + r")\s+time
 
 # -- the rest ---------------------------------------------------------------------------------------
 _VIDEO = re.compile(r"\b(?:(?:with\s+)?(?:a\s+)?(?:google\s+)?meet(?:\s+link)?|(?:a\s+)?video(?:\s+(?:link|conference))?|"
-                    r"zoom(?:\s+link)?|hangouts?|(?:on|via|over)\s+(?:ms\s+|microsoft\s+)?teams|"
-                    r"(?:ms\s+|microsoft\s+)?teams\s+(?:link|meeting|call))\b",
+                    r"zoom(?:\s+link)?|hangouts?|(?:on|in|via|over)\s+(?:ms\s+|microsoft\s+)?teams|"
+                    r"(?:ms\s+|microsoft\s+)?teams\s+(?:link|meeting|call|invite|invitation))\b",
                     re.I)
 _WEEKDAY_PHRASE = re.compile(r"^(?:(?:on|this|coming|this\s+coming)\s+)*(" + "|".join(_WEEKDAYS) + r")\.?$", re.I)
 _MONTHDAY_PHRASE = re.compile(r"^(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)$", re.I)
