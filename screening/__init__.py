@@ -10,6 +10,8 @@ scanner. The modules:
 - :mod:`screening.statements`: a credential given in a sentence whatever the value looks like ("the guest
   wifi password is bluebirdcanyonriver", "Das Passwort lautet ...", "utilisez X pour vous connecter"),
   in English, German, French and Spanish; part of the ``secret`` category.
+- :mod:`screening.tables`: a value in a Markdown table's credential column (``| User | Password |``) or beside
+  a first cell naming a credential; part of the ``secret`` category.
 - :mod:`screening.personal`: personal data: Luhn-checked payment card numbers, US social security
   numbers (area, group and serial rules of ``python-stdnum``) and UK National Insurance numbers.
   Work e-mail addresses, channel names and phone numbers are not flagged (how employees reach a team).

@@ -20,7 +20,8 @@ Our own patterns cover what a wiki page writes in sentences:
   ``$DB_PASSWORD`` or ``<password>`` and "90-days" are not);
 - a password in a connection string (``scheme://user:password@host``, ``Password=...;``);
 - a whole private key block (the plugin flags the header line only);
-- a credential given in a sentence, whatever the value looks like (:mod:`screening.statements`);
+- a credential given in a sentence, whatever the value looks like (:mod:`screening.statements`), or in a
+  table's credential column (:mod:`screening.tables`);
 - tokens the plugins' shapes do not cover (npm ``npm_`` tokens, an Azure ``AccountKey=`` in a connection
   string whatever its length, Slack ``xox?-`` tokens without digit groups, GitHub
   fine-grained ``github_pat_`` tokens, ``sk-``/``pk-`` API keys, Google API keys).
@@ -52,6 +53,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from .findings import Finding
 from .statements import find_statements
+from .tables import find_table_values
 
 __all__ = ["find_secrets"]
 
@@ -153,5 +155,6 @@ def find_secrets(text: str) -> list[Finding]:
         if not _PLACEHOLDER.search(m.group("v")):
                 found.append(Finding("a password in a connection string", "secret", m.start("v"), m.end("v")))
     found.extend(find_statements(text))
+    found.extend(find_table_values(text))
     found.extend(Finding("a private key", "secret", m.start(), m.end()) for m in _PRIVATE_BLOCK.finditer(text))
     return found

@@ -20,7 +20,22 @@ alarm code, Wi-Fi key, API key, token, secret, and their German, French and Span
 - "use VALUE to log in" / "mit VALUE anmelden" / "utilisez VALUE pour vous connecter" / "usa VALUE
   para iniciar sesión" needs no noun, but then the value must look like one (a digit or symbol,
   quotes, or a lower-case word of six letters or more that is no ordinary word), so "use Okta to log in"
-  and "use SSO" pass.
+  and "use SSO" pass;
+- a plain word ending like an adjective or an abstract noun ("ephemeral", "consistency", "verfügbar" is not,
+  "disponible" is) or naming where credentials are kept ("1Password", "Vault", "SSO") is no value.
+
+Looser constructions, each with its own guard:
+
+- a bare code, a key, a German compound ("Schließfachcode", "Tresorpasswort") or a combination, read like
+  a bare code (a digit, four characters); a bare key on a line about a Wi-Fi network is its password;
+- the value first ("quietharbor is the password for the test laptop"), a question answered ("the PIN? It's
+  2468"), a change ("changed to 8812", "a été changé en 3317");
+- a user and a password side by side after "log in ... with" or "Login:"/"Zugangsdaten:" ("admin /
+  Winter2024!"), the password holding a digit or a symbol (a provider, a domain or an e-mail address is not one);
+- digits typed at a door ("punch in 4411 on the keypad", "am Tastenfeld 7391 eingeben", "disarm with
+  1-9-8-4"), or a number after "code"/"PIN" in a sentence about a door, gate, keypad, lock, alarm or safe,
+  unless the words before it make it a room, an extension, a page or a date;
+- a shell or config variable named for a credential given a value (``ACME_TOKEN=...``), not a placeholder.
 
 A finding covers the value (the agent drops the whole sentence holding it; passages reach a model
 with it replaced). Public: :func:`find_statements`.
@@ -32,42 +47,50 @@ import re
 
 from .findings import Finding
 
-__all__ = ["find_statements"]
+__all__ = ["find_statements", "value_span", "NOUN", "CODE_NOUN", "ID_CODES"]
 
 # -- credential nouns ---------------------------------------------------------------------------
 _WIFI = r"(?:wi-?fi|wlan|wpa2?|network|netzwerk|réseau|reseau|red)"
 _NOUNS = [
     # English
-    r"pass(?:word|phrase|code|wd)s?", r"pass\s+(?:code|phrase)", r"pins?", r"pin\s+(?:code|number)",
+    r"pass(?:word|phrase|code|wd)s?", r"pass\s+(?:code|phrase)", r"pins?", r"pin\s+(?:code|number)", r"pwd?",
     r"(?:door|alarm|gate|entry|access|keypad|lock|safe|building|garage|locker|unlock)\s+codes?",
     rf"{_WIFI}\s+(?:keys?|passwords?)", r"wi-?fi\s+codes?", r"(?:api|access|secret|license|licence|wpa)[\s_-]?keys?",
     r"(?:auth(?:entication)?|access|api|bearer|bot|personal\s+access)\s+tokens?", r"tokens?", r"secrets?",
     # German
     r"passw(?:ö|oe)rter", r"passwort(?:e)?", r"kennw(?:ort|örter)", r"zugangs(?:code|daten|passwort)", r"pin-?code",
     r"t(?:ü|ue)r-?code", r"alarm-?code", r"tor-?code", r"wlan-?(?:schl(?:ü|ue)ssel|passwort|kennwort|code)",
-    r"api-?schl(?:ü|ue)ssel", r"netzwerkschl(?:ü|ue)ssel", r"geheimnis",
+    r"api-?schl(?:ü|ue)ssel", r"netzwerkschl(?:ü|ue)ssel", r"geheimnis", r"geheimzahl", r"pin-?nummer",
+    r"[^\W\d_]{3,}(?:passwort|kennwort|geheimzahl)",  # compounds: "Tresorpasswort", "Routerkennwort"
     # French
     r"mots?\s+de\s+passe", r"phrases?\s+secr(?:è|e)tes?", r"phrase\s+de\s+passe", r"codes?\s+pin",
     r"codes?\s+(?:d['’]acc(?:è|e)s|d['’]entr(?:é|e)e|d['’]alarme|de\s+(?:la\s+)?porte|du\s+portail|wi-?fi)",
-    r"digicodes?", r"cl(?:é|e)s?\s+(?:wi-?fi|wpa|api|d['’]acc(?:è|e)s|secr(?:è|e)te|de\s+s(?:é|e)curit(?:é|e)\s+r(?:é|e)seau)",
+    r"digicodes?", r"mdp", r"cl(?:é|e)s?\s+(?:wi-?fi|wpa|api|d['’]acc(?:è|e)s|secr(?:è|e)te|de\s+s(?:é|e)curit(?:é|e)\s+r(?:é|e)seau)",
     r"jetons?(?:\s+d['’]acc(?:è|e)s|\s+api)?",
     # Spanish
-    r"contrase(?:ñ|n)as?", r"claves?", r"frases?\s+de\s+contrase(?:ñ|n)a", r"c(?:ó|o)digos?\s+pin",
+    r"contrase(?:ñ|n)as?", r"claves?", r"n(?:ú|u)mero\s+pin", r"frases?\s+de\s+contrase(?:ñ|n)a", r"c(?:ó|o)digos?\s+pin",
     r"c(?:ó|o)digos?\s+(?:de\s+(?:acceso|(?:la\s+)?puerta|(?:la\s+)?alarma|entrada|seguridad)|wi-?fi)",
     r"secretos?",
 ]
 _NOUN = r"(?<![\w-])(?:" + "|".join(_NOUNS) + r")(?![\w-])"
+#: the credential nouns (a regular expression, case-insensitive use), for :mod:`screening.tables`.
+NOUN = _NOUN
 # "for the guest network", "of the admin console", "(building A)", "du wifi invité", "für das WLAN", "de la oficina"
 _QUALIFIER = (r"(?:[ \t]+(?:wi-?fi|wlan|vpn|admin|api|invit(?:é|e)s?))?"
               r"(?:[ \t]*\([^()\n]{1,40}\)|[ \t]+(?:for|of|to|on|at|in|für|fürs|zum|zur|des|der|vom|im|am|du|de|des|pour|au|aux|à|a|"
               r"del|al|para|en)(?:[ \t]+[\w'’@./-]+){1,5}?)?")
 _ASSIGN = (r"[ \t]*(?:\b(?:is|was|has\s+been|were|are)\s+(?:now\s+|still\s+|currently\s+)?(?:set|changed|updated|reset)\s+to\b|\bis\b|\bwas\b|\bare\b|"
+           # "changed to 8812", "a été changé en 3317", "ha cambiado a 4321"; "the PIN? It's 2468"; "du wifi, c'est lavande"
+           r"\b(?:has\s+|have\s+)?(?:changed|updated|reset|moved|switched)\s+to\b|"
+           r"\b(?:a\s+été\s+|est\s+|sera\s+)?(?:chang|modifi)ée?\s+(?:en|à|pour)\b|\b(?:ha\s+|fue\s+)?(?:cambiad[oa]|cambió|modificad[oa])\s+a\b|"
+           r"\?[ \t]*(?:it['’]s|it\s+is|that['’]s|c['’]est|es|das\s+ist|sie\s+lautet|er\s+lautet|lautet)\b:?|"
+           r",[ \t]*(?:c['’]est|it['’]s|das\s+ist)\b|"
            r"\blautet\b|\blauten\b|\bist\b|\bheißt\b|\bwurde\s+(?:auf|zu)\b|"
            r"\best\b(?:\s*:)?|\bsont\b|\bc['’]est\b|\bes\b(?:\s*:)?|\bson\b|\bera\b|"
            r":=|=|:(?=\s)|[ \t][-\u2013\u2014][ \t])[ \t]*")
 _STATEMENT = re.compile(rf"(?i){_NOUN}{_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
 # "log in with the password X", "the code 4711 opens the door": a noun and the value side by side
-_APPOSITION = re.compile(rf"(?i){_NOUN}[ \t]+(?P<rest>[\"'`“‘«][^\n]*|\S*[\d!@#$%^&*+=?~][^\n]*)")
+_APPOSITION = re.compile(rf"(?i){_NOUN}[ \t]+(?P<rest>[\"'`“‘«][^\n]*|\S*(?:\d|[@#$%^&*+=~]|[!?](?=\S))[^\n]*)")
 
 # -- "use X to log in" without a noun ---------------------------------------------------------------
 _USE = re.compile(
@@ -79,18 +102,78 @@ _USE = re.compile(
     r"|\b(?:log|sign)\s+in\s+with\s+(?P<v3>\S+?)[.!]?[ \t]*$)", re.M)
 # a bare "code" ("the storage room code is 2244", "der Code für die Tiefgarage ist 5151"): only a value with a
 # digit, and not a code that names or identifies something (a status, an error, a postcode, a cost centre)
-_CODE = re.compile(rf"(?i)(?:(?P<pre>[\w-]+)\s+)?(?<![\w-])(?:code|c(?:ó|o)digo)(?![\w-]){_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
+# a German compound ("Schließfachcode", "SIM-PIN") and a combination ("the combination for the cabinet is 5-2-9")
+# are read like a bare code: the part before "code" must not name an identifier ("Fehlercode", "Barcode")
+_CODE_NOUN = (r"(?:(?P<comp>[^\W\d_]{3,}?)(?:code|-pin)|codes?|keys?|schl(?:ü|ue)ssel|cl(?:é|e)s?|c(?:ó|o)digos?|combinations?|combo|(?:zahlen)?kombination|"
+              r"combinaisons?|combinaci(?:ó|o)n(?:es)?)")
+#: a bare code, a compound code or a combination (group ``comp``: a compound's first part), for :mod:`screening.tables`.
+CODE_NOUN = _CODE_NOUN
+_CODE = re.compile(rf"(?i)(?:(?P<pre>[\w-]+)\s+)?(?<![\w-]){_CODE_NOUN}(?![\w-]){_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
 _ID_CODES = frozenset("""
 status error exit response http return result reason source country area zip postal post postcode region language
 currency tax cost project product promo promotion discount coupon voucher booking reference tracking order invoice
 cost-centre cost-center department office airport class course colour color dress qr bar barcode sample example
-naics sic swift bic iban routing sort radford ab employer agency bureau
+naics sic swift bic iban routing sort radford ab employer agency bureau centre center zip bar uni op short geo
+source quell quellen fehler länder landes strich maschinen programm html inline pseudo byte trans dienst
+unicode shortcode geocode opcode bytecode sourcecode
 fehler status länder landes post rabatt gutschein projekt produkt kosten buchungs sprach
 d'erreur postal promo projet produit réduction
 error postal descuento proyecto producto estado
 """.split())
 # "log in with password summerbreeze", "mit dem Passwort X anmelden", "avec le mot de passe X", "con la contraseña X"
-_WITH = re.compile(rf"(?i)\b(?:with|using|mit|avec|con)\s+(?:the\s+|dem\s+|le\s+|la\s+|el\s+)?{_NOUN}\s+(?P<rest>[^\n]*)")
+_WITH = re.compile(rf"(?i)\b(?:with|using|mit|avec|con|use|enter|type|utilisez|saisissez|entrez|usa|utiliza|introduce|"
+                   rf"verwenden\s+sie|nutzen\s+sie|geben\s+sie)\s+(?:the\s+|dem\s+|le\s+|la\s+|el\s+)?{_NOUN}\s+(?P<rest>[^\n]*)")
+
+# "quietharbor is the password for the test laptop": the value first, then the noun (and nothing naming a thing
+# after it: "1Password is the password manager")
+_REVERSE = re.compile(rf"(?i)(?P<v>[^\s|]+)[ \t]+(?:is|ist|est|es)[ \t]+(?:the|our|das|der|die|unser|le|la|notre|el|la|nuestra)[ \t]+"
+                      rf"(?:{_WIFI}[ \t]+|(?:guest|gäste|invité|invitados)[ \t]+)?{_NOUN}"
+                      r"(?=[ \t]+(?:for|of|to|on|für|des|der|vom|du|de|pour|del|para)\b|[ \t]*(?:$|[.,;:!?)]))", re.M)
+# "log in as admin with hunter2!", "sign in with admin / Winter2024!", "Shared Netflix login: a@b.test / popcorn42":
+# a user and a password side by side, the password shaped like one
+_LOGIN = re.compile(
+    r"(?i)(?:\b(?:log|sign)[ \t]*-?[ \t]*in(?:[ \t]+(?:to|on)[ \t]+[\w.-]+)?(?:[ \t]+as[ \t]+\S+)?[ \t]+(?:with|using)|"
+    r"\b(?:logins?|credentials|creds|zugangsdaten|anmeldedaten|identifiants|credenciales|account)\b(?:[ \t]+\S+){0,3}?[ \t]*:)"
+    r"[ \t]+(?P<rest>[^\n]*)")
+_PAIR = re.compile(r"^(?P<user>[`'\"]?[^\s/|`'\"]+[`'\"]?)[ \t]*(?:/|,?[ \t]+(?:with|and|password|pw|mit|avec|con))[ \t]*(?P<rest>[^\n]*)", re.I)
+
+# "with the code 5590", "mit dem Code 5590", "avec le code 5590", "con el código 5590": a code and its digits
+_WITH_CODE = re.compile(r"(?i)\b(?:with|using|mit|avec|con)\s+(?:the\s+|dem\s+|den\s+|le\s+|la\s+|el\s+)?(?:code|c(?:ó|o)digo|pin)\s+"
+                        r"(?P<v>\d(?:[\d#*]|[ -](?=\d)){3,11})(?![\w-])")
+# "export ACME_TOKEN=...", "DB_PASSWORD: hunter2": a variable named for a credential, given a value
+_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|PWD|SECRET|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY)[A-Z0-9_]*"
+                       r"[ \t]*[=:][ \t]*[\"']?(?P<v>[^\s\"'`]{4,})")
+_NOT_GIVEN = re.compile(r"(?i)^(?:[$<{%\[(*]|\.\.\.|x{3,}|your|my[-_]|<|example|placeholder|changeme$|none$|null$|true$|false$)")
+
+# -- a code typed at a door ---------------------------------------------------------------------------
+# "punch in 4411 on the keypad", "am Tastenfeld 7391 eingeben", "tapez 1928 sur le digicode", "marca 6543 en el
+# teclado": digits typed, in a sentence about a door, gate, keypad, lock, alarm or safe
+_KEYED = r"(?P<{}>[\d#*](?:[\d#*]|[ -](?=\d)){{3,11}})(?![\w-])"
+_ENTER = re.compile(
+    rf"(?i)\b(?:(?:disarm|unlock|open|arm|désarmer|désactiver|ouvrir|déverrouiller|desarmar|desactivar|abrir|desbloquear)"
+    rf"(?:[ \t]+(?:it|the\s+\w+|l['’]\w+|la\s+\w+|el\s+\w+))?[ \t]+(?:with|using|avec|con)|enter|type|punch(?:[ \t]+in)?|key[ \t]+in|dial|press|tap(?:[ \t]+in)?|input|tippen[ \t]+sie|tippe|geben[ \t]+sie|gib|"
+    rf"w(?:ä|ae)hlen[ \t]+sie|tapez|composez|saisissez|entrez|tape|compose|marca|marque|teclea|introduce|introduzca|pulsa|digita)"
+    rf"(?:[ \t]+(?:the[ \t]+code|den[ \t]+code|le[ \t]+code|el[ \t]+c(?:ó|o)digo))?[ \t]+{_KEYED.format('v')}"
+    rf"|{_KEYED.format('w')}[ \t]+(?:eingeben|eintippen|tippen|dr(?:ü|ue)cken|w(?:ä|ae)hlen)")
+_PLACE = re.compile(
+    r"(?i)(?:\b(?:doors?|gates?|keypads?|key[ \t]+pad|(?:pad)?locks?|lockers?|safes?|alarms?|panel|entrance|entry|garage|cage|"
+    r"cabinet|turnstile|tastenfeld|tastatur|schloss|schließfach|tresor|eingang|garage|portes?|portail|digicode|clavier|"
+    r"cadenas|casier|coffre|alarme|entrée|parking|puertas?|port(?:ó|o)n|teclado|candado|taquilla|caja[ \t]+fuerte|"
+    r"alarma|entrada|garaje|cerradura)\b|t(?:ü|ue)r\b|\btor\b)")
+_CODE_WORD = re.compile(r"(?i)(?:\bcodes?\b|\bc(?:ó|o)digos?\b|digicode|code\b|\bpins?\b|\bcombination|kombination|combinaison|combinaci)")
+# a number that says where or when, not what to type: "room 4112", "ext. 4455", "in March 2025", "call 4455"
+_LOCATOR = frozenset("""
+room rooms raum zimmer salle sala floor etage étage planta building gebäude bâtiment edificio haus house ext ext.
+extension durchwahl poste tel tel. phone telefon téléphone teléfono call calling ring anrufen appelez llama llame
+llamar number nummer numéro número no no. nr nr. n° suite unit einheit plot page pages seite ticket issue case order version through bus line linie ligne línea
+in until since by from before after bis seit ab im depuis avant après desde hasta antes después en
+january february march april may june july august september october november december
+januar februar märz mai juni juli oktober dezember janvier février mars avril juin juillet août septembre octobre
+novembre décembre enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
+""".split())
+
+#: words before "code" that make it an identifier ("error code", "postal code"), for :mod:`screening.tables`.
+ID_CODES = _ID_CODES
 
 # -- what a value is not ----------------------------------------------------------------------------
 _FUNCTION = frozenset("""
@@ -137,6 +220,12 @@ ver pregunta pregunte consulta consulte contacta contacte solicita solicite
 """.split())
 # English/German/French/Spanish participles and gerunds: "printed", "gesendet", "envoyé", "enviada".
 _PARTICIPLE = re.compile(r"(?i)^(?:\w{3,}(?:ed|ing)|(?:ab|an|auf|aus|ein|mit|vor|zu|zurück)?ge\w{3,}(?:t|en)|\w{3,}(?:é|ée|és|ées|ado|ada|ados|adas|ido|ida|idos|idas))$")
+# adjectives and abstract nouns by their endings ("ephemeral", "consistency", "verfügbar", "disponible",
+# "modificable"): what a statement about a credential says of it, not a value someone chose
+_ABSTRACT = re.compile(r"^\w{3,}(?:ness|ity|tion|sion|ment|ance|ence|ency|ancy|ous|ive|ible|able|ical|ful|less|"
+                       r"eral|ial|ual|ary|ory|heit|keit|lich|isch|ité|eux|euse|dad|ción|sión|ble|ivo|iva)$")
+# where a credential is kept or handed out (a value in a password cell or after "password:" names a place, not a value)
+_WHERE = frozenset("1password keepass keepassxc bitwarden lastpass vault okta sso ldap n/a tbd tba".split())
 _MEASURE = re.compile(r"^\d{1,2}$")
 # placeholders, variable and field names (``$DB_PASSWORD``, ``<password>``, ``license_key``), times and dates
 _PLACEHOLDER = re.compile(r"^(?:[$<{%\[(].*|[A-Z][A-Z0-9]*_[A-Z0-9_]+$|[a-z][a-z0-9]*(?:_[a-z0-9]+)+$|"
@@ -157,9 +246,18 @@ def _value_shaped(v: str) -> bool:
     return any(c.isdigit() for c in v) or any(c in _SYMBOLS for c in v) or bool(re.search(r"[a-z][A-Z]", v))
 
 
+_HANDLE = re.compile(r"@|^[\w-]+(?:\.[\w-]+)+$")
+
+
+def _typed(v: str) -> bool:
+    """A digit or a symbol inside: a value a person types (mixed case alone is a brand: "GitHub", "OneDrive")."""
+    return any(c.isdigit() for c in v) or any(c in _SYMBOLS for c in v)
+
+
 def _ordinary(word: str) -> bool:
     w = word.lower().strip("'’\"")
-    return w in _FUNCTION or w in _PREDICATE or w in _INSTRUCTION or bool(_PARTICIPLE.match(w))
+    return (w in _FUNCTION or w in _PREDICATE or w in _INSTRUCTION or w in _WHERE or bool(_PARTICIPLE.match(w))
+            or bool(_ABSTRACT.match(w)))
 
 
 def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
@@ -179,7 +277,7 @@ def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
             or re.search(r"[\[\]()<>{}|]|\*\*|^[_*].*[_*]$", v)):  # markdown links and emphasis, placeholders
         return None
     after = rest[m.end("v"):]
-    if _value_shaped(v):
+    if _typed(v) if strict else _value_shaped(v):
         if _MEASURE.match(v) and re.match(r"\s+[^\W\d_]", after) and not _CLAUSE_END.match(after):
             return None  # "12 characters", "90 Tage"
         return offset, offset + len(v)
@@ -194,6 +292,12 @@ def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
             and not _NEXT_SENTENCE.match(after)):
         return None  # runs on as a phrase: "is sent to your phone"
     return offset, offset + len(v)
+
+
+def value_span(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
+    """The range of the value at the start of ``rest`` (a text that starts at ``offset`` of the scanned text),
+    judged as after a credential noun (``strict=False``) or with no noun (``strict=True``); None when it is no value."""
+    return _value(rest, offset, strict=strict)
 
 
 def find_statements(text: str) -> list[Finding]:
@@ -219,21 +323,78 @@ def find_statements(text: str) -> list[Finding]:
             found.append(Finding("a credential", "secret", *span))
     for m in _APPOSITION.finditer(text):
         span = _value(m.group("rest"), m.start("rest"), strict=True)
-        if span and not _MEASURE.match(text[span[0]:span[1]]):
+        if span and not _MEASURE.match(text[span[0]:span[1]]) and (
+                _typed(text[span[0]:span[1]]) or text[m.start("rest")] in "\"'`“‘«"):
             found.append(Finding("a credential", "secret", *span))
     for m in _CODE.finditer(text):
         pre = (m.group("pre") or "").lower()
+        comp = (m.group("comp") or "").lower().rstrip("-")
+        if comp and (comp in _ID_CODES or comp.removesuffix("s") in _ID_CODES or comp.removesuffix("es") in _ID_CODES):
+            continue
+        if pre in _ID_CODES:
+            continue
         span = _value(m.group("rest"), m.start("rest"), strict=True)
         value = text[span[0]:span[1]] if span else ""
-        if span and pre not in _ID_CODES and any(c.isdigit() for c in value) and len(value) >= 4:
+        if span and any(c.isdigit() for c in value) and len(value) >= 4:
             found.append(Finding("a credential", "secret", *span))
+            continue
+        # "WLAN: Gast-Netz, Schlüssel: Blumenwiese": a bare key on a line about a Wi-Fi network is its password
+        line = text[text.rfind("\n", 0, m.start()) + 1:m.start("rest")]
+        if re.search(r"(?i)(?:key|schl(?:ü|ue)ssel|cl(?:é|e)s?)\b", text[m.start():m.start("rest")]) and \
+                re.search(rf"(?i)(?<![\w-]){_WIFI}(?![\w-])|\bssid\b", line):
+            span = _value(m.group("rest"), m.start("rest"), strict=False)
+            if span:
+                found.append(Finding("a credential", "secret", *span))
     for m in _WITH.finditer(text):
         span = _value(m.group("rest"), m.start("rest"), strict=False)
         if span:
             found.append(Finding("a credential", "secret", *span))
+    for m in _REVERSE.finditer(text):
+        span = _value(m.group("v"), m.start("v"), strict=True)
+        if span and span[1] == m.end("v"):
+            found.append(Finding("a credential", "secret", *span))
+    for m in _LOGIN.finditer(text):
+        rest, start = m.group("rest"), m.start("rest")
+        span = None if text[m.start():m.start("rest")].rstrip().endswith(":") else _value(rest, start, strict=True)
+        pair = _PAIR.match(rest)
+        if span is None and pair:
+            span = _value(pair.group("rest"), start + pair.start("rest"), strict=True)
+        # "sign in with GitHub", "with @gsa.gov email", "with jane@acme.test": a provider, a domain or a user
+        if span and not _HANDLE.search(text[span[0]:span[1]]) and _typed(text[span[0]:span[1]]):
+            found.append(Finding("a credential", "secret", *span))
+    found.extend(_keyed_codes(text))
+    found.extend(Finding("a credential", "secret", *m.span("v")) for m in _WITH_CODE.finditer(text))
+    found.extend(Finding("a credential", "secret", *m.span("v")) for m in _VARIABLE.finditer(text)
+                 if not _NOT_GIVEN.match(m.group("v")) and not _PLACEHOLDER.match(m.group("v")))
     for m in _USE.finditer(text):
         g = next(g for g in ("v1", "v2", "v3") if m.group(g) is not None)
         span = _value(m.group(g), m.start(g), strict=True)
         if span:
             found.append(Finding("a credential", "secret", *span))
+    return found
+
+
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|\n|$)|[.!?]+")
+_NUMBER = re.compile(r"(?<![\w.,/:#-])(?P<v>\d(?:[\d#*]|[ -](?=\d)){3,9}#?)(?![\w,/:-]|\.\d|\s*(?:%|€|\$|h\b|min\b))")
+
+
+def _keyed_codes(text: str) -> list[Finding]:
+    """Door, gate, alarm and keypad codes given loosely: digits typed at a door ("punch in 4411 on the keypad"), or
+    a number after "code"/"PIN"/"combination" in a sentence about a door, gate, lock or alarm ("door codes change
+    monthly; this month it's 4477"). A number said to be a room, an extension, a page or a year is not one."""
+    found: list[Finding] = []
+    for sent in _SENTENCE.finditer(text):
+        s = sent.group(0)
+        if not _PLACE.search(s):
+            continue
+        typed = [m.span("v" if m.group("v") else "w") for m in _ENTER.finditer(s)]
+        code = _CODE_WORD.search(s)
+        said = [m.span("v") for m in _NUMBER.finditer(s, code.end())] if code else []
+        said += [m.span("v") for m in _NUMBER.finditer(s) if re.search(r"[:=][ \t]*$", s[:m.start()])]  # "Keypad: 2580#"
+        for start, end in typed + said:
+            before = [] if (start, end) in typed else re.findall(r"[\w.°]+", s[:start])[-3:]
+            if sum(c.isdigit() for c in s[start:end]) < 4 or any(w.lower() in _LOCATOR or w.lower() in _ID_CODES
+                                                                  for w in before):
+                continue
+            found.append(Finding("a credential", "secret", sent.start() + start, sent.start() + end))
     return found

@@ -1,8 +1,9 @@
 """Credentials written in sentences (issue 24 item 1): the statement screen over our corpus, and the shapes it adds.
 
 ``tests/data/credentials/statements.jsonl`` holds credential statements and innocent look-alikes in
-English, German, French and Spanish (the last 40 + 40, ``"batch": "fresh"``, were written after tuning and
-measured once before they joined). Every row goes through :func:`screening.scan`, the scanner the agent's
+English, German, French and Spanish (40 + 40 rows, ``"batch": "fresh"``, were written after tuning and
+measured once before they joined; the ``"dev2"`` rows were written while adding tables, door codes typed
+at a keypad, user/password pairs and German compounds, and are development data, not a held-out figure). Every row goes through :func:`screening.scan`, the scanner the agent's
 exit, the passages shown to a model and the indexer's flag counts all use.
 """
 
@@ -61,4 +62,39 @@ def test_a_value_given_in_a_statement_or_a_known_token_shape_is_left_out(text: s
     "Ask IT for the wifi password.",
 ])
 def test_innocent_look_alikes_are_left_alone(text: str) -> None:
+    assert mask(text) == text
+
+
+@pytest.mark.parametrize("text, value", [
+    ("| System | User | Password |\n| --- | --- | --- |\n| Demo CRM | demo@acme.test | orchardlane |", "orchardlane"),
+    ("| Salle | Code d'accès |\n| --- | --- |\n| Archives | 7730 |", "7730"),
+    ("| Item | Value |\n| --- | --- |\n| Guest network | Acme-Guest |\n| Wi-Fi password | sunnymeadow |", "sunnymeadow"),
+    ("To get into the bike cage, punch in 4411 on the keypad.", "4411"),
+    ("Am Tastenfeld der Haustür 7391 eingeben.", "7391"),
+    ("Door codes change monthly; this month it's 4477.", "4477"),
+    ("Der Schließfachcode lautet 7712.", "7712"),
+    ("Das Tresorpasswort ist Sonnenblume.", "Sonnenblume"),
+    ("Sign in with admin / Winter2024! until SSO is set up.", "Winter2024"),
+    ("Shared Netflix login: team@acme.test / popcorn42", "popcorn42"),
+    ("quietharbor is the password for the test laptop.", "quietharbor"),
+    ("The PIN for the printer? It's 2468.", "2468"),
+    ("WLAN: Gast-Netz, Schlüssel: Blumenwiese", "Blumenwiese"),
+    ("Export ACME_TOKEN=custom-7781-token before running the script.", "custom-7781-token"),
+])
+def test_tables_keypads_pairs_and_loose_phrasings_are_left_out(text: str, value: str) -> None:
+    assert value not in mask(text)
+
+
+@pytest.mark.parametrize("text", [
+    "| Policy | Value |\n| --- | --- |\n| Password length | 12 characters |",
+    "| Service | Password |\n| --- | --- |\n| Jira | SSO |\n| Wiki | see 1Password |",
+    "For the door code, call security on 4455.",
+    "The door code changes on 1 March 2025.",
+    "Der Quellcode liegt auf GitHub.",
+    "El código de error 4040 indica que la puerta no responde.",
+    "Many websites offer the option to \"Sign in with GitHub\".",
+    "The secret to good docs is consistency.",
+    "Set API_KEY=your-api-key in .env",
+])
+def test_look_alikes_of_the_new_constructions_are_left_alone(text: str) -> None:
     assert mask(text) == text
