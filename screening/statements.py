@@ -21,8 +21,9 @@ alarm code, Wi-Fi key, API key, token, secret, and their German, French and Span
   para iniciar sesión" needs no noun, but then the value must look like one (a digit or symbol,
   quotes, or a lower-case word of six letters or more that is no ordinary word), so "use Okta to log in"
   and "use SSO" pass;
-- a plain word ending like an adjective or an abstract noun ("ephemeral", "consistency", "verfügbar" is not,
-  "disponible" is) or naming where credentials are kept ("1Password", "Vault", "SSO") is no value.
+- after a noun that names a credential only sometimes (secret, token, key, clave), a plain word ending like an
+  adjective or an abstract noun ("ephemeral", "consistency", "disponible") is no value; after any noun, a word
+  naming where credentials are kept ("1Password", "Vault", "SSO") or a command-line flag is none.
 
 Looser constructions, each with its own guard:
 
@@ -30,10 +31,14 @@ Looser constructions, each with its own guard:
   a bare code (a digit, four characters); a bare key on a line about a Wi-Fi network is its password;
 - the value first ("quietharbor is the password for the test laptop"), a question answered ("the PIN? It's
   2468"), a change ("changed to 8812", "a été changé en 3317");
-- a user and a password side by side after "log in ... with" or "Login:"/"Zugangsdaten:" ("admin /
+- a user and a password side by side after "log in (to the kiosk tablet) with", "connectez-vous ... avec",
+  "inicia sesión ... con", "melden Sie sich ... mit" or a label such as "Login:"/"Zugangsdaten:" ("admin /
   Winter2024!"), the password holding a digit or a symbol (a provider, a domain or an e-mail address is not one);
-- digits typed at a door ("punch in 4411 on the keypad", "am Tastenfeld 7391 eingeben", "disarm with
-  1-9-8-4"), or a number after "code"/"PIN" in a sentence about a door, gate, keypad, lock, alarm or safe,
+  a Wi-Fi line giving ``NETWORK / PASSWORD``;
+- a hyphenated compound noun ("Admin-Passwort", "Einwahl-PIN"), and a role word between noun and qualifier
+  ("mot de passe administrateur du routeur");
+- digits typed at a door or opening a lock ("punch in 4411 on the keypad", "am Tastenfeld 7391 eingeben",
+  "disarm with 1-9-8-4", "s'ouvre avec 7-3-1-9"), or a number after "code"/"PIN" in a sentence about a door, gate, keypad, lock, alarm or safe,
   unless the words before it make it a room, an extension, a page or a date;
 - a shell or config variable named for a credential given a value (``ACME_TOKEN=...``), not a placeholder.
 
@@ -72,11 +77,12 @@ _NOUNS = [
     r"c(?:ó|o)digos?\s+(?:de\s+(?:acceso|(?:la\s+)?puerta|(?:la\s+)?alarma|entrada|seguridad)|wi-?fi)",
     r"secretos?",
 ]
-_NOUN = r"(?<![\w-])(?:" + "|".join(_NOUNS) + r")(?![\w-])"
+_NOUN = r"(?<![\w-])(?:[^\W\d_]{2,}-)?(?:" + "|".join(_NOUNS) + r")(?![\w-])"
 #: the credential nouns (a regular expression, case-insensitive use), for :mod:`screening.tables`.
 NOUN = _NOUN
 # "for the guest network", "of the admin console", "(building A)", "du wifi invité", "für das WLAN", "de la oficina"
-_QUALIFIER = (r"(?:[ \t]+(?:wi-?fi|wlan|vpn|admin|api|invit(?:é|e)s?))?"
+_QUALIFIER = (r"(?:[ \t]+(?:wi-?fi|wlan|vpn|admin|api|invit(?:é|e)s?|administra(?:teur|tor|dor)|root|master|principal|"
+              r"partag(?:é|e)e?|compartid[oa]|shared|guest|gast|invitados))?"
               r"(?:[ \t]*\([^()\n]{1,40}\)|[ \t]+(?:for|of|to|on|at|in|für|fürs|zum|zur|des|der|vom|im|am|du|de|des|pour|au|aux|à|a|"
               r"del|al|para|en)(?:[ \t]+[\w'’@./-]+){1,5}?)?")
 _ASSIGN = (r"[ \t]*(?:\b(?:is|was|has\s+been|were|are)\s+(?:now\s+|still\s+|currently\s+)?(?:set|changed|updated|reset)\s+to\b|\bis\b|\bwas\b|\bare\b|"
@@ -132,10 +138,15 @@ _REVERSE = re.compile(rf"(?i)(?P<v>[^\s|]+)[ \t]+(?:is|ist|est|es)[ \t]+(?:the|o
 # "log in as admin with hunter2!", "sign in with admin / Winter2024!", "Shared Netflix login: a@b.test / popcorn42":
 # a user and a password side by side, the password shaped like one
 _LOGIN = re.compile(
-    r"(?i)(?:\b(?:log|sign)[ \t]*-?[ \t]*in(?:[ \t]+(?:to|on)[ \t]+[\w.-]+)?(?:[ \t]+as[ \t]+\S+)?[ \t]+(?:with|using)|"
-    r"\b(?:logins?|credentials|creds|zugangsdaten|anmeldedaten|identifiants|credenciales|account)\b(?:[ \t]+\S+){0,3}?[ \t]*:)"
+    r"(?i)(?:\b(?:log|sign)[ \t]*-?[ \t]*in(?:[ \t]+(?:to|on|at)[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+as[ \t]+\S+)?[ \t]+(?:with|using)|"
+    r"\bconnecte[zr]?(?:-vous)?(?:[ \t]+(?:à|au|aux|sur|a)[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+en\s+tant\s+que[ \t]+\S+)?[ \t]+avec|"
+    r"\binici(?:a|e|ar)[ \t]+sesi(?:ó|o)n(?:[ \t]+en[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+como[ \t]+\S+)?[ \t]+con|"
+    r"\bmelde[nt]?[ \t]+(?:dich|sie[ \t]+sich|euch)(?:[ \t]+(?:am|an|bei|im)[ \t]+[^,.;:\n]{1,40}?)?[ \t]+mit|"
+    r"\b(?:logins?|credentials|creds|zugangsdaten|anmeldedaten|identifiants|credenciales|account)\b(?:[ \t]+[^\s:]+){0,6}?[ \t]*:)"
     r"[ \t]+(?P<rest>[^\n]*)")
-_PAIR = re.compile(r"^(?P<user>[`'\"]?[^\s/|`'\"]+[`'\"]?)[ \t]*(?:/|,?[ \t]+(?:with|and|password|pw|mit|avec|con))[ \t]*(?P<rest>[^\n]*)", re.I)
+# "Wifi for the Lisbon office: LedgerlyLX / pastelnata": a network's name and its password after a Wi-Fi label
+_WIFI_PAIR = re.compile(rf"(?im)^[^\n:]*(?<![\w-]){_WIFI}(?![\w-])[^\n:]{{0,40}}:[ \t]*[\"'`]?[^\s/|\"'`]+[\"'`]?[ \t]*/[ \t]*(?P<rest>[^\n]*)")
+_PAIR = re.compile(r"^(?P<user>[`'\"]?[^\s/|:`'\"]+[`'\"]?)[ \t]*(?:/|,?[ \t]+(?:with|and|password|pw|mit|avec|con))[ \t]*(?P<rest>[^\n]*)", re.I)
 
 # "with the code 5590", "mit dem Code 5590", "avec le code 5590", "con el código 5590": a code and its digits
 _WITH_CODE = re.compile(r"(?i)\b(?:with|using|mit|avec|con)\s+(?:the\s+|dem\s+|den\s+|le\s+|la\s+|el\s+)?(?:code|c(?:ó|o)digo|pin)\s+"
@@ -150,16 +161,18 @@ _NOT_GIVEN = re.compile(r"(?i)^(?:[$<{%\[(*]|\.\.\.|x{3,}|your|my[-_]|<|example|
 # teclado": digits typed, in a sentence about a door, gate, keypad, lock, alarm or safe
 _KEYED = r"(?P<{}>[\d#*](?:[\d#*]|[ -](?=\d)){{3,11}})(?![\w-])"
 _ENTER = re.compile(
-    rf"(?i)\b(?:(?:disarm|unlock|open|arm|désarmer|désactiver|ouvrir|déverrouiller|desarmar|desactivar|abrir|desbloquear)"
+    rf"(?i)\b(?:(?:opens?|unlocks?|(?:ö|oe)ffnet[ \t]+sich|(?:ö|oe)ffnet|entsperrt[ \t]+sich|s['’]ouvre|se[ \t]+d(?:é|e)verrouille|"
+    rf"se[ \t]+abre|se[ \t]+desbloquea)[ \t]+(?:with|using|mit|avec|con)|"
+    rf"(?:disarm|unlock|open|arm|désarmer|désactiver|ouvrir|déverrouiller|desarmar|desactivar|abrir|desbloquear)"
     rf"(?:[ \t]+(?:it|the\s+\w+|l['’]\w+|la\s+\w+|el\s+\w+))?[ \t]+(?:with|using|avec|con)|enter|type|punch(?:[ \t]+in)?|key[ \t]+in|dial|press|tap(?:[ \t]+in)?|input|tippen[ \t]+sie|tippe|geben[ \t]+sie|gib|"
     rf"w(?:ä|ae)hlen[ \t]+sie|tapez|composez|saisissez|entrez|tape|compose|marca|marque|teclea|introduce|introduzca|pulsa|digita)"
     rf"(?:[ \t]+(?:the[ \t]+code|den[ \t]+code|le[ \t]+code|el[ \t]+c(?:ó|o)digo))?[ \t]+{_KEYED.format('v')}"
     rf"|{_KEYED.format('w')}[ \t]+(?:eingeben|eintippen|tippen|dr(?:ü|ue)cken|w(?:ä|ae)hlen)")
 _PLACE = re.compile(
     r"(?i)(?:\b(?:doors?|gates?|keypads?|key[ \t]+pad|(?:pad)?locks?|lockers?|safes?|alarms?|panel|entrance|entry|garage|cage|"
-    r"cabinet|turnstile|tastenfeld|tastatur|schloss|schließfach|tresor|eingang|garage|portes?|portail|digicode|clavier|"
+    r"cabinet|turnstile|tastenfeld|tastatur|schloss|schließfach|tresor|eingang|garage|portes?|portail|digicode|clavier|lockbox|"
     r"cadenas|casier|coffre|alarme|entrée|parking|puertas?|port(?:ó|o)n|teclado|candado|taquilla|caja[ \t]+fuerte|"
-    r"alarma|entrada|garaje|cerradura)\b|t(?:ü|ue)r\b|\btor\b)")
+    r"alarma|entrada|garaje|cerradura)\b|(?:t(?:ü|ue)r|safe|schloss|tresor)\b|\btor\b)")
 _CODE_WORD = re.compile(r"(?i)(?:\bcodes?\b|\bc(?:ó|o)digos?\b|digicode|code\b|\bpins?\b|\bcombination|kombination|combinaison|combinaci)")
 # a number that says where or when, not what to type: "room 4112", "ext. 4455", "in March 2025", "call 4455"
 _LOCATOR = frozenset("""
@@ -225,6 +238,8 @@ _PARTICIPLE = re.compile(r"(?i)^(?:\w{3,}(?:ed|ing)|(?:ab|an|auf|aus|ein|mit|vor
 _ABSTRACT = re.compile(r"^\w{3,}(?:ness|ity|tion|sion|ment|ance|ence|ency|ancy|ous|ive|ible|able|ical|ful|less|"
                        r"eral|ial|ual|ary|ory|heit|keit|lich|isch|ité|eux|euse|dad|ción|sión|ble|ivo|iva)$")
 # where a credential is kept or handed out (a value in a password cell or after "password:" names a place, not a value)
+# nouns that name a credential only sometimes ("the secret to ...", "the key is ...", "la clave es ...")
+_WEAK = re.compile(r"(?i)^\W*(?:secrets?|tokens?|keys?|claves?|secretos?|geheimnis|jetons?)\b")
 _WHERE = frozenset("1password keepass keepassxc bitwarden lastpass vault okta sso ldap n/a tbd tba".split())
 _MEASURE = re.compile(r"^\d{1,2}$")
 # placeholders, variable and field names (``$DB_PASSWORD``, ``<password>``, ``license_key``), times and dates
@@ -256,8 +271,7 @@ def _typed(v: str) -> bool:
 
 def _ordinary(word: str) -> bool:
     w = word.lower().strip("'’\"")
-    return (w in _FUNCTION or w in _PREDICATE or w in _INSTRUCTION or w in _WHERE or bool(_PARTICIPLE.match(w))
-            or bool(_ABSTRACT.match(w)))
+    return w in _FUNCTION or w in _PREDICATE or w in _INSTRUCTION or w in _WHERE or bool(_PARTICIPLE.match(w))
 
 
 def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
@@ -273,7 +287,7 @@ def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
     if not m:
         return None
     v = m.group("v")
-    if (_PLACEHOLDER.match(v) or not any(c.isalnum() for c in v) or v.startswith("//") or v.endswith("-")
+    if (_PLACEHOLDER.match(v) or not any(c.isalnum() for c in v) or v.startswith(("//", "-")) or v.endswith("-")
             or re.search(r"[\[\]()<>{}|]|\*\*|^[_*].*[_*]$", v)):  # markdown links and emphasis, placeholders
         return None
     after = rest[m.end("v"):]
@@ -319,6 +333,8 @@ def find_statements(text: str) -> list[Finding]:
         if art:
             rest, start = rest[art.end():], start + art.end()
         span = _value(rest, start, strict=False)
+        if span and _WEAK.search(text[m.start():m.start("rest")]) and _ABSTRACT.match(text[span[0]:span[1]].lower()):
+            continue  # "the secret to good docs is consistency", "the token is ephemeral"
         if span:
             found.append(Finding("a credential", "secret", *span))
     for m in _APPOSITION.finditer(text):
@@ -363,6 +379,10 @@ def find_statements(text: str) -> list[Finding]:
         if span and not _HANDLE.search(text[span[0]:span[1]]) and _typed(text[span[0]:span[1]]):
             found.append(Finding("a credential", "secret", *span))
     found.extend(_keyed_codes(text))
+    for m in _WIFI_PAIR.finditer(text):
+        span = _value(m.group("rest"), m.start("rest"), strict=False)
+        if span:
+            found.append(Finding("a credential", "secret", *span))
     found.extend(Finding("a credential", "secret", *m.span("v")) for m in _WITH_CODE.finditer(text))
     found.extend(Finding("a credential", "secret", *m.span("v")) for m in _VARIABLE.finditer(text)
                  if not _NOT_GIVEN.match(m.group("v")) and not _PLACEHOLDER.match(m.group("v")))
@@ -375,7 +395,7 @@ def find_statements(text: str) -> list[Finding]:
 
 
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|\n|$)|[.!?]+")
-_NUMBER = re.compile(r"(?<![\w.,/:#-])(?P<v>\d(?:[\d#*]|[ -](?=\d)){3,9}#?)(?![\w,/:-]|\.\d|\s*(?:%|€|\$|h\b|min\b))")
+_NUMBER = re.compile(r"(?<![\w.,/:#-])(?P<v>\d(?:[\d#*]|[ -](?=\d)){3,9}#?)(?![\w/:-]|[.,]\d|\s*(?:%|€|\$|h\b|min\b))")
 
 
 def _keyed_codes(text: str) -> list[Finding]:

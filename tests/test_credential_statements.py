@@ -80,6 +80,13 @@ def test_innocent_look_alikes_are_left_alone(text: str) -> None:
     ("The PIN for the printer? It's 2468.", "2468"),
     ("WLAN: Gast-Netz, Schlüssel: Blumenwiese", "Blumenwiese"),
     ("Export ACME_TOKEN=custom-7781-token before running the script.", "custom-7781-token"),
+    # second round (the misses of the first held-out batch)
+    ("Le cadenas du local à vélos s'ouvre avec 7-3-1-9.", "7-3-1-9"),
+    ("Wifi for the Lisbon office: LedgerlyLX / pastelnata", "pastelnata"),
+    ("Inicia sesión en el ordenador de recepción con recepcion99.", "recepcion99"),
+    ("Das Admin-Passwort für den Router wurde auf Gartenzaun77 geändert.", "Gartenzaun77"),
+    ("Le mot de passe de la boîte partagée est lavandeprovence.", "lavandeprovence"),
+    ("Front door keypad: 3-6-9-1, then press the green button.", "3-6-9-1"),
 ])
 def test_tables_keypads_pairs_and_loose_phrasings_are_left_out(text: str, value: str) -> None:
     assert value not in mask(text)
@@ -95,6 +102,8 @@ def test_tables_keypads_pairs_and_loose_phrasings_are_left_out(text: str, value:
     "Many websites offer the option to \"Sign in with GitHub\".",
     "The secret to good docs is consistency.",
     "Set API_KEY=your-api-key in .env",
+    "Register for a MAX.gov account using your GSA email address: https://portal.max.gov/portal/home",
+    "export TOKEN=$(gcloud secrets versions access latest --project=acme-secrets --secret=TFC_TEAM_TOKEN)",
 ])
 def test_look_alikes_of_the_new_constructions_are_left_alone(text: str) -> None:
     assert mask(text) == text
