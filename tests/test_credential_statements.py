@@ -3,8 +3,14 @@
 ``tests/data/credentials/statements.jsonl`` holds credential statements and innocent look-alikes in
 English, German, French and Spanish (40 + 40 rows, ``"batch": "fresh"``, were written after tuning and
 measured once before they joined; the ``"dev2"`` rows were written while adding tables, door codes typed
-at a keypad, user/password pairs and German compounds, and are development data, not a held-out figure). Every row goes through :func:`screening.scan`, the scanner the agent's
-exit, the passages shown to a model and the indexer's flag counts all use.
+at a keypad, user/password pairs and German compounds, and are development data, not a held-out figure). Every
+row goes through :func:`screening.scan`, the scanner the agent's exit, the passages shown to a model and the
+indexer's flag counts all use.
+
+``heldout.jsonl`` (batch 1) was measured once when written (detection 0.750) and its misses then drove the second
+round, so it is development data now and held to the same bar here. ``heldout2.jsonl`` (batch 2, written after the
+second round was frozen: detection 0.531, false positives 0.016) is measured by ``bench/credential_screen.py
+--corpus`` and asserts nothing here: the figures are in docs/explanation/evaluation.md.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ def test_the_corpus_has_enough_of_each_kind_in_four_languages() -> None:
     assert {r["lang"] for r in ROWS} == {"en", "de", "fr", "es"}
 
 
-def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent() -> None:
-    creds = [r["text"] for r in ROWS if r["credential"]]
-    looks = [r["text"] for r in ROWS if not r["credential"]]
+@pytest.mark.parametrize("corpus", ["statements.jsonl", "heldout.jsonl"])
+def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(corpus: str) -> None:
+    rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
+    creds = [r["text"] for r in rows if r["credential"]]
+    looks = [r["text"] for r in rows if not r["credential"]]
     missed = [t for t in creds if not flagged(t)]
     false = [t for t in looks if flagged(t)]
     assert 1 - len(missed) / len(creds) >= 0.98, missed
