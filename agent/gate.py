@@ -44,8 +44,9 @@ Policy (``GateConfig``):
 - Cosine floors are absolute by default; :mod:`agent.calibration` refits them per corpus from
   self-made probes (stored with the index) because MiniLM's cosines shift with the corpus and the
   wording, and the rank signals (agreement of the two retrievers, margin over the median) do not.
-- Otherwise the gate fails; the reason names what was missing (used for the retry query and shown in
-  the refusal).
+- Otherwise the gate fails; the reason (for the trace and ``--json``, never the employee) names what
+  was missing: "not found" only for words no chunk of the index holds, "only on passages that do not
+  answer" for the others.
 """
 
 from __future__ import annotations
@@ -225,8 +226,13 @@ class EvidenceGate:
                             dense_rank=best.ranks.get("dense"), bm25_rank=best.ranks.get("bm25"))
 
         def refuse(reason: str) -> GateVerdict:
-            if missing:
-                reason += f"; not found: {', '.join(terms.words(missing[:4]))}"
+            # "not found" only for words no page holds; a word the index holds is named as elsewhere
+            absent = [t for t in missing if t in terms.absent]
+            elsewhere = [t for t in missing if t not in terms.absent]
+            if absent:
+                reason += f"; not found: {', '.join(terms.words(absent[:4]))}"
+            if elsewhere:
+                reason += f"; only on passages that do not answer: {', '.join(terms.words(elsewhere[:4]))}"
             return GateVerdict(False, support, coverage, False, missing, reason, top_cos, features)
 
         if not support:

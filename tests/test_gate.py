@@ -260,3 +260,17 @@ def test_a_refusal_names_the_questions_own_words_not_index_stems() -> None:
     v = GATE.judge(FILLER, q)
     assert not v.sufficient and "sabbat" in v.missing  # stems stay internal (the retry query reads them)
     assert "not found: sabbatical, policy" in v.reason and "polici" not in v.reason
+
+
+def test_a_refusal_never_names_a_word_the_index_holds_as_not_found() -> None:
+    import math
+
+    df = {"paid": 3, "leav": 2}  # on pages of the index; "zyxvacay" is on none
+    q = key_terms("how much paid leave and zyxvacay do I get?", analyze,
+                  lambda t: math.log1p(100 / (df.get(t, 0) + 0.5)))
+    v = GATE.judge(FILLER, q)
+    assert not v.sufficient and {"paid", "leav", "zyxvacai"} <= set(v.missing)
+    listed = v.reason.split("not found: ", 1)[1].split(";")[0]
+    assert listed == "zyxvacay", v.reason
+    assert "only on passages that do not answer: paid, leave" in v.reason or \
+        "only on passages that do not answer: leave, paid" in v.reason, v.reason
