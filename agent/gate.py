@@ -16,9 +16,9 @@ Policy (``GateConfig``):
 - **The question's most specific term must be quoted.** The rarest key term the corpus contains is
   what the question is about; when no supporting sentence (or its headings) holds it, the corpus
   talks about that term elsewhere and the evidence is a near miss ("the 401k match" answered from a
-  page on the 401k plan). Only a *paraphrase with a strong signal* passes without it: the best
-  supporting chunk is the dense retriever's first, at least ``semantic_floor`` and at least
-  ``standout_margin`` above the median cosine of everything retrieved. Terms the corpus does not
+  page on the 401k plan). Only a *paraphrase with a strong signal* passes without it: the closest
+  passage is at least ``relevance_floor`` close and stands out from the ``margin_rank``-th closest by
+  at least ``paraphrase_margin`` (:meth:`EvidenceGate._strong_paraphrase`). Terms the corpus does not
   contain at all (typos, chat words, a paraphrase's own words) are left to the dense similarity.
   Not even that passes when a passage in the window that does *not* support has the term in its
   section headings ("FSA and HSA" for "how much goes into my HSA?"): the corpus has a section on
@@ -34,7 +34,8 @@ Policy (``GateConfig``):
   supporting chunk (**single-source exception**) when that chunk holds at least
   ``strong_coverage`` of the question's specific terms and either its cosine is at least
   ``strong_single`` or both retrievers rank it among their top ``agreement_rank``; or when it stands
-  out (cosine at least ``semantic_floor`` and ``standout_margin`` over the median); or when two
+  out (cosine at least ``relevance_floor`` and ``standout_margin`` over the median: a relative signal,
+  since a chat question's absolute cosines run low on some corpora); or when two
   rank signals agree (**ranked route**): both retrievers rank it among their top ``agreement_rank``
   and the closest passage stands out from the ``margin_rank``-th by ``paraphrase_margin`` (the
   paraphrase signal, calibrated per corpus). A chat question's absolute cosine runs low on some
@@ -259,7 +260,7 @@ class EvidenceGate:
         own = terms.evidence_coverage(own_terms)
         agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
         strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
-        standout = cos >= cfg.semantic_floor and cos - median >= cfg.standout_margin
+        standout = cos >= cfg.relevance_floor and cos - median >= cfg.standout_margin
         ranked = agree and paraphrase
         if strong or standout or ranked:
             why = ("strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
