@@ -16,9 +16,9 @@ Policy (``GateConfig``):
 - **The question's most specific term must be quoted.** The rarest key term the corpus contains is
   what the question is about; when no supporting sentence (or its headings) holds it, the corpus
   talks about that term elsewhere and the evidence is a near miss ("the 401k match" answered from a
-  page on the 401k plan). Only a *paraphrase with a strong signal* passes without it: the best
-  supporting chunk is the dense retriever's first, at least ``semantic_floor`` and at least
-  ``standout_margin`` above the median cosine of everything retrieved. Terms the corpus does not
+  page on the 401k plan). Only a *paraphrase with a strong signal* passes without it: the closest
+  passage is at least ``relevance_floor`` close and stands out from the ``margin_rank``-th closest by
+  at least ``paraphrase_margin`` (:meth:`EvidenceGate._strong_paraphrase`). Terms the corpus does not
   contain at all (typos, chat words, a paraphrase's own words) are left to the dense similarity.
   Not even that passes when a passage in the window that does *not* support has the term in its
   section headings ("FSA and HSA" for "how much goes into my HSA?"): the corpus has a section on
@@ -34,7 +34,8 @@ Policy (``GateConfig``):
   supporting chunk (**single-source exception**) when that chunk holds at least
   ``strong_coverage`` of the question's specific terms and either its cosine is at least
   ``strong_single`` or both retrievers rank it among their top ``agreement_rank``; or when it stands
-  out (cosine at least ``semantic_floor`` and ``standout_margin`` over the median); or when two
+  out (cosine at least ``relevance_floor`` and ``standout_margin`` over the median: a relative signal,
+  since a chat question's absolute cosines run low on some corpora); or when two
   rank signals agree (**ranked route**): both retrievers rank it among their top ``agreement_rank``
   and the closest passage stands out from the ``margin_rank``-th by ``paraphrase_margin`` (the
   paraphrase signal, calibrated per corpus). A chat question's absolute cosine runs low on some
@@ -44,8 +45,9 @@ Policy (``GateConfig``):
 - Cosine floors are absolute by default; :mod:`agent.calibration` refits them per corpus from
   self-made probes (stored with the index) because MiniLM's cosines shift with the corpus and the
   wording, and the rank signals (agreement of the two retrievers, margin over the median) do not.
-- Otherwise the gate fails; the reason names what was missing (used for the retry query and shown in
-  the refusal).
+- Otherwise the gate fails; the reason (for the trace and ``--json``, never the employee) names what
+  was missing: "not found" only for words no chunk of the index holds, "only on passages that do not
+  answer" for the others.
 """
 
 from __future__ import annotations
@@ -225,8 +227,13 @@ class EvidenceGate:
                             dense_rank=best.ranks.get("dense"), bm25_rank=best.ranks.get("bm25"))
 
         def refuse(reason: str) -> GateVerdict:
-            if missing:
-                reason += f"; not found: {', '.join(terms.words(missing[:4]))}"
+            # "not found" only for words no page holds; a word the index holds is named as elsewhere
+            absent = [t for t in missing if t in terms.absent]
+            elsewhere = [t for t in missing if t not in terms.absent]
+            if absent:
+                reason += f"; not found: {', '.join(terms.words(absent[:4]))}"
+            if elsewhere:
+                reason += f"; only on passages that do not answer: {', '.join(terms.words(elsewhere[:4]))}"
             return GateVerdict(False, support, coverage, False, missing, reason, top_cos, features)
 
         if not support:
@@ -253,7 +260,7 @@ class EvidenceGate:
         own = terms.evidence_coverage(own_terms)
         agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
         strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
-        standout = cos >= cfg.semantic_floor and cos - median >= cfg.standout_margin
+        standout = cos >= cfg.relevance_floor and cos - median >= cfg.standout_margin
         ranked = agree and paraphrase
         if strong or standout or ranked:
             why = ("strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"

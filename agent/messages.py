@@ -21,22 +21,25 @@ ACCESS_REFUSAL = ("I couldn't find anything you can see about that here. "
                   "Ask me in a DM if it may be in a restricted space.")
 
 
-def refusal(searched: list[str], closest: tuple[str, str, str] | None = None) -> str:
+def refusal(searched: list[str], closest: tuple[str, str, str, str] | None = None) -> str:
     """The plain refusal: nothing found answers it, what was searched, and where to look next.
 
-    ``closest`` is ``(title, url, contact)`` of the closest page the asker may read (the top of a search run with
-    their access), ``contact`` a channel the page names ("" when none). The gate's reasons are not for the
-    employee: they go to the trace and ``--json``.
+    ``closest`` is ``(title, url, channel, owner)`` of the closest page the asker may read (the top of a search
+    run with their access), ``channel`` a channel the page names and ``owner`` who it names as its owner ("" when
+    none). The gate's reasons are not for the employee: they go to the trace and ``--json``.
     """
     queries = "; ".join(f"\u201c{q}\u201d" for q in searched[:2]) or "nothing"
     text = f"I couldn't find anything in the knowledge base that answers this, so I won't guess. I searched for {queries}."
-    if closest is not None:
-        title, url, contact = closest
-        where = f"{title} ({url})" if url else title
-        text += f" The closest page I found is {where}, but it does not say."
-        if contact:
-            text += f" It names {contact}: you could ask there."
-            return text
+    if closest is None:
+        return text + " Try other words, or ask the team that owns the topic."
+    title, url, channel, owner = closest
+    where = f"{title} ({url})" if url else title
+    text += f" The closest page I found is {where}, but it does not say."
+    if owner:
+        text += f" It names {owner} as its owner: you could ask them"
+        return text + (f", or in {channel}." if channel else ".")
+    if channel:
+        return text + f" It names {channel}: you could ask there."
     return text + " Try other words, or ask the team that owns the topic."
 
 

@@ -541,17 +541,24 @@ class RuleBasedPlanner:
 
 
 _CHANNEL = re.compile(r"(?<![\w&#/])#[a-z][\w-]{2,}")
+#: A page's own statement of who owns it: a labelled line ("Owner: Platform team", "**DRI:** Jane Doe",
+#: "| Maintainer | @jane |"), the metadata convention of wiki pages and runbook templates. Only names, handles and
+#: channels are taken (letters, digits, ``@#.'&(),-``): no markup or Slack mention syntax reaches a reply.
+_OWNER = re.compile(r"^[ \t>*_|-]*(?:owners?|maintainers?|maintained by|dri|point of contact|contact)[ \t*_]*[:|]"
+                    r"[ \t*_]*([\w@#.'&(), -]{2,80}?)[ \t*_|.]*$", re.IGNORECASE | re.MULTILINE)
 
 
-def closest_page(evidence: list[Evidence]) -> tuple[str, str, str] | None:
-    """``(title, url, channel)`` of the first passage of ``evidence`` (searched with the asker's access, so a page
-    they may read) for a refusal, with the first Slack-style channel its text names ("" when none); None when
-    nothing was found."""
+def closest_page(evidence: list[Evidence]) -> tuple[str, str, str, str] | None:
+    """``(title, url, channel, owner)`` of the first passage of ``evidence`` (searched with the asker's access, so
+    a page they may read) for a refusal: the first Slack-style channel (``#name``) and the first owner line
+    ("Owner: ...") that the retrieved passages of that page name ("" when none); None when nothing was found."""
     if not evidence:
         return None
     c = evidence[0].chunk
-    m = _CHANNEL.search(c.text)
-    return c.title, c.url, m.group() if m else ""
+    texts = [e.chunk.text for e in evidence if e.chunk.doc_id == c.doc_id]
+    channel = next((m.group() for t in texts for m in [_CHANNEL.search(t)] if m), "")
+    owner = next((m.group(1).strip() for t in texts for m in [_OWNER.search(t)] if m), "")
+    return c.title, c.url, channel, owner
 
 
 def similarity_of(search: KnowledgeSearch):

@@ -58,8 +58,9 @@ restricted (not public) and readable by the viewer that were answered citing a g
 there are none).
 
 Each ``per_question`` row carries what was said, so a run can be read afterwards: the ``question``, the
-reply ``text`` and its ``citations`` (``n``, ``doc_id``, ``title``, ``section``, ``quote`` each), besides
-the row's scores.
+reply ``text`` and its ``citations`` (``n``, ``doc_id``, ``title``, ``section``, ``quote`` each), and why it
+was answered or refused: ``gate``, the evidence gate's verdict (``sufficient``, ``reason``, the ``features`` it
+read; ``{}`` for a turn that searched nothing), besides the row's scores.
 """
 
 from __future__ import annotations
@@ -242,7 +243,7 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
         row = {"id": q.id, "kind": q.kind, "question": q.question, "route": reply.route, "refused": reply.refused,
                "latency_ms": ms, "text": reply.text, "citations": said_citations(reply),
                "answer_chars": 0 if reply.refused else len(reply.text),
-               "citation_valid": citations_valid(reply, lookup)}
+               "citation_valid": citations_valid(reply, lookup), "gate": reply.trace.gate or {}}
         row.update(acl_scores(q, reply, turn.viewer, lookup, doc_chunks))
         unsupported = unsupported_posted(reply, lookup)
         row["unsupported_posted"] = len(unsupported)

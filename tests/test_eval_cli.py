@@ -5,7 +5,8 @@
   (``tests/data/eval_precision.jsonl``: one question whose gold pages are every page, one whose only gold
   page is not in the wiki, one real question, a refused answerable one and an unanswerable one, which do
   not count); shown in the text table.
-- Each ``per_question`` row carries what was said: the question, the reply text and its citations.
+- Each ``per_question`` row carries what was said: the question, the reply text and its citations, and the
+  gate's verdict (reason and signals).
 - Several ``--set NAME=QUESTIONS::SOURCE``: each set indexed in its own data dir (``DATA_DIR/eval/NAME``,
   one embedding cache), one table with a row per set; ``--json`` gives ``{"retriever", "sets"}``.
 - ``unsupported_posted``: the posted sentences with a figure, date, identifier or name that no chunk they cite
@@ -112,6 +113,9 @@ def test_each_row_carries_the_question_the_reply_text_and_its_citations(precisio
             assert row["answer_chars"] == len(row["text"])
     rows = {r["id"]: r for r in result["per_question"]}
     assert "30 days" in rows["p-real"]["text"]
+    # and why: the gate's verdict, its reason and signals (for the reader of the run, never the employee)
+    assert rows["p-refused"]["gate"]["sufficient"] is False and rows["p-refused"]["gate"]["reason"]
+    assert rows["p-real"]["gate"]["sufficient"] is True and "top_cosine" in rows["p-real"]["gate"]["features"]
 
 
 def test_the_text_table_shows_citation_precision_overall_and_per_kind(precision_run) -> None:

@@ -260,3 +260,29 @@ def test_a_refusal_names_the_questions_own_words_not_index_stems() -> None:
     v = GATE.judge(FILLER, q)
     assert not v.sufficient and "sabbat" in v.missing  # stems stay internal (the retry query reads them)
     assert "not found: sabbatical, policy" in v.reason and "polici" not in v.reason
+
+
+def test_a_refusal_never_names_a_word_the_index_holds_as_not_found() -> None:
+    import math
+
+    df = {"paid": 3, "leav": 2}  # on pages of the index; "zyxvacay" is on none
+    q = key_terms("how much paid leave and zyxvacay do I get?", analyze,
+                  lambda t: math.log1p(100 / (df.get(t, 0) + 0.5)))
+    v = GATE.judge(FILLER, q)
+    assert not v.sufficient and {"paid", "leav", "zyxvacai"} <= set(v.missing)
+    listed = v.reason.split("not found: ", 1)[1].split(";")[0]
+    assert listed == "zyxvacay", v.reason
+    assert "only on passages that do not answer: paid, leave" in v.reason or \
+        "only on passages that do not answer: leave, paid" in v.reason, v.reason
+
+
+def test_a_passage_that_stands_out_from_the_median_answers_alone_below_the_semantic_floor() -> None:
+    # The standout route is relative: a chat question's cosines run low on some corpora (the best 0.46, under the
+    # 0.50 floor for a paraphrase without shared words), and what tells the answer is how far it stands out.
+    q = terms("can i expense my gym membership?")
+    alone = GATE.judge([ev("Gym fees count as wellness.", 0.46, 1), *FILLER], q)  # the median: 0.30
+    assert alone.sufficient and alone.single_source and "stands out" in alone.reason
+    crowded = [ev(f"Generic office text {i}.", 0.41, 20 + i) for i in range(6)]  # the median: 0.41
+    assert not GATE.judge([ev("Gym fees count as wellness.", 0.46, 1), *crowded], q).sufficient
+    below = GATE.judge([ev("Gym fees count as wellness.", 0.42, 1), *FILLER], q)  # under the relevance floor
+    assert not below.sufficient
