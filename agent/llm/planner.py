@@ -6,9 +6,10 @@ One turn:
    action tool, listed with their descriptions in the prompt too) and may also answer directly (chit-chat, general knowledge). Routing
    decisions are cached by the normalised question (no history) for ``route_cache_ttl_s``. Calls are read
    from native ``tool_calls`` and from JSON in the text (``<tool_call>`` chat-template forms); a reply that
-   is JSON but no tool call searches. A model without tool calling (the server rejects ``tools``, or a
-   one-time probe shows it ignores them; remembered per server and model, see
-   :class:`agent.llm.client.LLMClient`) is routed by a short JSON decision (:class:`agent.llm.structured.Route`).
+   is JSON but no tool call searches. Whether the model calls tools is found out before its first routing
+   call by a probe of a few tokens (the server rejects ``tools``, or the model answers the probe in prose;
+   remembered per server and model in the data dir, see :class:`agent.llm.client.LLMClient`); a model
+   without tool calling is routed by a short JSON decision (:class:`agent.llm.structured.Route`).
 2. **Rewrite** (structured output): a standalone question from the thread history, sub-queries
    for a multi-part question, expansion keywords for the vocabulary gap, and a hypothetical
    answer passage used as the dense query (HyDE; Gao et al. 2022, "Precise Zero-Shot Dense
@@ -210,6 +211,7 @@ class LLMPlanner:
             trace.steps.append({"step": "llm_usage", **budget.usage.as_dict(), "degraded": budget.degraded})
             trace.timings_ms["llm_calls"] = budget.usage.calls
             trace.timings_ms["llm_tokens"] = budget.usage.total_tokens
+            trace.timings_ms["llm_timeouts"] = budget.usage.timeouts
 
     def _plan(self, turn: Turn, trace: Trace, budget: TurnBudget) -> tuple[Reply, list[Evidence]]:
         ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone, viewer=turn.viewer)
@@ -273,6 +275,11 @@ class LLMPlanner:
         msgs.append({"role": "user", "content": turn.text})
         model = self.config.planner_model
         decision = None
+        if self.llm.tools_supported(model) is None:
+            # Unknown yet (auto, and neither this process nor one before it found out): a probe of a few
+            # tokens first, not a routing prompt a model without tool calling answers in prose, slowly.
+            supported = self.llm.probe_tools(model, budget)
+            trace.step("tools_probe", model=model, supported=supported)
         if self.llm.tools_supported(model) is not False:
             decision = self._route_by_tools(turn, msgs, trace, budget)
         if decision is None:
@@ -289,15 +296,13 @@ class LLMPlanner:
     def _route_by_tools(self, turn: Turn, msgs: list[dict], trace: Trace, budget: TurnBudget) -> dict | None:
         """Route by tool calling; None when the model turns out not to call tools (route by JSON instead)."""
         model = self.config.planner_model
-        known = self.llm.tools_supported(model)
         try:
-            res = self.llm.chat(model, msgs, budget, tools=self._tool_specs(), max_tokens=300)
+            res = self.llm.chat(model, msgs, budget, tools=self._tool_specs(), max_tokens=300,
+                                reserve_s=self._predict_ms("answer") / 1000)
         except ToolsUnsupported as exc:
             trace.step("tools_unsupported", model=model, how="rejected", error=str(exc)[:200])
             return None
         if res.tool_calls:
-            if known is None:
-                self.llm.remember_tools(model, True)
             if not any(c.native for c in res.tool_calls):
                 trace.step("tool_call_in_content", names=[c.name for c in res.tool_calls])
             return self._from_tool_calls(res, turn, trace)
@@ -305,11 +310,6 @@ class LLMPlanner:
             # JSON but no tool call: never posted as an answer; the search is the safe reading.
             trace.step("route_json_not_tool_call", content=res.content[:200])
             return {"search": turn.text, "actions": [], "content": "", "chitchat": False}
-        if known is None and self.llm.tools_mode == "auto" and res.content.strip():
-            supported = self.llm.probe_tools(model, budget)
-            trace.step("tools_probe", model=model, supported=supported)
-            if not supported:
-                return None
         return {"search": None, "actions": [], "content": res.content.strip(), "chitchat": False}
 
     def _from_tool_calls(self, res: LLMResult, turn: Turn, trace: Trace) -> dict:
@@ -338,7 +338,8 @@ class LLMPlanner:
         (after one repair) searches."""
         actions = [(_tool_fn_name(t.name), t.description) for t in self.tools.actions()]
         route_msgs = [{"role": "system", "content": prompts.route_json_system(actions)}, *msgs[1:]]
-        got = self._ask("route", Route, route_msgs, prompts.ROUTE_SCHEMA, trace, budget, max_tokens=200)
+        got = self._ask("route", Route, route_msgs, prompts.ROUTE_SCHEMA, trace, budget, max_tokens=200,
+                        before_answer=True)
         decision: dict[str, Any] = {"search": None, "actions": [], "content": "", "chitchat": False}
         if got is None or got.route == "search" or (got.route == "answer" and not got.answer.strip()):
             decision["search"] = (got.query.strip() if got is not None else "") or turn.text
@@ -358,11 +359,14 @@ class LLMPlanner:
 
     # -- structured calls ------------------------------------------------------------------------
     def _ask(self, step: str, out: type[BaseModel], msgs: list[dict], schema: dict, trace: Trace,
-             budget: TurnBudget, max_tokens: int = 400) -> Any:
+             budget: TurnBudget, max_tokens: int = 400, before_answer: bool = False) -> Any:
         """One structured call validated into ``out``; one repair round on an invalid reply, then None
-        (the caller's deterministic fallback), recorded as ``invalid_output``."""
+        (the caller's deterministic fallback), recorded as ``invalid_output``. ``before_answer``: the
+        answer's predicted time is kept free (the call's ``max_tokens`` is lowered to what fits before it)."""
         model = self.config.planner_model
-        res = self.llm.chat(model, msgs, budget, schema=schema, schema_name=step, max_tokens=max_tokens)
+        reserve_s = self._predict_ms("answer") / 1000 if before_answer else 0.0
+        res = self.llm.chat(model, msgs, budget, schema=schema, schema_name=step, max_tokens=max_tokens,
+                            reserve_s=reserve_s)
         try:
             return _validated(out, res)
         except ValueError as exc:
@@ -373,18 +377,22 @@ class LLMPlanner:
             return None
         fix = self.llm.chat(model, [*msgs, {"role": "assistant", "content": res.content[:2000]},
                                     {"role": "user", "content": prompts.repair_output(error, schema)}],
-                            budget, schema=schema, schema_name=step, max_tokens=max_tokens)
+                            budget, schema=schema, schema_name=step, max_tokens=max_tokens, reserve_s=reserve_s)
         try:
             return _validated(out, fix)
         except ValueError as exc:
             trace.step("invalid_output", output=step, error=_short_error(exc), repaired=True)
             return None
 
+    def _predict_ms(self, *calls: str) -> float:
+        """Milliseconds ``calls`` (keys of :data:`STEP_TOKENS`) take at the models' measured latency."""
+        return sum(self.llm.latency.estimate_ms(self.config.answer_model if c == "answer" else self.config.planner_model,
+                                                STEP_TOKENS[c]) for c in calls)
+
     def _fits(self, step: str, budget: TurnBudget, *calls: str) -> bool:
         """Whether ``calls`` (keys of :data:`STEP_TOKENS`) fit the time left at the model's measured latency;
         records the degradation when they do not."""
-        need = sum(self.llm.latency.estimate_ms(self.config.answer_model if c == "answer" else self.config.planner_model,
-                                                STEP_TOKENS[c]) for c in calls)
+        need = self._predict_ms(*calls)
         if need <= budget.remaining_ms:
             return True
         budget.degraded.append(f"skipped {step}: model too slow (~{need:.0f} ms needed, "
@@ -474,7 +482,7 @@ class LLMPlanner:
             {"role": "system", "content": prompts.REWRITE_SYSTEM},
             {"role": "user", "content": f"{context}Conversation history (earlier user messages):\n{history}\n\n"
                                         f"Latest message: {turn.text}\nSearch query proposed: {query}"}],
-            prompts.REWRITE_SCHEMA, trace, budget)
+            prompts.REWRITE_SCHEMA, trace, budget, before_answer=True)
         if got is None:
             return base
         out = {
@@ -520,7 +528,7 @@ class LLMPlanner:
         got = self._ask("reflection", Reflection, [
             {"role": "system", "content": prompts.REFLECT_SYSTEM},
             {"role": "user", "content": f"{passages}\n\nQuestion: {question}"}],
-            prompts.REFLECT_SCHEMA, trace, budget, max_tokens=200)
+            prompts.REFLECT_SCHEMA, trace, budget, max_tokens=200, before_answer=True)
         if got is None:
             return None
         verdict = got.model_dump()

@@ -90,6 +90,21 @@ def test_the_meeting_request_proposes_a_pending_action_and_executes_nothing(aske
     assert pending["idempotency_key"] and pending["args"]
 
 
+def test_tool_support_is_found_out_by_one_probe_and_kept_for_the_next_processes(asked, wiki_data: Path) -> None:
+    """llama-cpp-python's server ignores ``tools``: one cheap probe (in the first ``chatops ask`` that needs
+    it) finds that out; it is kept in the data dir, so no later process probes or sends ``tools`` again,
+    and no turn times out."""
+    probed = [name for name, (obj, _, _) in asked.items()
+              if any(s["step"] == "tools_probe" for s in obj["trace"]["steps"])]
+    assert probed in ([], [next(iter(QUESTIONS))]), probed  # none when another module's process found out first
+    kept = json.loads((wiki_data / "llm-servers.json").read_text())
+    [entry] = [v for k, v in kept.items() if k.endswith(" smollm2-135m-instruct")]
+    assert entry["tools"] is False and entry["latency"]["calls"]
+    for name, (obj, _, _) in asked.items():
+        [u] = [s for s in obj["trace"]["steps"] if s["step"] == "llm_usage"]
+        assert u["timeouts"] == 0, (name, u)
+
+
 @pytest.mark.xfail(strict=False, reason=PROSE_ROUTING)
 def test_the_knowledge_turn_really_uses_the_model(asked) -> None:
     obj, _, _ = asked["knowledge"]
