@@ -153,6 +153,9 @@ class LLMClient:
         self._lock = threading.Lock()
         self.memory = memory or ServerMemory(None)
         self._recalled: set[str] = set()
+        # The SDK imports its chat resources and their pydantic types on first use: seconds on a busy machine,
+        # which would otherwise be spent inside the first turn's budget.
+        _ = getattr(getattr(client, "chat", None), "completions", None)
 
     # -- capabilities ----------------------------------------------------------------------------
     @property
@@ -329,7 +332,8 @@ class LLMClient:
         timeout = max(1.0, left_s)
         model = kwargs["model"]
         self._recall(model)
-        fits = self.latency.affordable_tokens(model, TIME_SHARE * (left_s - reserve_s))
+        prompt_chars = len(json.dumps(kwargs["messages"])) + len(json.dumps(kwargs.get("tools") or ""))
+        fits = self.latency.affordable_tokens(model, TIME_SHARE * (left_s - reserve_s), prompt_chars)
         if fits is not None and fits < kwargs["max_tokens"]:
             if fits < MIN_TOKENS:
                 raise BudgetExceeded(f"{model} writes about {fits} tokens in the {left_s:.1f} s left of the turn "
@@ -355,7 +359,8 @@ class LLMClient:
         except (openai.OpenAIError, _StreamBroke):
             budget.charge_failed()
             raise
-        self.latency.observe(model, result.seconds or time.perf_counter() - t0, result.completion_tokens)
+        self.latency.observe(model, result.seconds or time.perf_counter() - t0, result.completion_tokens,
+                             prompt_tokens=result.prompt_tokens, prompt_chars=prompt_chars)
         self.memory.update(self.base_url, model, latency=self.latency.snapshot(model))
         return result
 

@@ -122,6 +122,10 @@ class LLMPlannerConfig:
 #: Completion tokens each call usually writes, for predicting its time from the measured latency.
 STEP_TOKENS = {"route": 40, "rewrite": 120, "reflect": 60, "answer": 200, "claims": 40, "compliance": 20}
 
+#: Characters each call's prompt usually has (six passages of ~800 characters for reflection and the answer).
+STEP_PROMPT_CHARS = {"route": 1600, "rewrite": 1400, "reflect": 5800, "answer": 5800, "claims": 3000,
+                     "compliance": 1400}
+
 
 class TooSlow(BudgetExceeded):
     """The model is measured too slow for the answer within the turn's budget: take the extractive answer."""
@@ -384,15 +388,22 @@ class LLMPlanner:
             trace.step("invalid_output", output=step, error=_short_error(exc), repaired=True)
             return None
 
-    def _predict_ms(self, *calls: str) -> float:
-        """Milliseconds ``calls`` (keys of :data:`STEP_TOKENS`) take at the models' measured latency."""
-        return sum(self.llm.latency.estimate_ms(self.config.answer_model if c == "answer" else self.config.planner_model,
-                                                STEP_TOKENS[c]) for c in calls)
+    def _predict_ms(self, *calls: str, passages: list[Evidence] | None = None) -> float:
+        """Milliseconds ``calls`` (keys of :data:`STEP_TOKENS`) take at the models' measured latency, their
+        prompts of the usual size (:data:`STEP_PROMPT_CHARS`) or, for reflection and the answer, over
+        ``passages`` when given."""
+        def chars(c: str) -> int:
+            if passages is not None and c in ("reflect", "answer"):
+                return 1000 + sum(len(e.chunk.text) + 120 for e in passages[: self.config.passages])
+            return STEP_PROMPT_CHARS[c]
 
-    def _fits(self, step: str, budget: TurnBudget, *calls: str) -> bool:
+        return sum(self.llm.latency.estimate_ms(self.config.answer_model if c == "answer" else self.config.planner_model,
+                                                STEP_TOKENS[c], chars(c)) for c in calls)
+
+    def _fits(self, step: str, budget: TurnBudget, *calls: str, passages: list[Evidence] | None = None) -> bool:
         """Whether ``calls`` (keys of :data:`STEP_TOKENS`) fit the time left at the model's measured latency;
         records the degradation when they do not."""
-        need = self._predict_ms(*calls)
+        need = self._predict_ms(*calls, passages=passages)
         if need <= budget.remaining_ms:
             return True
         budget.degraded.append(f"skipped {step}: model too slow (~{need:.0f} ms needed, "
@@ -461,7 +472,7 @@ class LLMPlanner:
             return Reply(messages.refusal(searched, closest_page(evidence)), refused=True, route=trace.route,
                          searched=searched), evidence
         shown = verdict.support + [e for e in evidence if e not in verdict.support]
-        if not self._fits("generation", budget, "answer"):
+        if not self._fits("generation", budget, "answer", passages=shown):
             trace.step("degrade", to="extractive", reason=budget.degraded[-1])
             raise TooSlow(budget.degraded[-1])
         reply = self._generate(question, shown, trace, budget, searched)
@@ -521,7 +532,8 @@ class LLMPlanner:
         return evidence
 
     def _reflect(self, question: str, evidence: list[Evidence], trace: Trace, budget: TurnBudget) -> dict | None:
-        if not budget.allows("reflection", tokens=2500, reserve=1) or not self._fits("reflection", budget, "reflect", "answer"):
+        if (not budget.allows("reflection", tokens=2500, reserve=1)
+                or not self._fits("reflection", budget, "reflect", "answer", passages=evidence)):
             return None
         passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, _masked(e.chunk.text))
                                             for i, e in enumerate(evidence[: self.config.passages])])

@@ -96,7 +96,7 @@ def test_tool_support_is_found_out_by_one_probe_and_kept_for_the_next_processes(
     and no turn times out."""
     probed = [name for name, (obj, _, _) in asked.items()
               if any(s["step"] == "tools_probe" for s in obj["trace"]["steps"])]
-    assert probed in ([], [next(iter(QUESTIONS))]), probed  # none when another module's process found out first
+    assert len(probed) <= 1, probed  # none when another module's process found out first
     kept = json.loads((wiki_data / "llm-servers.json").read_text())
     [entry] = [v for k, v in kept.items() if k.endswith(" smollm2-135m-instruct")]
     assert entry["tools"] is False and entry["latency"]["calls"]
