@@ -302,7 +302,7 @@ class LLMPlanner:
         model = self.config.planner_model
         try:
             res = self.llm.chat(model, msgs, budget, tools=self._tool_specs(), max_tokens=300,
-                                reserve_s=self._predict_ms("answer") / 1000)
+                                reserve_s=self._answer_reserve_s("route", budget))
         except ToolsUnsupported as exc:
             trace.step("tools_unsupported", model=model, how="rejected", error=str(exc)[:200])
             return None
@@ -343,7 +343,7 @@ class LLMPlanner:
         actions = [(_tool_fn_name(t.name), t.description) for t in self.tools.actions()]
         route_msgs = [{"role": "system", "content": prompts.route_json_system(actions)}, *msgs[1:]]
         got = self._ask("route", Route, route_msgs, prompts.ROUTE_SCHEMA, trace, budget, max_tokens=200,
-                        before_answer=True)
+                        before_answer="route")
         decision: dict[str, Any] = {"search": None, "actions": [], "content": "", "chitchat": False}
         if got is None or got.route == "search" or (got.route == "answer" and not got.answer.strip()):
             decision["search"] = (got.query.strip() if got is not None else "") or turn.text
@@ -363,12 +363,13 @@ class LLMPlanner:
 
     # -- structured calls ------------------------------------------------------------------------
     def _ask(self, step: str, out: type[BaseModel], msgs: list[dict], schema: dict, trace: Trace,
-             budget: TurnBudget, max_tokens: int = 400, before_answer: bool = False) -> Any:
+             budget: TurnBudget, max_tokens: int = 400, before_answer: str | None = None) -> Any:
         """One structured call validated into ``out``; one repair round on an invalid reply, then None
-        (the caller's deterministic fallback), recorded as ``invalid_output``. ``before_answer``: the
-        answer's predicted time is kept free (the call's ``max_tokens`` is lowered to what fits before it)."""
+        (the caller's deterministic fallback), recorded as ``invalid_output``. ``before_answer`` (the step's
+        key in :data:`STEP_TOKENS`): the answer's predicted time is kept free (the call's ``max_tokens`` is
+        lowered to what fits before it; see :meth:`_answer_reserve_s`)."""
         model = self.config.planner_model
-        reserve_s = self._predict_ms("answer") / 1000 if before_answer else 0.0
+        reserve_s = self._answer_reserve_s(before_answer, budget) if before_answer else 0.0
         res = self.llm.chat(model, msgs, budget, schema=schema, schema_name=step, max_tokens=max_tokens,
                             reserve_s=reserve_s)
         try:
@@ -399,6 +400,15 @@ class LLMPlanner:
 
         return sum(self.llm.latency.estimate_ms(self.config.answer_model if c == "answer" else self.config.planner_model,
                                                 STEP_TOKENS[c], chars(c)) for c in calls)
+
+    def _answer_reserve_s(self, step: str, budget: TurnBudget) -> float:
+        """Seconds a ``step`` before the answer leaves free for it: the answer's predicted time when the step
+        and the answer both fit the time left, else none (the answer will not fit whatever the step writes,
+        and a routing call squeezed to nothing would leave the model unused)."""
+        answer_ms = self._predict_ms("answer")
+        if self._predict_ms(step) + answer_ms <= budget.remaining_ms:
+            return answer_ms / 1000
+        return 0.0
 
     def _fits(self, step: str, budget: TurnBudget, *calls: str, passages: list[Evidence] | None = None) -> bool:
         """Whether ``calls`` (keys of :data:`STEP_TOKENS`) fit the time left at the model's measured latency;
@@ -493,7 +503,7 @@ class LLMPlanner:
             {"role": "system", "content": prompts.REWRITE_SYSTEM},
             {"role": "user", "content": f"{context}Conversation history (earlier user messages):\n{history}\n\n"
                                         f"Latest message: {turn.text}\nSearch query proposed: {query}"}],
-            prompts.REWRITE_SCHEMA, trace, budget, before_answer=True)
+            prompts.REWRITE_SCHEMA, trace, budget, before_answer="rewrite")
         if got is None:
             return base
         out = {
@@ -540,7 +550,7 @@ class LLMPlanner:
         got = self._ask("reflection", Reflection, [
             {"role": "system", "content": prompts.REFLECT_SYSTEM},
             {"role": "user", "content": f"{passages}\n\nQuestion: {question}"}],
-            prompts.REFLECT_SCHEMA, trace, budget, max_tokens=200, before_answer=True)
+            prompts.REFLECT_SCHEMA, trace, budget, max_tokens=200, before_answer="reflect")
         if got is None:
             return None
         verdict = got.model_dump()
