@@ -159,11 +159,15 @@ class LatencyMeter:
 
     def affordable_tokens(self, model: str, seconds: float, prompt_chars: int | None = None) -> int | None:
         """Completion tokens ``model`` can write within ``seconds`` after a prompt of ``prompt_chars``
-        characters, at its measured speed (see :meth:`ModelLatency.affordable`); None while it has no
-        measured call."""
+        characters, at its measured speed (see :meth:`ModelLatency.affordable`); a model not measured yet is
+        taken to be as slow as the slowest one measured; None before any measured call."""
         with self._lock:
             m = self._models.get(model)
-            return m.affordable(seconds, prompt_chars) if m else None
+            if m is not None and m.calls:
+                return m.affordable(seconds, prompt_chars)
+            # not measured yet: as the slowest model measured on this meter (one server shares its hardware)
+            fits = [n for x in self._models.values() if (n := x.affordable(seconds, prompt_chars)) is not None]
+            return min(fits) if fits else None
 
     def snapshot(self, model: str) -> dict:
         """What was measured for ``model``, as JSON: ``{"calls": [[seconds, completion tokens, prompt tokens],
