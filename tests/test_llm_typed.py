@@ -118,7 +118,7 @@ def test_an_invalid_reply_twice_takes_the_steps_fallback_and_is_recorded(indexed
     # prose twice: its verdicts are unusable, the deterministic grounding check stands alone.
     brain = Brain(rewrite=json_reply({"query": "incident"}), claims=chat("All claims look fine to me."))
     with OpenAIStandIn(brain) as llm:
-        reply = ask(indexed, llm)
+        reply = ask(indexed, llm, LLM_TOOLS="on")  # no tool probe: all eight calls of the turn for the steps
     assert_cited_answer(reply)
     invalid = {s["output"]: s for s in steps(reply, "invalid_output")}
     assert set(invalid) == {"rewrite", "claims"} and all(s["repaired"] for s in invalid.values())
@@ -244,7 +244,7 @@ def test_a_server_rejecting_tools_is_routed_by_json(indexed) -> None:
     brain = Brain()
     with OpenAIStandIn(brain, tools="rejected") as llm:
         reply = ask(indexed, llm)
-    assert steps(reply, "tools_unsupported")[0]["how"] == "rejected"
+    assert steps(reply, "tools_probe")[0]["supported"] is False  # the probe got the 400
     assert brain.calls[0] == "route_json" and "route" not in brain.calls  # the 400 never reached the model
     assert reply["route"] == "knowledge"
     assert_cited_answer(reply)
