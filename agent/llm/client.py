@@ -434,10 +434,30 @@ class LLMClient:
 PROBE_SYSTEM = "Call the function ping. Do not write any text."
 
 
+#: Schema keywords left out of what servers are sent: llama.cpp turns ``maxLength: 200`` into a grammar rule
+#: nested 200 deep, fails to parse it and its Python server then dies (seen with calendar.create's arguments,
+#: which took every later turn down with it). Replies are validated against the full model anyway.
+_SERVER_OMITS = frozenset({"maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "maximum",
+                           "minimum", "exclusiveMaximum", "exclusiveMinimum"})
+
+
+def server_schema(schema: Any) -> Any:
+    """``schema`` without the keywords of :data:`_SERVER_OMITS` (at any depth); property names are kept."""
+    if isinstance(schema, dict):
+        return {k: (v if k == "required" else {p: server_schema(x) for p, x in v.items()} if k == "properties"
+                    and isinstance(v, dict) else server_schema(v))
+                for k, v in schema.items() if k not in _SERVER_OMITS}
+    if isinstance(schema, list):
+        return [server_schema(x) for x in schema]
+    return schema
+
+
 def _with_format(base: dict[str, Any], form: str | None, schema: dict | None, name: str) -> dict[str, Any]:
-    """``base`` with the structured-output request of ``form`` (the schema in the prompt for ``prompt``)."""
+    """``base`` with the structured-output request of ``form`` (the schema in the prompt for ``prompt``), the
+    schema as :func:`server_schema` leaves it."""
     if form is None or schema is None:
         return base
+    schema = server_schema(schema)
     if form == "json_schema":
         return {**base, "response_format": {"type": "json_schema",
                                             "json_schema": {"name": name, "schema": schema, "strict": False}}}
