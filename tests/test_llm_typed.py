@@ -31,6 +31,7 @@ from state import StateStore
 from state.store import sqlite_url
 
 from helpers import public_viewer, run_chatops, seed_embedding_cache
+from agent.llm.prompts import REWRITE_SCHEMA
 from openai_standin import OpenAIStandIn, chat, json_reply
 from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
 from test_llm_planner import DEFAULTS, Brain, kind
@@ -260,6 +261,8 @@ def test_json_schema_answered_500_falls_back_to_json_object_with_the_schema(inde
     forms = [r["response_format"]["type"] for r in structured]
     assert forms[0] == "json_schema" and set(forms[1:]) == {"json_object"}  # found out once, remembered
     assert structured[1]["response_format"]["schema"]["required"][0] == "standalone"
+    # no length or count limits reach the server (llama.cpp's grammar for maxLength 200 killed its server)
+    assert REWRITE_SCHEMA["properties"]["sub_queries"]["maxItems"] and "maxItems" not in json.dumps(structured)
     assert usage(reply)["failed"] == 1 and steps(reply, "fallback") == []
 
 
