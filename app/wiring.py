@@ -213,15 +213,21 @@ def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriev
     return Runtime(settings, index, search, tools, agent, access_policy(settings))
 
 
+#: What the LLM client found out about its server (tool calling, structured output, speed), in the data dir.
+LLM_SERVERS_FILE = "llm-servers.json"
+
+
 def build_llm_planner(settings: Settings, tools: ToolRegistry, fallback):
     """The tool-first LLM planner over ``tools``, falling back to ``fallback`` (the rule-based one)."""
     from agent.llm.client import LLMClient, build_openai_client
+    from agent.llm.memory import ServerMemory
     from agent.llm.planner import LLMPlanner, LLMPlannerConfig
 
     client = build_openai_client(settings.openai_api_key, settings.openai_base_url, settings.azure_openai_endpoint,
                                  settings.azure_openai_api_version, timeout=settings.turn_budget_ms / 1000)
     llm = LLMClient(client, max_attempts=settings.llm_max_attempts, price_in=settings.llm_price_in,
-                    price_out=settings.llm_price_out, json_schema=settings.llm_json_schema, tools=settings.llm_tools)
+                    price_out=settings.llm_price_out, json_schema=settings.llm_json_schema, tools=settings.llm_tools,
+                    memory=ServerMemory(settings.chatops_data_dir / LLM_SERVERS_FILE))
     config = LLMPlannerConfig(planner_model=settings.planner_model, answer_model=settings.answer_model,
                               budget_ms=settings.turn_budget_ms, budget_tokens=settings.turn_budget_tokens,
                               budget_calls=settings.turn_budget_calls,

@@ -5,7 +5,8 @@ Usage: python bench/llm_real.py [--limit N] [--sets dev,dev2,dev3] [--shared DIR
 
 Prints, per set (dev, dev2, dev3 over the ../shared handbooks): the eval figures (R@5, answer_contains,
 citation_validity, refusal_unanswerable, false_refusal, ``unsupported_posted``), LLM calls and tokens per turn
-(mean, and per knowledge turn), seconds per turn (mean, p95, max) and the turns that hit their budget. The
+(mean, and per knowledge turn), the turns answered without the model after it failed (``turns_fallback``) and
+the calls that timed out, seconds per turn (mean, p95, max) and the turns that hit their budget. The
 server is started from the real-model venv (``make test-llm`` builds it; ``$CHATOPS_LLM_PYTHON``) unless
 ``--base-url`` names one already running. ``--limit N`` asks the first N questions of each set, taken in turn
 from each kind so that every kind is represented. Skips (exit 0) with the reason when the dev sets are absent.
@@ -83,6 +84,8 @@ def figures(result: dict, budget_s: float) -> dict:
         "llm_calls_per_knowledge_turn": statistics.fmean(r["llm_calls"] for r in know) if know else None,
         "llm_tokens_per_turn": statistics.fmean(r["llm_tokens"] for r in rows),
         "turns_without_llm": sum(1 for r in rows if r["llm_calls"] == 0),
+        "turns_fallback": sum(1 for r in rows if r.get("llm_fallback")),
+        "llm_timeouts": sum(r.get("llm_timeouts", 0) for r in rows),
         "s_per_turn_mean": statistics.fmean(secs), "s_per_turn_p95": sorted(secs)[max(0, int(0.95 * len(secs)) - 1)],
         "s_per_turn_max": max(secs), "turns_over_budget": sum(1 for s in secs if s > budget_s),
     }
@@ -91,7 +94,7 @@ def figures(result: dict, budget_s: float) -> dict:
 def table(all_figs: dict[str, dict]) -> str:
     cols = ["questions", "recall@5", "answer_contains", "citation_validity", "refusal_unanswerable", "false_refusal",
             "unsupported_posted", "llm_calls_per_turn", "llm_calls_per_knowledge_turn", "llm_tokens_per_turn",
-            "turns_without_llm", "s_per_turn_mean", "s_per_turn_p95", "s_per_turn_max", "turns_over_budget"]
+            "turns_without_llm", "turns_fallback", "llm_timeouts", "s_per_turn_mean", "s_per_turn_p95", "s_per_turn_max", "turns_over_budget"]
 
     def f(v) -> str:
         return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))

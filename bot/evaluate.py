@@ -265,6 +265,8 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
                 row.update(action_scores(q, reply, asked_at))
         row["llm_calls"] = int(reply.trace.timings_ms.get("llm_calls", 0))
         row["llm_tokens"] = int(reply.trace.timings_ms.get("llm_tokens", 0))
+        row["llm_timeouts"] = int(reply.trace.timings_ms.get("llm_timeouts", 0))
+        row["llm_fallback"] = any(s.get("step") == "fallback" for s in reply.trace.steps)
         rows.append(row)
         if progress:
             progress(q, reply, row)

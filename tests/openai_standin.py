@@ -17,7 +17,13 @@ It can also behave like the limited servers met in the field:
 - ``json_schema_status=500`` (llama-cpp-python 0.3.x): a ``response_format`` of type ``json_schema``
   gets that status, while ``{"type": "json_object", "schema": ...}`` is accepted;
 - ``delay`` and ``token_delay``: seconds before each chat completion is answered, plus seconds per
-  completion token of the reply (a slow model; ``token_delay=1/21`` is SmolLM2 on 2 cores).
+  completion token of the reply (a slow model; ``token_delay=1/21`` is SmolLM2 on 2 cores);
+- ``single_slot=True`` (llama.cpp's server with one slot): one completion at a time, the others waiting
+  for it, a request the client gave up on still generating to the end; and a reply stops at the request's
+  ``max_tokens`` (its usage and its time count at most that many completion tokens).
+
+Every recorded request carries ``_at`` (``time.monotonic()`` when it arrived) and, for chat completions,
+``_done`` (when its answer was ready).
 """
 
 from __future__ import annotations
@@ -81,13 +87,15 @@ class OpenAIStandIn:
 
     def __init__(self, brain: Callable[[dict], Response], chunk_delay: float = 0.0, *,
                  tools: Literal["native", "ignored", "rejected"] = "native", json_schema_status: int | None = None,
-                 delay: float = 0.0, token_delay: float = 0.0) -> None:
+                 delay: float = 0.0, token_delay: float = 0.0, single_slot: bool = False) -> None:
         self.brain = brain
         self.chunk_delay = chunk_delay  # seconds between streamed chunks (a model that takes its time)
         self.tools = tools
         self.json_schema_status = json_schema_status
         self.delay = delay
         self.token_delay = token_delay
+        self.single_slot = single_slot
+        self._slot = threading.Lock()
         self.requests: list[dict] = []
         stand_in = self
 
@@ -105,6 +113,7 @@ class OpenAIStandIn:
                     return
                 req["_path"] = self.path
                 req["_auth"] = self.headers.get("authorization", "")
+                req["_at"] = time.monotonic()
                 stand_in.requests.append(req)
                 if self.path.endswith("/embeddings"):
                     inputs = req.get("input") or []
@@ -117,7 +126,12 @@ class OpenAIStandIn:
                 if not self.path.endswith("/chat/completions"):
                     self._send(Response(404, {"error": {"message": f"unknown path {self.path}"}}))
                     return
-                resp = stand_in._answer(req)
+                if stand_in.single_slot:
+                    with stand_in._slot:
+                        resp = stand_in._answer(req)
+                else:
+                    resp = stand_in._answer(req)
+                req["_done"] = time.monotonic()
                 if req.get("stream") and resp.status == 200 and resp.body.get("choices"):
                     self._stream(req, resp)
                     return
@@ -186,7 +200,11 @@ class OpenAIStandIn:
             if msg.pop("tool_calls", None) is not None:
                 msg["content"] = msg.get("content") or "I am not able to do that."
                 resp.body["choices"][0]["finish_reason"] = "stop"
-        wait = self.delay + self.token_delay * int((resp.body.get("usage") or {}).get("completion_tokens") or 0)
+        usage = resp.body.get("usage") or {}
+        if self.single_slot and usage and req.get("max_tokens"):
+            usage["completion_tokens"] = min(int(usage.get("completion_tokens") or 0), int(req["max_tokens"]))
+            usage["total_tokens"] = int(usage.get("prompt_tokens") or 0) + usage["completion_tokens"]
+        wait = self.delay + self.token_delay * int(usage.get("completion_tokens") or 0)
         if wait:
             time.sleep(wait)
         return resp

@@ -27,6 +27,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    capped: int = 0  # calls whose max_tokens was lowered to what the time left allows at the measured speed
 
     @property
     def total_tokens(self) -> int:
@@ -36,7 +37,7 @@ class Usage:
     def as_dict(self) -> dict:
         """Trace-friendly dict."""
         return {"calls": self.calls, "failed": self.failed, "timeouts": self.timeouts, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.total_tokens, "cost_usd": round(self.cost_usd, 6)}
+                "total_tokens": self.total_tokens, "cost_usd": round(self.cost_usd, 6), "capped": self.capped}
 
 
 @dataclass(slots=True)

@@ -16,10 +16,20 @@ What a server can do is found out on first use and remembered per server and mod
   ``json_schema``; ``off`` never sends a ``response_format``. Replies are read with
   :func:`agent.llm.structured.loads_tolerant` whatever was asked.
 - **Tool calling** (``tools``: ``auto``/``on``/``off``). A 400 or 422 to a request with ``tools``
-  raises :class:`ToolsUnsupported` and is remembered; :meth:`LLMClient.probe_tools` asks once whether
-  a model that answered in prose really calls tools (servers that ignore ``tools`` answer in prose).
+  raises :class:`ToolsUnsupported` and is remembered; :meth:`LLMClient.probe_tools` asks, before the
+  first routing call, with a prompt of a few tokens and ``max_tokens`` of :data:`PROBE_TOKENS`, whether the
+  model calls tools at all (servers that ignore ``tools``, like llama.cpp's Python server, answer in prose:
+  a routing prompt answered in prose costs seconds on a slow model, the probe about one).
 
-Every call's wall time is recorded in a :class:`agent.llm.latency.LatencyMeter`, timed-out ones too.
+What was found out, and the measured latency, is kept per server and model in a
+:class:`agent.llm.memory.ServerMemory` (a small file in the data dir), so that the next process starts
+from it instead of finding out again.
+
+Every call's wall time is recorded in a :class:`agent.llm.latency.LatencyMeter`, timed-out ones too. A
+call's ``max_tokens`` is lowered to what the model writes in :data:`TIME_SHARE` of the turn's time left at
+its measured speed (a call that cannot write :data:`MIN_TOKENS` raises :class:`BudgetExceeded` unsent): a
+call the client gives up on would otherwise keep a single-slot server (llama.cpp) generating for the
+calls queued after it.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from telemetry.tracing import span
 
 from .budget import BudgetExceeded, TurnBudget
 from .latency import LatencyMeter
+from .memory import ServerMemory
 from .structured import loads_tolerant, tool_calls_in_content
 
 __all__ = ["LLMClient", "LLMError", "LLMResult", "ToolCall", "ToolsUnsupported", "Mode", "build_openai_client"]
@@ -50,6 +61,15 @@ Mode = Literal["auto", "on", "off"]
 
 #: Structured-output request forms, best first.
 FORMATS = ("json_schema", "json_object", "prompt")
+
+#: ``max_tokens`` of the tool-calling probe: a call of ``ping`` fits, a prose reply is cut short.
+PROBE_TOKENS = 32
+
+#: Share of the turn's time left that one call's ``max_tokens`` may fill at the model's measured speed.
+TIME_SHARE = 0.85
+
+#: Fewest completion tokens worth a call: when fewer fit in the time left, the call is not sent.
+MIN_TOKENS = 16
 
 
 class LLMError(Exception):
@@ -113,11 +133,13 @@ class LLMClient:
         json_schema: ``auto``, ``on`` or ``off`` (structured-output requests).
         tools: ``auto``, ``on`` or ``off`` (tool calling).
         latency: where call latencies are recorded (a new meter by default).
+        memory: where capabilities and latencies are kept across processes (this process only by default).
     """
 
     def __init__(self, client, max_attempts: int = 3, retry_after_cap: float = 10.0,
                  price_in: float = 0.0, price_out: float = 0.0, *, json_schema: Mode = "auto",
-                 tools: Mode = "auto", latency: LatencyMeter | None = None) -> None:
+                 tools: Mode = "auto", latency: LatencyMeter | None = None,
+                 memory: ServerMemory | None = None) -> None:
         self.client = client
         self.max_attempts = max_attempts
         self.retry_after_cap = retry_after_cap
@@ -129,48 +151,86 @@ class LLMClient:
         self._formats: dict[tuple[str, str], str] = {}
         self._tools: dict[tuple[str, str], bool] = {}
         self._lock = threading.Lock()
+        self.memory = memory or ServerMemory(None)
+        self._recalled: set[str] = set()
+        # The SDK imports its chat resources and their pydantic types on first use: seconds on a busy machine,
+        # which would otherwise be spent inside the first turn's budget.
+        _ = getattr(getattr(client, "chat", None), "completions", None)
 
     # -- capabilities ----------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        """The server's base URL (the client's; empty when it has none)."""
+        return str(getattr(self.client, "base_url", ""))
+
     def _key(self, model: str) -> tuple[str, str]:
-        return (str(getattr(self.client, "base_url", "")), model)
+        self._recall(model)
+        return (self.base_url, model)
+
+    def _recall(self, model: str) -> None:
+        """Load, once per process, what :attr:`memory` holds for ``model`` on this server."""
+        with self._lock:
+            if model in self._recalled:
+                return
+            self._recalled.add(model)
+        facts = self.memory.get(self.base_url, model)
+        key = (self.base_url, model)
+        with self._lock:
+            if isinstance(facts.get("tools"), bool):
+                self._tools.setdefault(key, facts["tools"])
+            if facts.get("json_format") in FORMATS:
+                self._formats.setdefault(key, facts["json_format"])
+        if isinstance(facts.get("latency"), dict):
+            self.latency.seed(model, facts["latency"])
 
     def tools_supported(self, model: str) -> bool | None:
-        """Whether ``model`` calls tools: True/False when set or found out, None while unknown."""
+        """Whether ``model`` calls tools: True/False when set or found out (in this process or one before it,
+        see :attr:`memory`), None while unknown."""
         if self.tools_mode != "auto":
             return self.tools_mode == "on"
+        key = self._key(model)
         with self._lock:
-            return self._tools.get(self._key(model))
+            return self._tools.get(key)
 
     def remember_tools(self, model: str, supported: bool) -> None:
-        """Record whether ``model`` on this server calls tools (``auto`` mode only)."""
+        """Record whether ``model`` on this server calls tools (``auto`` mode only), here and in :attr:`memory`."""
         if self.tools_mode == "auto":
+            key = self._key(model)
             with self._lock:
-                self._tools[self._key(model)] = supported
+                self._tools[key] = supported
+            self.memory.update(self.base_url, model, tools=supported)
             log.info("LLM %s %s tool calling", model, "supports" if supported else "does not support")
 
     def json_format(self, model: str) -> str:
         """The structured-output form used for ``model``: ``json_schema``, ``json_object`` or ``prompt``."""
         if self.json_schema != "auto":
             return "json_schema" if self.json_schema == "on" else "prompt"
+        key = self._key(model)
         with self._lock:
-            return self._formats.get(self._key(model), "json_schema")
+            return self._formats.get(key, "json_schema")
 
     def _downgrade(self, model: str, rejected: str) -> str | None:
         nxt = FORMATS[FORMATS.index(rejected) + 1] if rejected != FORMATS[-1] else None
         if nxt is not None:
+            key = self._key(model)
             with self._lock:
-                self._formats[self._key(model)] = nxt
+                self._formats[key] = nxt
+            self.memory.update(self.base_url, model, json_format=nxt)
             log.info("LLM %s rejected response_format %s; using %s", model, rejected, nxt)
         return nxt
 
     def probe_tools(self, model: str, budget: TurnBudget) -> bool:
-        """Ask once whether ``model`` calls tools: a tiny request whose only sensible reply is a call of
-        ``ping``. Remembers and returns the answer (a rejected request counts as no)."""
+        """Ask once whether ``model`` calls tools: a request of a few tokens whose only sensible reply is a
+        call of ``ping``, at most :data:`PROBE_TOKENS` tokens long. Remembers and returns the answer (a
+        rejected request counts as no).
+
+        Raises:
+            LLMError, BudgetExceeded: as :meth:`chat` (nothing is remembered then)."""
         msgs = [{"role": "system", "content": PROBE_SYSTEM}, {"role": "user", "content": "ping"}]
         spec = [{"type": "function", "function": {"name": "ping", "description": "Answer a ping.",
                                                   "parameters": {"type": "object", "properties": {}}}}]
         try:
-            res = self.chat(model, msgs, budget, tools=spec, max_tokens=40, tool_choice="required")
+            res = self.chat(model, msgs, budget, tools=spec, max_tokens=PROBE_TOKENS, tool_choice="required")
             ok = bool(res.tool_calls)
         except ToolsUnsupported:
             ok = False
@@ -181,14 +241,14 @@ class LLMClient:
     def chat(self, model: str, messages: list[dict], budget: TurnBudget, *, tools: list[dict] | None = None,
              schema: dict | None = None, schema_name: str = "result", temperature: float = 0.0,
              max_tokens: int = 800, on_delta: Callable[[str], None] | None = None,
-             tool_choice: str = "auto") -> LLMResult:
+             tool_choice: str = "auto", reserve_s: float = 0.0) -> LLMResult:
         """:meth:`_chat` in a ``chatops.llm`` span when tracing is on (model, schema name and tokens as
         attributes, never the messages)."""
         with span("chatops.llm", {"chatops.llm.model": model,
                                   "chatops.llm.kind": schema_name if schema is not None else "text"}) as sp:
             result = self._chat(model, messages, budget, tools=tools, schema=schema, schema_name=schema_name,
                                 temperature=temperature, max_tokens=max_tokens, on_delta=on_delta,
-                                tool_choice=tool_choice)
+                                tool_choice=tool_choice, reserve_s=reserve_s)
             sp.set_attributes({"chatops.llm.prompt_tokens": result.prompt_tokens,
                                "chatops.llm.completion_tokens": result.completion_tokens})
             return result
@@ -196,7 +256,7 @@ class LLMClient:
     def _chat(self, model: str, messages: list[dict], budget: TurnBudget, *, tools: list[dict] | None = None,
               schema: dict | None = None, schema_name: str = "result", temperature: float = 0.0,
               max_tokens: int = 800, on_delta: Callable[[str], None] | None = None,
-              tool_choice: str = "auto") -> LLMResult:
+              tool_choice: str = "auto", reserve_s: float = 0.0) -> LLMResult:
         """One completion. With ``schema`` the reply is asked to be JSON matching it and ``data`` holds the
         JSON value read from it (None when there is none: validating is the caller's job). With ``tools``
         the calls are read from ``tool_calls`` and, when there are none, from JSON in the text.
@@ -205,6 +265,10 @@ class LLMClient:
         ``on_delta`` is told each piece of text as it arrives (text only: not with ``tools`` or
         ``schema``). A failure before the first piece is retried like any other; after it, it raises
         :class:`LLMError` (the caller has shown part of a draft and must decide).
+
+        ``max_tokens`` is lowered to what the model writes, at its measured speed, in :data:`TIME_SHARE` of
+        the turn's time left minus ``reserve_s`` seconds (kept for the calls that must follow, e.g. the
+        answer after a rewrite).
 
         Raises:
             ToolsUnsupported: the server rejected ``tools``.
@@ -224,7 +288,7 @@ class LLMClient:
             kwargs = _with_format(base, form, schema, schema_name)
             try:
                 result = self._send(kwargs, budget, on_delta, auto_format=form is not None and self.json_schema == "auto"
-                                    and form != "prompt")
+                                    and form != "prompt", reserve_s=reserve_s)
             except _FormatRejected as exc:
                 if self._downgrade(model, form or "prompt") is None:
                     raise LLMError(f"the server rejected every structured-output form: {exc}") from exc
@@ -240,12 +304,12 @@ class LLMClient:
             return result
 
     def _send(self, kwargs: dict[str, Any], budget: TurnBudget, on_delta: Callable[[str], None] | None,
-              auto_format: bool) -> LLMResult:
+              auto_format: bool, reserve_s: float = 0.0) -> LLMResult:
         """One request under ``tenacity``: transient errors retried within the budget."""
         retrying = Retrying(stop=stop_after_attempt(self.max_attempts), retry=retry_if_exception_type(_TRANSIENT),
                             wait=self._wait, sleep=lambda s: self._sleep(budget, s), reraise=True)
         try:
-            return retrying(self._attempt, kwargs, budget, on_delta, auto_format)
+            return retrying(self._attempt, kwargs, budget, on_delta, auto_format, reserve_s)
         except _StreamBroke as exc:
             raise LLMError(f"the streamed completion broke off: {exc.__cause__}") from exc.__cause__
         except _TRANSIENT as exc:
@@ -261,11 +325,22 @@ class LLMClient:
             raise LLMError(f"LLM call failed: {type(exc).__name__}: {exc}") from exc
 
     def _attempt(self, kwargs: dict[str, Any], budget: TurnBudget, on_delta: Callable[[str], None] | None,
-                 auto_format: bool) -> LLMResult:
+                 auto_format: bool, reserve_s: float = 0.0) -> LLMResult:
         """One request: counted in the budget and timed whatever happens."""
         budget.check()
-        timeout = max(1.0, budget.remaining_ms / 1000)
+        left_s = budget.remaining_ms / 1000
+        timeout = max(1.0, left_s)
         model = kwargs["model"]
+        self._recall(model)
+        prompt_chars = len(json.dumps(kwargs["messages"])) + len(json.dumps(kwargs.get("tools") or ""))
+        fits = self.latency.affordable_tokens(model, TIME_SHARE * (left_s - reserve_s), prompt_chars)
+        if fits is not None and fits < kwargs["max_tokens"]:
+            if fits < MIN_TOKENS:
+                raise BudgetExceeded(f"{model} writes about {fits} tokens in the {left_s:.1f} s left of the turn "
+                                     f"({reserve_s:.1f} s kept for later calls) at its measured speed: "
+                                     "the call is not sent")
+            kwargs = {**kwargs, "max_tokens": fits}
+            budget.usage.capped += 1
         t0 = time.perf_counter()
         try:
             if on_delta is not None:
@@ -284,7 +359,9 @@ class LLMClient:
         except (openai.OpenAIError, _StreamBroke):
             budget.charge_failed()
             raise
-        self.latency.observe(model, result.seconds or time.perf_counter() - t0, result.completion_tokens)
+        self.latency.observe(model, result.seconds or time.perf_counter() - t0, result.completion_tokens,
+                             prompt_tokens=result.prompt_tokens, prompt_chars=prompt_chars)
+        self.memory.update(self.base_url, model, latency=self.latency.snapshot(model))
         return result
 
     def _completed(self, kwargs: dict[str, Any], timeout: float, budget: TurnBudget) -> LLMResult:
@@ -357,10 +434,30 @@ class LLMClient:
 PROBE_SYSTEM = "Call the function ping. Do not write any text."
 
 
+#: Schema keywords left out of what servers are sent: llama.cpp turns ``maxLength: 200`` into a grammar rule
+#: nested 200 deep, fails to parse it and its Python server then dies (seen with calendar.create's arguments,
+#: which took every later turn down with it). Replies are validated against the full model anyway.
+_SERVER_OMITS = frozenset({"maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "maximum",
+                           "minimum", "exclusiveMaximum", "exclusiveMinimum"})
+
+
+def server_schema(schema: Any) -> Any:
+    """``schema`` without the keywords of :data:`_SERVER_OMITS` (at any depth); property names are kept."""
+    if isinstance(schema, dict):
+        return {k: (v if k == "required" else {p: server_schema(x) for p, x in v.items()} if k == "properties"
+                    and isinstance(v, dict) else server_schema(v))
+                for k, v in schema.items() if k not in _SERVER_OMITS}
+    if isinstance(schema, list):
+        return [server_schema(x) for x in schema]
+    return schema
+
+
 def _with_format(base: dict[str, Any], form: str | None, schema: dict | None, name: str) -> dict[str, Any]:
-    """``base`` with the structured-output request of ``form`` (the schema in the prompt for ``prompt``)."""
+    """``base`` with the structured-output request of ``form`` (the schema in the prompt for ``prompt``), the
+    schema as :func:`server_schema` leaves it."""
     if form is None or schema is None:
         return base
+    schema = server_schema(schema)
     if form == "json_schema":
         return {**base, "response_format": {"type": "json_schema",
                                             "json_schema": {"name": name, "schema": schema, "strict": False}}}

@@ -6,9 +6,10 @@ One turn:
    action tool, listed with their descriptions in the prompt too) and may also answer directly (chit-chat, general knowledge). Routing
    decisions are cached by the normalised question (no history) for ``route_cache_ttl_s``. Calls are read
    from native ``tool_calls`` and from JSON in the text (``<tool_call>`` chat-template forms); a reply that
-   is JSON but no tool call searches. A model without tool calling (the server rejects ``tools``, or a
-   one-time probe shows it ignores them; remembered per server and model, see
-   :class:`agent.llm.client.LLMClient`) is routed by a short JSON decision (:class:`agent.llm.structured.Route`).
+   is JSON but no tool call searches. Whether the model calls tools is found out before its first routing
+   call by a probe of a few tokens (the server rejects ``tools``, or the model answers the probe in prose;
+   remembered per server and model in the data dir, see :class:`agent.llm.client.LLMClient`); a model
+   without tool calling is routed by a short JSON decision (:class:`agent.llm.structured.Route`).
 2. **Rewrite** (structured output): a standalone question from the thread history, sub-queries
    for a multi-part question, expansion keywords for the vocabulary gap, and a hypothetical
    answer passage used as the dense query (HyDE; Gao et al. 2022, "Precise Zero-Shot Dense
@@ -121,6 +122,10 @@ class LLMPlannerConfig:
 #: Completion tokens each call usually writes, for predicting its time from the measured latency.
 STEP_TOKENS = {"route": 40, "rewrite": 120, "reflect": 60, "answer": 200, "claims": 40, "compliance": 20}
 
+#: Characters each call's prompt usually has (six passages of ~800 characters for reflection and the answer).
+STEP_PROMPT_CHARS = {"route": 1600, "rewrite": 1400, "reflect": 5800, "answer": 5800, "claims": 3000,
+                     "compliance": 1400}
+
 
 class TooSlow(BudgetExceeded):
     """The model is measured too slow for the answer within the turn's budget: take the extractive answer."""
@@ -210,6 +215,7 @@ class LLMPlanner:
             trace.steps.append({"step": "llm_usage", **budget.usage.as_dict(), "degraded": budget.degraded})
             trace.timings_ms["llm_calls"] = budget.usage.calls
             trace.timings_ms["llm_tokens"] = budget.usage.total_tokens
+            trace.timings_ms["llm_timeouts"] = budget.usage.timeouts
 
     def _plan(self, turn: Turn, trace: Trace, budget: TurnBudget) -> tuple[Reply, list[Evidence]]:
         ctx = ToolContext(user_id=turn.user_id, is_admin=turn.is_admin, timezone=turn.timezone, viewer=turn.viewer)
@@ -273,6 +279,11 @@ class LLMPlanner:
         msgs.append({"role": "user", "content": turn.text})
         model = self.config.planner_model
         decision = None
+        if self.llm.tools_supported(model) is None:
+            # Unknown yet (auto, and neither this process nor one before it found out): a probe of a few
+            # tokens first, not a routing prompt a model without tool calling answers in prose, slowly.
+            supported = self.llm.probe_tools(model, budget)
+            trace.step("tools_probe", model=model, supported=supported)
         if self.llm.tools_supported(model) is not False:
             decision = self._route_by_tools(turn, msgs, trace, budget)
         if decision is None:
@@ -289,15 +300,13 @@ class LLMPlanner:
     def _route_by_tools(self, turn: Turn, msgs: list[dict], trace: Trace, budget: TurnBudget) -> dict | None:
         """Route by tool calling; None when the model turns out not to call tools (route by JSON instead)."""
         model = self.config.planner_model
-        known = self.llm.tools_supported(model)
         try:
-            res = self.llm.chat(model, msgs, budget, tools=self._tool_specs(), max_tokens=300)
+            res = self.llm.chat(model, msgs, budget, tools=self._tool_specs(), max_tokens=300,
+                                reserve_s=self._answer_reserve_s("route", budget))
         except ToolsUnsupported as exc:
             trace.step("tools_unsupported", model=model, how="rejected", error=str(exc)[:200])
             return None
         if res.tool_calls:
-            if known is None:
-                self.llm.remember_tools(model, True)
             if not any(c.native for c in res.tool_calls):
                 trace.step("tool_call_in_content", names=[c.name for c in res.tool_calls])
             return self._from_tool_calls(res, turn, trace)
@@ -305,11 +314,6 @@ class LLMPlanner:
             # JSON but no tool call: never posted as an answer; the search is the safe reading.
             trace.step("route_json_not_tool_call", content=res.content[:200])
             return {"search": turn.text, "actions": [], "content": "", "chitchat": False}
-        if known is None and self.llm.tools_mode == "auto" and res.content.strip():
-            supported = self.llm.probe_tools(model, budget)
-            trace.step("tools_probe", model=model, supported=supported)
-            if not supported:
-                return None
         return {"search": None, "actions": [], "content": res.content.strip(), "chitchat": False}
 
     def _from_tool_calls(self, res: LLMResult, turn: Turn, trace: Trace) -> dict:
@@ -338,7 +342,8 @@ class LLMPlanner:
         (after one repair) searches."""
         actions = [(_tool_fn_name(t.name), t.description) for t in self.tools.actions()]
         route_msgs = [{"role": "system", "content": prompts.route_json_system(actions)}, *msgs[1:]]
-        got = self._ask("route", Route, route_msgs, prompts.ROUTE_SCHEMA, trace, budget, max_tokens=200)
+        got = self._ask("route", Route, route_msgs, prompts.ROUTE_SCHEMA, trace, budget, max_tokens=200,
+                        before_answer="route")
         decision: dict[str, Any] = {"search": None, "actions": [], "content": "", "chitchat": False}
         if got is None or got.route == "search" or (got.route == "answer" and not got.answer.strip()):
             decision["search"] = (got.query.strip() if got is not None else "") or turn.text
@@ -358,11 +363,15 @@ class LLMPlanner:
 
     # -- structured calls ------------------------------------------------------------------------
     def _ask(self, step: str, out: type[BaseModel], msgs: list[dict], schema: dict, trace: Trace,
-             budget: TurnBudget, max_tokens: int = 400) -> Any:
+             budget: TurnBudget, max_tokens: int = 400, before_answer: str | None = None) -> Any:
         """One structured call validated into ``out``; one repair round on an invalid reply, then None
-        (the caller's deterministic fallback), recorded as ``invalid_output``."""
+        (the caller's deterministic fallback), recorded as ``invalid_output``. ``before_answer`` (the step's
+        key in :data:`STEP_TOKENS`): the answer's predicted time is kept free (the call's ``max_tokens`` is
+        lowered to what fits before it; see :meth:`_answer_reserve_s`)."""
         model = self.config.planner_model
-        res = self.llm.chat(model, msgs, budget, schema=schema, schema_name=step, max_tokens=max_tokens)
+        reserve_s = self._answer_reserve_s(before_answer, budget) if before_answer else 0.0
+        res = self.llm.chat(model, msgs, budget, schema=schema, schema_name=step, max_tokens=max_tokens,
+                            reserve_s=reserve_s)
         try:
             return _validated(out, res)
         except ValueError as exc:
@@ -373,18 +382,38 @@ class LLMPlanner:
             return None
         fix = self.llm.chat(model, [*msgs, {"role": "assistant", "content": res.content[:2000]},
                                     {"role": "user", "content": prompts.repair_output(error, schema)}],
-                            budget, schema=schema, schema_name=step, max_tokens=max_tokens)
+                            budget, schema=schema, schema_name=step, max_tokens=max_tokens, reserve_s=reserve_s)
         try:
             return _validated(out, fix)
         except ValueError as exc:
             trace.step("invalid_output", output=step, error=_short_error(exc), repaired=True)
             return None
 
-    def _fits(self, step: str, budget: TurnBudget, *calls: str) -> bool:
+    def _predict_ms(self, *calls: str, passages: list[Evidence] | None = None) -> float:
+        """Milliseconds ``calls`` (keys of :data:`STEP_TOKENS`) take at the models' measured latency, their
+        prompts of the usual size (:data:`STEP_PROMPT_CHARS`) or, for reflection and the answer, over
+        ``passages`` when given."""
+        def chars(c: str) -> int:
+            if passages is not None and c in ("reflect", "answer"):
+                return 1000 + sum(len(e.chunk.text) + 120 for e in passages[: self.config.passages])
+            return STEP_PROMPT_CHARS[c]
+
+        return sum(self.llm.latency.estimate_ms(self.config.answer_model if c == "answer" else self.config.planner_model,
+                                                STEP_TOKENS[c], chars(c)) for c in calls)
+
+    def _answer_reserve_s(self, step: str, budget: TurnBudget) -> float:
+        """Seconds a ``step`` before the answer leaves free for it: the answer's predicted time when the step
+        and the answer both fit the time left, else none (the answer will not fit whatever the step writes,
+        and a routing call squeezed to nothing would leave the model unused)."""
+        answer_ms = self._predict_ms("answer")
+        if self._predict_ms(step) + answer_ms <= budget.remaining_ms:
+            return answer_ms / 1000
+        return 0.0
+
+    def _fits(self, step: str, budget: TurnBudget, *calls: str, passages: list[Evidence] | None = None) -> bool:
         """Whether ``calls`` (keys of :data:`STEP_TOKENS`) fit the time left at the model's measured latency;
         records the degradation when they do not."""
-        need = sum(self.llm.latency.estimate_ms(self.config.answer_model if c == "answer" else self.config.planner_model,
-                                                STEP_TOKENS[c]) for c in calls)
+        need = self._predict_ms(*calls, passages=passages)
         if need <= budget.remaining_ms:
             return True
         budget.degraded.append(f"skipped {step}: model too slow (~{need:.0f} ms needed, "
@@ -453,7 +482,7 @@ class LLMPlanner:
             return Reply(messages.refusal(searched, closest_page(evidence)), refused=True, route=trace.route,
                          searched=searched), evidence
         shown = verdict.support + [e for e in evidence if e not in verdict.support]
-        if not self._fits("generation", budget, "answer"):
+        if not self._fits("generation", budget, "answer", passages=shown):
             trace.step("degrade", to="extractive", reason=budget.degraded[-1])
             raise TooSlow(budget.degraded[-1])
         reply = self._generate(question, shown, trace, budget, searched)
@@ -474,7 +503,7 @@ class LLMPlanner:
             {"role": "system", "content": prompts.REWRITE_SYSTEM},
             {"role": "user", "content": f"{context}Conversation history (earlier user messages):\n{history}\n\n"
                                         f"Latest message: {turn.text}\nSearch query proposed: {query}"}],
-            prompts.REWRITE_SCHEMA, trace, budget)
+            prompts.REWRITE_SCHEMA, trace, budget, before_answer="rewrite")
         if got is None:
             return base
         out = {
@@ -513,14 +542,15 @@ class LLMPlanner:
         return evidence
 
     def _reflect(self, question: str, evidence: list[Evidence], trace: Trace, budget: TurnBudget) -> dict | None:
-        if not budget.allows("reflection", tokens=2500, reserve=1) or not self._fits("reflection", budget, "reflect", "answer"):
+        if (not budget.allows("reflection", tokens=2500, reserve=1)
+                or not self._fits("reflection", budget, "reflect", "answer", passages=evidence)):
             return None
         passages = prompts.format_passages([(i + 1, e.chunk.title, e.chunk.section, _masked(e.chunk.text))
                                             for i, e in enumerate(evidence[: self.config.passages])])
         got = self._ask("reflection", Reflection, [
             {"role": "system", "content": prompts.REFLECT_SYSTEM},
             {"role": "user", "content": f"{passages}\n\nQuestion: {question}"}],
-            prompts.REFLECT_SCHEMA, trace, budget, max_tokens=200)
+            prompts.REFLECT_SCHEMA, trace, budget, max_tokens=200, before_answer="reflect")
         if got is None:
             return None
         verdict = got.model_dump()

@@ -34,6 +34,10 @@ MODEL_ALIAS = "smollm2-135m-instruct"
 #: The production default turn budget (TURN_BUDGET_MS=20000), in seconds.
 TURN_BUDGET_S = 20.0
 
+#: llama.cpp threads. One: on this shared 2-core machine (load 6-14), two threads waiting on each other at
+#: every step while other processes hold the cores wrote 32 tokens in 10-30 s; one thread took 0.8-6.5 s.
+N_THREADS = int(os.environ.get("CHATOPS_LLM_THREADS") or 1)
+
 
 @dataclass(frozen=True)
 class LLMServer:
@@ -82,7 +86,7 @@ def serve_smollm2(log_path: Path, python: Path | None = None, ready_timeout: flo
     with open(log_path, "w") as log:
         proc = subprocess.Popen([str(python), "-m", "llama_cpp.server", "--model", str(model),
                                  "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(port),
-                                 "--n_ctx", "4096", "--n_threads", str(min(2, os.cpu_count() or 1))],
+                                 "--n_ctx", "4096", "--n_threads", str(N_THREADS)],
                                 stdout=log, stderr=subprocess.STDOUT)
         server = LLMServer(f"http://127.0.0.1:{port}/v1", log_path)
         try:

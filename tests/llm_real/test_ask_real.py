@@ -32,10 +32,10 @@ QUESTIONS = {
     "meeting": "set up a 30 minute meeting with bob@example.com tomorrow at 3pm about the incident retro",
 }
 
-PROSE_ROUTING = ("the server ignores `tools`: SmolLM2 answers the first routing call in prose, the one-time tool probe "
-                 "and the JSON route follow; on a loaded machine (this tier beside the full suite: 10 passed, 2 "
-                 "xfailed) those calls can spend the turn's budget and the turn falls back to the rule-based planner; "
-                 "on a quiet one the knowledge turn makes 2 or more calls")
+PROSE_ROUTING = ("the server ignores `tools` (found out once by a probe of 32 tokens, kept in the data dir) and "
+                 "routing is by a JSON decision; on a loaded 2-core machine SmolLM2 writes 3-20 tokens/s, so the "
+                 "answer over six passages is often predicted not to fit the 17 s left and the turn takes the "
+                 "extractive answer before its budget is spent; on a quiet one the knowledge turn makes 2 or more calls")
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +88,23 @@ def test_the_meeting_request_proposes_a_pending_action_and_executes_nothing(aske
     pending = obj["pending_action"]
     assert pending is not None and pending["tool"] == "calendar.create", obj["text"]
     assert pending["idempotency_key"] and pending["args"]
+
+
+def test_tool_support_is_found_out_by_one_probe_and_kept_for_the_next_processes(asked, wiki_data: Path) -> None:
+    """llama-cpp-python's server ignores ``tools``: one cheap probe (in the first ``chatops ask`` that needs
+    it) finds that out; it is kept in the data dir, so no later process probes or sends ``tools`` again.
+    (A call may still time out when the loaded machine slows the server tenfold between two calls: the
+    turn then ends inside its budget, which the test above checks.)"""
+    probed = [name for name, (obj, _, _) in asked.items()
+              if any(s["step"] == "tools_probe" for s in obj["trace"]["steps"])]
+    assert len(probed) <= 1, probed  # none when another module's process found out first
+    kept = json.loads((wiki_data / "llm-servers.json").read_text())
+    [entry] = [v for k, v in kept.items() if k.endswith(" smollm2-135m-instruct")]
+    assert entry["tools"] is False and entry["latency"]["calls"]
+    for name, (obj, _, _) in asked.items():
+        [u] = [s for s in obj["trace"]["steps"] if s["step"] == "llm_usage"]
+        sent_tools = [s for s in obj["trace"]["steps"] if s["step"] in ("tools_unsupported", "tool_call_in_content")]
+        assert u["calls"] <= 8 and not sent_tools, (name, u, sent_tools)
 
 
 @pytest.mark.xfail(strict=False, reason=PROSE_ROUTING)
