@@ -443,21 +443,26 @@ def test_a_sentence_with_a_figure_its_passage_lacks_is_dropped_whatever_the_clai
     assert_citations_verbatim(reply, wiki_index)
 
 
-def test_a_draft_left_without_a_grounded_sentence_is_the_refusal(wiki_index, tmp_path) -> None:
+def test_a_draft_left_without_a_grounded_sentence_gives_way_to_the_extractive_answer(wiki_index, tmp_path) -> None:
+    # The gate found that the passages answer; the model's wording could not be tied to them. The reply is the
+    # offline planner's answer (verified quotes), not a refusal, and nothing the model invented reaches it.
     def answer(req):
         n, _ = pto_passage(req)
         return chat(f"Everyone gets 35 days of PTO [{n}]. Unused days roll over until 9999 [{n}].")
 
+    question = "how many days of PTO do I get per year?"
     brain = Brain(answer=answer, claims=all_supported)
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
-            Turn(viewer=public_viewer(), text="how many days of PTO do I get per year?"))
-    assert reply.refused and not reply.citations
-    # the refusal links the closest page, whose file:// address holds pytest's temporary path: test the claims
+        agent = make_agent(wiki_index, llm.base_url, tmp_path)
+        reply = agent.answer(Turn(viewer=public_viewer(), text=question))
+    offline = Agent(agent.planner.fallback, min_citations=2).answer(Turn(viewer=public_viewer(), text=question))
+    assert not offline.refused and offline.citations
+    assert not reply.refused and reply.citations and reply.text.startswith(offline.text)
     assert "35 days" not in reply.text and "until 9999" not in reply.text
     [grounding] = [s for s in reply.trace.steps if s["step"] == "grounding"]
     assert len(grounding["dropped"]) == 2
-    assert any(s["step"] == "refuse" for s in reply.trace.steps)
+    assert any(s["step"] == "fallback" and "tied to a source" in s["reason"] for s in reply.trace.steps)
+    assert_citations_verbatim(reply, wiki_index)
 
 
 def test_an_ungrounded_sentence_is_never_released_early(wiki_index, tmp_path) -> None:

@@ -26,7 +26,8 @@ One turn:
    identifier or name that none of its cited passages holds is dropped (:mod:`agent.grounding`; the
    same check for the streamed sentences and the final draft, whatever the model says after), then a
    **claim check** (one batched judge call) drops sentences their passage does not support. A draft
-   left with no sentence is the refusal.
+   left with no sentence is not a refusal: the gate found that the passages answer, so the turn takes the
+   extractive answer, whose every sentence is a verified quote (:class:`DraftUnsupported`).
 6. **Compliance**: a deterministic scan (:mod:`screening`: secrets, personal data, planted
    instructions) plus a model check for unsafe advice; a flagged draft is regenerated with the
    reasons at most twice, else a safe reply. Passages reach the model with what :mod:`screening`
@@ -131,6 +132,12 @@ class TooSlow(BudgetExceeded):
     """The model is measured too slow for the answer within the turn's budget: take the extractive answer."""
 
 
+class DraftUnsupported(Exception):
+    """No sentence of the model's draft could be tied to the passages it cites (grounding and claim check),
+    although the gate found that those passages answer: the extractive answer, quotes only, is posted instead.
+    A weak model's wording is no reason to refuse what the sources say."""
+
+
 class _TTLCache:
     """A small LRU cache whose entries expire after ``ttl`` seconds."""
 
@@ -202,6 +209,11 @@ class LLMPlanner:
             if not turn.text.strip():
                 return self.fallback.plan(turn, trace)
             return self._plan(turn, trace, budget)
+        except DraftUnsupported as exc:
+            trace.step("fallback", reason=str(exc))
+            trace.notes.append("answered with quotes: the language model's draft could not be tied to its sources")
+            trace.queries.clear()
+            return self.fallback.plan(turn, trace)
         except (LLMError, BudgetExceeded, ToolArgumentError, ValueError, KeyError, TypeError) as exc:
             # The message may echo the user's words (a server's error quoting the prompt, a validation error
             # quoting the model's arguments): it goes to the trace, the log gets its type only.
@@ -594,9 +606,7 @@ class LLMPlanner:
             sentences, citations = self._check_claims(sentences, citations, shown, trace, budget)
         body = " ".join(s for s, _ in sentences).strip()
         if not body or not citations:
-            trace.step("refuse", reason="no statement could be tied to a source")
-            return Reply(messages.refusal(searched, closest_page(evidence)), refused=True,
-                         route=trace.route, searched=searched)
+            raise DraftUnsupported("no statement of the model's draft could be tied to a source")
         return Reply(body, citations, route=trace.route, searched=searched)
 
     def _cite(self, text: str, shown: list[Evidence], trace: Trace | None = None
