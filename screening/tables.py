@@ -11,7 +11,9 @@ code", "Kennwort", "Code d'accès", "Contraseña"), or the cell after a first ce
 password | sunnymeadow |"), is judged as the value of a statement is (:func:`screening.statements.value_span`):
 a placeholder, an instruction ("see the vault", "ask IT"), a measure ("12 characters"), a place ("1Password",
 "SSO") or a phrase that runs on is not a value. Under a bare "Code" header a value needs four or more
-characters with a digit, and the header must not name an identifier ("Error code", "Postal code").
+characters with a digit, the header must not name an identifier ("Error code", "Postal code"), and the column
+must not be the table's first: a first column keys the rows ("| Code | Symptom | Fix |" lists error codes), a
+secret is a value looked up by them ("| Door | Code |").
 Public: :func:`find_table_values`.
 """
 
@@ -85,7 +87,8 @@ def find_table_values(text: str) -> list[Finding]:
             continue
         cells = _cells(line, offset)
         if i + 1 < len(lines) and _DELIMITER.match(lines[i + 1][0]):  # a header row
-            columns = {n: kind for n, (cell, _) in enumerate(cells) if (kind := _kind(cell))}
+            columns = {n: kind for n, (cell, _) in enumerate(cells)
+                       if (kind := _kind(cell)) and not (kind == "code" and n == 0)}
             continue
         for n, (cell, start) in enumerate(cells):
             if n in columns and (f := _judge(cell, start, columns[n])):

@@ -76,6 +76,7 @@ def test_innocent_look_alikes_are_left_alone(text: str) -> None:
 @pytest.mark.parametrize("text, value", [
     ("| System | User | Password |\n| --- | --- | --- |\n| Demo CRM | demo@acme.test | orchardlane |", "orchardlane"),
     ("| Salle | Code d'accès |\n| --- | --- |\n| Archives | 7730 |", "7730"),
+    ("| Door | Code |\n| --- | --- |\n| Side door | 4711 |", "4711"),
     ("| Item | Value |\n| --- | --- |\n| Guest network | Acme-Guest |\n| Wi-Fi password | sunnymeadow |", "sunnymeadow"),
     ("To get into the bike cage, punch in 4411 on the keypad.", "4411"),
     ("Am Tastenfeld der Haustür 7391 eingeben.", "7391"),
@@ -112,6 +113,8 @@ def test_tables_keypads_pairs_and_loose_phrasings_are_left_out(text: str, value:
     "Set API_KEY=your-api-key in .env",
     "Register for a MAX.gov account using your GSA email address: https://portal.max.gov/portal/home",
     "export TOKEN=$(gcloud secrets versions access latest --project=acme-secrets --secret=TFC_TEAM_TOKEN)",
+    # a bare "Code" heading the first column keys the rows: a runbook's error codes, not a door code
+    "| Code | Symptom | Fix |\n|---|---|---|\n| E142 | Agent stopped after an update | Restart the agent service |",
 ])
 def test_look_alikes_of_the_new_constructions_are_left_alone(text: str) -> None:
     assert mask(text) == text
