@@ -12,85 +12,40 @@ time when the attendee is busy says so on the card and offers the next free slot
 from __future__ import annotations
 
 import json
-import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 from pathlib import Path
 
-import httpx
 import pytest
 
-from app.actions import build_action_service
-from app.jobs import IndexJobs
 from app.settings import Settings
-from app.wiring import build_agent
-from bot.server import ServerThread, create_app
-from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
-from bot.teams.bot import TeamsBot
-from connectors.folder import FolderSource
 from google_calendar_standin import GoogleCalendarStandin
 from test_calendar_google import _service_account_file
-from helpers import WIKI
-from state import StateStore
-from teams_standin import ConnectorStandIn
+from teams_actions import channel_message, post, teams_bot
 
-BOT = {"id": "28:bot-app-id", "name": "chatops"}
-USER = "aad-user-1"
+USER = "29:aad-user-1"
 ADA = "ada@example.com"
 BERLIN = ZoneInfo("Europe/Berlin")
-CHANNEL = {"isGroup": True, "conversationType": "channel", "tenantId": "t1",
-           "id": "19:general@thread.tacv2;messageid=1700000000000"}
 
 
-def _now() -> str:
-    """The activity's time: now (a meeting "tomorrow" must be in the future when Confirm comes)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def message(service_url: str, text: str, *, activity_id: str, value: dict | None = None,
-            reply_to: str | None = None, mention: bool = False) -> dict:
-    act = {"type": "message", "id": activity_id, "timestamp": _now(), "serviceUrl": service_url,
-           "channelId": "msteams", "from": {"id": f"29:{USER}", "name": "Ada Lovelace", "aadObjectId": USER},
-           "conversation": CHANNEL, "recipient": BOT, "text": text, "textFormat": "plain", "locale": "en-US",
-           "localTimezone": "Europe/Berlin", "channelData": {"tenant": {"id": "t1"}}}
-    if mention:
-        act["entities"] = [{"type": "mention", "mentioned": BOT, "text": "<at>chatops</at>"}]
-    if value is not None:
-        act["value"] = value
-    if reply_to:
-        act["replyToId"] = reply_to
-    return act
+def message(service_url: str, text: str, **kw) -> dict:
+    return channel_message(service_url, text, user=USER, name="Ada Lovelace", **kw)
 
 
 @pytest.fixture
 def teams(tmp_path: Path, wiki_index):
     google = GoogleCalendarStandin()
-    wiki = tmp_path / "wiki"
-    shutil.copytree(WIKI, wiki)
     settings = Settings(chatops_data_dir=tmp_path / "data", calendar_backend="google",
                         google_calendar_api_endpoint=google.endpoint,
                         google_service_account_file=str(_service_account_file(tmp_path, google)))
-    rt = build_agent(settings, index=wiki_index)
-    store = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    actions = build_action_service(settings, rt.tools, store)
-    bot = TeamsBot(rt.agent, store, actions=actions, jobs=IndexJobs(rt, store, [FolderSource(wiki, name="wiki")]))
-    server = ServerThread(lambda: create_app([TeamsWebAdapter(bot, TeamsAuthConfig(), allow_unauthenticated=True)]))
-    with ConnectorStandIn() as connector:
-        connector.members = {f"29:{USER}": {"name": "Ada Lovelace", "email": ADA, "userRole": "user",
-                                            "tenantId": "t1", "aadObjectId": USER}}
-        server.start()
-        with httpx.Client(base_url=server.url, timeout=30) as http:
-            yield type("T", (), {"http": http, "connector": connector, "store": store, "google": google})
-        server.stop()
-    rt.tools.get("calendar.create").close()
-    store.close()
-    google.close()
-
-
-def post(t, activity: dict) -> httpx.Response:
-    r = t.http.post("/api/messages", json=activity)
-    assert r.status_code in (200, 201), r.text
-    return r
+    members = {USER: {"name": "Ada Lovelace", "email": ADA, "userRole": "user", "tenantId": "t1",
+                      "aadObjectId": USER.removeprefix("29:")}}
+    try:
+        with teams_bot(settings, wiki_index, tmp_path, members) as t:
+            t.google = google
+            yield t
+    finally:
+        google.close()
 
 
 def _card(t) -> dict:

@@ -12,82 +12,36 @@ second Confirm and a Universal Action invoke of the same Confirm book nothing ne
 from __future__ import annotations
 
 import json
-import shutil
-from datetime import datetime, timezone
 from pathlib import Path
 
-import httpx
 import pytest
 
-from app.actions import build_action_service
-from app.jobs import IndexJobs
 from app.settings import Settings
-from app.wiring import build_agent
-from bot.server import ServerThread, create_app
-from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
-from bot.teams.bot import TeamsBot
-from connectors.folder import FolderSource
 from graph_standin import CLIENT_ID, CLIENT_SECRET, TENANT, GraphStandIn
-from helpers import WIKI
-from state import StateStore
-from teams_standin import ConnectorStandIn
+from teams_actions import channel_message, post, teams_bot
 
-BOT = {"id": "28:bot-app-id", "name": "chatops"}
-USER = "aad-user-1"
+USER = "29:aad-user-1"
 ADA = "ada@contoso.com"
-CHANNEL = {"isGroup": True, "conversationType": "channel", "tenantId": "t1",
-           "id": "19:general@thread.tacv2;messageid=1700000000000"}
 
 
-def _now() -> str:
-    """The activity's time: now (a meeting "tomorrow" must be in the future when Confirm comes)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def message(service_url: str, text: str, *, activity_id: str, value: dict | None = None,
-            reply_to: str | None = None, mention: bool = False) -> dict:
-    act = {"type": "message", "id": activity_id, "timestamp": _now(), "serviceUrl": service_url,
-           "channelId": "msteams", "from": {"id": f"29:{USER}", "name": "Ada Lovelace", "aadObjectId": USER},
-           "conversation": CHANNEL, "recipient": BOT, "text": text, "textFormat": "plain", "locale": "en-US",
-           "localTimezone": "Europe/Berlin", "channelData": {"tenant": {"id": "t1"}}}
-    if mention:
-        act["entities"] = [{"type": "mention", "mentioned": BOT, "text": "<at>chatops</at>"}]
-    if value is not None:
-        act["value"] = value
-    if reply_to:
-        act["replyToId"] = reply_to
-    return act
+def message(service_url: str, text: str, **kw) -> dict:
+    return channel_message(service_url, text, user=USER, name="Ada Lovelace", **kw)
 
 
 @pytest.fixture
 def teams(tmp_path: Path, wiki_index):
     graph = GraphStandIn({ADA, "grace@contoso.com"}, allowed={ADA})
-    wiki = tmp_path / "wiki"
-    shutil.copytree(WIKI, wiki)
     settings = Settings(chatops_data_dir=tmp_path / "data", calendar_backend="microsoft", graph_tenant_id=TENANT,
                         graph_client_id=CLIENT_ID, graph_client_secret=CLIENT_SECRET, graph_api_endpoint=graph.graph,
                         graph_authority_host=graph.url, graph_ca_bundle=graph.ca_file)
-    rt = build_agent(settings, index=wiki_index)
-    store = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    actions = build_action_service(settings, rt.tools, store)
-    bot = TeamsBot(rt.agent, store, actions=actions, jobs=IndexJobs(rt, store, [FolderSource(wiki, name="wiki")]))
-    server = ServerThread(lambda: create_app([TeamsWebAdapter(bot, TeamsAuthConfig(), allow_unauthenticated=True)]))
-    with ConnectorStandIn() as connector:
-        connector.members = {f"29:{USER}": {"name": "Ada Lovelace", "email": ADA, "userRole": "user",
-                                            "tenantId": "t1", "aadObjectId": USER}}
-        server.start()
-        with httpx.Client(base_url=server.url, timeout=30) as http:
-            yield type("T", (), {"http": http, "connector": connector, "store": store, "graph": graph})
-        server.stop()
-    rt.tools.get("calendar.create").close()
-    store.close()
-    graph.close()
-
-
-def post(t, activity: dict) -> httpx.Response:
-    r = t.http.post("/api/messages", json=activity)
-    assert r.status_code in (200, 201), r.text
-    return r
+    members = {USER: {"name": "Ada Lovelace", "email": ADA, "userRole": "user", "tenantId": "t1",
+                      "aadObjectId": USER.removeprefix("29:")}}
+    try:
+        with teams_bot(settings, wiki_index, tmp_path, members) as t:
+            t.graph = graph
+            yield t
+    finally:
+        graph.close()
 
 
 def test_a_teams_meeting_is_booked_once_from_teams_with_its_join_link(teams) -> None:

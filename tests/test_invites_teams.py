@@ -13,26 +13,15 @@ nothing; a member without the app is reported in the thread as not reached, neve
 from __future__ import annotations
 
 import json
-import shutil
-from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
 import icalendar
 import pytest
 
-from app.actions import build_action_service
-from app.jobs import IndexJobs
 from app.settings import Settings
-from app.wiring import build_agent
-from bot.server import ServerThread, create_app
-from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
-from bot.teams.bot import TeamsBot
 from bot.teams.invites import FILE_CONSENT, FILE_INFO
-from connectors.folder import FolderSource
-from helpers import WIKI
-from state import StateStore
-from teams_standin import ConnectorStandIn
+from teams_actions import channel_message, post, teams_bot
 
 BOT = {"id": "28:bot-app-id", "name": "chatops"}
 ADA, BOB, DANA, MALLORY = "29:aad-ada", "29:aad-bob", "29:aad-dana", "29:aad-mallory"
@@ -40,51 +29,22 @@ CHANNEL = {"isGroup": True, "conversationType": "channel", "tenantId": "t1",
            "id": "19:general@thread.tacv2;messageid=1700000000000"}
 
 
-def activity(service_url: str, *, activity_id: str, text: str = "", user: str = ADA, value: dict | None = None,
-             reply_to: str | None = None, conversation: dict | None = None) -> dict:
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")  # "tomorrow" counts from the message
-    act = {"type": "message", "id": activity_id, "timestamp": now, "serviceUrl": service_url, "channelId": "msteams",
-           "from": {"id": user, "name": user, "aadObjectId": user.removeprefix("29:")},
-           "conversation": conversation or CHANNEL, "recipient": BOT, "text": text, "textFormat": "plain",
-           "locale": "en-US", "localTimezone": "Europe/Berlin", "channelData": {"tenant": {"id": "t1"}}}
-    if text:
-        act["entities"] = [{"type": "mention", "mentioned": BOT, "text": "<at>chatops</at>"}]
-    if value is not None:
-        act["value"] = value
-    if reply_to:
-        act["replyToId"] = reply_to
-    return act
+def activity(service_url: str, *, activity_id: str, text: str = "", user: str = ADA, **kw) -> dict:
+    return channel_message(service_url, text, activity_id=activity_id, user=user, name=user, mention=bool(text), **kw)
 
 
 @pytest.fixture
 def teams(tmp_path: Path, wiki_index):
-    wiki = tmp_path / "wiki"
-    shutil.copytree(WIKI, wiki)
     settings = Settings(chatops_data_dir=tmp_path / "data")
     assert settings.calendar_backend == "local"
-    rt = build_agent(settings, index=wiki_index)
-    store = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    actions = build_action_service(settings, rt.tools, store)
-    bot = TeamsBot(rt.agent, store, actions=actions, jobs=IndexJobs(rt, store, [FolderSource(wiki, name="wiki")]))
-    server = ServerThread(lambda: create_app([TeamsWebAdapter(bot, TeamsAuthConfig(), allow_unauthenticated=True)]))
-    with ConnectorStandIn() as connector:
-        for member, name, email in ((ADA, "Ada Lovelace", "ada@example.com"), (BOB, "Bob Builder", "bob@example.com"),
-                                    (DANA, "Dana Scully", "dana@example.com"),
-                                    (MALLORY, "Mallory", "mallory@example.com")):
-            connector.members[member] = {"name": name, "email": email, "userPrincipalName": email,
-                                         "aadObjectId": member.removeprefix("29:"), "tenantId": "t1"}
-        server.start()
-        with httpx.Client(base_url=server.url, timeout=60) as http:
-            yield type("T", (), {"http": http, "connector": connector, "store": store})
-        server.stop()
-    rt.tools.get("calendar.create").close()
-    store.close()
-
-
-def post(t, act: dict) -> httpx.Response:
-    r = t.http.post("/api/messages", json=act)
-    assert r.status_code in (200, 201), r.text
-    return r
+    members = {member: {"name": name, "email": email, "userPrincipalName": email,
+                        "aadObjectId": member.removeprefix("29:"), "tenantId": "t1"}
+               for member, name, email in ((ADA, "Ada Lovelace", "ada@example.com"),
+                                           (BOB, "Bob Builder", "bob@example.com"),
+                                           (DANA, "Dana Scully", "dana@example.com"),
+                                           (MALLORY, "Mallory", "mallory@example.com"))}
+    with teams_bot(settings, wiki_index, tmp_path, members, timeout=60) as t:
+        yield t
 
 
 def preview_card(t) -> dict:

@@ -14,24 +14,13 @@ of the same Confirm file nothing new.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import httpx
 import pytest
 
-from app.actions import build_action_service
-from app.jobs import IndexJobs
 from app.settings import Settings
-from app.wiring import build_agent
-from bot.server import ServerThread, create_app
-from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
-from bot.teams.bot import TeamsBot
-from connectors.folder import FolderSource
-from helpers import WIKI
 from jira_standin import DC_PAT, JiraStandIn
-from state import StateStore
-from teams_standin import ConnectorStandIn
+from teams_actions import channel_message, post, teams_bot
 from tools.jira import label_for
 
 BOT = {"id": "28:bot-app-id", "name": "chatops"}
@@ -40,19 +29,9 @@ CHANNEL = {"isGroup": True, "conversationType": "channel", "tenantId": "t1",
            "id": "19:general@thread.tacv2;messageid=1700000000000"}
 
 
-def message(service_url: str, text: str, *, activity_id: str, value: dict | None = None,
-            reply_to: str | None = None, mention: bool = False) -> dict:
-    act = {"type": "message", "id": activity_id, "timestamp": "2026-11-21T10:00:00.000Z", "serviceUrl": service_url,
-           "channelId": "msteams", "from": {"id": f"29:{USER}", "name": "Ada Lovelace", "aadObjectId": USER},
-           "conversation": CHANNEL, "recipient": BOT, "text": text, "textFormat": "plain", "locale": "en-US",
-           "localTimezone": "Europe/Berlin", "channelData": {"tenant": {"id": "t1"}}}
-    if mention:
-        act["entities"] = [{"type": "mention", "mentioned": BOT, "text": "<at>chatops</at>"}]
-    if value is not None:
-        act["value"] = value
-    if reply_to:
-        act["replyToId"] = reply_to
-    return act
+def message(service_url: str, text: str, **kw) -> dict:
+    return channel_message(service_url, text, user=f"29:{USER}", name="Ada Lovelace",
+                           timestamp="2026-11-21T10:00:00.000Z", **kw)
 
 
 @pytest.fixture
@@ -60,31 +39,16 @@ def teams(tmp_path: Path, wiki_index):
     jira = JiraStandIn("datacenter", context_path="/jira").start()
     jira.add_project("OPS", "Operations")
     jira.add_user("ada@example.com", "ada")  # the asker's Jira account, found by the e-mail the roster gives
-    wiki = tmp_path / "wiki"
-    shutil.copytree(WIKI, wiki)
     settings = Settings(chatops_data_dir=tmp_path / "data", jira_url=jira.url, jira_pat=DC_PAT,
                         jira_default_project="OPS")
-    rt = build_agent(settings, index=wiki_index)
-    store = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    actions = build_action_service(settings, rt.tools, store)
-    bot = TeamsBot(rt.agent, store, actions=actions, jobs=IndexJobs(rt, store, [FolderSource(wiki, name="wiki")]))
-    server = ServerThread(lambda: create_app([TeamsWebAdapter(bot, TeamsAuthConfig(), allow_unauthenticated=True)]))
-    with ConnectorStandIn() as connector:
-        connector.members[f"29:{USER}"] = {"name": "Ada Lovelace", "email": "ada@example.com", "aadObjectId": USER,
-                                           "userPrincipalName": "ada@example.com", "tenantId": "t1"}
-        server.start()
-        with httpx.Client(base_url=server.url, timeout=30) as http:
-            yield type("T", (), {"http": http, "connector": connector, "store": store, "jira": jira})
-        server.stop()
-    rt.tools.get("ticket.create").close()
-    store.close()
-    jira.stop()
-
-
-def post(t, activity: dict) -> httpx.Response:
-    r = t.http.post("/api/messages", json=activity)
-    assert r.status_code in (200, 201), r.text
-    return r
+    members = {f"29:{USER}": {"name": "Ada Lovelace", "email": "ada@example.com", "aadObjectId": USER,
+                              "userPrincipalName": "ada@example.com", "tenantId": "t1"}}
+    try:
+        with teams_bot(settings, wiki_index, tmp_path, members) as t:
+            t.jira = jira
+            yield t
+    finally:
+        jira.stop()
 
 
 def test_a_ticket_is_filed_once_from_teams_with_its_link(teams) -> None:
