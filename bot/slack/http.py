@@ -3,8 +3,9 @@
 Before Bolt sees a request this adapter
 
 1. verifies Slack's signature (``X-Slack-Signature`` over ``v0:TIMESTAMP:BODY`` with the signing
-   secret; a timestamp more than 5 minutes away is stale; both headers must be ASCII of the right
-   form): any failure is **401** and nothing is processed;
+   secret, by slack_sdk's ``SignatureVerifier``; a timestamp more than 5 minutes away is stale; both
+   headers must be ASCII of the right form): any failure is **401** and nothing is processed (a body
+   that is not UTF-8, which no Slack request is and no signature can cover, is **400**);
 2. checks the body is one of Slack's shapes (a JSON event envelope, a form-encoded slash command, a
    form-encoded ``payload=`` interaction; UTF-8, JSON nested at most
    :data:`bot.jsonbody.MAX_DEPTH` levels): anything else is **400**, never a 500 with a trace;
@@ -21,17 +22,15 @@ Then it dispatches to Bolt (slack_bolt's aiohttp adapter converts the request an
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import logging
 import re
-import time
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import Clock, SignatureVerifier
 
 from ..jsonbody import JsonBodyError, parse_json
 from .bot import SlackBot
@@ -52,16 +51,38 @@ _TIMESTAMP = re.compile(r"[0-9]{1,12}", re.ASCII)  # Unix seconds; isdigit() wou
 _SIGNATURE = re.compile(r"v0=[0-9a-f]{64}", re.ASCII)
 
 
+class _FixedClock(Clock):
+    """slack_sdk's clock, pinned to a given instant (``now`` in Unix seconds)."""
+
+    def __init__(self, now: float) -> None:
+        self._now = now
+
+    def now(self) -> float:
+        return self._now
+
+
 def valid_signature(secret: str, body: bytes, timestamp: str, signature: str, now: float | None = None) -> bool:
     """True when ``signature`` is Slack's ``v0=`` HMAC-SHA256 of ``v0:TIMESTAMP:BODY`` under ``secret`` and
-    ``timestamp`` (ASCII digits, Unix seconds) is within :data:`MAX_CLOCK_SKEW` of ``now`` (the raw bytes are
-    signed, whatever they hold). Never raises, whatever the header values are."""
-    if not secret or not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
+    ``timestamp`` (ASCII digits, Unix seconds) is within :data:`MAX_CLOCK_SKEW` of ``now``, checked by
+    slack_sdk's :class:`~slack_sdk.signature.SignatureVerifier` (constant-time comparison). Slack's bodies
+    are UTF-8; a body that is not cannot be verified and is not valid. Never raises, whatever the header
+    values are."""
+    if not secret.strip() or not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
         return False
-    if abs((time.time() if now is None else now) - int(timestamp)) > MAX_CLOCK_SKEW:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
         return False
-    expected = "v0=" + hmac.new(secret.encode(), b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected.encode(), signature.encode())
+    verifier = SignatureVerifier(secret, _FixedClock(now) if now is not None else Clock())
+    return verifier.is_valid(body=text, timestamp=timestamp, signature=signature)
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class BadRequest(ValueError):
@@ -254,6 +275,11 @@ class SlackHttpAdapter:
         if not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
             log.warning("rejected a request to %s without a valid signature header", self.path)
             return _problem(401, "invalid signature")
+        if not _is_utf8(raw):
+            # Slack's bodies are UTF-8 and its signature covers their text: these bytes are no Slack request
+            # and cannot be verified; refused as malformed, nothing processed
+            log.warning("rejected a malformed request to %s: the body is not UTF-8", self.path)
+            return _problem(400, "malformed request: the body is not UTF-8")
         if not valid_signature(self.secret, raw, timestamp, signature):
             log.warning("rejected a request to %s: signature mismatch or stale timestamp", self.path)
             return _problem(401, "invalid signature")
@@ -262,9 +288,6 @@ class SlackHttpAdapter:
             check_body(text, request.content_type if request.body_exists else "")
             bolt_req = AsyncBoltRequest(body=text, query=request.query_string,
                                         headers={k: v for k, v in request.headers.items()})
-        except UnicodeDecodeError:
-            log.warning("rejected a malformed request to %s: the body is not UTF-8", self.path)
-            return _problem(400, "malformed request: the body is not UTF-8")
         except (BadRequest, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             log.warning("rejected a malformed request to %s: %s", self.path, str(exc)[:200])
             return _problem(400, f"malformed request: {exc}"[:200])
