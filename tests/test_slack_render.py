@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
+import string
 
 import pytest
 
@@ -61,10 +63,21 @@ def test_bot_events_are_recognised() -> None:
     ("```python\nif a < b:\n    print('**x**')\n```", "```if a &lt; b:\n    print('**x**')```"),
     ("> quoted **line**", "> quoted *line*"),
     ("![diagram](https://x.example/d.png)", "<https://x.example/d.png|diagram>"),
+    ("3) first\n4) second\n   - detail", "3. first\n4. second\n  • detail"),
+    ("> - a\n> - b", "> • a\n> • b"),
+    ("[**bold label**](https://x.example) <!here>", "<https://x.example|bold label> &lt;!here&gt;"),
     ("", ""),
 ])
 def test_markdown_becomes_mrkdwn(md: str, expected: str) -> None:
     assert to_mrkdwn(md) == expected
+
+
+def test_mrkdwn_never_raises_on_arbitrary_text() -> None:
+    rng = random.Random(7)
+    alphabet = string.printable + "•*_~`[]()<>!#|\u2060é"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+        assert isinstance(to_mrkdwn(text), str)
 
 
 def test_split_text_respects_the_limit_and_boundaries() -> None:
