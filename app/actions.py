@@ -20,9 +20,10 @@ any tool through the action-tool contract (:mod:`tools.actions`) and knows none 
 3. :meth:`ActionService.cancel` (requester only) moves ``pending -> cancelled``.
 
 Every outcome is an :class:`ActionOutcome` with a user-facing message in the tool's words
-(:class:`tools.actions.ActionWords`: "Booked", "nothing was booked"); rendering is in
-:mod:`bot.render_actions`. Tools that deliver something later (a reminder) get the outbox, by
-default the state store itself, in :attr:`tools.base.ToolContext.outbox`.
+(:class:`tools.actions.ActionWords`: "Booked", "nothing was booked"); each platform renders them in its
+own folder (:mod:`bot.slack.action_blocks`, :mod:`bot.teams.action_cards`, :mod:`bot.console_actions`).
+Tools that deliver something later (a reminder) get the outbox, by default the state store itself, in
+:attr:`tools.base.ToolContext.outbox`.
 """
 
 from __future__ import annotations

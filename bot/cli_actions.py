@@ -51,7 +51,7 @@ def cli_action(settings: Settings, op: str, key: str, user_id: str | None = None
     asked (done / cancelled / shown), 1 otherwise (expired, failed, refused, not found)."""
     import json as _json
 
-    from bot.render_actions import terminal_outcome, terminal_preview
+    from bot.console_actions import terminal_outcome, terminal_preview
 
     from app.actions import build_action_service
     from app.wiring import register_action_tools

@@ -1,5 +1,5 @@
 """The confirmation flow a Slack Confirm / Cancel button drives, through :class:`app.actions.ActionService`
-and the pure renderers of :mod:`bot.render_actions`, on the real state store (SQLite) and the local
+and the pure renderers of each platform (:mod:`bot.slack.action_blocks` and the others), on the real state store (SQLite) and the local
 calendar: the preview (Block Kit with ``action_confirm:`` / ``action_cancel:`` buttons carrying the
 key), confirm once, a double click and a burst of concurrent clicks creating exactly one event, cancel,
 someone else's click refused, a retried (redelivered) proposal returning the stored action, an
@@ -19,9 +19,10 @@ import pytest
 
 from agent.models import PendingAction, Turn, idempotency_key
 from app.actions import ActionService, build_action_service
-from bot.render_actions import (adaptive_card, adaptive_card_outcome, parse_action_id, preview_text,
-                                slack_blocks_for_record, slack_outcome_blocks, slack_preview_blocks,
-                                terminal_outcome, terminal_preview)
+from app.actions import parse_action_id
+from bot.console_actions import terminal_outcome, terminal_preview
+from bot.slack.action_blocks import preview_text, slack_blocks_for_record, slack_outcome_blocks, slack_preview_blocks
+from bot.teams.action_cards import adaptive_card, adaptive_card_outcome
 from app.settings import Settings
 from state import StateStore
 from tools.base import ToolContext, ToolRegistry

@@ -24,7 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent.models import PendingAction, Turn, idempotency_key
 from app.actions import ActionService
 from bot.slack.pending import slack_handlers
-from bot.render_actions import preview_text
+from bot.slack.action_blocks import preview_text
 from slack_standin import BOT_TOKEN, SlackStandin
 from state import StateStore
 from tools.base import ToolRegistry

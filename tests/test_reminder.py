@@ -32,8 +32,9 @@ from agent.models import HistoryMessage, PendingAction, Reply, Turn, idempotency
 from app.actions import ActionService
 from app.settings import Settings
 from app.wiring import Runtime, build_agent
-from bot.render_actions import (adaptive_card, adaptive_card_outcome, preview_text, slack_outcome_blocks,
-                                slack_preview_blocks, terminal_outcome, terminal_preview)
+from bot.console_actions import terminal_outcome, terminal_preview
+from bot.slack.action_blocks import preview_text, slack_outcome_blocks, slack_preview_blocks
+from bot.teams.action_cards import adaptive_card, adaptive_card_outcome
 from connectors.folder import FolderSource
 from helpers import ROOT, run_chatops, seed_embedding_cache, public_viewer
 from index.indexer import Indexer

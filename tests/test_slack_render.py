@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
-import string
 
 import pytest
 
@@ -22,7 +20,7 @@ from bot.slack.config import SlackConfig, SlackConfigError, parse_admin_ids
 from bot.slack.inbound import mentions, to_plain
 from bot.logsafe import RedactingFilter, redact
 from bot.slack.middleware import is_from_bot
-from bot.slack.mrkdwn import split_text, to_mrkdwn
+from bot.slack.mrkdwn import split_text
 from bot.slack import render
 from slack_standin import _block_problem
 
@@ -52,34 +50,7 @@ def test_bot_events_are_recognised() -> None:
     assert not is_from_bot({"user": "UALICE", "text": "hi"}, "UBOT", "BBOT")
 
 
-# -- mrkdwn --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("md, expected", [
-    ("**bold** and *italic* and ~~gone~~", "*bold* and _italic_ and ~gone~"),
-    ("see [the guide](https://x.example/g?a=1&b=2) [1]", "see <https://x.example/g?a=1&b=2|the guide> [1]"),
-    ("# Title\n## Sub", "*Title*\n*Sub*"),
-    ("- one\n* two\n  + three", "• one\n• two\n  • three"),
-    ("a < b && c > d", "a &lt; b &amp;&amp; c &gt; d"),
-    ("run `a **not bold** <x>` now", "run `a **not bold** &lt;x&gt;` now"),
-    ("```python\nif a < b:\n    print('**x**')\n```", "```if a &lt; b:\n    print('**x**')```"),
-    ("> quoted **line**", "> quoted *line*"),
-    ("![diagram](https://x.example/d.png)", "<https://x.example/d.png|diagram>"),
-    ("3) first\n4) second\n   - detail", "3. first\n4. second\n  • detail"),
-    ("> - a\n> - b", "> • a\n> • b"),
-    ("[**bold label**](https://x.example) <!here>", "<https://x.example|bold label> &lt;!here&gt;"),
-    ("", ""),
-])
-def test_markdown_becomes_mrkdwn(md: str, expected: str) -> None:
-    assert to_mrkdwn(md) == expected
-
-
-def test_mrkdwn_never_raises_on_arbitrary_text() -> None:
-    rng = random.Random(7)
-    alphabet = string.printable + "•*_~`[]()<>!#|\u2060é"
-    for _ in range(3000):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
-        assert isinstance(to_mrkdwn(text), str)
-
-
+# -- mrkdwn ----------------------------------------------------------------------------------------------------
 def test_split_text_respects_the_limit_and_boundaries() -> None:
     para = "This sentence is about releases and their branch cuts. " * 30
     text = "\n\n".join([para.strip()] * 5)
@@ -146,9 +117,8 @@ def test_slack_links_and_misleading_markdown_links_from_a_page_are_neutralised_w
     assert "[https://evil.example.net/x](https://evil.example.net/x) &amp; [the wiki](https://wiki.example.com)" in md
     assert "`<\u2060https://evil.example.net|ok>`" in md
     assert render.stream_parts(reply)[0] == md  # the text a stream ends with is the same
-    section = to_mrkdwn(HOSTILE_LINKS)  # section text (previews, notices)
-    assert "<https://evil.example.net/x|https://evil.example.net/x>" in section and "|https://intranet" not in \
-        section.replace("&lt;https://evil.example.net/login|https://intranet.example.com&gt;", "")
+    preview = json.dumps(render.pending_action_blocks(PendingAction("x.do", {}, "k", HOSTILE_LINKS)))
+    assert "<https://evil" not in preview and "&lt;https://evil.example.net/login|" in preview  # section text
 
 
 #: The answer composer's shape (issue 22): a lead-in and its numbered list, a table row with its header.

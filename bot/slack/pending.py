@@ -17,7 +17,7 @@ def slack_handlers(service: ActionService, *, default_timezone: str = "UTC"):
     """The two hooks of ``SlackBot.use_pending_actions(propose, on_click)``.
 
     - ``propose(action, turn) -> blocks`` (async): stores the proposal (:meth:`ActionService.propose`)
-      and returns :func:`bot.render_actions.slack_blocks_for_record` in the requester's zone: the
+      and returns :func:`bot.slack.action_blocks.slack_blocks_for_record` in the requester's zone: the
       preview with Confirm / Cancel, or the settled view when a redelivered message finds the action
       already done (drawn from the record's action tool, :meth:`ActionService.tool`), with the fields the
       service adds from Slack (:meth:`ActionService.preview_fields`: who will get an invitation in a DM).
@@ -25,12 +25,12 @@ def slack_handlers(service: ActionService, *, default_timezone: str = "UTC"):
       ``user_id``, ``client`` (Slack Web API) and ``respond``. It looks the clicker up with
       ``users.info`` (e-mail with scope ``users:read.email``, and ``tz``), runs
       :meth:`ActionService.handle_button`, then replaces the preview with
-      :func:`bot.render_actions.slack_outcome_blocks` when the outcome is final (done with its links,
+      :func:`bot.slack.action_blocks.slack_outcome_blocks` when the outcome is final (done with its links,
       cancelled, expired, failed) or answers only the clicker (someone else's preview, a retry).
     """
     import asyncio
 
-    from bot.render_actions import outcome_text, slack_blocks_for_record, slack_outcome_blocks
+    from .action_blocks import outcome_text, slack_blocks_for_record, slack_outcome_blocks
 
     async def propose(action: PendingAction, turn: Turn) -> list[dict[str, Any]]:
         rec = await asyncio.to_thread(service.propose, action, turn)

@@ -32,7 +32,7 @@ from connectors.config import ChannelConfig
 from ..links import web_url
 from ..markdown_blocks import chat_markdown
 from .commands import HELP_LINES
-from .mrkdwn import escape, markdown_safe, split_text, to_mrkdwn, truncate
+from .mrkdwn import escape, markdown_safe, split_text, truncate
 
 __all__ = [
     "answer_messages", "stream_parts", "sources_context", "feedback_actions", "feedback_row", "feedback_modal", "parse_feedback_value",
@@ -209,16 +209,13 @@ def parse_feedback_modal(view: dict[str, Any]) -> tuple[str, str]:
 
 
 def pending_action_blocks(action: PendingAction) -> list[dict[str, Any]]:
-    """A pending side-effect action: its summary and Confirm / Cancel (``action_confirm:<key>`` /
-    ``action_cancel:<key>``, value: the idempotency key). The default preview; the action service may
-    render its own (see :meth:`bot.slack.bot.SlackBot.use_pending_actions`)."""
-    key = action.idempotency_key
-    return [
-        _section(f":hourglass: {to_mrkdwn(action.summary) or escape(action.tool)}"),
-        {"type": "actions", "block_id": f"pending:{key}"[:255],
-         "elements": [_button("Confirm", (PENDING_CONFIRM + key)[:255], key, style="primary"),
-                      _button("Cancel", (PENDING_CANCEL + key)[:255], key, style="danger")]},
-    ]
+    """The preview of a pending side-effect action when no action service renders its own (see
+    :meth:`bot.slack.bot.SlackBot.use_pending_actions`): :func:`bot.slack.action_blocks.slack_preview_blocks`
+    of its summary, with the same Confirm / Cancel buttons (``action_confirm:<key>`` /
+    ``action_cancel:<key>``, value: the idempotency key)."""
+    from .action_blocks import slack_preview_blocks  # the action service's renderer, loaded only when needed
+
+    return slack_preview_blocks(action, None)
 
 
 def _fallback(text: str) -> str:

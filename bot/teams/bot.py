@@ -376,7 +376,7 @@ class TeamsBot(ActivityHandler):
         else:
             attachments = [cards.card_attachment(cards.answer_card(reply))]
         if reply.pending_action is not None and self.actions is not None:
-            from bot.render_actions import adaptive_card
+            from .action_cards import adaptive_card
 
             record = await asyncio.to_thread(self.actions.propose, reply.pending_action, turn)
             extra = await asyncio.to_thread(self.actions.preview_fields, record)  # who gets an invitation, if any
@@ -430,7 +430,7 @@ class TeamsBot(ActivityHandler):
             return None
         op = {"action_confirm": "confirm", "action_cancel": "cancel"}.get(str(data.get("action")))
         if op and data.get("key") and self.actions is not None:
-            from bot.render_actions import adaptive_card_outcome
+            from .action_cards import adaptive_card_outcome
 
             if op == "confirm":  # the clicker's roster e-mail: a ticket's reporter, an event's organiser
                 sender = activity.from_property
