@@ -11,7 +11,8 @@ else retrieves.
 :func:`split_request` separates a question from a request in one message ("when does the patch
 release go out, and book a release sync with bob@example.com on Friday at 10"), so the planner
 can answer the one and propose the other; :func:`is_action_answer` recognises a short reply that
-completes an earlier request in the thread ("at 3pm").
+completes an earlier request in the thread ("at 3pm"). The clause grammar is shared with the action
+tools' intents (:mod:`tools.intent`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from tools.intent import asks_how, clauses, names_party, names_when
 
 from .models import Route
 
@@ -33,33 +36,10 @@ _CHITCHAT = re.compile(
     r"(?:there|bot|again|so much|a lot)?[\s!.?]*$",
     re.I,
 )
-# Imperative verbs that start a request clause; only where a clause may begin, never what a request is.
-_ACTION_VERB = re.compile(
-    r"\b(?:book|schedule|set ?up|create|arrange|organi[sz]e|put|add|send (?:an? )?invite|invite|remind)\b", re.I)
-_WHEN = re.compile(
-    r"\b(?:today|tomorrow|tonight|next|this|on (?:mon|tue|wed|thu|fri|sat|sun)|"
-    r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|satur|sun)(?:day)?|\d{1,2}(?::\d{2})?\s*(?:am|pm)|"
-    r"at \d{1,2}|noon|morning|afternoon|in \d+\s*(?:min(?:ute)?s?|h(?:ou)?rs?|days?))\b", re.I)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_AT_NAME = re.compile(r"(?<![\w.+-])@[A-Za-z][\w.'-]*")
 _FOLLOWUP_LEAD = re.compile(r"^\s*(?:and|also|but|so|what about|how about|same for|what if|then|or)\b", re.I)
 _ANAPHORA = re.compile(r"\b(?:that|it|this|those|these|they|them|their|there|its|same|too|also|either|one)\b", re.I)
 _QUESTION_LEAD = re.compile(r"^\s*(?:what|whats|what's|how|when|where|why|who|is|are|do|does|can|should|will)\b", re.I)
-# A question about booking ("how do I book a room?") is a knowledge question, not a request.
-_HOWTO = re.compile(r"^\s*(?:how|where|who|what|whats|what's|which|why|when|whom|do i|do we|does|am i|is it|is there|"
-                    r"are we|are there|should i|should we|may i|can i|could i|is|are)\b", re.I)
-_POLITE = r"(?:(?:then|also|please|pls|plz|can you|could you|would you|can u|could u)\s+)*"
-_CLAUSE_SPLIT = re.compile(
-    r"(?<=[?!;])\s+"
-    r"|\s*,\s*(?:and\s+)?(?=" + _POLITE + _ACTION_VERB.pattern + r")"
-    r"|\s+and\s+(?=" + _POLITE + _ACTION_VERB.pattern + r")"
-    r"|\s*,\s*(?:and\s+)?(?=(?:what|when|where|why|how|who|which)\b)"
-    r"|\s+(?:and\s+)?(?:also\s+)?(?=(?:tell me|let me know)\b)", re.I)
 _DURATION_HINT = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:min(?:ute)?s?|h(?:ou)?rs?|h)\b|\ban hour\b", re.I)
-
-
-def _clauses(text: str) -> list[str]:
-    return [c.strip(" ,") for c in _CLAUSE_SPLIT.split(text) if c and c.strip(" ,")]
 
 
 def _never(text: str) -> bool:
@@ -67,7 +47,7 @@ def _never(text: str) -> bool:
 
 
 def _request_clause(text: str, is_request: IsRequest) -> bool:
-    return not _HOWTO.match(text) and is_request(text)
+    return not asks_how(text) and is_request(text)
 
 
 def is_action_request(text: str, is_request: IsRequest = _never) -> bool:
@@ -77,7 +57,7 @@ def is_action_request(text: str, is_request: IsRequest = _never) -> bool:
     """
     if _request_clause(text, is_request):
         return True
-    parts = _clauses(text)
+    parts = clauses(text)
     return len(parts) > 1 and any(_request_clause(p, is_request) for p in parts)
 
 
@@ -89,7 +69,7 @@ def split_request(text: str, is_request: IsRequest = _never) -> tuple[str, str]:
     action verb or a question word after a comma or "and"; a clause is a question when it starts
     with a question word or ends with "?" and is not itself a request.
     """
-    parts = _clauses(text)
+    parts = clauses(text)
     if len(parts) <= 1:
         return ("", text) if is_action_request(text, is_request) else (text, "")
     questions = [p for p in parts if not _request_clause(p, is_request) and (
@@ -108,9 +88,9 @@ def is_action_answer(text: str) -> bool:
     """True when ``text`` could complete an earlier request: short, and it gives a day or a time, an
     e-mail or ``@name``, or a length ("at 3pm", "bob@example.com", "make it 45 min")."""
     words = re.findall(r"[\w@.'-]+", text)
-    if not words or len(words) > 14 or _HOWTO.match(text) and "?" in text:
+    if not words or len(words) > 14 or asks_how(text) and "?" in text:
         return False
-    return bool(_WHEN.search(text) or _EMAIL.search(text) or _AT_NAME.search(text) or _DURATION_HINT.search(text))
+    return names_when(text) or names_party(text) or bool(_DURATION_HINT.search(text))
 
 
 @dataclass(frozen=True, slots=True)

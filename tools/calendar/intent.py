@@ -5,12 +5,15 @@ object (meeting, call, sync, review, 1:1, ...) and either a party (an e-mail add
 or a when (tomorrow, friday, 3pm, ...). A clause that asks how to do it ("how do I book a meeting
 room on friday?") is not a request. A message whose clauses mix a question and a request ("when
 does the release go out, and book a sync with bob@example.com on Friday at 10") is a request too:
-the planner splits it and answers the question part.
+the planner splits it and answers the question part. The clause grammar is shared with the router
+(:mod:`tools.intent`).
 """
 
 from __future__ import annotations
 
 import re
+
+from ..intent import asks_how, clauses, names_party, names_when
 
 __all__ = ["meeting_intent", "is_meeting_request", "is_find_time"]
 
@@ -20,29 +23,10 @@ _ACTION_OBJECT = re.compile(
     r"\b(?:meeting|call|sync|review|retro(?:spective)?|1[:-]1|one[- ]on[- ]one|standup|stand-up|event|"
     r"invite|session|chat|catch[- ]?up|demo|interview|huddle|workshop|hour|min(?:ute)?s?|calendar|"
     r"planning|all[- ]hands|offsite|kick[- ]?off|town[- ]?hall|check[- ]?in|1on1)\b", re.I)
-_WHEN = re.compile(
-    r"\b(?:today|tomorrow|tonight|next|this|on (?:mon|tue|wed|thu|fri|sat|sun)|"
-    r"(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|satur|sun)(?:day)?|\d{1,2}(?::\d{2})?\s*(?:am|pm)|"
-    r"at \d{1,2}|noon|morning|afternoon)\b", re.I)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_AT_NAME = re.compile(r"(?<![\w.+-])@[A-Za-z][\w.'-]*")
-_HOWTO = re.compile(r"^\s*(?:how|where|who|what|whats|what's|which|why|when|whom|do i|do we|does|am i|is it|is there|"
-                    r"are we|are there|should i|should we|may i|can i|could i|is|are)\b", re.I)
-# Clause boundaries: after ?/!/;, before an action verb or a question word after a comma or "and".
-_POLITE = r"(?:(?:then|also|please|pls|plz|can you|could you|would you|can u|could u)\s+)*"
-_CLAUSE_SPLIT = re.compile(
-    r"(?<=[?!;])\s+"
-    r"|\s*,\s*(?:and\s+)?(?=" + _POLITE + _ACTION_VERB.pattern + r")"
-    r"|\s+and\s+(?=" + _POLITE + _ACTION_VERB.pattern + r")"
-    r"|\s*,\s*(?:and\s+)?(?=(?:what|when|where|why|how|who|which)\b)"
-    r"|\s+(?:and\s+)?(?:also\s+)?(?=(?:tell me|let me know)\b)", re.I)
-
-
 def _request_clause(text: str) -> bool:
-    if not _ACTION_VERB.search(text) or _HOWTO.match(text):
+    if not _ACTION_VERB.search(text) or asks_how(text):
         return False
-    has_party = bool(_EMAIL.search(text) or _AT_NAME.search(text))
-    return bool(_ACTION_OBJECT.search(text)) and (has_party or bool(_WHEN.search(text)))
+    return bool(_ACTION_OBJECT.search(text)) and (names_party(text) or names_when(text))
 
 
 #: "find 30 minutes with ...", "find a time with ...", "find us an hour with ...": a slot to pick, not a time given.
@@ -53,15 +37,14 @@ _FIND_TIME = re.compile(
 
 def is_find_time(text: str) -> bool:
     """True when ``text`` asks the bot to find a free time with someone ("find 30 minutes with @alice this week")."""
-    return bool(_FIND_TIME.search(text)) and bool(_EMAIL.search(text) or _AT_NAME.search(text)) \
-        and not _HOWTO.match(text)
+    return bool(_FIND_TIME.search(text)) and names_party(text) and not asks_how(text)
 
 
 def is_meeting_request(text: str) -> bool:
     """True when ``text`` (or one clause of it) asks to put a meeting in a calendar."""
     if _request_clause(text) or is_find_time(text):
         return True
-    parts = [c.strip(" ,") for c in _CLAUSE_SPLIT.split(text) if c and c.strip(" ,")]
+    parts = clauses(text)
     return len(parts) > 1 and any(_request_clause(p) for p in parts)
 
 
