@@ -51,7 +51,12 @@ __all__ = ["find_linked_values", "REACH"]
 REACH = {"strong": 10, "mixed": 8, "keypad": 8, "no word": 8}
 
 _NOUN_RE = re.compile(NOUN, re.I)
-_CODE_RE = re.compile(rf"(?i)(?:(?P<pre>[\w'’-]+)\s+)?(?<![\w-]){CODE_NOUN}(?![\w-])")
+_CODE_RE = re.compile(rf"(?i)(?<![\w-]){CODE_NOUN}(?![\w-])")
+_PRE = re.compile(r"(?P<w>[\w'’-]+)\s+$")  # the word before a bare code ("postal code")
+# what every value holds (a digit, a typed symbol, or eight lower-case letters in a row): a sentence with none is
+# skipped before its nouns are looked for
+_CANDIDATE = re.compile(r"[\d!@#$%^&*+=~?]|[a-zß-öø-ÿ]{8}")
+_DIGIT = re.compile(r"\d")
 # a sentence: up to ". ", "! ", "? ", "; " or a line end (a full stop inside a token, as in a URL, does not end it)
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?;](?=\s|$)|$)", re.M)
 _TOKEN = re.compile(r"[^\s\"“”„«»‘’`()\[\]{}<>|,;]+")
@@ -157,26 +162,30 @@ def _evidence(token: str, before: list[str], after: str | None, *, code_only: bo
     return "no word" if not in_code and _not_a_word(token) else None
 
 
-def _nouns(sentence: str) -> list[tuple[int, int, bool]]:
+def _nouns(sentence: str, *, codes: bool) -> list[tuple[int, int, bool]]:
     """Credential nouns in ``sentence``: ``(start, end, code_only)``.
 
     code_only for a bare code, a combination or a place (a door, a gate, a keypad, a lock, a safe, an alarm). A bare
     code is left out when the word before or after it names an identifier ("postal code", "code postal", "código de
     descuento"); a bare key counts only in a sentence about a Wi-Fi network, where it is the password ("SSID X, key
-    Y"): elsewhere a key is a database's, a keyboard's or a map's.
+    Y"): elsewhere a key is a database's, a keyboard's or a map's. ``codes=False`` (a sentence with no digit and no
+    Wi-Fi network, where a code-only noun could link nothing) looks for the credential nouns only.
     """
     # "pin to a specific commit": a PIN is written in capitals; "pin" is a verb or a badge
     found = [(m.start(), m.end(), False) for m in _NOUN_RE.finditer(sentence) if not _VERB_PIN.fullmatch(m.group(0))]
+    if not codes:
+        return found
     found += [(m.start(), m.end(), True) for m in PLACE.finditer(sentence)
               if not any(s < m.end() and m.start() < e for s, e, _ in found)]
     wifi = bool(_WIFI.search(sentence))
     for m in _CODE_RE.finditer(sentence):
-        pre = (m.group("pre") or "").lower()
+        before = _PRE.search(sentence, max(0, m.start() - 60), m.start())
+        pre = before.group("w").lower() if before else ""
         comp = (m.group("comp") or "").lower().rstrip("-")
         post = _POST.match(sentence, m.end())
         if {pre, comp, comp.removesuffix("s"), (post.group("w") if post else "").lower()} & ID_CODES:
             continue
-        start = m.end() - len(m.group(0).split()[-1])  # the code word, not the word before it
+        start = m.start()
         key = bool(_KEY.match(sentence, start))
         if (wifi or not key) and not any(s <= start < e for s, e, _ in found):
             found.append((start, m.end(), not key))
@@ -200,9 +209,9 @@ def find_linked_values(text: str) -> list[Finding]:
             found.append(Finding("a credential", "secret", m.start("v"), m.start("v") + len(v)))
     for sent in _SENTENCE.finditer(text):
         s = sent.group(0)
-        if s.lstrip().startswith("|"):
+        if s.lstrip().startswith("|") or not _CANDIDATE.search(s):
             continue
-        nouns = _nouns(s)
+        nouns = _nouns(s, codes=bool(_DIGIT.search(s) or _WIFI.search(s)))
         if nouns:
             found.extend(Finding("a credential", "secret", sent.start() + a, sent.start() + b)
                          for a, b in _sentence_values(s, nouns))
