@@ -2,15 +2,17 @@
 
 Two figures:
 
-- over ``tests/data/credentials/statements.jsonl`` (credential statements and innocent look-alikes in
-  English, German, French and Spanish): per language, the share of statements with a ``secret``
-  finding (detection) and the share of look-alikes with one (false positives), via :func:`screening.scan`;
+- over each batch in ``tests/data/credentials/`` (credential statements and innocent look-alikes in English,
+  German, French and Spanish: ``statements.jsonl``, the corpus the rules were built on, and the held-out batches
+  ``heldout.jsonl``, ``heldout2.jsonl``, ``heldout3.jsonl``): per language, the share of statements with a
+  ``secret`` finding (detection) and the share of look-alikes with one (false positives), via :func:`screening.scan`;
 - per handbook under ``../shared/corpus`` (each a folder source, chunked by the indexer's
   :class:`index.chunker.Chunker`): the chunks with a ``secret`` finding, and how many of those only the
   statement screen (:mod:`screening.statements`) flags, with the first few printed for review.
 
-Run: ``.venv/bin/python bench/credential_screen.py [--show N]`` (about a minute per handbook). Skips the
-handbooks with a reason when ../shared/corpus is absent.
+Run: ``.venv/bin/python bench/credential_screen.py [--corpus FILE] [--show N] [--no-handbooks]`` (about a minute per
+handbook; ``--show`` prints the flagged sentences, the ones to read for false positives). Skips the handbooks with a
+reason when ../shared/corpus is absent.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ sys.path.insert(0, str(ROOT))
 from connectors.folder import FolderSource  # noqa: E402
 from index.chunker import Chunker  # noqa: E402
 from screening import scan  # noqa: E402
+from screening.linked import find_linked_values  # noqa: E402
 from screening.statements import find_statements  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "credentials" / "statements.jsonl"
+BATCHES = [CORPUS] + sorted((ROOT / "tests" / "data" / "credentials").glob("heldout*.jsonl"))
 HANDBOOKS = ROOT.parent / "shared" / "corpus"
 
 
@@ -53,13 +57,17 @@ def corpus_rates(path: Path = CORPUS) -> dict[str, dict[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--corpus", type=Path, action="append", help="a batch (default: every batch)")
     parser.add_argument("--show", type=int, default=5, help="flagged statement sentences to print per handbook")
+    parser.add_argument("--no-handbooks", action="store_true", help="only the batches")
     args = parser.parse_args()
-    print(f"corpus {args.corpus.relative_to(ROOT) if args.corpus.is_relative_to(ROOT) else args.corpus}")
-    for lang, r in corpus_rates(args.corpus).items():
-        print(f"  {lang:4} detection {r['detection']:.3f} ({r['credentials']} statements)  "
-              f"false positives {r['false_positives']:.3f} ({r['lookalikes']} look-alikes)")
+    for corpus in args.corpus or BATCHES:
+        print(f"corpus {corpus.relative_to(ROOT) if corpus.is_relative_to(ROOT) else corpus}")
+        for lang, r in corpus_rates(corpus).items():
+            print(f"  {lang:4} detection {r['detection']:.3f} ({r['credentials']} statements)  "
+                  f"false positives {r['false_positives']:.3f} ({r['lookalikes']} look-alikes)")
+    if args.no_handbooks:
+        return
     if not HANDBOOKS.is_dir():
         print(f"handbooks: skipped ({HANDBOOKS} is absent)")
         return
@@ -76,7 +84,7 @@ def main() -> None:
                 if not found:
                     continue
                 flagged += 1
-                stated = find_statements(chunk.text)
+                stated = find_statements(chunk.text) + find_linked_values(chunk.text)
                 if stated and len(stated) == len(found):
                     by_statement += 1
                 for f in stated[: max(0, args.show - len(shown))]:
@@ -84,7 +92,7 @@ def main() -> None:
                     line_end = chunk.text.find("\n", f.end)
                     shown.append(f"{doc.doc_id}: {chunk.text[line_start:line_end if line_end >= 0 else None][:160]}")
         print(f"handbook {book.name}: {flagged} of {chunks} chunks flagged as holding a credential "
-              f"({by_statement} by a statement only)")
+              f"({by_statement} by a statement or a linked value only)")
         for s in shown:
             print(f"    {s}")
 

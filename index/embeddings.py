@@ -96,6 +96,11 @@ class OnnxMiniLMEmbedder:
         lazy: check and load the model on the first :meth:`embed` instead of now (``chatops ask``: a question
             whose vectors are all in the embedding cache never loads it; the checks are the same, and an
             :class:`EmbeddingError` then comes from :meth:`embed`).
+        optimize: optimise the graph when loading (ONNX Runtime's ``ORT_ENABLE_ALL``), for a process that embeds
+            many texts (indexing, the server). False for one that embeds a few (``chatops ask``: the question and
+            the passages it is compared with): the session is created in 0.05-0.1 s instead of 0.4-0.8 s, runs a
+            small batch as fast, and its vectors differ from the optimised graph's by less than 1e-5
+            (``bench/ask_latency.py`` prints both).
 
     Raises:
         EmbeddingError: when the model or tokenizer file is missing or unreadable, or the model's
@@ -107,11 +112,12 @@ class OnnxMiniLMEmbedder:
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, max_tokens: int = 256,
                  batch_size: int = 32, threads: int | None = None, expected_sha256: str | None = None,
-                 lazy: bool = False) -> None:
+                 lazy: bool = False, optimize: bool = True) -> None:
         self._model_path = model_path
         self._max_tokens = max_tokens
         self._threads = threads
         self._expected_sha256 = expected_sha256
+        self._optimize = optimize
         self.batch_size = batch_size
         self._lock = threading.Lock()
         self._session = None
@@ -159,7 +165,8 @@ class OnnxMiniLMEmbedder:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self._threads or os.cpu_count() or 1
         opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if self._optimize
+                                         else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
         # No spin-waiting after a run: spinning threads hold both cores for milliseconds after every
         # query embedding and slow down the search that follows (measured: dense search 15 -> 48 ms).
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")

@@ -10,6 +10,11 @@ scanner. The modules:
 - :mod:`screening.statements`: a credential given in a sentence whatever the value looks like ("the guest
   wifi password is bluebirdcanyonriver", "Das Passwort lautet ...", "utilisez X pour vous connecter"),
   in English, German, French and Spanish; part of the ``secret`` category.
+- :mod:`screening.linked`: a value near a credential noun in the same sentence, whatever the phrasing ("still uses the
+  root password factorydefault"): a token that is not language (mixed letters and digits or symbols, a keypad code,
+  a run of letters that is no word of en/de/fr/es by :mod:`screening.vocabulary`'s ``wordfreq`` frequencies); part
+  of the ``secret`` category.
+- :mod:`screening.vocabulary`: is a token a word of English, German, French or Spanish (``wordfreq``).
 - :mod:`screening.tables`: a value in a Markdown table's credential column (``| User | Password |``) or beside
   a first cell naming a credential; part of the ``secret`` category.
 - :mod:`screening.personal`: personal data: Luhn-checked payment card numbers, US social security

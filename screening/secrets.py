@@ -21,7 +21,8 @@ Our own patterns cover what a wiki page writes in sentences:
 - a password in a connection string (``scheme://user:password@host``, ``Password=...;``);
 - a whole private key block (the plugin flags the header line only);
 - a credential given in a sentence, whatever the value looks like (:mod:`screening.statements`), or in a
-  table's credential column (:mod:`screening.tables`);
+  table's credential column (:mod:`screening.tables`), or a value that is not language near a credential noun
+  whatever the phrasing (:mod:`screening.linked`);
 - tokens the plugins' shapes do not cover (npm ``npm_`` tokens, an Azure ``AccountKey=`` in a connection
   string whatever its length, Slack ``xox?-`` tokens without digit groups, GitHub
   fine-grained ``github_pat_`` tokens, ``sk-``/``pk-`` API keys, Google API keys).
@@ -52,6 +53,7 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from .findings import Finding
+from .linked import find_linked_values
 from .statements import find_statements
 from .tables import find_table_values
 
@@ -156,5 +158,6 @@ def find_secrets(text: str) -> list[Finding]:
                 found.append(Finding("a password in a connection string", "secret", m.start("v"), m.end("v")))
     found.extend(find_statements(text))
     found.extend(find_table_values(text))
+    found.extend(find_linked_values(text))
     found.extend(Finding("a private key", "secret", m.start(), m.end()) for m in _PRIVATE_BLOCK.finditer(text))
     return found

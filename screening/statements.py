@@ -52,7 +52,7 @@ import re
 
 from .findings import Finding
 
-__all__ = ["find_statements", "value_span", "NOUN", "CODE_NOUN", "ID_CODES"]
+__all__ = ["find_statements", "value_span", "NOUN", "CODE_NOUN", "ID_CODES", "PLACE", "LOCATOR"]
 
 # -- credential nouns ---------------------------------------------------------------------------
 _WIFI = r"(?:wi-?fi|wlan|wpa2?|network|netzwerk|réseau|reseau|red)"
@@ -185,6 +185,10 @@ januar februar märz mai juni juli oktober dezember janvier février mars avril 
 novembre décembre enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
 """.split())
 
+#: words naming a door, gate, keypad, lock, safe or alarm (a regular expression), for :mod:`screening.linked`.
+PLACE = _PLACE
+#: words before a number that make it a room, an extension, a page or a date, for :mod:`screening.linked`.
+LOCATOR = _LOCATOR
 #: words before "code" that make it an identifier ("error code", "postal code"), for :mod:`screening.tables`.
 ID_CODES = _ID_CODES
 

@@ -23,6 +23,7 @@ GITHUB_TOKEN = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
 JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
        ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
 WIFI_PASSWORD = "bluebirdcanyonriver"
+NAS_PASSWORD = "factorydefault"  # no construction the statement reader knows: found by screening.linked
 CONSOLE_PASSWORD = "tangerinewhisper"
 DOOR_CODE = "4711"
 SSN = "536-90-4399"
@@ -32,7 +33,7 @@ CARD = "4539 1488 0343 6467"
 SECRETS = [AWS_KEY_ID, AWS_SECRET, "wJalrXUtnFEMI", DB_PASSWORD, "hunter2", ADMIN_PASSWORD, "S3cr3t", CONN_PASSWORD,
            "Pa55w0rd", SLACK_TOKEN, "AbCdEfGhIjKlMnOp", GITHUB_TOKEN, "aBcDeFgHiJkLmNo", JWT, "SflKxwRJSMeKKF2QT4fw",
            SSN, "536904399", CARD, "4539148803436467", "0343 6467", WIFI_PASSWORD, CONSOLE_PASSWORD,
-           "bluebird", "tangerine"]
+           "bluebird", "tangerine", NAS_PASSWORD]
 
 REPORTING = f"""---
 title: Reporting database and exporter
@@ -86,6 +87,11 @@ The admin console of the office access system is at access.ledgerly.internal.
 The admin console password is {CONSOLE_PASSWORD}.
 Request a console account from the facilities team through the service desk.
 
+## Lab NAS
+
+The lab NAS still uses the root password {NAS_PASSWORD} from the installer.
+Ask the IT team for a personal account on the lab NAS instead of the root login.
+
 ## Serverraum
 
 Der Türcode für den Serverraum lautet {DOOR_CODE}.
@@ -133,6 +139,7 @@ WIFI_QUESTIONS = [
     "what is the guest wifi password?",
     "what is the admin console password of the office access system?",
     "wie lautet der Türcode für den Serverraum?",
+    "what is the root password of the lab NAS?",
 ]
 
 #: Pages :func:`make_wiki` writes: the example wiki's 13 plus these three.

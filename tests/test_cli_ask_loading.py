@@ -210,3 +210,26 @@ def test_a_reader_on_the_snapshot_holds_the_folder_lock_like_local_qdrant(tmp_pa
     finally:
         reader.close()
     KnowledgeIndex(path, embedder).close()  # released on close
+
+
+def test_ask_loads_the_model_without_optimising_its_graph_and_its_vectors_are_the_optimised_models(
+        data: Path) -> None:
+    """A new question loads the model not optimised (about 0.3-0.7 s sooner; ``bench/ask_latency.py``): the vector
+    the ``chatops ask`` process computed and cached is the one the optimised model (indexing, the server) gives."""
+    import numpy as np
+
+    from index.embeddings import OnnxMiniLMEmbedder
+
+    question = "who signs off a laptop upgrade for a new joiner?"
+    con = sqlite3.connect(data / "cache" / "embeddings.sqlite")
+    with con:
+        con.execute("DELETE FROM embeddings WHERE text_hash = ?", (content_hash(question),))
+    con.close()
+    _, modules = _ask(data, question)
+    assert "onnxruntime" in _tops(modules)
+    con = sqlite3.connect(data / "cache" / "embeddings.sqlite")
+    (blob,) = con.execute("SELECT vector FROM embeddings WHERE text_hash = ?", (content_hash(question),)).fetchone()
+    con.close()
+    cached = np.frombuffer(blob, dtype=np.float32)
+    optimised = OnnxMiniLMEmbedder().embed([question])[0]
+    assert float(cached @ optimised) > 0.99999 and not np.array_equal(cached, np.zeros_like(cached))

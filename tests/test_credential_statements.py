@@ -9,18 +9,24 @@ indexer's flag counts all use.
 
 ``heldout.jsonl`` (batch 1) was measured once when written (detection 0.750) and its misses then drove the second
 round, so it is development data now and held to the same bar here. ``heldout2.jsonl`` (batch 2, written after the
-second round was frozen: detection 0.531, false positives 0.016) is measured by ``bench/credential_screen.py
---corpus`` and asserts nothing here: the figures are in docs/explanation/evaluation.md.
+second round was frozen: detection 0.531, false positives 0.016) was development data for the linked values of
+:mod:`screening.linked` (0.922 after it); ``heldout3.jsonl`` (batch 3) was written and committed before that module
+and measured once after it (0.922, false positives 0.016; 0.781 and 0.016 before). Neither meets the 0.98 bar: both
+are held to the figures measured, a floor against regressions, not a target (``bench/credential_screen.py`` prints
+every batch; docs/explanation/evaluation.md has the figures).
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from screening import mask, scan
+from screening.vocabulary import is_word
 
 CORPUS = Path(__file__).parent / "data" / "credentials" / "statements.jsonl"
 ROWS = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
@@ -43,6 +49,18 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
     missed = [t for t in creds if not flagged(t)]
     false = [t for t in looks if flagged(t)]
     assert 1 - len(missed) / len(creds) >= 0.98, missed
+    assert len(false) / len(looks) <= 0.02, false
+
+
+@pytest.mark.parametrize("corpus", ["heldout2.jsonl", "heldout3.jsonl"])
+def test_the_later_held_out_batches_keep_the_figures_measured(corpus: str) -> None:
+    rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
+    creds = [r["text"] for r in rows if r["credential"]]
+    looks = [r["text"] for r in rows if not r["credential"]]
+    assert len(creds) >= 60 and len(looks) >= 60 and {r["lang"] for r in rows} == {"en", "de", "fr", "es"}
+    missed = [t for t in creds if not flagged(t)]
+    false = [t for t in looks if flagged(t)]
+    assert 1 - len(missed) / len(creds) >= 0.92, missed
     assert len(false) / len(looks) <= 0.02, false
 
 
@@ -118,3 +136,54 @@ def test_tables_keypads_pairs_and_loose_phrasings_are_left_out(text: str, value:
 ])
 def test_look_alikes_of_the_new_constructions_are_left_alone(text: str) -> None:
     assert mask(text) == text
+
+
+# -- values linked to a credential noun in the same sentence (screening.linked) -------------------------------------
+@pytest.mark.parametrize("text, value", [
+    # no construction the statement reader knows: a verb of using, "still", "defaults to", a token in snake_case
+    ("The lab NAS still uses the root password factorydefault from the installer.", "factorydefault"),
+    ("The root password on the lab NAS is still factorydefault.", "factorydefault"),
+    ("Le mot de passe root du NAS du labo est toujours parametreusine.", "parametreusine"),
+    ("The jira-bot service account logs in with the token jbt_8842aa91c7.", "jbt_8842aa91c7"),
+    ("For the Local Perforce server, the `admin` password defaults to `pass12349ers`.", "pass12349ers"),
+    ("Der Code für den Fahrradkäfig wurde am Montag auf 1815 geändert.", "1815"),
+    # a combination in spaced groups by a safe; users and passwords side by side with no credential noun
+    ("Safe in the finance office: 12 - 40 - 7", "12 - 40 - 7"),
+    ("Test users: qa1@ledgerly.test / QaPass#1 and qa2@ledgerly.test / QaPass#2.", "QaPass#2"),
+])
+def test_a_value_near_a_credential_noun_is_left_out_whatever_the_phrasing(text: str, value: str) -> None:
+    assert value not in mask(text)
+
+
+@pytest.mark.parametrize("text", [
+    # from real handbooks: commands, tools, issues, versions, pods, dates and references near a credential noun
+    "Use the fork in GitHub Actions, modify the `setup-mi2` action and pin to a specific commit.",
+    "export CF_API_TOKEN=$(gcloud secrets versions access latest --secret CLOUDFLARE_API_TOKEN)",
+    "Making dashboards available without requiring site admin access: sourcegraph/sourcegraph#25407",
+    "Fix (16256): add a repo panel and a token field.",
+    "Name the notes `20222806 - Acme - Code security` and keep the API key out of them.",
+    "Run `kubectl describe pod/redis-store-7c5fb8dd89-jzx44` to see which secret the pod mounts.",
+    "To set up yubikey as your MFA for the cli session token, configure it in AWS.",
+    "The access token is passed to the velero/velero-plugin-for-gcp:v1.4.0 image.",
+    "Tokens expire after 3600 seconds; refresh them with the CLI.",
+    "Le code postal de nos bureaux parisiens est 75011.",
+    "Use code SPRING24 for 20% off the conference ticket.",
+    "The API key is stored in 1Password under the team vault.",
+])
+def test_technical_text_near_a_credential_noun_is_left_alone(text: str) -> None:
+    assert mask(text) == text
+
+
+def test_the_vocabulary_knows_words_of_the_four_languages_and_not_run_together_passphrases() -> None:
+    assert all(is_word(w) for w in ("requirements", "Zeichen", "réinitialisation", "contraseña", "STRASSE"))
+    assert not any(is_word(w) for w in ("bluebirdcanyonriver", "factorydefault", "kirschblütenweg", "xkqzvbnmw"))
+
+
+def test_the_screen_reads_the_word_lists_without_importing_wordfreq() -> None:
+    """wordfreq's import costs 0.4 s (regex, ftfy, langcodes); the screen reads its data files directly."""
+    code = ("import sys; from screening import mask; "
+            "assert 'factorydefault' not in mask('The lab NAS still uses the root password factorydefault.'); "
+            "print('wordfreq' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr[-2000:]
