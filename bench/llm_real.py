@@ -1,7 +1,7 @@
 """The dev sets in LLM mode against a real model: SmolLM2-135M-Instruct on llama-cpp-python's
 OpenAI-compatible server (127.0.0.1), through ``chatops eval --set`` exactly as ``make eval`` runs them.
 
-Usage: python bench/llm_real.py [--limit N] [--sets dev,dev2,dev3] [--shared DIR] [--data DIR] [--base-url URL] [--json]
+Usage: python bench/llm_real.py [--limit N] [--sets dev,dev2,dev3] [--shared DIR] [--data DIR] [--base-url URL] [--json] [--raw FILE]
 
 Prints, per set (dev, dev2, dev3 over the ../shared handbooks): the eval figures (R@5, answer_contains,
 citation_validity, refusal_unanswerable, false_refusal, ``unsupported_posted``), LLM calls and tokens per turn
@@ -116,6 +116,8 @@ def main() -> int:
     p.add_argument("--sets", default="dev,dev2,dev3", help="which dev sets, comma-separated (default: all three)")
     p.add_argument("--budget-ms", type=int, default=20000, help="TURN_BUDGET_MS (default: production's 20000)")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    p.add_argument("--raw", type=Path, help="also write chatops eval's whole JSON per set (every question's row, "
+                   "its trace figures and gate verdict) to this file")
     args = p.parse_args()
     names = [n.strip() for n in args.sets.split(",") if n.strip()]
     if not names or set(names) - set(SETS):
@@ -140,6 +142,8 @@ def main() -> int:
         except ServerUnavailable as exc:
             print(f"the real model cannot be served: {exc}", file=sys.stderr)
             return 2
+        if args.raw:
+            args.raw.write_text(json.dumps(results, indent=1))
         figs = {name: figures(r, args.budget_ms / 1000) for name, r in results.items()}
         if args.json:
             print(json.dumps({"limit": args.limit, "seconds": round(time.monotonic() - t), "sets": figs}))

@@ -8,7 +8,8 @@ retry, the knowledge fallback after failed retries, retries stopped by the rule-
 "no improvement" rule (one loop for both planners), the rule-based fallback after LLM errors, a
 decomposed question searching each part, a side-effect tool proposed and left pending (also when the model
 searched or answered a request its tool recognises), malformed
-tool arguments repaired, a 429 then success, an exhausted budget degrading, an unsupported
+tool arguments repaired (and, still invalid after the repair, the turn left to the rule-based planner), a 429
+then success, an exhausted budget degrading, an unsupported
 sentence removed by the claim check, a sentence stating a figure its passage lacks removed (never released
 early) whatever the claim check says and a draft left with none becoming the refusal, a compliance fix, an instruction injected into a page
 left out of the passages and ignored, and other participants' thread messages shown only as a quoted
@@ -314,6 +315,23 @@ def test_malformed_tool_arguments_are_repaired(wiki_index, tmp_path) -> None:
     assert "were invalid" in repair["messages"][-1]["content"]
     assert repair["response_format"]["type"] == "json_schema"
     assert any(s["step"] == "tool_arguments_invalid" for s in reply.trace.steps)
+
+
+def test_tool_arguments_still_invalid_after_the_repair_leave_the_turn_to_the_rule_planner(wiki_index, tmp_path) -> None:
+    # SmolLM2 routed a dev question to an action with made-up arguments and answered the repair in prose (read
+    # as null): the eval process died of an AttributeError. Now nothing is proposed and the rule planner answers.
+    brain = Brain(route=chat(None, [tool_call("ticket_create", {"event_type": "create"})]))
+    brain.steps["repair"] = chat("Sure! Here are the corrected arguments for your ticket.")
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path, extra_tool=TicketCreate()).answer(
+            Turn(viewer=public_viewer(), text="how do I declare an incident?"))
+    assert brain.calls == ["route", "repair"]
+    invalid = [s for s in reply.trace.steps if s["step"] == "tool_arguments_invalid"]
+    assert [s["attempt"] for s in invalid] == [0, 1] and "not NoneType" in invalid[1]["error"]
+    assert any(s["step"] == "action_not_proposed" for s in reply.trace.steps)
+    assert reply.pending_action is None and reply.route != "action"
+    assert reply.citations and not reply.refused  # the rule planner's answer from the wiki
+    assert_citations_verbatim(reply, wiki_index)
 
 
 def test_rate_limit_then_success(wiki_index, tmp_path) -> None:

@@ -8,7 +8,8 @@ as ``invalid_output``; a tool call written in the text (``<tool_call>`` chat-tem
 that is JSON but no tool call searching instead of being posted; a server that ignores ``tools`` detected
 by one probe and routed by a JSON decision (remembered: the next turn asks no probe); a server rejecting
 ``tools`` with a 400; ``json_schema`` answered 500 (llama-cpp-python) falling back to ``json_object`` with
-the schema, remembered; a timed-out call counted; a slow model losing reflection first and, slower still,
+the schema, remembered; a model measured too slow asked again once its measurements expire; a timed-out
+call counted; a slow model losing reflection first and, slower still,
 taking the extractive answer before the budget is spent; and in Slack, with a slow model, the ack within
 3 s and the first visible progress within 2 s.
 """
@@ -31,6 +32,7 @@ from state import StateStore
 from state.store import sqlite_url
 
 from helpers import public_viewer, run_chatops, seed_embedding_cache
+from agent.llm.latency import MAX_AGE_S, LatencyMeter
 from agent.llm.prompts import REWRITE_SCHEMA
 from openai_standin import OpenAIStandIn, chat, json_reply
 from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
@@ -203,6 +205,50 @@ def test_what_a_server_can_do_is_kept_in_the_data_dir_for_the_next_process(index
     assert usage(second)["failed"] == 0
     assert_cited_answer(first)
     assert not second["refused"] and steps(second, "route")[0]["source"] == "llm_json"
+
+
+def test_a_model_measured_too_slow_is_asked_again_once_its_measurements_expire(indexed) -> None:
+    # A previous process measured the model at 30 s a call of 20 tokens (a load spike): while that is recent,
+    # no call fits the turn and none is sent; five minutes later the measurements are forgotten and the model,
+    # fast again, is asked and measured afresh (before, a model once measured too slow was never asked again,
+    # in that process or any later one: SmolLM2 under a load of 13 lost every later turn of a dev set).
+    def slow_entry(at: float) -> dict:
+        return {"tools": True, "json_format": "json_schema",
+                "latency": {"calls": [[30.0, 20, 400]] * 4, "prompt_chars": 6400, "prompt_tokens": 1600,
+                            "measured_at": at}}
+
+    def remember(llm: OpenAIStandIn, at: float) -> None:
+        path = indexed / "llm-servers.json"
+        kept = json.loads(path.read_text()) if path.is_file() else {}
+        kept.update({f"{llm.base_url} small": slow_entry(at), f"{llm.base_url} big": slow_entry(at)})
+        path.write_text(json.dumps(kept))
+
+    brain = Brain()
+    with OpenAIStandIn(brain) as llm:
+        remember(llm, time.time() - 60)
+        recent = ask(indexed, llm)
+        assert llm.chat_requests() == [] and usage(recent)["calls"] == 0
+        assert "not sent" in steps(recent, "fallback")[0]["reason"] and recent["citations"]  # the extractive answer
+        remember(llm, time.time() - MAX_AGE_S - 1)
+        started = time.time()
+        expired = ask(indexed, llm)
+        kept = json.loads((indexed / "llm-servers.json").read_text())[f"{llm.base_url} small"]["latency"]
+    assert usage(expired)["calls"] >= 2 and brain.calls[:2] == ["route", "rewrite"], usage(expired)
+    assert_cited_answer(expired)
+    assert kept["measured_at"] >= started and [30.0, 20, 400] not in kept["calls"]
+
+
+def test_measurements_are_forgotten_after_max_age_within_a_process() -> None:
+    now = [1000.0]
+    meter = LatencyMeter(max_age_s=300, clock=lambda: now[0])
+    meter.observe("m", 12.0, 20, timed_out=True)
+    meter.observe("m", 30.0, 20, prompt_tokens=400, prompt_chars=1600)
+    assert meter.estimate_ms("m", 20) >= 12_000 and meter.affordable_tokens("m", 10) == 6
+    now[0] += 299
+    assert meter.estimate_ms("m", 20) >= 12_000  # still recent
+    now[0] += 2
+    assert meter.estimate_ms("m", 20) == 0 and meter.affordable_tokens("m", 10) is None
+    assert meter.snapshot("m")["calls"] == []
 
 
 def test_an_unreadable_capability_file_is_found_out_again_and_rewritten(indexed) -> None:

@@ -12,6 +12,12 @@ use the model). A call that timed out sets a floor: no prediction is below the l
 time. A model not measured yet is predicted as the slowest model measured on the same meter (one server
 shares its hardware); before any call, the prediction is 0.
 
+Measurements expire: once a model's newest one (call or timeout) is older than ``max_age_s`` (default
+:data:`MAX_AGE_S`), all of them are forgotten and the model is predicted as never measured. Without that, a
+model measured too slow during a load spike (or a cold start) would never be sent another call, so never
+measured again, and a turn would skip it for good (kept across processes in ``llm-servers.json``, for every
+later process too): SmolLM2 on a machine at load 13 made every later turn of a dev set skip it.
+
 :meth:`LatencyMeter.affordable_tokens` inverts the prediction: how many completion tokens a call may ask
 for (its ``max_tokens``) and still end within the seconds left, so that a call the client gives up on never
 leaves a long generation occupying a single-slot server (llama.cpp) for the calls after it.
@@ -23,7 +29,9 @@ from __future__ import annotations
 
 import statistics
 import threading
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,16 +42,21 @@ __all__ = ["LatencyMeter", "ModelLatency"]
 #: Characters per prompt token before any call is measured (English text, JSON and markup).
 CHARS_PER_TOKEN = 4.0
 
+#: Seconds after its newest measurement that a model's measurements are forgotten (see the module docstring): at
+#: most one turn in this time pays for finding out that a model measured too slow is fast again.
+MAX_AGE_S = 300.0
+
 
 @dataclass(slots=True)
 class ModelLatency:
     """What was measured for one model: recent ``(seconds, completion tokens, prompt tokens)``, the prompts'
-    characters per token, and the last timeout."""
+    characters per token, the last timeout, and when the newest measurement was taken (Unix seconds)."""
 
     calls: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=20))
     timed_out_s: float = 0.0
     prompt_chars: int = 0
     prompt_tokens: int = 0
+    measured_at: float = 0.0
 
     def prompt_tokens_of(self, chars: int) -> int:
         """Prompt tokens of a request of ``chars`` characters, at the ratio measured (4 characters a token
@@ -120,11 +133,25 @@ class ModelLatency:
 
 
 class LatencyMeter:
-    """See the module docstring. Thread-safe: one meter serves every turn of a process."""
+    """See the module docstring. Thread-safe: one meter serves every turn of a process.
 
-    def __init__(self) -> None:
+    Args:
+        max_age_s: seconds after a model's newest measurement that all of its measurements are forgotten.
+        clock: the time now, in Unix seconds (kept across processes, so wall-clock time).
+    """
+
+    def __init__(self, max_age_s: float = MAX_AGE_S, clock: Callable[[], float] = time.time) -> None:
         self._models: dict[str, ModelLatency] = {}
         self._lock = threading.Lock()
+        self.max_age_s = max_age_s
+        self.clock = clock
+
+    def _current(self) -> dict[str, ModelLatency]:
+        """The models, those whose newest measurement is older than :attr:`max_age_s` forgotten (lock held)."""
+        now = self.clock()
+        for name in [n for n, m in self._models.items() if now - m.measured_at > self.max_age_s]:
+            del self._models[name]
+        return self._models
 
     def observe(self, model: str, seconds: float, completion_tokens: int, timed_out: bool = False,
                 prompt_tokens: int = 0, prompt_chars: int = 0) -> None:
@@ -132,7 +159,8 @@ class LatencyMeter:
         the server counted them, characters as sent); a call that ``timed_out`` sets the floor of later
         predictions instead."""
         with self._lock:
-            m = self._models.setdefault(model, ModelLatency())
+            m = self._current().setdefault(model, ModelLatency())
+            m.measured_at = self.clock()
             if timed_out:
                 m.timed_out_s = seconds
                 return
@@ -145,16 +173,17 @@ class LatencyMeter:
         """Predicted milliseconds of a call of ``model`` writing about ``completion_tokens`` tokens after a
         prompt of ``prompt_chars`` characters (when known)."""
         with self._lock:
-            m = self._models.get(model)
+            models = self._current()
+            m = models.get(model)
             if m is not None and (m.calls or m.timed_out_s):
                 return m.predict_s(completion_tokens, prompt_chars) * 1000
-            return max((x.predict_s(completion_tokens, prompt_chars) for x in self._models.values()),
+            return max((x.predict_s(completion_tokens, prompt_chars) for x in models.values()),
                        default=0.0) * 1000
 
     def tokens_per_s(self, model: str) -> float:
         """Completion tokens per second measured for ``model`` (0 before any call)."""
         with self._lock:
-            m = self._models.get(model)
+            m = self._current().get(model)
             return m.tokens_per_s if m else 0.0
 
     def affordable_tokens(self, model: str, seconds: float, prompt_chars: int | None = None) -> int | None:
@@ -162,25 +191,26 @@ class LatencyMeter:
         characters, at its measured speed (see :meth:`ModelLatency.affordable`); a model not measured yet is
         taken to be as slow as the slowest one measured; None before any measured call."""
         with self._lock:
-            m = self._models.get(model)
+            models = self._current()
+            m = models.get(model)
             if m is not None and m.calls:
                 return m.affordable(seconds, prompt_chars)
             # not measured yet: as the slowest model measured on this meter (one server shares its hardware)
-            fits = [n for x in self._models.values() if (n := x.affordable(seconds, prompt_chars)) is not None]
+            fits = [n for x in models.values() if (n := x.affordable(seconds, prompt_chars)) is not None]
             return min(fits) if fits else None
 
     def snapshot(self, model: str) -> dict:
         """What was measured for ``model``, as JSON: ``{"calls": [[seconds, completion tokens, prompt tokens],
-        ...], "prompt_chars": n, "prompt_tokens": n}`` (the timeout floor is this process's own: it is not
-        carried over)."""
+        ...], "prompt_chars": n, "prompt_tokens": n, "measured_at": unix seconds}`` (the timeout floor is this
+        process's own: it is not carried over)."""
         with self._lock:
-            m = self._models.get(model) or ModelLatency()
+            m = self._current().get(model) or ModelLatency()
             return {"calls": [[round(s, 3), c, p] for s, c, p in m.calls], "prompt_chars": m.prompt_chars,
-                    "prompt_tokens": m.prompt_tokens}
+                    "prompt_tokens": m.prompt_tokens, "measured_at": round(m.measured_at, 3)}
 
     def seed(self, model: str, snapshot: dict) -> None:
         """Start ``model``'s measurements from a :meth:`snapshot` (another process's); malformed entries are
-        ignored."""
+        ignored, and a snapshot without ``measured_at`` (written before it was kept) counts as expired."""
         snapshot = snapshot if isinstance(snapshot, dict) else {}
         calls = []
         for item in snapshot.get("calls") or []:
@@ -192,10 +222,15 @@ class LatencyMeter:
                 calls.append((secs, toks, prompt))
         try:
             chars, tokens = max(0, int(snapshot.get("prompt_chars") or 0)), max(0, int(snapshot.get("prompt_tokens") or 0))
+            at = float(snapshot.get("measured_at") or 0.0)
         except (TypeError, ValueError):
             chars = tokens = 0
+            at = 0.0
+        if not calls or self.clock() - at > self.max_age_s:
+            return
         with self._lock:
-            m = self._models.setdefault(model, ModelLatency())
+            m = self._current().setdefault(model, ModelLatency())
             m.calls.extend(calls)
             m.prompt_chars += chars
             m.prompt_tokens += tokens
+            m.measured_at = max(m.measured_at, at)

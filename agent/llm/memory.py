@@ -6,7 +6,8 @@ accepts and how fast it writes. :class:`ServerMemory` keeps, per ``(base URL, mo
 
 - ``tools``: whether the model calls tools (``true``/``false``; absent while unknown);
 - ``json_format``: the structured-output form that works (``json_schema``, ``json_object`` or ``prompt``);
-- ``latency``: the last calls' ``{"calls": [[seconds, completion tokens], ...]}`` (see
+- ``latency``: the last calls' ``{"calls": [[seconds, completion tokens, prompt tokens], ...], "measured_at": ...}``
+  (forgotten 5 minutes after the newest; see
   :class:`agent.llm.latency.LatencyMeter`).
 
 The file (``CHATOPS_DATA_DIR/llm-servers.json`` in production) holds no user text, no key and no prompt.

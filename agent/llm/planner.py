@@ -35,7 +35,8 @@ One turn:
    exit screens the reply again, whichever path (this loop or the fallback) wrote it.
 
 Side-effect tools are never executed: a call of an action tool (:mod:`tools.actions`) becomes a
-pending action summarised by the tool's own preview, and a request that a registered tool's own intent
+pending action summarised by the tool's own preview (arguments still invalid after one repair propose
+nothing, and the rule-based planner answers the turn), and a request that a registered tool's own intent
 recognises (the rule planner's action route) is proposed by the rule planner when the model searched or
 answered it instead (a weak model does); and
 only a call from the routing step counts (that step sees the user's own message and history,
@@ -248,7 +249,13 @@ class LLMPlanner:
             return self.fallback.plan(turn, trace)
         pending = None
         for call in decision["actions"]:
-            pending = self._propose(call, turn, ctx, trace, budget)
+            pending = self._propose(call, turn, ctx, trace, budget) or pending
+        if decision["actions"] and pending is None and decision["search"] is None:
+            # The model asked for an action whose arguments stayed invalid after one repair (SmolLM2 routes
+            # "thanks!" to an action with made-up arguments): the rule planner proposes what the tools' own
+            # phrasings recognise, or answers, instead of a reply about an action nobody will see.
+            trace.step("action_not_proposed", tools=[c["tool"] for c in decision["actions"]])
+            return self.fallback.plan(turn, trace)
         if decision["search"] is None:
             route = "action" if decision["actions"] else ("chitchat" if decision["chitchat"] else "general")
             trace.route = route
@@ -438,7 +445,10 @@ class LLMPlanner:
         raw = call["arguments"]
         for attempt in range(2):
             try:
-                args = self.tools.validate(call["tool"], json.loads(raw or "{}"))
+                value = json.loads(raw or "{}")
+                if not isinstance(value, dict):  # a repair answered in prose is read as null
+                    raise ToolArgumentError(f"the arguments must be a JSON object, not {type(value).__name__}")
+                args = self.tools.validate(call["tool"], value)
                 break
             except (json.JSONDecodeError, ToolArgumentError) as exc:
                 trace.step("tool_arguments_invalid", tool=call["tool"], attempt=attempt, error=str(exc)[:300])
