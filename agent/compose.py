@@ -14,16 +14,19 @@ A unit that states the answer type the question asks for (:func:`agent.answertyp
 ``coverage + similarity_weight * similarity`` orders them.
 
 The best unit is quoted with what makes it readable on its own: a list item with its list's lead-in and the
-list itself (up to ``list_items`` items, as a Markdown list; a list without a lead-in under its heading, in
-bold), a table row with its header row (as a small Markdown table), a sentence with its whole paragraph when
+list itself (up to ``list_items`` items, as a Markdown list: the unit's own item with every sentence of it when
+that is short (``paragraph_chars``), else with its next one, the other items by their first sentence; a list
+without a lead-in under its heading, in bold), a table row with its header row (as a small Markdown table), a
+sentence with its whole paragraph (for a sentence continuing a list item: the item's sentences) when
 that is short (``paragraph_chars``), else with the sentence before it when that one holds question terms the
 unit lacks (the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
 next one when the unit is a lead-in ending in ":" (or both fit in ``neighbour_chars``). Further units come from the
 page already quoted while they add a specific term no quoted unit holds, state the type the question asks for
 (a question asking for none gives no unit this pass) or score within ``other_page_margin`` of the best, up to
-``max_units``; a unit of another page only (once) when it states the asked type and scores within
-``other_page_margin`` of the best. A multi-part question gets this per part, each from its own support; a part with no support
-or no unit that speaks to it is named in a closing line ("Nothing found on: ...").
+``max_units``; a unit of another page only (once) when it states the asked type, scores within
+``other_page_margin`` of the best and holds a specific term no quoted unit holds: another page answers what
+the first did not, never the same fact again. A multi-part question gets this per part, each from its own
+support; a part with no support or no unit that speaks to it is named in a closing line ("Nothing found on: ...").
 
 Every quoted piece becomes a citation whose quote is its exact text in the chunk (:mod:`agent.citations`
 checks it), and nothing :mod:`screening` flags is ever a unit.
@@ -44,7 +47,7 @@ from .rewrite import definition_target, defines
 from .models import Citation
 from .terms import KeyTerms
 from .text import Span, display_text
-from .units import Unit, is_list_item, list_block, next_list_item, paragraph_of, quotable, units_of
+from .units import Unit, is_list_item, item_start, list_block, next_list_item, paragraph_of, quotable, units_of
 
 __all__ = ["Composer", "ComposerConfig", "Draft", "PartEvidence", "Similarity"]
 
@@ -72,7 +75,8 @@ class ComposerConfig:
         similarity_weight: weight of the unit's cosine against its coverage (both in [0, 1]).
         embedded_units: at most this many units (the best by coverage and type) are embedded per question.
         other_page_margin: a unit of another page is quoted (once) only when it states the asked type as the best
-            unit does and its score (coverage plus weighted similarity) is within this of the best's.
+            unit does, its score (coverage plus weighted similarity) is within this of the best's and it holds a
+            specific term no quoted unit holds.
         neighbour_chars: a sentence is quoted with the next one of its paragraph when both fit in this many
             characters (a short statement and the sentence that completes it).
         paragraph_chars: a sentence whose whole paragraph fits in this many characters is quoted with its
@@ -227,7 +231,7 @@ class Composer:
             close = s.typed == best.typed and sum(s.score[1:]) >= sum(best.score[1:]) - cfg.other_page_margin
             if u.ev.chunk.doc_id != page:
                 # Another page only for what the quoted one leaves out: a part of the question it does not speak to.
-                if other_page or not out or not close:
+                if other_page or not out or not close or not (have - covered):
                     continue
                 other_page = True
             elif out and not (have - covered) and not ((s.typed and s.asked) or close):
@@ -254,11 +258,20 @@ class Composer:
             return ([u.lead, u.span] if u.lead is not None else [u.span]), "table"
         if u.kind == "item":
             lead, items = list_block(text, u.span)
-            if len(items) > self.config.list_items:
-                i = items.index(next(x for x in items if x.start == u.span.start))
-                lo = max(0, min(i - self.config.list_items // 2, len(items) - self.config.list_items))
-                items = items[lo:lo + self.config.list_items]
-            return ([lead] if lead is not None else []) + items, "list"
+            groups: dict[int | None, list[Span]] = {}  # an item's sentences, by the item's line
+            for x in items:
+                groups.setdefault(item_start(text, x), []).append(x)
+            # the unit's own item whole when short (else with the sentence after it), the others by their first
+            # sentence (the step or rule they state)
+            mine = item_start(text, u.span)
+            cap = self.config.paragraph_chars
+            whole = [(g if sum(len(x.text) for x in g) <= cap else g[:2]) if k == mine else g[:1]
+                     for k, g in groups.items()]
+            if len(whole) > self.config.list_items:
+                i = next(j for j, g in enumerate(whole) if any(x.start == u.span.start for x in g))
+                lo = max(0, min(i - self.config.list_items // 2, len(whole) - self.config.list_items))
+                whole = whole[lo:lo + self.config.list_items]
+            return ([lead] if lead is not None else []) + [x for g in whole for x in g], "list"
         para = [p for p in paragraph_of(text, u.span) if quotable(text, p)]
         if len(para) > 1 and sum(len(p.text) for p in para) <= self.config.paragraph_chars:
             items = _list_led_by(text, para[-1])
@@ -362,6 +375,8 @@ def _show(text: str, spans: list[Span], shape: str, n: int) -> str:
                 mark = _ORDERED.match(line)
                 out.append(f"{mark.group().strip() if mark else '-'} {display_text(sp.text)}")
                 prose = False
+            elif out and not prose and item_start(text, sp) is not None:  # the item's next sentence
+                out[-1] += " " + display_text(sp.text)
             elif prose:
                 out[-1] += " " + display_text(sp.text)
             else:

@@ -26,7 +26,7 @@ from .screen import span_flagged
 from .text import Span, sentence_spans
 
 __all__ = ["Unit", "units_of", "table_header", "list_block", "paragraph_of", "next_list_item", "is_list_item",
-           "quotable"]
+           "item_start", "quotable"]
 
 UnitKind = Literal["sentence", "item", "row"]
 
@@ -98,6 +98,29 @@ def _kind(text: str, span: Span) -> UnitKind | Literal["heading"]:
     return "sentence"
 
 
+def item_start(text: str, span: Span) -> int | None:
+    """The offset of the line of the list item ``span`` belongs to: the item's marker line, for its first
+    sentence or a sentence after it on the item's lines ("- **Lock the screen.** Use a code of six digits or
+    more.", wrapped or not); None for prose, rows and headings.
+
+    The item runs up from ``span``'s line to the nearest line with a list marker, over lines that are neither
+    blank, a heading nor a table row (Markdown's continuation lines).
+    """
+    pos = text.rfind("\n", 0, span.start) + 1
+    while True:
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        if _LIST_MARK.match(line):
+            return pos
+        if pos == 0:
+            return None
+        prev = text.rfind("\n", 0, pos - 1) + 1
+        above = text[prev:pos - 1]
+        if not above.strip() or _HEADING_LINE.match(above) or above.lstrip().startswith("|"):
+            return None
+        pos = prev
+
+
 def is_list_item(line: str) -> bool:
     """Whether ``line`` (the text of a line up to a span's start) is a list marker: ``- ``, ``* ``, ``1. ``..."""
     return _LIST_MARK.fullmatch(line) is not None
@@ -141,15 +164,16 @@ def table_header(text: str, row_start: int) -> Span | None:
 
 def list_block(text: str, item: Span) -> tuple[Span | None, list[Span]]:
     """The list ``item`` belongs to: its lead-in line (the prose line just above the list, when there is one and it
-    is not a heading) and every item of the list in order (items of one list are separated by nothing but their
-    own continuation lines)."""
+    is not a heading, nor a sentence continuing an item above) and every item of the list in order, each with the
+    sentences that continue it on its lines (items of one list are separated by nothing but their own continuation
+    lines)."""
     spans = _spans(text)
     idx = next((i for i, s in enumerate(spans) if s.start == item.start), None)
     if idx is None:
         return None, [item]
 
-    def is_item(s: Span) -> bool:
-        return _kind(text, s) == "item"
+    def is_item(s: Span) -> bool:  # an item's first sentence or one continuing it
+        return item_start(text, s) is not None
 
     first = idx
     while first > 0 and is_item(spans[first - 1]) and "\n\n" not in text[spans[first - 1].end:spans[first].start]:
@@ -162,7 +186,8 @@ def list_block(text: str, item: Span) -> tuple[Span | None, list[Span]]:
     if first > 0:
         prev = spans[first - 1]
         between = text[prev.end:spans[first].start]
-        if _kind(text, prev) == "sentence" and between.count("\n") <= 2 and "\n" in between:
+        if _kind(text, prev) == "sentence" and item_start(text, prev) is None and between.count("\n") <= 2 \
+                and "\n" in between:
             lead = prev
     return lead, items
 
@@ -174,11 +199,15 @@ def quotable(text: str, span: Span) -> bool:
 
 
 def paragraph_of(text: str, span: Span) -> list[Span]:
-    """The sentences of ``span``'s paragraph (prose sentences not separated by a blank line), in order."""
+    """The sentences of ``span``'s paragraph (prose sentences not separated by a blank line; for a sentence continuing
+    a list item, the item's sentences), in order."""
     spans = _spans(text)
     idx = next((i for i, s in enumerate(spans) if s.start == span.start), None)
     if idx is None or _kind(text, span) != "sentence":
         return [span]
+    own = item_start(text, span)
+    if own is not None:  # a sentence continuing a list item: the item's sentences are its paragraph
+        return [s for s in spans if item_start(text, s) == own]
     first = idx
     while first > 0 and _kind(text, spans[first - 1]) == "sentence" and "\n\n" not in text[spans[first - 1].end:spans[first].start]:
         first -= 1

@@ -1,0 +1,84 @@
+"""What an answer quotes (issue 22), through the real agent over a real index: the example wiki plus three pages
+written for these tests.
+
+- A list item of several sentences is quoted whole (the figure in its second sentence with it), and a sentence
+  that continues an item is never taken for the lead-in of the next list.
+- A second page is quoted only for what the first did not say: the same fact on another page is not cited.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from agent.models import Reply, Turn
+from app.settings import Settings
+from app.wiring import Runtime, build_agent
+from connectors.folder import FolderSource
+from index.embeddings import CachedEmbedder
+from index.indexer import Indexer
+from index.knowledge import KnowledgeIndex
+
+from helpers import WIKI, public_viewer
+
+PHONES = """# Work phones
+
+## Rules
+
+- **Set a screen lock passcode.** It must be longer than 11 digits and mix letters with numbers. Never share the
+  passcode with anyone, including IT.
+- **Turn on remote wipe.** On Android phones, turn on the device manager instead.
+- **Install updates.** Apply each system update within a week of its release.
+"""
+
+DINNERS = """# Team dinners
+
+Team dinners are reimbursed up to $65 per person, drinks included, when a manager books them for the whole team.
+"""
+
+OFFSITES = """# Offsite planning
+
+## Meals
+
+Team dinners during an offsite are reimbursed up to $65 per person, drinks included.
+"""
+
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
+    root = tmp_path_factory.mktemp("spans")
+    wiki = root / "wiki"
+    shutil.copytree(WIKI, wiki)
+    (wiki / "it" / "work-phones.md").write_text(PHONES, encoding="utf-8")
+    (wiki / "finance" / "team-dinners.md").write_text(DINNERS, encoding="utf-8")
+    (wiki / "company" / "offsites.md").write_text(OFFSITES, encoding="utf-8")
+    index = KnowledgeIndex(root / "index", embedder)
+    report = Indexer(index).run(FolderSource(wiki))
+    assert not report.errors, report
+    yield build_agent(Settings(chatops_data_dir=root / "data"), index=index)
+    index.close()
+
+
+def ask(runtime: Runtime, text: str) -> Reply:
+    return runtime.agent.answer(Turn(viewer=public_viewer(), text=text, platform="test"))
+
+
+def test_a_list_item_of_several_sentences_is_quoted_whole(runtime: Runtime) -> None:
+    reply = ask(runtime, "what are the rules for the passcode on a work phone?")
+    assert not reply.refused, reply.text
+    # the item's sentences are quoted together: its statement and the figure its second sentence states
+    assert ("Set a screen lock passcode. It must be longer than 11 digits and mix letters with numbers. Never "
+            "share the passcode with anyone, including IT.") in reply.text
+    # a sentence of an item is never shown as the lead-in of the list below it
+    assert "including IT.\n- Turn on remote wipe." in reply.text or "Turn on remote wipe" not in reply.text
+    assert all(c.doc_id == "it/work-phones.md" for c in reply.citations)
+
+
+def test_a_second_page_saying_the_same_thing_is_not_cited(runtime: Runtime) -> None:
+    reply = ask(runtime, "how much can we spend per person on a team dinner?")
+    assert not reply.refused, reply.text
+    assert "$65 per person" in reply.text
+    assert len({c.doc_id for c in reply.citations}) == 1, reply.citations
