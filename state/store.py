@@ -22,19 +22,13 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from .errors import SchemaTooNewError, StateStoreError
-from .index_manifest import index_manifest_tables
+from . import schema
+from .schema import LEGACY_INDEX_ID, NO_INDEX
 
 __all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage", "McpToken",
            "TurnRecord", "MESSAGE_MAX_ATTEMPTS", "MESSAGE_RETRY_BASE", "MESSAGE_RETRY_MAX", "sqlite_url"]
 
 log = logging.getLogger(__name__)
-
-
-#: The index id of cursors and runs written before they were keyed by index (revision 0004); the first
-#: index that holds pages of a source adopts them (:meth:`StateStore.adopt_legacy`).
-LEGACY_INDEX_ID = "legacy"
-#: The index id of runs that belong to no index (the retention purge).
-NO_INDEX = ""
 
 
 def sqlite_url(path: str | os.PathLike[str]) -> str:
@@ -300,179 +294,23 @@ class StateStore:
             raise StateStoreError(f"cannot use DATABASE_URL ({_safe(url)}): {exc}") from exc
         if url.startswith("sqlite"):
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        md = sa.MetaData()
-        self.events = sa.Table(
-            "processed_events", md,
-            sa.Column("event_id", sa.String(200), primary_key=True),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("received_at", sa.DateTime(timezone=True), nullable=False, index=True),
-        )
-        self.feedback = sa.Table(
-            "feedback", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("trace_id", sa.String(64), nullable=False, index=True),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("user_id", sa.String(200), nullable=False),
-            sa.Column("value", sa.String(20), nullable=False),
-            sa.Column("comment", sa.Text, nullable=False, default=""),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.UniqueConstraint("trace_id", "user_id", name="uq_feedback_trace_user"),
-        )
-        self.pending = sa.Table(
-            "pending_actions", md,
-            sa.Column("key", sa.String(100), primary_key=True),
-            sa.Column("tool", sa.String(100), nullable=False),
-            sa.Column("args", sa.Text, nullable=False),
-            sa.Column("requester", sa.String(200), nullable=False),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("channel_id", sa.String(200), nullable=False, default=""),
-            sa.Column("thread_id", sa.String(200), nullable=False, default=""),
-            sa.Column("summary", sa.Text, nullable=False, default=""),
-            sa.Column("status", sa.String(20), nullable=False),
-            sa.Column("result", sa.Text, nullable=True),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        )
-        self.audit_log = sa.Table(
-            "audit_log", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("at", sa.DateTime(timezone=True), nullable=False, index=True),
-            sa.Column("actor", sa.String(200), nullable=False),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("action", sa.String(100), nullable=False),
-            sa.Column("target", sa.String(500), nullable=False, default=""),
-            sa.Column("outcome", sa.String(50), nullable=False),
-            sa.Column("detail", sa.Text, nullable=False, default="{}"),
-        )
-        # Cursors and runs belong to one index (its id: index.identity), several of which may share
-        # this database (replicas with their own data dirs); revision 0004.
-        self.cursors = sa.Table(
-            "sync_cursors", md,
-            sa.Column("index_id", sa.String(64), nullable=False, server_default=LEGACY_INDEX_ID),
-            sa.Column("source", sa.String(200), nullable=False),
-            sa.Column("cursor", sa.Text, nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-            sa.PrimaryKeyConstraint("index_id", "source", name="pk_sync_cursors"),
-        )
-        self.runs = sa.Table(
-            "sync_runs", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("index_id", sa.String(64), nullable=False, server_default=LEGACY_INDEX_ID),
-            sa.Column("source", sa.String(200), nullable=False, index=True),
-            sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
-            sa.Column("status", sa.String(20), nullable=False),
-            sa.Column("summary", sa.Text, nullable=False, default="{}"),
-            sa.Column("error", sa.Text, nullable=False, default=""),
-            sa.Index("ix_sync_runs_index_source", "index_id", "source"),
-        )
-        self.locks = sa.Table(
-            "locks", md,
-            sa.Column("name", sa.String(200), primary_key=True),
-            sa.Column("owner", sa.String(200), nullable=False),
-            sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
-        )
-        self.conversations = sa.Table(
-            "conversations", md,
-            sa.Column("key", sa.String(500), primary_key=True),
-            sa.Column("history", sa.Text, nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        )
-        self.scheduled = sa.Table(
-            "scheduled_messages", md,
-            sa.Column("key", sa.String(200), primary_key=True),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("user_id", sa.String(200), nullable=False),
-            sa.Column("channel_id", sa.String(200), nullable=False, default=""),
-            sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("text", sa.Text, nullable=False),
-            sa.Column("status", sa.String(20), nullable=False),
-            # When the next attempt may start: ``at`` at first, later than it after a failed attempt.
-            sa.Column("due_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("attempts", sa.Integer, nullable=False, default=0),
-            sa.Column("error", sa.Text, nullable=False, default=""),
-            sa.Column("owner", sa.String(200), nullable=False, default=""),
-            sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Index("ix_scheduled_messages_status_due", "status", "due_at"),
-            sa.Index("ix_scheduled_messages_user", "user_id", "status"),
-        )
-        self.group_members = sa.Table(
-            "group_members", md,
-            sa.Column("source", sa.String(200), primary_key=True),
-            sa.Column("group_name", sa.String(300), primary_key=True),
-            sa.Column("email", sa.String(320), primary_key=True),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Index("ix_group_members_email", "email"),
-        )
-        self.turn_log = sa.Table(
-            "turn_log", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("trace_id", sa.String(64), nullable=False, index=True),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("user_id", sa.String(200), nullable=False, index=True),
-            sa.Column("channel_id", sa.String(200), nullable=False, default=""),
-            sa.Column("question", sa.Text, nullable=False),
-            sa.Column("route", sa.String(30), nullable=False, default=""),
-            sa.Column("outcome", sa.String(20), nullable=False),
-            sa.Column("reason", sa.Text, nullable=False, default=""),
-            sa.Column("citations", sa.Text, nullable=False, default="[]"),
-            sa.Column("total_ms", sa.Float, nullable=False, default=0.0),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
-        )
-        # Which turn a message the bot sent answered (Teams' feedback invoke names only the message).
-        self.sent_replies = sa.Table(
-            "sent_replies", md,
-            sa.Column("platform", sa.String(20), primary_key=True),
-            sa.Column("message_id", sa.String(300), primary_key=True),
-            sa.Column("trace_id", sa.String(64), nullable=False),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
-        )
-        # Re-index requests left by web replicas for the worker of their index (revision 0005).
-        self.index_jobs = sa.Table(
-            "index_jobs", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("index_id", sa.String(64), nullable=False),
-            sa.Column("source", sa.String(200), nullable=False, server_default=""),
-            sa.Column("full", sa.Boolean, nullable=False, server_default=sa.false()),
-            sa.Column("requested_by", sa.String(200), nullable=False, server_default=""),
-            sa.Column("status", sa.String(20), nullable=False),
-            sa.Column("owner", sa.String(200), nullable=False, server_default=""),
-            sa.Column("result", sa.Text, nullable=False, server_default="[]"),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
-            sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
-            sa.Index("ix_index_jobs_index_status", "index_id", "status"),
-        )
-        # Where a proactive message to a user goes (revision 0007): Teams' personal-chat conversation
-        # references, as JSON, per platform and user id; written when the user messages the bot.
-        self.conversation_refs = sa.Table(
-            "conversation_references", md,
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("user_id", sa.String(200), nullable=False),
-            sa.Column("reference", sa.Text, nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, index=True),
-            sa.PrimaryKeyConstraint("platform", "user_id", name="pk_conversation_references"),
-        )
-        # Bearer tokens of the MCP server over HTTP (revision 0008): the SHA-256 digest only, per person.
-        self.mcp_tokens = sa.Table(
-            "mcp_tokens", md,
-            sa.Column("digest", sa.String(64), primary_key=True),
-            sa.Column("token_id", sa.String(16), nullable=False),
-            sa.Column("email", sa.String(320), nullable=False, index=True),
-            sa.Column("label", sa.String(200), nullable=False, server_default=""),
-            sa.Column("created_by", sa.String(200), nullable=False, server_default=""),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("last_used_at", sa.DateTime(timezone=True), nullable=True),
-            sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
-            sa.UniqueConstraint("token_id", name="uq_mcp_tokens_token_id"),
-        )
-        # Manifests of shared indexes (revision 0006): declared here so the schema is checked against
-        # them; read and written by index.manifest.Manifest(database_url=..., scope=...).
-        index_manifest_tables(md)
-        self.metadata = md
+        # The tables (one definition: state.schema), under the names callers have used.
+        self.metadata = schema.metadata
+        self.events = schema.processed_events
+        self.feedback = schema.feedback
+        self.sent_replies = schema.sent_replies
+        self.turn_log = schema.turn_log
+        self.pending = schema.pending_actions
+        self.audit_log = schema.audit_log
+        self.cursors = schema.sync_cursors
+        self.runs = schema.sync_runs
+        self.locks = schema.locks
+        self.index_jobs = schema.index_jobs
+        self.group_members = schema.group_members
+        self.conversations = schema.conversations
+        self.conversation_refs = schema.conversation_references
+        self.scheduled = schema.scheduled_messages
+        self.mcp_tokens = schema.mcp_tokens
         from .migrate import upgrade
 
         upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
