@@ -9,6 +9,7 @@ threads, processes and replicas.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -16,13 +17,14 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from .errors import SchemaTooNewError, StateStoreError
 from . import schema
+from .events import EventDedup
 from .schema import LEGACY_INDEX_ID, NO_INDEX
 
 __all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage", "McpToken",
@@ -268,6 +270,22 @@ def _history_entries(raw: str | None) -> list[StoredMessage]:
     return out
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _via(part: str, method: Callable[Concatenate[Any, _P], _R]) -> Callable[Concatenate[StateStore, _P], _R]:
+    """A method of :class:`StateStore` that calls ``method`` of the concern held in the attribute ``part``
+    (same name, signature and docstring)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def delegate(self: StateStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return getattr(getattr(self, part), name)(*args, **kwargs)
+
+    return delegate
+
+
 class StateStore:
     """All persistent bot state in one database.
 
@@ -311,24 +329,14 @@ class StateStore:
         self.conversation_refs = schema.conversation_references
         self.scheduled = schema.scheduled_messages
         self.mcp_tokens = schema.mcp_tokens
+        self.dedup = EventDedup(self.engine)
         from .migrate import upgrade
 
         upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
 
-    # -- events ------------------------------------------------------------------------------
-    def claim_event(self, event_id: str, platform: str) -> bool:
-        """Record ``event_id``; True the first time, False for a duplicate (already claimed)."""
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(self.events.insert().values(event_id=event_id, platform=platform, received_at=_now()))
-            return True
-        except IntegrityError:
-            return False
-
-    def prune_events(self, older_than: timedelta = timedelta(days=2)) -> int:
-        """Forget event ids older than ``older_than`` (Slack retries within minutes); returns the count."""
-        with self.engine.begin() as conn:
-            return conn.execute(self.events.delete().where(self.events.c.received_at < _now() - older_than)).rowcount
+    # -- state.events --------------------------------------------------------------------------------------
+    claim_event = _via("dedup", EventDedup.claim_event)
+    prune_events = _via("dedup", EventDedup.prune_events)
 
     # -- feedback ----------------------------------------------------------------------------
     def add_feedback(self, trace_id: str, platform: str, user_id: str, value: str, comment: str = "") -> None:
