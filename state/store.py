@@ -25,6 +25,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from .errors import SchemaTooNewError, StateStoreError
 from . import schema
 from .events import EventDedup
+from .feedback import Feedback
 from .schema import LEGACY_INDEX_ID, NO_INDEX
 
 __all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage", "McpToken",
@@ -330,6 +331,7 @@ class StateStore:
         self.scheduled = schema.scheduled_messages
         self.mcp_tokens = schema.mcp_tokens
         self.dedup = EventDedup(self.engine)
+        self.answer_feedback = Feedback(self.engine)
         from .migrate import upgrade
 
         upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
@@ -338,42 +340,12 @@ class StateStore:
     claim_event = _via("dedup", EventDedup.claim_event)
     prune_events = _via("dedup", EventDedup.prune_events)
 
-    # -- feedback ----------------------------------------------------------------------------
-    def add_feedback(self, trace_id: str, platform: str, user_id: str, value: str, comment: str = "") -> None:
-        """Store (or replace) a user's feedback on the turn ``trace_id``.
-
-        Raises:
-            ValueError: when ``value`` is not ``helpful`` or ``not_helpful``.
-        """
-        if value not in {"helpful", "not_helpful"}:
-            raise ValueError(f"feedback value must be helpful or not_helpful, got {value!r}")
-        t = self.feedback
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.trace_id == trace_id, t.c.user_id == user_id))
-            conn.execute(t.insert().values(trace_id=trace_id, platform=platform, user_id=user_id, value=value,
-                                           comment=comment, created_at=_now()))
-
-    def feedback_for(self, trace_id: str) -> list[dict[str, Any]]:
-        """Feedback rows of a turn."""
-        t = self.feedback
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(t).where(t.c.trace_id == trace_id).order_by(t.c.id)).mappings()
-            return [dict(r) for r in rows]
-
-    def remember_reply(self, platform: str, message_id: str, trace_id: str) -> None:
-        """Remember that the bot's message ``message_id`` answered the turn ``trace_id`` (the last write wins)."""
-        t = self.sent_replies
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.platform == platform, t.c.message_id == message_id))
-            conn.execute(t.insert().values(platform=platform, message_id=message_id, trace_id=trace_id,
-                                           created_at=_now()))
-
-    def trace_of_reply(self, platform: str, message_id: str) -> str | None:
-        """The trace id of the turn the bot's message ``message_id`` answered, or None when unknown."""
-        t = self.sent_replies
-        with self.engine.connect() as conn:
-            return conn.execute(sa.select(t.c.trace_id).where(t.c.platform == platform,
-                                                               t.c.message_id == message_id)).scalar()
+    # -- state.feedback ------------------------------------------------------------------------------------
+    add_feedback = _via("answer_feedback", Feedback.add_feedback)
+    feedback_for = _via("answer_feedback", Feedback.feedback_for)
+    feedback_for_traces = _via("answer_feedback", Feedback.feedback_for_traces)
+    remember_reply = _via("answer_feedback", Feedback.remember_reply)
+    trace_of_reply = _via("answer_feedback", Feedback.trace_of_reply)
 
     # -- turn log (the knowledge-gap report's input) ---------------------------------------------
     def record_turn(self, record: TurnRecord) -> None:
@@ -1068,20 +1040,6 @@ class StateStore:
     def close(self) -> None:
         """Release connections."""
         self.engine.dispose()
-
-    # -- the knowledge-gap report's feedback read (app/report.py) ----------------------------------------
-    def feedback_for_traces(self, trace_ids: Iterable[str]) -> list[dict[str, Any]]:
-        """Feedback rows (``trace_id``, ``platform``, ``user_id``, ``value``, ``comment``, ``created_at``)
-        of the turns ``trace_ids``, in the order given, in batches of 500 ids per query."""
-        ids = list(dict.fromkeys(trace_ids))
-        t, out = self.feedback, []
-        with self.engine.connect() as conn:
-            for i in range(0, len(ids), 500):
-                q = sa.select(t).where(t.c.trace_id.in_(ids[i:i + 500])).order_by(t.c.id)
-                out.extend(dict(r) for r in conn.execute(q).mappings())
-        order = {trace: i for i, trace in enumerate(ids)}
-        return sorted(out, key=lambda r: order[r["trace_id"]])
-
 
 def _principal_part(text: str) -> str:
     """A source name, group name or e-mail as principals compare it: trimmed, lower case."""
