@@ -27,6 +27,7 @@ from . import schema
 from .events import EventDedup
 from .feedback import Feedback
 from .turnlog import TurnLog, TurnRecord
+from .actions import PendingActions, PendingRecord
 from .schema import LEGACY_INDEX_ID, NO_INDEX
 
 __all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage", "McpToken",
@@ -50,33 +51,6 @@ def _aware(dt: datetime | None) -> datetime | None:
     if dt is not None and dt.tzinfo is None:
         return dt.replace(tzinfo=timezone.utc)
     return dt
-
-
-@dataclass(frozen=True, slots=True)
-class PendingRecord:
-    """A side-effect action waiting for (or past) its confirmation.
-
-    ``status`` is one of ``pending``, ``executing``, ``done``, ``cancelled``, ``failed``.
-    """
-
-    key: str
-    tool: str
-    args: dict[str, Any]
-    requester: str
-    platform: str
-    channel_id: str
-    thread_id: str
-    summary: str
-    status: str
-    result: dict[str, Any] | None
-    created_at: datetime
-    expires_at: datetime
-    updated_at: datetime
-
-    @property
-    def expired(self) -> bool:
-        """True when the confirmation window has passed."""
-        return _now() >= self.expires_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +278,7 @@ class StateStore:
         self.dedup = EventDedup(self.engine)
         self.answer_feedback = Feedback(self.engine)
         self.turns = TurnLog(self.engine)
+        self.actions = PendingActions(self.engine)
         from .migrate import upgrade
 
         upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
@@ -323,61 +298,12 @@ class StateStore:
     record_turn = _via("turns", TurnLog.record_turn)
     turn_records = _via("turns", TurnLog.turn_records)
 
-    # -- pending actions -----------------------------------------------------------------------
-    def create_pending(self, key: str, tool: str, args: dict[str, Any], requester: str, platform: str,
-                       channel_id: str = "", thread_id: str = "", summary: str = "",
-                       ttl: timedelta = timedelta(hours=1)) -> PendingRecord:
-        """Store a pending action; a second call with the same idempotency key returns the first one."""
-        now = _now()
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(self.pending.insert().values(
-                    key=key, tool=tool, args=json.dumps(args, default=str), requester=requester, platform=platform,
-                    channel_id=channel_id, thread_id=thread_id, summary=summary, status="pending", result=None,
-                    created_at=now, expires_at=now + ttl, updated_at=now))
-        except IntegrityError:
-            log.info("pending action %s already exists; returning it", key)
-        rec = self.get_pending(key)
-        assert rec is not None
-        return rec
-
-    def get_pending(self, key: str) -> PendingRecord | None:
-        """The pending action with idempotency key ``key``."""
-        t = self.pending
-        with self.engine.connect() as conn:
-            r = conn.execute(sa.select(t).where(t.c.key == key)).mappings().first()
-        return None if r is None else self._pending_record(r)
-
-    def open_pending_for(self, requester: str, platform: str, limit: int = 10) -> list[PendingRecord]:
-        """The actions ``requester`` proposed on ``platform`` that still wait for a confirmation (status
-        ``pending``, window not passed), newest first, at most ``limit``."""
-        t = self.pending
-        q = (sa.select(t).where(t.c.requester == requester, t.c.platform == platform, t.c.status == "pending",
-                                t.c.expires_at > _now())
-             .order_by(t.c.created_at.desc(), t.c.key).limit(max(0, limit)))
-        with self.engine.connect() as conn:
-            return [self._pending_record(r) for r in conn.execute(q).mappings()]
-
-    @staticmethod
-    def _pending_record(r: Any) -> PendingRecord:
-        return PendingRecord(
-            key=r["key"], tool=r["tool"], args=json.loads(r["args"]), requester=r["requester"],
-            platform=r["platform"], channel_id=r["channel_id"], thread_id=r["thread_id"], summary=r["summary"],
-            status=r["status"], result=json.loads(r["result"]) if r["result"] else None,
-            created_at=_aware(r["created_at"]), expires_at=_aware(r["expires_at"]),  # type: ignore[arg-type]
-            updated_at=_aware(r["updated_at"]))  # type: ignore[arg-type]
-
-    def transition_pending(self, key: str, from_status: str, to_status: str,
-                           result: dict[str, Any] | None = None) -> bool:
-        """Atomically move ``key`` from ``from_status`` to ``to_status``; False when it was not in
-        ``from_status`` (someone else got there first: a double click, a retry, another replica)."""
-        t = self.pending
-        values: dict[str, Any] = {"status": to_status, "updated_at": _now()}
-        if result is not None:
-            values["result"] = json.dumps(result, default=str)
-        with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(t.c.key == key, t.c.status == from_status).values(**values)).rowcount
-        return n == 1
+    # -- state.actions -------------------------------------------------------------------------------------
+    create_pending = _via("actions", PendingActions.create_pending)
+    get_pending = _via("actions", PendingActions.get_pending)
+    open_pending_for = _via("actions", PendingActions.open_pending_for)
+    transition_pending = _via("actions", PendingActions.transition_pending)
+    pending_counts = _via("actions", PendingActions.pending_counts)
 
     # -- audit ---------------------------------------------------------------------------------
     def audit(self, actor: str, platform: str, action: str, target: str = "", outcome: str = "ok",
@@ -938,13 +864,6 @@ class StateStore:
              .group_by(t.c.platform))
         with self.engine.connect() as conn:
             return {p: int(n) for p, n in conn.execute(q)}
-
-    # -- metrics (aggregates read at scrape time) ----------------------------------------------
-    def pending_counts(self) -> dict[str, int]:
-        """Pending actions by status (``pending``, ``executing``, ``done``...), from one GROUP BY query."""
-        t = self.pending
-        with self.engine.connect() as conn:
-            return {s: int(n) for s, n in conn.execute(sa.select(t.c.status, sa.func.count()).group_by(t.c.status))}
 
     def last_successful_runs(self, index_id: str | None = None) -> dict[str, datetime]:
         """When each source's latest successful (``ok``) sync run finished (UTC), from one GROUP BY query:
