@@ -28,6 +28,7 @@ from .events import EventDedup
 from .feedback import Feedback
 from .turnlog import TurnLog, TurnRecord
 from .actions import PendingActions, PendingRecord
+from .audit import AuditTrail, AuditEntry
 from .schema import LEGACY_INDEX_ID, NO_INDEX
 
 __all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage", "McpToken",
@@ -51,20 +52,6 @@ def _aware(dt: datetime | None) -> datetime | None:
     if dt is not None and dt.tzinfo is None:
         return dt.replace(tzinfo=timezone.utc)
     return dt
-
-
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
-    """One audited action."""
-
-    id: int
-    at: datetime
-    actor: str
-    platform: str
-    action: str
-    target: str
-    outcome: str
-    detail: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +266,7 @@ class StateStore:
         self.answer_feedback = Feedback(self.engine)
         self.turns = TurnLog(self.engine)
         self.actions = PendingActions(self.engine)
+        self.audit_trail = AuditTrail(self.engine)
         from .migrate import upgrade
 
         upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
@@ -305,24 +293,9 @@ class StateStore:
     transition_pending = _via("actions", PendingActions.transition_pending)
     pending_counts = _via("actions", PendingActions.pending_counts)
 
-    # -- audit ---------------------------------------------------------------------------------
-    def audit(self, actor: str, platform: str, action: str, target: str = "", outcome: str = "ok",
-              detail: dict[str, Any] | None = None) -> None:
-        """Append to the audit log (who, what, on what, with which outcome, when)."""
-        with self.engine.begin() as conn:
-            conn.execute(self.audit_log.insert().values(
-                at=_now(), actor=actor, platform=platform, action=action, target=target, outcome=outcome,
-                detail=json.dumps(detail or {}, default=str)))
-
-    def audit_entries(self, limit: int = 100, action: str | None = None) -> list[AuditEntry]:
-        """The latest audit entries, newest first."""
-        t = self.audit_log
-        q = sa.select(t).order_by(t.c.id.desc()).limit(limit)
-        if action:
-            q = q.where(t.c.action == action)
-        with self.engine.connect() as conn:
-            return [AuditEntry(r["id"], _aware(r["at"]), r["actor"], r["platform"], r["action"], r["target"],  # type: ignore[arg-type]
-                               r["outcome"], json.loads(r["detail"])) for r in conn.execute(q).mappings()]
+    # -- state.audit ---------------------------------------------------------------------------------------
+    audit = _via("audit_trail", AuditTrail.audit)
+    audit_entries = _via("audit_trail", AuditTrail.audit_entries)
 
     # -- MCP bearer tokens (revision 0008) --------------------------------------------------------
     def add_mcp_token(self, digest: str, token_id: str, email: str, label: str = "", created_by: str = "") -> McpToken:
