@@ -13,7 +13,7 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -33,6 +33,7 @@ from .tokens import McpTokens, McpToken
 from .sync import SyncState, SyncRun
 from .locks import Locks
 from .index_jobs import IndexJobs, IndexJob
+from .groups import GroupMembers
 from .schema import LEGACY_INDEX_ID, NO_INDEX
 
 __all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage", "McpToken",
@@ -205,6 +206,7 @@ class StateStore:
         self.sync = SyncState(self.engine)
         self.named_locks = Locks(self.engine)
         self.jobs = IndexJobs(self.engine)
+        self.groups = GroupMembers(self.engine)
         from .migrate import upgrade
 
         upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
@@ -263,50 +265,10 @@ class StateStore:
     finish_index_job = _via("jobs", IndexJobs.finish_index_job)
     index_job = _via("jobs", IndexJobs.index_job)
 
-    # -- group memberships (issue 11) ------------------------------------------------------------
-    def set_group_members(self, source: str, group: str, emails: Iterable[str]) -> None:
-        """Replace the members of ``source``'s group ``group`` with ``emails`` (one transaction).
-
-        Source and group names and e-mails are trimmed and lower-cased, as principals are compared
-        (``group:<source>/<group>``, ``user:<e-mail>``); empty e-mails are dropped. An empty
-        ``emails`` leaves the group without members.
-
-        Raises:
-            ValueError: for an empty source or group name.
-        """
-        src, name = _principal_part(source), _principal_part(group)
-        if not src or not name:
-            raise ValueError("a group needs a source and a name")
-        members = sorted({e for e in (_principal_part(x) for x in emails) if e})
-        t = self.group_members
-        now = _now()
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.source == src, t.c.group_name == name))
-            if members:
-                conn.execute(t.insert(), [{"source": src, "group_name": name, "email": e, "updated_at": now}
-                                          for e in members])
-
-    def groups_of(self, email: str) -> frozenset[str]:
-        """The group principals (``group:<source>/<group>``, lower case) whose members include ``email``.
-
-        Spelled exactly as :func:`connectors.access.group` spells them (this package imports nothing of
-        ours, so the spelling is repeated here and a test keeps the two equal). An empty e-mail has none.
-        """
-        e = _principal_part(email)
-        if not e:
-            return frozenset()
-        t = self.group_members
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(t.c.source, t.c.group_name).where(t.c.email == e))
-            return frozenset(f"group:{src}/{name}" for src, name in rows)
-
-    def group_members_of(self, source: str, group: str) -> frozenset[str]:
-        """The e-mails stored for ``source``'s group ``group`` (lower case; empty when unknown)."""
-        t = self.group_members
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(t.c.email).where(t.c.source == _principal_part(source),
-                                                          t.c.group_name == _principal_part(group)))
-            return frozenset(r[0] for r in rows)
+    # -- state.groups --------------------------------------------------------------------------------------
+    set_group_members = _via("groups", GroupMembers.set_group_members)
+    groups_of = _via("groups", GroupMembers.groups_of)
+    group_members_of = _via("groups", GroupMembers.group_members_of)
 
     # -- conversations -------------------------------------------------------------------------
     def get_history(self, key: str) -> list[str]:
