@@ -10,7 +10,6 @@ threads, processes and replicas.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 from collections.abc import Callable, Collection
@@ -34,6 +33,7 @@ from .sync import SyncState, SyncRun
 from .locks import Locks
 from .index_jobs import IndexJobs, IndexJob
 from .groups import GroupMembers
+from .conversations import Conversations, StoredMessage
 from .schema import LEGACY_INDEX_ID, NO_INDEX
 
 __all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage", "McpToken",
@@ -57,20 +57,6 @@ def _aware(dt: datetime | None) -> datetime | None:
     if dt is not None and dt.tzinfo is None:
         return dt.replace(tzinfo=timezone.utc)
     return dt
-
-
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    """One message of a stored conversation history.
-
-    Attributes:
-        text: the message.
-        author: the platform's id of who wrote it; "" for rows written before authors were stored
-            (callers must then treat the message as someone else's: fail closed).
-    """
-
-    text: str
-    author: str = ""
 
 
 #: Delivery attempts of a scheduled message before it is marked ``failed`` (each claim is one attempt).
@@ -119,23 +105,6 @@ def _utc(dt: datetime, name: str) -> datetime:
     if dt.tzinfo is None or dt.utcoffset() is None:
         raise ValueError(f"{name} must be an aware datetime (with a time zone), got {dt!r}")
     return dt.astimezone(timezone.utc)
-
-
-def _history_entries(raw: str | None) -> list[StoredMessage]:
-    """Decode the ``conversations.history`` column: a JSON list whose items are either a string (the
-    old format, author unknown) or ``{"text": ..., "author": ...}``; anything else is skipped."""
-    try:
-        items = json.loads(raw) if raw else []
-    except ValueError:
-        log.warning("a stored conversation history is not JSON; starting it afresh")
-        return []
-    out: list[StoredMessage] = []
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, str):
-            out.append(StoredMessage(item))
-        elif isinstance(item, dict) and isinstance(item.get("text"), str):
-            out.append(StoredMessage(item["text"], str(item.get("author") or "")))
-    return out
 
 
 _P = ParamSpec("_P")
@@ -207,6 +176,7 @@ class StateStore:
         self.named_locks = Locks(self.engine)
         self.jobs = IndexJobs(self.engine)
         self.groups = GroupMembers(self.engine)
+        self.chats = Conversations(self.engine)
         from .migrate import upgrade
 
         upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
@@ -270,82 +240,12 @@ class StateStore:
     groups_of = _via("groups", GroupMembers.groups_of)
     group_members_of = _via("groups", GroupMembers.group_members_of)
 
-    # -- conversations -------------------------------------------------------------------------
-    def get_history(self, key: str) -> list[str]:
-        """Stored conversation history: the messages' texts, oldest first (see :meth:`get_history_entries`)."""
-        return [m.text for m in self.get_history_entries(key)]
-
-    def get_history_entries(self, key: str) -> list[StoredMessage]:
-        """Stored conversation history with each message's author, oldest first.
-
-        The ``history`` column holds a JSON list; items written before authors were stored are plain
-        strings and come back with ``author == ""`` (no schema change, so no migration is needed).
-        """
-        t = self.conversations
-        with self.engine.connect() as conn:
-            v = conn.execute(sa.select(t.c.history).where(t.c.key == key)).scalar()
-        return _history_entries(v)
-
-    def append_history(self, key: str, message: str, keep: int = 10, author: str = "") -> list[str]:
-        """Append a message written by ``author`` (a platform user id; "" when unknown) to a
-        conversation, keeping the last ``keep``; returns the history's texts."""
-        hist = [*self.get_history_entries(key), StoredMessage(message, author)][-keep:]
-        t = self.conversations
-        raw = json.dumps([{"text": m.text, "author": m.author} for m in hist])
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.key == key))
-            conn.execute(t.insert().values(key=key, history=raw, updated_at=_now()))
-        return [m.text for m in hist]
-
-    # -- conversation references (proactive messages) ---------------------------------------------
-    def remember_conversation_reference(self, platform: str, user_id: str, reference: dict[str, Any], *,
-                                        refresh: timedelta = timedelta(days=1)) -> bool:
-        """Keep ``reference`` (a JSON-serialisable dict) as where ``platform`` reaches ``user_id`` unprompted.
-
-        Written when there is none, when it differs from the stored one, or when the stored one is older
-        than ``refresh`` (``updated_at`` is when the user was last seen, which retention reads, without a
-        write per message). Two writers at once: the last one wins.
-
-        Returns:
-            True when a row was written.
-
-        Raises:
-            ValueError: when ``platform`` (1-20 characters) or ``user_id`` (1-200) is empty or too long.
-        """
-        if not platform or len(platform) > 20 or not user_id or len(user_id) > 200:
-            raise ValueError("a conversation reference needs a platform (1-20 characters) and a user id (1-200)")
-        raw = json.dumps(reference, sort_keys=True, separators=(",", ":"))
-        t = self.conversation_refs
-        where = sa.and_(t.c.platform == platform, t.c.user_id == user_id)
-        now = _now()
-        with self.engine.begin() as conn:
-            row = conn.execute(sa.select(t.c.reference, t.c.updated_at).where(where)).first()
-            if row is not None and row.reference == raw and now - _aware(row.updated_at) < refresh:
-                return False
-            if row is not None:
-                conn.execute(t.update().where(where).values(reference=raw, updated_at=now))
-                return True
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(t.insert().values(platform=platform, user_id=user_id, reference=raw, updated_at=now))
-        except IntegrityError:  # another writer inserted it meanwhile
-            with self.engine.begin() as conn:
-                conn.execute(t.update().where(where).values(reference=raw, updated_at=now))
-        return True
-
-    def conversation_reference(self, platform: str, user_id: str) -> dict[str, Any] | None:
-        """The reference kept for ``user_id`` on ``platform`` (:meth:`remember_conversation_reference`), or None
-        (none kept, or not a JSON object)."""
-        t = self.conversation_refs
-        with self.engine.connect() as conn:
-            raw = conn.execute(sa.select(t.c.reference).where(t.c.platform == platform,
-                                                              t.c.user_id == user_id)).scalar()
-        try:
-            ref = json.loads(raw) if raw else None
-        except ValueError:
-            log.warning("the stored %s conversation reference of a user is not JSON; ignoring it", platform)
-            return None
-        return ref if isinstance(ref, dict) else None
+    # -- state.conversations -------------------------------------------------------------------------------
+    get_history = _via("chats", Conversations.get_history)
+    get_history_entries = _via("chats", Conversations.get_history_entries)
+    append_history = _via("chats", Conversations.append_history)
+    remember_conversation_reference = _via("chats", Conversations.remember_conversation_reference)
+    conversation_reference = _via("chats", Conversations.conversation_reference)
 
     # -- scheduled messages (the outbox) ---------------------------------------------------------
     def schedule_message(self, key: str, *, platform: str, user_id: str, channel_id: str, at: datetime,
