@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from cachetools import TLRUCache
 
 from connectors.access import Viewer, group, normalise, user
 from connectors.config import STATIC_GROUP_SOURCE, ChannelConfig
@@ -225,26 +226,26 @@ class ChannelMembersCache:
         self.ttl = ttl
         self.failure_ttl = failure_ttl
         self.size = size
-        self._cache: OrderedDict[str, tuple[float, tuple[AudienceMember, ...] | None]] = OrderedDict()
+        # A listing is kept ``ttl`` seconds, a failure (None) ``failure_ttl``; least recently used out first.
+        self._cache: TLRUCache[str, tuple[AudienceMember, ...] | None] = TLRUCache(
+            maxsize=size, ttu=lambda _key, found, now: now + (self.ttl if found is not None else self.failure_ttl),
+            timer=time.monotonic)
 
     async def members(self, conversation_id: str) -> tuple[AudienceMember, ...] | None:
         """The members of ``conversation_id`` (cached), or None (failed, or too many). Never raises."""
         if not conversation_id:
             return None
-        hit = self._cache.get(conversation_id)
-        now = time.monotonic()
-        if hit and hit[0] > now:
-            return hit[1]
+        try:
+            return self._cache[conversation_id]
+        except KeyError:  # never listed, or expired
+            pass
         try:
             found = await self.fetch(conversation_id, self.limit)
             result = tuple(found) if found is not None and len(found) <= self.limit else None
         except Exception as exc:  # noqa: BLE001 - a failed listing means "public only", never an error
             log.warning("could not list the members of %s: %s", conversation_id, exc)
             result = None
-        self._cache[conversation_id] = (now + (self.ttl if result is not None else self.failure_ttl), result)
-        self._cache.move_to_end(conversation_id)
-        while len(self._cache) > self.size:
-            self._cache.popitem(last=False)
+        self._cache[conversation_id] = result
         return result
 
 

@@ -3,6 +3,11 @@
 SQLAlchemy over SQLite under the data dir by default, PostgreSQL when ``DATABASE_URL`` is set. The
 schema comes from Alembic migrations (:mod:`state.migrate`, scripts in :mod:`state.migrations`), run
 when a :class:`~state.store.StateStore` opens the database and by ``chatops db upgrade``.
+Every table is defined once, in :mod:`state.schema`; each concern below is a small class in its own module
+over its tables (:mod:`state.events`, :mod:`state.feedback`, :mod:`state.turnlog`, :mod:`state.actions`,
+:mod:`state.audit`, :mod:`state.sync`, :mod:`state.locks`, :mod:`state.index_jobs`, :mod:`state.groups`,
+:mod:`state.conversations`, :mod:`state.outbox`, :mod:`state.tokens`), all on the one engine that
+:class:`state.store.StateStore` opens; the store is a facade exposing their methods.
 It knows nothing of Slack, Teams, the agent or the connectors; each of them keeps its records
 here through :class:`state.store.StateStore`:
 

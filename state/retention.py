@@ -14,7 +14,9 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from .store import StateStore, _history_entries, _utc
+from ._db import utc as _utc
+from .conversations import history_entries as _history_entries
+from .store import StateStore
 
 __all__ = ["Cutoffs", "purge", "ForgetReport", "forget_user", "SETTLED_ACTIONS", "SETTLED_MESSAGES"]
 

@@ -1,4 +1,28 @@
-"""The state store (see the package docstring).
+"""The state store (see the package docstring): one facade over the concerns, on one engine.
+
+Each concern is a small class in its own module over its tables of :mod:`state.schema`:
+
+=========================  =======================  ===================================================
+attribute                  class                    tables
+=========================  =======================  ===================================================
+``dedup``                  :class:`~state.events.EventDedup`             ``processed_events``
+``answer_feedback``        :class:`~state.feedback.Feedback`             ``feedback``, ``sent_replies``
+``turns``                  :class:`~state.turnlog.TurnLog`               ``turn_log``
+``actions``                :class:`~state.actions.PendingActions`        ``pending_actions``
+``audit_trail``            :class:`~state.audit.AuditTrail`              ``audit_log``
+``sync``                   :class:`~state.sync.SyncState`                ``sync_cursors``, ``sync_runs``
+``named_locks``            :class:`~state.locks.Locks`                   ``locks``
+``jobs``                   :class:`~state.index_jobs.IndexJobs`          ``index_jobs``
+``groups``                 :class:`~state.groups.GroupMembers`           ``group_members``
+``chats``                  :class:`~state.conversations.Conversations`   ``conversations``, ``conversation_references``
+``outbox``                 :class:`~state.outbox.Outbox`                 ``scheduled_messages``
+``tokens``                 :class:`~state.tokens.McpTokens`              ``mcp_tokens``
+=========================  =======================  ===================================================
+
+:class:`StateStore` opens the engine, migrates the database, and exposes every concern's methods under
+the names callers have always used (``store.claim_event(...)`` is ``store.dedup.claim_event(...)``), and
+the tables under their old attribute names (``store.pending``, ``store.runs``...); new code may use a
+concern directly.
 
 Every write is a short transaction. The operations that must happen once (claiming an event,
 moving a pending action from one status to the next, taking a lock, claiming or finishing a
@@ -9,269 +33,47 @@ threads, processes and replicas.
 
 from __future__ import annotations
 
-import json
-import logging
-import os
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
-from typing import Any, Literal
+import functools
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
+from . import schema
+from ._db import open_engine, sqlite_url
+from .actions import PendingActions, PendingRecord
+from .audit import AuditEntry, AuditTrail
+from .conversations import Conversations, StoredMessage
 from .errors import SchemaTooNewError, StateStoreError
-from .index_manifest import index_manifest_tables
+from .events import EventDedup
+from .feedback import Feedback
+from .groups import GroupMembers
+from .index_jobs import IndexJob, IndexJobs
+from .locks import Locks
+from .outbox import MESSAGE_MAX_ATTEMPTS, MESSAGE_RETRY_BASE, MESSAGE_RETRY_MAX, Outbox, ScheduledMessage
+from .schema import LEGACY_INDEX_ID, NO_INDEX
+from .sync import SyncRun, SyncState
+from .tokens import McpToken, McpTokens
+from .turnlog import TurnLog, TurnRecord
 
 __all__ = ["StateStore", "StateStoreError", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage", "ScheduledMessage", "McpToken",
            "TurnRecord", "MESSAGE_MAX_ATTEMPTS", "MESSAGE_RETRY_BASE", "MESSAGE_RETRY_MAX", "sqlite_url"]
 
-log = logging.getLogger(__name__)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-#: The index id of cursors and runs written before they were keyed by index (revision 0004); the first
-#: index that holds pages of a source adopts them (:meth:`StateStore.adopt_legacy`).
-LEGACY_INDEX_ID = "legacy"
-#: The index id of runs that belong to no index (the retention purge).
-NO_INDEX = ""
+def _via(part: str, method: Callable[Concatenate[Any, _P], _R]) -> Callable[Concatenate[StateStore, _P], _R]:
+    """A method of :class:`StateStore` that calls ``method`` of the concern held in the attribute ``part``
+    (same name, signature and docstring)."""
+    name = method.__name__
 
+    @functools.wraps(method)
+    def delegate(self: StateStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return getattr(getattr(self, part), name)(*args, **kwargs)
 
-def sqlite_url(path: str | os.PathLike[str]) -> str:
-    """SQLAlchemy URL of a SQLite file (its folder is created)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{Path(path)}"
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _aware(dt: datetime | None) -> datetime | None:
-    """SQLite returns naive datetimes; every time in the store is UTC."""
-    if dt is not None and dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt
-
-
-@dataclass(frozen=True, slots=True)
-class PendingRecord:
-    """A side-effect action waiting for (or past) its confirmation.
-
-    ``status`` is one of ``pending``, ``executing``, ``done``, ``cancelled``, ``failed``.
-    """
-
-    key: str
-    tool: str
-    args: dict[str, Any]
-    requester: str
-    platform: str
-    channel_id: str
-    thread_id: str
-    summary: str
-    status: str
-    result: dict[str, Any] | None
-    created_at: datetime
-    expires_at: datetime
-    updated_at: datetime
-
-    @property
-    def expired(self) -> bool:
-        """True when the confirmation window has passed."""
-        return _now() >= self.expires_at
-
-
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
-    """One audited action."""
-
-    id: int
-    at: datetime
-    actor: str
-    platform: str
-    action: str
-    target: str
-    outcome: str
-    detail: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class SyncRun:
-    """The summary of one sync run of a source (into the index ``index_id``; :data:`NO_INDEX` for runs of
-    no index, :data:`LEGACY_INDEX_ID` for runs recorded before runs were kept per index)."""
-
-    id: int
-    source: str
-    started_at: datetime
-    finished_at: datetime | None
-    status: str
-    summary: dict[str, Any]
-    error: str
-    index_id: str = LEGACY_INDEX_ID
-
-
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    """One message of a stored conversation history.
-
-    Attributes:
-        text: the message.
-        author: the platform's id of who wrote it; "" for rows written before authors were stored
-            (callers must then treat the message as someone else's: fail closed).
-    """
-
-    text: str
-    author: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class IndexJob:
-    """A re-index request left for the worker that writes the index ``index_id`` (table ``index_jobs``).
-
-    Attributes:
-        id: the job's number.
-        index_id: the index to write (the requester's index id: the worker of that index claims it).
-        source: the source to sync, ``""`` for every configured source.
-        full: a full re-index (``/kb reindex --full``).
-        requested_by: who asked (``platform:user id``), for the audit trail.
-        status: ``queued``, ``running`` (claimed by ``owner``), ``done`` or ``failed``.
-        owner: the worker that claimed it (``host:pid:nonce``), ``""`` while queued.
-        result: each source's outcome as :meth:`app.jobs.JobResult.as_dict` dicts (``[]`` until finished).
-        created_at, started_at, finished_at: when (UTC; the last two ``None`` until then).
-    """
-
-    id: int
-    index_id: str
-    source: str
-    full: bool
-    requested_by: str
-    status: str
-    owner: str
-    result: list[dict[str, Any]]
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-
-
-#: Delivery attempts of a scheduled message before it is marked ``failed`` (each claim is one attempt).
-MESSAGE_MAX_ATTEMPTS = 5
-#: Wait before the first retry of a scheduled message; doubled at each further attempt, up to :data:`MESSAGE_RETRY_MAX`.
-MESSAGE_RETRY_BASE = timedelta(seconds=30)
-MESSAGE_RETRY_MAX = timedelta(minutes=30)
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduledMessage:
-    """A message to send to a user at a given time (the outbox; delivered by :mod:`app.outbox`).
-
-    Attributes:
-        key: the caller's idempotency key (unique; scheduling the same key twice stores one message).
-        platform: where to deliver it (``slack``, ``teams``, ``cli``...).
-        user_id: the platform's id of the recipient.
-        channel_id: the conversation the message was scheduled from ("" when none).
-        at: when to send it (aware, UTC).
-        text: the message, plain text.
-        status: ``pending`` (waiting for ``at`` or for a retry), ``sending`` (claimed by a deliverer),
-            ``delivered``, ``failed`` or ``cancelled``.
-        attempts: delivery attempts so far (each claim counts one).
-        error: the last delivery error ("" when none).
-        created_at: when it was scheduled (aware, UTC).
-    """
-
-    key: str
-    platform: str
-    user_id: str
-    channel_id: str
-    at: datetime
-    text: str
-    status: str
-    attempts: int
-    error: str
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class McpToken:
-    """A bearer token of the MCP server over HTTP, as stored (table ``mcp_tokens``; never the token itself).
-
-    Attributes:
-        token_id: the short id it is listed and revoked by.
-        email: the person it acts for (lower case).
-        label: what the admin noted (e.g. "Claude Desktop on Hana's laptop").
-        created_by: who issued it (the operator's login, for the audit).
-        created_at, last_used_at, revoked_at: when it was issued, last accepted, revoked (None: never).
-    """
-
-    token_id: str
-    email: str
-    label: str
-    created_by: str
-    created_at: datetime
-    last_used_at: datetime | None = None
-    revoked_at: datetime | None = None
-
-    @property
-    def active(self) -> bool:
-        """Whether the token is still accepted."""
-        return self.revoked_at is None
-
-
-@dataclass(frozen=True)
-class TurnRecord:
-    """One answered (or refused) turn as the knowledge-gap report reads it (table ``turn_log``).
-
-    Attributes:
-        trace_id: the turn's trace id (feedback rows carry the same id).
-        platform, user_id, channel_id: where it was asked and by whom.
-        question: the user's message as the agent read it (users' words: purged after
-            ``RETENTION_DAYS_CONVERSATIONS`` and by ``chatops forget``).
-        route: the route taken (``knowledge``, ``followup``, ``action``, ``chitchat``...).
-        outcome: ``answered``, ``refused``, ``replied`` (uncited) or ``action``.
-        reason: why a refusal refused (the gate's reason), else empty.
-        citations: the cited pages, ``[{"n", "chunk_id", "doc_id", "title", "url", "section"}]``.
-        total_ms: the agent's time for the turn, in milliseconds.
-        created_at: when the turn was answered (UTC).
-    """
-
-    trace_id: str
-    platform: str
-    user_id: str
-    channel_id: str
-    question: str
-    route: str
-    outcome: str
-    reason: str = ""
-    citations: tuple[dict[str, Any], ...] = ()
-    total_ms: float = 0.0
-    created_at: datetime | None = None
-
-
-def _utc(dt: datetime, name: str) -> datetime:
-    """``dt`` in UTC (SQLite compares times as text, so every stored and compared time must be UTC).
-
-    Raises:
-        ValueError: when ``dt`` is naive (its time zone would be a guess).
-    """
-    if dt.tzinfo is None or dt.utcoffset() is None:
-        raise ValueError(f"{name} must be an aware datetime (with a time zone), got {dt!r}")
-    return dt.astimezone(timezone.utc)
-
-
-def _history_entries(raw: str | None) -> list[StoredMessage]:
-    """Decode the ``conversations.history`` column: a JSON list whose items are either a string (the
-    old format, author unknown) or ``{"text": ..., "author": ...}``; anything else is skipped."""
-    try:
-        items = json.loads(raw) if raw else []
-    except ValueError:
-        log.warning("a stored conversation history is not JSON; starting it afresh")
-        return []
-    out: list[StoredMessage] = []
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, str):
-            out.append(StoredMessage(item))
-        elif isinstance(item, dict) and isinstance(item.get("text"), str):
-            out.append(StoredMessage(item["text"], str(item.get("author") or "")))
-    return out
+    return delegate
 
 
 class StateStore:
@@ -289,921 +91,119 @@ class StateStore:
         StateStoreError: when the database cannot be reached or migrated.
     """
 
+    # The tables (one definition: state.schema), under the names callers have used.
+    metadata = schema.metadata
+    events = schema.processed_events
+    feedback = schema.feedback
+    sent_replies = schema.sent_replies
+    turn_log = schema.turn_log
+    pending = schema.pending_actions
+    audit_log = schema.audit_log
+    cursors = schema.sync_cursors
+    runs = schema.sync_runs
+    locks = schema.locks
+    index_jobs = schema.index_jobs
+    group_members = schema.group_members
+    conversations = schema.conversations
+    conversation_refs = schema.conversation_references
+    scheduled = schema.scheduled_messages
+    mcp_tokens = schema.mcp_tokens
+
     def __init__(self, url: str, echo: bool = False) -> None:
         self.url = url
-        kwargs: dict[str, Any] = {"echo": echo, "pool_pre_ping": True}
-        if url.startswith("sqlite"):
-            kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
-        try:
-            self.engine = sa.create_engine(url, **kwargs)
-        except (SQLAlchemyError, ImportError, ValueError) as exc:
-            raise StateStoreError(f"cannot use DATABASE_URL ({_safe(url)}): {exc}") from exc
-        if url.startswith("sqlite"):
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        md = sa.MetaData()
-        self.events = sa.Table(
-            "processed_events", md,
-            sa.Column("event_id", sa.String(200), primary_key=True),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("received_at", sa.DateTime(timezone=True), nullable=False, index=True),
-        )
-        self.feedback = sa.Table(
-            "feedback", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("trace_id", sa.String(64), nullable=False, index=True),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("user_id", sa.String(200), nullable=False),
-            sa.Column("value", sa.String(20), nullable=False),
-            sa.Column("comment", sa.Text, nullable=False, default=""),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.UniqueConstraint("trace_id", "user_id", name="uq_feedback_trace_user"),
-        )
-        self.pending = sa.Table(
-            "pending_actions", md,
-            sa.Column("key", sa.String(100), primary_key=True),
-            sa.Column("tool", sa.String(100), nullable=False),
-            sa.Column("args", sa.Text, nullable=False),
-            sa.Column("requester", sa.String(200), nullable=False),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("channel_id", sa.String(200), nullable=False, default=""),
-            sa.Column("thread_id", sa.String(200), nullable=False, default=""),
-            sa.Column("summary", sa.Text, nullable=False, default=""),
-            sa.Column("status", sa.String(20), nullable=False),
-            sa.Column("result", sa.Text, nullable=True),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        )
-        self.audit_log = sa.Table(
-            "audit_log", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("at", sa.DateTime(timezone=True), nullable=False, index=True),
-            sa.Column("actor", sa.String(200), nullable=False),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("action", sa.String(100), nullable=False),
-            sa.Column("target", sa.String(500), nullable=False, default=""),
-            sa.Column("outcome", sa.String(50), nullable=False),
-            sa.Column("detail", sa.Text, nullable=False, default="{}"),
-        )
-        # Cursors and runs belong to one index (its id: index.identity), several of which may share
-        # this database (replicas with their own data dirs); revision 0004.
-        self.cursors = sa.Table(
-            "sync_cursors", md,
-            sa.Column("index_id", sa.String(64), nullable=False, server_default=LEGACY_INDEX_ID),
-            sa.Column("source", sa.String(200), nullable=False),
-            sa.Column("cursor", sa.Text, nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-            sa.PrimaryKeyConstraint("index_id", "source", name="pk_sync_cursors"),
-        )
-        self.runs = sa.Table(
-            "sync_runs", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("index_id", sa.String(64), nullable=False, server_default=LEGACY_INDEX_ID),
-            sa.Column("source", sa.String(200), nullable=False, index=True),
-            sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
-            sa.Column("status", sa.String(20), nullable=False),
-            sa.Column("summary", sa.Text, nullable=False, default="{}"),
-            sa.Column("error", sa.Text, nullable=False, default=""),
-            sa.Index("ix_sync_runs_index_source", "index_id", "source"),
-        )
-        self.locks = sa.Table(
-            "locks", md,
-            sa.Column("name", sa.String(200), primary_key=True),
-            sa.Column("owner", sa.String(200), nullable=False),
-            sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
-        )
-        self.conversations = sa.Table(
-            "conversations", md,
-            sa.Column("key", sa.String(500), primary_key=True),
-            sa.Column("history", sa.Text, nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        )
-        self.scheduled = sa.Table(
-            "scheduled_messages", md,
-            sa.Column("key", sa.String(200), primary_key=True),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("user_id", sa.String(200), nullable=False),
-            sa.Column("channel_id", sa.String(200), nullable=False, default=""),
-            sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("text", sa.Text, nullable=False),
-            sa.Column("status", sa.String(20), nullable=False),
-            # When the next attempt may start: ``at`` at first, later than it after a failed attempt.
-            sa.Column("due_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("attempts", sa.Integer, nullable=False, default=0),
-            sa.Column("error", sa.Text, nullable=False, default=""),
-            sa.Column("owner", sa.String(200), nullable=False, default=""),
-            sa.Column("lease_until", sa.DateTime(timezone=True), nullable=True),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Index("ix_scheduled_messages_status_due", "status", "due_at"),
-            sa.Index("ix_scheduled_messages_user", "user_id", "status"),
-        )
-        self.group_members = sa.Table(
-            "group_members", md,
-            sa.Column("source", sa.String(200), primary_key=True),
-            sa.Column("group_name", sa.String(300), primary_key=True),
-            sa.Column("email", sa.String(320), primary_key=True),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Index("ix_group_members_email", "email"),
-        )
-        self.turn_log = sa.Table(
-            "turn_log", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("trace_id", sa.String(64), nullable=False, index=True),
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("user_id", sa.String(200), nullable=False, index=True),
-            sa.Column("channel_id", sa.String(200), nullable=False, default=""),
-            sa.Column("question", sa.Text, nullable=False),
-            sa.Column("route", sa.String(30), nullable=False, default=""),
-            sa.Column("outcome", sa.String(20), nullable=False),
-            sa.Column("reason", sa.Text, nullable=False, default=""),
-            sa.Column("citations", sa.Text, nullable=False, default="[]"),
-            sa.Column("total_ms", sa.Float, nullable=False, default=0.0),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
-        )
-        # Which turn a message the bot sent answered (Teams' feedback invoke names only the message).
-        self.sent_replies = sa.Table(
-            "sent_replies", md,
-            sa.Column("platform", sa.String(20), primary_key=True),
-            sa.Column("message_id", sa.String(300), primary_key=True),
-            sa.Column("trace_id", sa.String(64), nullable=False),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, index=True),
-        )
-        # Re-index requests left by web replicas for the worker of their index (revision 0005).
-        self.index_jobs = sa.Table(
-            "index_jobs", md,
-            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-            sa.Column("index_id", sa.String(64), nullable=False),
-            sa.Column("source", sa.String(200), nullable=False, server_default=""),
-            sa.Column("full", sa.Boolean, nullable=False, server_default=sa.false()),
-            sa.Column("requested_by", sa.String(200), nullable=False, server_default=""),
-            sa.Column("status", sa.String(20), nullable=False),
-            sa.Column("owner", sa.String(200), nullable=False, server_default=""),
-            sa.Column("result", sa.Text, nullable=False, server_default="[]"),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
-            sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
-            sa.Index("ix_index_jobs_index_status", "index_id", "status"),
-        )
-        # Where a proactive message to a user goes (revision 0007): Teams' personal-chat conversation
-        # references, as JSON, per platform and user id; written when the user messages the bot.
-        self.conversation_refs = sa.Table(
-            "conversation_references", md,
-            sa.Column("platform", sa.String(20), nullable=False),
-            sa.Column("user_id", sa.String(200), nullable=False),
-            sa.Column("reference", sa.Text, nullable=False),
-            sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, index=True),
-            sa.PrimaryKeyConstraint("platform", "user_id", name="pk_conversation_references"),
-        )
-        # Bearer tokens of the MCP server over HTTP (revision 0008): the SHA-256 digest only, per person.
-        self.mcp_tokens = sa.Table(
-            "mcp_tokens", md,
-            sa.Column("digest", sa.String(64), primary_key=True),
-            sa.Column("token_id", sa.String(16), nullable=False),
-            sa.Column("email", sa.String(320), nullable=False, index=True),
-            sa.Column("label", sa.String(200), nullable=False, server_default=""),
-            sa.Column("created_by", sa.String(200), nullable=False, server_default=""),
-            sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-            sa.Column("last_used_at", sa.DateTime(timezone=True), nullable=True),
-            sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
-            sa.UniqueConstraint("token_id", name="uq_mcp_tokens_token_id"),
-        )
-        # Manifests of shared indexes (revision 0006): declared here so the schema is checked against
-        # them; read and written by index.manifest.Manifest(database_url=..., scope=...).
-        index_manifest_tables(md)
-        self.metadata = md
+        self.engine = open_engine(url, echo=echo)
+        self.dedup = EventDedup(self.engine)
+        self.answer_feedback = Feedback(self.engine)
+        self.turns = TurnLog(self.engine)
+        self.actions = PendingActions(self.engine)
+        self.audit_trail = AuditTrail(self.engine)
+        self.sync = SyncState(self.engine)
+        self.named_locks = Locks(self.engine)
+        self.jobs = IndexJobs(self.engine)
+        self.groups = GroupMembers(self.engine)
+        self.chats = Conversations(self.engine)
+        self.outbox = Outbox(self.engine)
+        self.tokens = McpTokens(self.engine)
         from .migrate import upgrade
 
         upgrade(url)  # the tables come from the migrations (state/migrations), never from create_all
 
-    # -- events ------------------------------------------------------------------------------
-    def claim_event(self, event_id: str, platform: str) -> bool:
-        """Record ``event_id``; True the first time, False for a duplicate (already claimed)."""
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(self.events.insert().values(event_id=event_id, platform=platform, received_at=_now()))
-            return True
-        except IntegrityError:
-            return False
-
-    def prune_events(self, older_than: timedelta = timedelta(days=2)) -> int:
-        """Forget event ids older than ``older_than`` (Slack retries within minutes); returns the count."""
-        with self.engine.begin() as conn:
-            return conn.execute(self.events.delete().where(self.events.c.received_at < _now() - older_than)).rowcount
-
-    # -- feedback ----------------------------------------------------------------------------
-    def add_feedback(self, trace_id: str, platform: str, user_id: str, value: str, comment: str = "") -> None:
-        """Store (or replace) a user's feedback on the turn ``trace_id``.
-
-        Raises:
-            ValueError: when ``value`` is not ``helpful`` or ``not_helpful``.
-        """
-        if value not in {"helpful", "not_helpful"}:
-            raise ValueError(f"feedback value must be helpful or not_helpful, got {value!r}")
-        t = self.feedback
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.trace_id == trace_id, t.c.user_id == user_id))
-            conn.execute(t.insert().values(trace_id=trace_id, platform=platform, user_id=user_id, value=value,
-                                           comment=comment, created_at=_now()))
-
-    def feedback_for(self, trace_id: str) -> list[dict[str, Any]]:
-        """Feedback rows of a turn."""
-        t = self.feedback
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(t).where(t.c.trace_id == trace_id).order_by(t.c.id)).mappings()
-            return [dict(r) for r in rows]
-
-    def remember_reply(self, platform: str, message_id: str, trace_id: str) -> None:
-        """Remember that the bot's message ``message_id`` answered the turn ``trace_id`` (the last write wins)."""
-        t = self.sent_replies
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.platform == platform, t.c.message_id == message_id))
-            conn.execute(t.insert().values(platform=platform, message_id=message_id, trace_id=trace_id,
-                                           created_at=_now()))
-
-    def trace_of_reply(self, platform: str, message_id: str) -> str | None:
-        """The trace id of the turn the bot's message ``message_id`` answered, or None when unknown."""
-        t = self.sent_replies
-        with self.engine.connect() as conn:
-            return conn.execute(sa.select(t.c.trace_id).where(t.c.platform == platform,
-                                                               t.c.message_id == message_id)).scalar()
-
-    # -- turn log (the knowledge-gap report's input) ---------------------------------------------
-    def record_turn(self, record: TurnRecord) -> None:
-        """Append one turn to ``turn_log`` (``created_at`` defaults to now, UTC).
-
-        Raises:
-            ValueError: for a naive ``record.created_at``.
-        """
-        with self.engine.begin() as conn:
-            conn.execute(self.turn_log.insert().values(
-                trace_id=record.trace_id, platform=record.platform, user_id=record.user_id,
-                channel_id=record.channel_id, question=record.question, route=record.route,
-                outcome=record.outcome, reason=record.reason, citations=json.dumps(list(record.citations)),
-                total_ms=float(record.total_ms),
-                created_at=_utc(record.created_at, "created_at") if record.created_at else _now()))
-
-    def turn_records(self, since: datetime | None = None, until: datetime | None = None,
-                     outcome: str | None = None, limit: int | None = None) -> list[TurnRecord]:
-        """Turns recorded in ``[since, until)`` (either bound optional), optionally of one ``outcome``,
-        oldest first, at most ``limit``.
-
-        Raises:
-            ValueError: for a naive ``since`` or ``until``.
-        """
-        t = self.turn_log
-        q = sa.select(t).order_by(t.c.created_at, t.c.id)
-        if since is not None:
-            q = q.where(t.c.created_at >= _utc(since, "since"))
-        if until is not None:
-            q = q.where(t.c.created_at < _utc(until, "until"))
-        if outcome is not None:
-            q = q.where(t.c.outcome == outcome)
-        if limit is not None:
-            q = q.limit(limit)
-        with self.engine.connect() as conn:
-            rows = conn.execute(q).mappings().all()
-        return [TurnRecord(trace_id=r["trace_id"], platform=r["platform"], user_id=r["user_id"],
-                           channel_id=r["channel_id"], question=r["question"], route=r["route"],
-                           outcome=r["outcome"], reason=r["reason"],
-                           citations=tuple(json.loads(r["citations"] or "[]")), total_ms=r["total_ms"],
-                           created_at=_aware(r["created_at"])) for r in rows]
-
-    # -- pending actions -----------------------------------------------------------------------
-    def create_pending(self, key: str, tool: str, args: dict[str, Any], requester: str, platform: str,
-                       channel_id: str = "", thread_id: str = "", summary: str = "",
-                       ttl: timedelta = timedelta(hours=1)) -> PendingRecord:
-        """Store a pending action; a second call with the same idempotency key returns the first one."""
-        now = _now()
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(self.pending.insert().values(
-                    key=key, tool=tool, args=json.dumps(args, default=str), requester=requester, platform=platform,
-                    channel_id=channel_id, thread_id=thread_id, summary=summary, status="pending", result=None,
-                    created_at=now, expires_at=now + ttl, updated_at=now))
-        except IntegrityError:
-            log.info("pending action %s already exists; returning it", key)
-        rec = self.get_pending(key)
-        assert rec is not None
-        return rec
-
-    def get_pending(self, key: str) -> PendingRecord | None:
-        """The pending action with idempotency key ``key``."""
-        t = self.pending
-        with self.engine.connect() as conn:
-            r = conn.execute(sa.select(t).where(t.c.key == key)).mappings().first()
-        return None if r is None else self._pending_record(r)
-
-    def open_pending_for(self, requester: str, platform: str, limit: int = 10) -> list[PendingRecord]:
-        """The actions ``requester`` proposed on ``platform`` that still wait for a confirmation (status
-        ``pending``, window not passed), newest first, at most ``limit``."""
-        t = self.pending
-        q = (sa.select(t).where(t.c.requester == requester, t.c.platform == platform, t.c.status == "pending",
-                                t.c.expires_at > _now())
-             .order_by(t.c.created_at.desc(), t.c.key).limit(max(0, limit)))
-        with self.engine.connect() as conn:
-            return [self._pending_record(r) for r in conn.execute(q).mappings()]
-
-    @staticmethod
-    def _pending_record(r: Any) -> PendingRecord:
-        return PendingRecord(
-            key=r["key"], tool=r["tool"], args=json.loads(r["args"]), requester=r["requester"],
-            platform=r["platform"], channel_id=r["channel_id"], thread_id=r["thread_id"], summary=r["summary"],
-            status=r["status"], result=json.loads(r["result"]) if r["result"] else None,
-            created_at=_aware(r["created_at"]), expires_at=_aware(r["expires_at"]),  # type: ignore[arg-type]
-            updated_at=_aware(r["updated_at"]))  # type: ignore[arg-type]
-
-    def transition_pending(self, key: str, from_status: str, to_status: str,
-                           result: dict[str, Any] | None = None) -> bool:
-        """Atomically move ``key`` from ``from_status`` to ``to_status``; False when it was not in
-        ``from_status`` (someone else got there first: a double click, a retry, another replica)."""
-        t = self.pending
-        values: dict[str, Any] = {"status": to_status, "updated_at": _now()}
-        if result is not None:
-            values["result"] = json.dumps(result, default=str)
-        with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(t.c.key == key, t.c.status == from_status).values(**values)).rowcount
-        return n == 1
-
-    # -- audit ---------------------------------------------------------------------------------
-    def audit(self, actor: str, platform: str, action: str, target: str = "", outcome: str = "ok",
-              detail: dict[str, Any] | None = None) -> None:
-        """Append to the audit log (who, what, on what, with which outcome, when)."""
-        with self.engine.begin() as conn:
-            conn.execute(self.audit_log.insert().values(
-                at=_now(), actor=actor, platform=platform, action=action, target=target, outcome=outcome,
-                detail=json.dumps(detail or {}, default=str)))
-
-    def audit_entries(self, limit: int = 100, action: str | None = None) -> list[AuditEntry]:
-        """The latest audit entries, newest first."""
-        t = self.audit_log
-        q = sa.select(t).order_by(t.c.id.desc()).limit(limit)
-        if action:
-            q = q.where(t.c.action == action)
-        with self.engine.connect() as conn:
-            return [AuditEntry(r["id"], _aware(r["at"]), r["actor"], r["platform"], r["action"], r["target"],  # type: ignore[arg-type]
-                               r["outcome"], json.loads(r["detail"])) for r in conn.execute(q).mappings()]
-
-    # -- MCP bearer tokens (revision 0008) --------------------------------------------------------
-    def add_mcp_token(self, digest: str, token_id: str, email: str, label: str = "", created_by: str = "") -> McpToken:
-        """Store a new token's SHA-256 ``digest`` (64 hex characters) for ``email`` under ``token_id``.
-
-        Raises:
-            ValueError: a malformed digest or id, or an id already in use (draw another token).
-        """
-        if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
-            raise ValueError("an MCP token digest is 64 lower-case hex characters (SHA-256)")
-        if not token_id or len(token_id) > 16:
-            raise ValueError("an MCP token id is 1 to 16 characters")
-        row = {"digest": digest, "token_id": token_id, "email": email.strip().lower(), "label": label[:200],
-               "created_by": created_by[:200], "created_at": _now(), "last_used_at": None, "revoked_at": None}
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(self.mcp_tokens.insert().values(**row))
-        except IntegrityError as exc:
-            raise ValueError(f"an MCP token with the id {token_id} already exists") from exc
-        return self._mcp_token(row)
-
-    def mcp_token_for(self, digest: str, touch: bool = True) -> McpToken | None:
-        """The token whose digest is ``digest``, revoked or not (None when unknown); ``touch`` records the use
-        (``last_used_at``) of a token that is not revoked."""
-        t = self.mcp_tokens
-        with self.engine.begin() as conn:
-            row = conn.execute(sa.select(t).where(t.c.digest == digest)).mappings().first()
-            if row is None:
-                return None
-            row = dict(row)
-            if touch and row["revoked_at"] is None:
-                row["last_used_at"] = _now()
-                conn.execute(t.update().where(t.c.digest == digest).values(last_used_at=row["last_used_at"]))
-        return self._mcp_token(row)
-
-    def mcp_tokens_list(self, email: str | None = None) -> list[McpToken]:
-        """Every token (or ``email``'s), newest first, revoked ones included."""
-        t = self.mcp_tokens
-        q = sa.select(t).order_by(t.c.created_at.desc(), t.c.token_id)
-        if email:
-            q = q.where(t.c.email == email.strip().lower())
-        with self.engine.connect() as conn:
-            return [self._mcp_token(r) for r in conn.execute(q).mappings()]
-
-    def revoke_mcp_token(self, token_id: str) -> McpToken | None:
-        """Revoke the token ``token_id`` (from then on it is refused); returns it, None when no token has that
-        id. Revoking a revoked token keeps its first revocation time."""
-        t = self.mcp_tokens
-        with self.engine.begin() as conn:
-            conn.execute(t.update().where(t.c.token_id == token_id, t.c.revoked_at.is_(None)).values(revoked_at=_now()))
-            row = conn.execute(sa.select(t).where(t.c.token_id == token_id)).mappings().first()
-        return self._mcp_token(row) if row is not None else None
-
-    @staticmethod
-    def _mcp_token(r: Any) -> McpToken:
-        return McpToken(r["token_id"], r["email"], r["label"], r["created_by"], _aware(r["created_at"]),  # type: ignore[arg-type]
-                        _aware(r["last_used_at"]), _aware(r["revoked_at"]))
-
-    # -- sync cursors, runs and locks ----------------------------------------------------------
-    # Cursors and runs are kept per index (``index_id``, see index.identity): replicas that each keep
-    # their own index on one database each have their own cursor; replicas sharing one index share it.
-    def get_cursor(self, source: str, *, index_id: str) -> dict[str, Any] | None:
-        """The saved sync cursor of ``source`` in the index ``index_id``, or None."""
-        t = self.cursors
-        with self.engine.connect() as conn:
-            v = conn.execute(sa.select(t.c.cursor).where(t.c.index_id == index_id, t.c.source == source)).scalar()
-        return json.loads(v) if v else None
-
-    def forget_source(self, source: str, *, index_id: str) -> None:
-        """Drop ``source``'s cursor and run history in the index ``index_id`` (and any legacy ones), and its
-        group memberships (its pages were removed from that index on purpose). Other indexes' cursors
-        and runs of ``source`` stay: their pages are still there."""
-        ids = [index_id, LEGACY_INDEX_ID]
-        with self.engine.begin() as conn:
-            conn.execute(self.cursors.delete().where(self.cursors.c.source == source, self.cursors.c.index_id.in_(ids)))
-            conn.execute(self.runs.delete().where(self.runs.c.source == source, self.runs.c.index_id.in_(ids)))
-            conn.execute(self.group_members.delete().where(self.group_members.c.source == _principal_part(source)))
-
-    def set_cursor(self, source: str, cursor: dict[str, Any], *, index_id: str) -> None:
-        """Save the sync cursor of ``source`` in the index ``index_id`` (call only after that index committed)."""
-        t = self.cursors
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.index_id == index_id, t.c.source == source))
-            conn.execute(t.insert().values(index_id=index_id, source=source, cursor=json.dumps(cursor, default=str),
-                                           updated_at=_now()))
-
-    def adopt_legacy(self, index_id: str, sources: Iterable[str]) -> int:
-        """Give the index ``index_id`` the cursors and runs of ``sources`` written before cursors were kept
-        per index (index id :data:`LEGACY_INDEX_ID`); returns the cursors adopted.
-
-        Call it only with sources whose pages that index holds (an index without them must list them
-        from the start, not from another index's watermark). One conditional ``UPDATE`` per table, so of
-        several replicas starting at once exactly one adopts each legacy row.
-        """
-        names = sorted(set(sources))
-        if not names or index_id == LEGACY_INDEX_ID:
-            return 0
-        with self.engine.begin() as conn:
-            n = conn.execute(self.cursors.update().where(self.cursors.c.index_id == LEGACY_INDEX_ID,
-                                                         self.cursors.c.source.in_(names))
-                             .values(index_id=index_id)).rowcount
-            conn.execute(self.runs.update().where(self.runs.c.index_id == LEGACY_INDEX_ID, self.runs.c.source.in_(names))
-                         .values(index_id=index_id))
-        if n:
-            log.info("index %s adopted the cursors of %d source(s) written before cursors were kept per index", index_id, n)
-        return n
-
-    def start_run(self, source: str, *, index_id: str) -> int:
-        """Record that a run of ``source`` into the index ``index_id`` (:data:`NO_INDEX` for runs of no
-        index) started; returns the run id."""
-        with self.engine.begin() as conn:
-            res = conn.execute(self.runs.insert().values(index_id=index_id, source=source, started_at=_now(),
-                                                         status="running", summary="{}", error=""))
-            return int(res.inserted_primary_key[0])
-
-    def finish_run(self, run_id: int, status: str, summary: dict[str, Any], error: str = "") -> None:
-        """Record the outcome of a run (``ok`` or ``failed``) with its summary."""
-        with self.engine.begin() as conn:
-            conn.execute(self.runs.update().where(self.runs.c.id == run_id).values(
-                finished_at=_now(), status=status, summary=json.dumps(summary, default=str), error=error))
-
-    def last_runs(self, source: str | None = None, limit: int = 10, *, index_id: str | None = None) -> list[SyncRun]:
-        """The latest runs, newest first (of one source, or all; of the index ``index_id``, or of every index)."""
-        t = self.runs
-        q = sa.select(t).order_by(t.c.id.desc()).limit(limit)
-        if source:
-            q = q.where(t.c.source == source)
-        if index_id is not None:
-            q = q.where(t.c.index_id == index_id)
-        with self.engine.connect() as conn:
-            return [SyncRun(r["id"], r["source"], _aware(r["started_at"]), _aware(r["finished_at"]),  # type: ignore[arg-type]
-                            r["status"], json.loads(r["summary"]), r["error"], r["index_id"])
-                    for r in conn.execute(q).mappings()]
-
-    def acquire_lock(self, name: str, owner: str, ttl: timedelta = timedelta(minutes=30)) -> bool:
-        """Take the lock ``name`` for ``owner`` unless someone else holds an unexpired one.
-
-        A lock expires after ``ttl`` so a crashed holder cannot block forever; the holder renews it by
-        acquiring again. Works across processes and machines sharing the database.
-        """
-        now = _now()
-        t = self.locks
-        with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(t.c.name == name, sa.or_(t.c.owner == owner, t.c.expires_at < now))
-                             .values(owner=owner, expires_at=now + ttl)).rowcount
-            if n == 1:
-                return True
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(t.insert().values(name=name, owner=owner, expires_at=now + ttl))
-            return True
-        except IntegrityError:
-            return False
-
-    def take_over_lock(self, name: str, owner: str, is_dead: Callable[[str], bool],
-                       ttl: timedelta = timedelta(minutes=30)) -> bool:
-        """Take the lock ``name`` for ``owner`` from a holder that ``is_dead(holder)`` says is gone.
-
-        For a holder killed before it could release (SIGKILL, OOM), which would otherwise block the
-        lock until it expires. The caller decides what "gone" means (the store knows nothing of
-        processes); the swap is one conditional ``UPDATE ... WHERE owner = :holder``, so of several
-        takers exactly one wins, and a lock that changed hands after the holder was read is left alone.
-        An unheld lock is acquired as by :meth:`acquire_lock`.
-
-        Returns:
-            True when ``owner`` now holds the lock.
-        """
-        t = self.locks
-        with self.engine.connect() as conn:
-            holder = conn.execute(sa.select(t.c.owner).where(t.c.name == name)).scalar()
-        if not holder:
-            return self.acquire_lock(name, owner, ttl=ttl)
-        if not is_dead(str(holder)):
-            return False
-        log.warning("lock %s was held by %s, which is gone; taking it over for %s", name, holder, owner)
-        with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(t.c.name == name, t.c.owner == holder)
-                             .values(owner=owner, expires_at=_now() + ttl)).rowcount
-        return n == 1
-
-    def lock_holder(self, name: str) -> str | None:
-        """Who holds the lock ``name`` (expired or not), or ``None``."""
-        t = self.locks
-        with self.engine.connect() as conn:
-            return conn.execute(sa.select(t.c.owner).where(t.c.name == name)).scalar()
-
-    def release_lock(self, name: str, owner: str) -> None:
-        """Release ``name`` if ``owner`` holds it."""
-        t = self.locks
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.name == name, t.c.owner == owner))
-
-    # -- index jobs (re-index requests for the worker) ----------------------------------------------
-    def enqueue_index_job(self, index_id: str, source: str | None = None, full: bool = False,
-                          requested_by: str = "") -> int:
-        """Leave a re-index of ``source`` (None: every source) of the index ``index_id`` for its worker;
-        returns the job's id."""
-        with self.engine.begin() as conn:
-            res = conn.execute(self.index_jobs.insert().values(
-                index_id=index_id, source=source or "", full=bool(full), requested_by=requested_by[:200],
-                status="queued", owner="", result="[]", created_at=_now()))
-            return int(res.inserted_primary_key[0])
-
-    def claim_index_job(self, index_id: str, owner: str,
-                        is_dead: Callable[[str], bool] | None = None) -> IndexJob | None:
-        """Claim the oldest queued job of the index ``index_id`` for ``owner`` (``queued`` -> ``running``,
-        one conditional ``UPDATE`` per candidate, so of two workers exactly one gets it); None when none is queued.
-
-        With ``is_dead``, a ``running`` job whose owner ``is_dead(owner)`` says is gone (a worker killed
-        mid-job) is claimed again (the swap is conditional on that owner, so one taker wins)."""
-        t = self.index_jobs
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(t.c.id, t.c.status, t.c.owner).where(
-                t.c.index_id == index_id, t.c.status.in_(("queued", "running"))).order_by(t.c.id).limit(20)).all()
-        for job_id, status, holder in rows:
-            if status == "running":
-                if is_dead is None or holder == owner or not is_dead(str(holder)):
-                    continue
-                log.warning("index job %d was running in %s, which is gone; running it again", job_id, holder)
-            with self.engine.begin() as conn:
-                n = conn.execute(t.update().where(t.c.id == job_id, t.c.status == status, t.c.owner == holder).values(
-                    status="running", owner=owner, started_at=_now())).rowcount
-            if n == 1:
-                return self.index_job(job_id)
-        return None
-
-    def finish_index_job(self, job_id: int, owner: str, status: Literal["done", "failed"],
-                         result: list[dict[str, Any]]) -> bool:
-        """Record the outcome of ``owner``'s run of job ``job_id``; False when ``owner`` does not hold it.
-
-        Raises:
-            ValueError: for another ``status``.
-        """
-        if status not in {"done", "failed"}:
-            raise ValueError(f"an index job ends done or failed, got {status!r}")
-        t = self.index_jobs
-        with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(t.c.id == job_id, t.c.status == "running", t.c.owner == owner).values(
-                status=status, result=json.dumps(result, default=str), finished_at=_now())).rowcount
-        return n == 1
-
-    def index_job(self, job_id: int) -> IndexJob | None:
-        """The job ``job_id``, or None."""
-        t = self.index_jobs
-        with self.engine.connect() as conn:
-            r = conn.execute(sa.select(t).where(t.c.id == job_id)).mappings().first()
-        if r is None:
-            return None
-        return IndexJob(id=int(r["id"]), index_id=r["index_id"], source=r["source"], full=bool(r["full"]),
-                        requested_by=r["requested_by"], status=r["status"], owner=r["owner"],
-                        result=json.loads(r["result"] or "[]"), created_at=_aware(r["created_at"]),  # type: ignore[arg-type]
-                        started_at=_aware(r["started_at"]), finished_at=_aware(r["finished_at"]))
-
-    # -- group memberships (issue 11) ------------------------------------------------------------
-    def set_group_members(self, source: str, group: str, emails: Iterable[str]) -> None:
-        """Replace the members of ``source``'s group ``group`` with ``emails`` (one transaction).
-
-        Source and group names and e-mails are trimmed and lower-cased, as principals are compared
-        (``group:<source>/<group>``, ``user:<e-mail>``); empty e-mails are dropped. An empty
-        ``emails`` leaves the group without members.
-
-        Raises:
-            ValueError: for an empty source or group name.
-        """
-        src, name = _principal_part(source), _principal_part(group)
-        if not src or not name:
-            raise ValueError("a group needs a source and a name")
-        members = sorted({e for e in (_principal_part(x) for x in emails) if e})
-        t = self.group_members
-        now = _now()
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.source == src, t.c.group_name == name))
-            if members:
-                conn.execute(t.insert(), [{"source": src, "group_name": name, "email": e, "updated_at": now}
-                                          for e in members])
-
-    def groups_of(self, email: str) -> frozenset[str]:
-        """The group principals (``group:<source>/<group>``, lower case) whose members include ``email``.
-
-        Spelled exactly as :func:`connectors.access.group` spells them (this package imports nothing of
-        ours, so the spelling is repeated here and a test keeps the two equal). An empty e-mail has none.
-        """
-        e = _principal_part(email)
-        if not e:
-            return frozenset()
-        t = self.group_members
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(t.c.source, t.c.group_name).where(t.c.email == e))
-            return frozenset(f"group:{src}/{name}" for src, name in rows)
-
-    def group_members_of(self, source: str, group: str) -> frozenset[str]:
-        """The e-mails stored for ``source``'s group ``group`` (lower case; empty when unknown)."""
-        t = self.group_members
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(t.c.email).where(t.c.source == _principal_part(source),
-                                                          t.c.group_name == _principal_part(group)))
-            return frozenset(r[0] for r in rows)
-
-    # -- conversations -------------------------------------------------------------------------
-    def get_history(self, key: str) -> list[str]:
-        """Stored conversation history: the messages' texts, oldest first (see :meth:`get_history_entries`)."""
-        return [m.text for m in self.get_history_entries(key)]
-
-    def get_history_entries(self, key: str) -> list[StoredMessage]:
-        """Stored conversation history with each message's author, oldest first.
-
-        The ``history`` column holds a JSON list; items written before authors were stored are plain
-        strings and come back with ``author == ""`` (no schema change, so no migration is needed).
-        """
-        t = self.conversations
-        with self.engine.connect() as conn:
-            v = conn.execute(sa.select(t.c.history).where(t.c.key == key)).scalar()
-        return _history_entries(v)
-
-    def append_history(self, key: str, message: str, keep: int = 10, author: str = "") -> list[str]:
-        """Append a message written by ``author`` (a platform user id; "" when unknown) to a
-        conversation, keeping the last ``keep``; returns the history's texts."""
-        hist = [*self.get_history_entries(key), StoredMessage(message, author)][-keep:]
-        t = self.conversations
-        raw = json.dumps([{"text": m.text, "author": m.author} for m in hist])
-        with self.engine.begin() as conn:
-            conn.execute(t.delete().where(t.c.key == key))
-            conn.execute(t.insert().values(key=key, history=raw, updated_at=_now()))
-        return [m.text for m in hist]
-
-    # -- conversation references (proactive messages) ---------------------------------------------
-    def remember_conversation_reference(self, platform: str, user_id: str, reference: dict[str, Any], *,
-                                        refresh: timedelta = timedelta(days=1)) -> bool:
-        """Keep ``reference`` (a JSON-serialisable dict) as where ``platform`` reaches ``user_id`` unprompted.
-
-        Written when there is none, when it differs from the stored one, or when the stored one is older
-        than ``refresh`` (``updated_at`` is when the user was last seen, which retention reads, without a
-        write per message). Two writers at once: the last one wins.
-
-        Returns:
-            True when a row was written.
-
-        Raises:
-            ValueError: when ``platform`` (1-20 characters) or ``user_id`` (1-200) is empty or too long.
-        """
-        if not platform or len(platform) > 20 or not user_id or len(user_id) > 200:
-            raise ValueError("a conversation reference needs a platform (1-20 characters) and a user id (1-200)")
-        raw = json.dumps(reference, sort_keys=True, separators=(",", ":"))
-        t = self.conversation_refs
-        where = sa.and_(t.c.platform == platform, t.c.user_id == user_id)
-        now = _now()
-        with self.engine.begin() as conn:
-            row = conn.execute(sa.select(t.c.reference, t.c.updated_at).where(where)).first()
-            if row is not None and row.reference == raw and now - _aware(row.updated_at) < refresh:
-                return False
-            if row is not None:
-                conn.execute(t.update().where(where).values(reference=raw, updated_at=now))
-                return True
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(t.insert().values(platform=platform, user_id=user_id, reference=raw, updated_at=now))
-        except IntegrityError:  # another writer inserted it meanwhile
-            with self.engine.begin() as conn:
-                conn.execute(t.update().where(where).values(reference=raw, updated_at=now))
-        return True
-
-    def conversation_reference(self, platform: str, user_id: str) -> dict[str, Any] | None:
-        """The reference kept for ``user_id`` on ``platform`` (:meth:`remember_conversation_reference`), or None
-        (none kept, or not a JSON object)."""
-        t = self.conversation_refs
-        with self.engine.connect() as conn:
-            raw = conn.execute(sa.select(t.c.reference).where(t.c.platform == platform,
-                                                              t.c.user_id == user_id)).scalar()
-        try:
-            ref = json.loads(raw) if raw else None
-        except ValueError:
-            log.warning("the stored %s conversation reference of a user is not JSON; ignoring it", platform)
-            return None
-        return ref if isinstance(ref, dict) else None
-
-    # -- scheduled messages (the outbox) ---------------------------------------------------------
-    def schedule_message(self, key: str, *, platform: str, user_id: str, channel_id: str, at: datetime,
-                         text: str) -> bool:
-        """Store a message to send to ``user_id`` on ``platform`` at ``at``; True when stored, False when
-        ``key`` already exists (the first message is kept: a retried request cannot schedule twice).
-
-        Args:
-            key: the idempotency key (at most 200 characters).
-            platform, user_id, channel_id: the recipient (see :class:`ScheduledMessage`).
-            at: an aware datetime (stored in UTC); a time in the past is due at once.
-            text: the message.
-
-        Raises:
-            ValueError: when ``at`` is naive, or ``key``, ``platform``, ``user_id`` or ``text`` is empty or too long.
-        """
-        when = _utc(at, "at")
-        if not key or len(key) > 200:
-            raise ValueError(f"a scheduled message's key must be 1-200 characters, got {len(key)}")
-        if not platform or len(platform) > 20 or not user_id or len(user_id) > 200 or len(channel_id) > 200:
-            raise ValueError("a scheduled message needs a platform (1-20 characters) and a user id (1-200 characters)")
-        if not text:
-            raise ValueError("a scheduled message needs a text")
-        now = _now()
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(self.scheduled.insert().values(
-                    key=key, platform=platform, user_id=user_id, channel_id=channel_id, at=when, text=text,
-                    status="pending", due_at=when, attempts=0, error="", owner="", lease_until=None,
-                    created_at=now, updated_at=now))
-            return True
-        except IntegrityError:
-            log.info("scheduled message %s already exists; keeping the first", key)
-            return False
-
-    def cancel_message(self, key: str) -> bool:
-        """Cancel a pending message; False when it is not pending (unknown, already sending, delivered,
-        failed or cancelled)."""
-        t = self.scheduled
-        with self.engine.begin() as conn:
-            n = conn.execute(t.update().where(t.c.key == key, t.c.status == "pending")
-                             .values(status="cancelled", updated_at=_now())).rowcount
-        return n == 1
-
-    def claim_due_messages(self, now: datetime, owner: str, limit: int = 50,
-                           lease: timedelta = timedelta(minutes=5), *,
-                           platforms: Collection[str] | None = None, user_id: str | None = None,
-                           max_attempts: int = MESSAGE_MAX_ATTEMPTS) -> list[ScheduledMessage]:
-        """Claim the messages due at ``now`` for ``owner`` and return them (oldest ``at`` first).
-
-        Due means ``pending`` with its next attempt time (``at``, or later after a failed attempt)
-        at or before ``now``, or ``sending`` with a lease that expired before ``now`` (its deliverer
-        crashed or hung). Each row is claimed by one conditional ``UPDATE`` (-> ``sending``,
-        ``owner``, lease until ``now + lease``, one more attempt), so two deliverers (threads,
-        processes, replicas) never both claim it. A message whose lease expired after
-        ``max_attempts`` attempts (or a pending one that had them) is marked ``failed`` instead.
-
-        Args:
-            now: the current time (aware).
-            owner: who delivers (unique per process, e.g. ``host:pid``); :meth:`finish_message` needs it.
-            limit: claim at most this many.
-            lease: how long the claim holds; deliver and finish well within it.
-            platforms: claim only messages for these platforms (None: any), so a deliverer never
-                holds messages it cannot send.
-            user_id: claim only this recipient's messages (None: anyone's); the CLI shows a user only theirs.
-            max_attempts: see above.
-
-        Raises:
-            ValueError: when ``now`` is naive.
-        """
-        now = _utc(now, "now")
-        t = self.scheduled
-        stale = sa.and_(t.c.status == "sending", t.c.lease_until < now)
-        due = sa.or_(sa.and_(t.c.status == "pending", t.c.due_at <= now), stale)
-        scope = [t.c.platform.in_(list(platforms))] if platforms is not None else []
-        if user_id is not None:
-            scope.append(t.c.user_id == user_id)
-        with self.engine.begin() as conn:
-            conn.execute(t.update().where(due, t.c.attempts >= max_attempts, *scope).values(
-                status="failed", owner="", lease_until=None, updated_at=now,
-                error=sa.case((t.c.status == "sending", sa.literal(
-                    f"gave up after {max_attempts} attempts; the last recorded no outcome (its deliverer stopped)")),
-                    else_=t.c.error)))
-        with self.engine.connect() as conn:
-            keys = list(conn.execute(sa.select(t.c.key).where(due, *scope).order_by(t.c.due_at, t.c.key)
-                                     .limit(limit)).scalars())
-        claimed: list[str] = []
-        for key in keys:
-            with self.engine.begin() as conn:
-                n = conn.execute(t.update().where(t.c.key == key, due, t.c.attempts < max_attempts).values(
-                    status="sending", owner=owner, lease_until=now + lease, attempts=t.c.attempts + 1,
-                    updated_at=now)).rowcount
-            if n == 1:
-                claimed.append(key)
-        if not claimed:
-            return []
-        with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(t).where(t.c.key.in_(claimed), t.c.owner == owner)
-                                .order_by(t.c.due_at, t.c.key)).mappings()
-            return [_scheduled(r) for r in rows]
-
-    def finish_message(self, key: str, owner: str, status: Literal["delivered", "failed", "pending"],
-                       error: str = "", *, max_attempts: int = MESSAGE_MAX_ATTEMPTS) -> bool:
-        """Record the outcome of ``owner``'s delivery of ``key``; False when ``owner`` no longer holds it
-        (its lease expired and another deliverer claimed it, or it was never claimed).
-
-        ``delivered`` and ``failed`` are final; ``pending`` means "try again later": the message is due
-        again after :data:`MESSAGE_RETRY_BASE` doubled per attempt (at most :data:`MESSAGE_RETRY_MAX`),
-        or becomes ``failed`` when it has had ``max_attempts`` attempts. ``error`` is kept (2000
-        characters at most) for listings and logs.
-
-        Raises:
-            ValueError: for another ``status``.
-        """
-        if status not in {"delivered", "failed", "pending"}:
-            raise ValueError(f"a delivery ends delivered, failed or pending, got {status!r}")
-        t = self.scheduled
-        now = _now()
-        with self.engine.connect() as conn:
-            attempts = conn.execute(sa.select(t.c.attempts).where(
-                t.c.key == key, t.c.status == "sending", t.c.owner == owner)).scalar()
-        if attempts is None:
-            return False
-        values: dict[str, Any] = {"status": status, "error": error[:2000], "owner": "", "lease_until": None,
-                                  "updated_at": now}
-        if status == "pending":
-            if attempts >= max_attempts:
-                values.update(status="failed", error=f"gave up after {attempts} attempts: {error}"[:2000])
-            else:
-                values["due_at"] = now + min(MESSAGE_RETRY_BASE * 2 ** max(attempts - 1, 0), MESSAGE_RETRY_MAX)
-        with self.engine.begin() as conn:
-            # ``attempts`` in the condition: a re-claim after this read (lease expired) makes it fail.
-            n = conn.execute(t.update().where(t.c.key == key, t.c.status == "sending", t.c.owner == owner,
-                                              t.c.attempts == attempts).values(**values)).rowcount
-        return n == 1
-
-    def scheduled_message(self, key: str) -> ScheduledMessage | None:
-        """The scheduled message ``key``, or None."""
-        t = self.scheduled
-        with self.engine.connect() as conn:
-            r = conn.execute(sa.select(t).where(t.c.key == key)).mappings().first()
-        return _scheduled(r) if r is not None else None
-
-    def scheduled_messages(self, user_id: str | None = None, status: str | None = None,
-                           limit: int = 100) -> list[ScheduledMessage]:
-        """Scheduled messages, soonest ``at`` first: all, or of one recipient, or in one status."""
-        t = self.scheduled
-        q = sa.select(t).order_by(t.c.at, t.c.key).limit(limit)
-        if user_id is not None:
-            q = q.where(t.c.user_id == user_id)
-        if status is not None:
-            q = q.where(t.c.status == status)
-        with self.engine.connect() as conn:
-            return [_scheduled(r) for r in conn.execute(q).mappings()]
-
-    def due_message_counts(self, now: datetime) -> dict[str, int]:
-        """How many messages are due at ``now`` (``pending``, next attempt time passed), by platform.
-
-        Raises:
-            ValueError: when ``now`` is naive.
-        """
-        now = _utc(now, "now")
-        t = self.scheduled
-        q = (sa.select(t.c.platform, sa.func.count()).where(t.c.status == "pending", t.c.due_at <= now)
-             .group_by(t.c.platform))
-        with self.engine.connect() as conn:
-            return {p: int(n) for p, n in conn.execute(q)}
-
-    # -- metrics (aggregates read at scrape time) ----------------------------------------------
-    def pending_counts(self) -> dict[str, int]:
-        """Pending actions by status (``pending``, ``executing``, ``done``...), from one GROUP BY query."""
-        t = self.pending
-        with self.engine.connect() as conn:
-            return {s: int(n) for s, n in conn.execute(sa.select(t.c.status, sa.func.count()).group_by(t.c.status))}
-
-    def last_successful_runs(self, index_id: str | None = None) -> dict[str, datetime]:
-        """When each source's latest successful (``ok``) sync run finished (UTC), from one GROUP BY query:
-        runs into the index ``index_id``, or into any index when None."""
-        t = self.runs
-        q = sa.select(t.c.source, sa.func.max(t.c.finished_at)).where(t.c.status == "ok").group_by(t.c.source)
-        if index_id is not None:
-            q = q.where(t.c.index_id == index_id)
-        with self.engine.connect() as conn:
-            return {s: _aware(at) for s, at in conn.execute(q) if at is not None}  # type: ignore[misc]
-
-    # -- health --------------------------------------------------------------------------------
+    # -- events (state.events) -------------------------------------------------------------------
+    claim_event = _via("dedup", EventDedup.claim_event)
+    prune_events = _via("dedup", EventDedup.prune_events)
+
+    # -- feedback and sent replies (state.feedback) ----------------------------------------------
+    add_feedback = _via("answer_feedback", Feedback.add_feedback)
+    feedback_for = _via("answer_feedback", Feedback.feedback_for)
+    feedback_for_traces = _via("answer_feedback", Feedback.feedback_for_traces)
+    remember_reply = _via("answer_feedback", Feedback.remember_reply)
+    trace_of_reply = _via("answer_feedback", Feedback.trace_of_reply)
+
+    # -- turn log (state.turnlog) ----------------------------------------------------------------
+    record_turn = _via("turns", TurnLog.record_turn)
+    turn_records = _via("turns", TurnLog.turn_records)
+
+    # -- pending actions (state.actions) ---------------------------------------------------------
+    create_pending = _via("actions", PendingActions.create_pending)
+    get_pending = _via("actions", PendingActions.get_pending)
+    open_pending_for = _via("actions", PendingActions.open_pending_for)
+    transition_pending = _via("actions", PendingActions.transition_pending)
+    pending_counts = _via("actions", PendingActions.pending_counts)
+
+    # -- audit (state.audit) ---------------------------------------------------------------------
+    audit = _via("audit_trail", AuditTrail.audit)
+    audit_entries = _via("audit_trail", AuditTrail.audit_entries)
+
+    # -- MCP bearer tokens (state.tokens) --------------------------------------------------------
+    add_mcp_token = _via("tokens", McpTokens.add_mcp_token)
+    mcp_token_for = _via("tokens", McpTokens.mcp_token_for)
+    mcp_tokens_list = _via("tokens", McpTokens.mcp_tokens_list)
+    revoke_mcp_token = _via("tokens", McpTokens.revoke_mcp_token)
+
+    # -- sync cursors and runs (state.sync) ------------------------------------------------------
+    get_cursor = _via("sync", SyncState.get_cursor)
+    set_cursor = _via("sync", SyncState.set_cursor)
+    forget_source = _via("sync", SyncState.forget_source)
+    adopt_legacy = _via("sync", SyncState.adopt_legacy)
+    start_run = _via("sync", SyncState.start_run)
+    finish_run = _via("sync", SyncState.finish_run)
+    last_runs = _via("sync", SyncState.last_runs)
+    last_successful_runs = _via("sync", SyncState.last_successful_runs)
+
+    # -- locks (state.locks) ---------------------------------------------------------------------
+    acquire_lock = _via("named_locks", Locks.acquire_lock)
+    take_over_lock = _via("named_locks", Locks.take_over_lock)
+    lock_holder = _via("named_locks", Locks.lock_holder)
+    release_lock = _via("named_locks", Locks.release_lock)
+
+    # -- index jobs (state.index_jobs) -----------------------------------------------------------
+    enqueue_index_job = _via("jobs", IndexJobs.enqueue_index_job)
+    claim_index_job = _via("jobs", IndexJobs.claim_index_job)
+    finish_index_job = _via("jobs", IndexJobs.finish_index_job)
+    index_job = _via("jobs", IndexJobs.index_job)
+
+    # -- group memberships (state.groups) --------------------------------------------------------
+    set_group_members = _via("groups", GroupMembers.set_group_members)
+    groups_of = _via("groups", GroupMembers.groups_of)
+    group_members_of = _via("groups", GroupMembers.group_members_of)
+
+    # -- conversations and conversation references (state.conversations) -------------------------
+    get_history = _via("chats", Conversations.get_history)
+    get_history_entries = _via("chats", Conversations.get_history_entries)
+    append_history = _via("chats", Conversations.append_history)
+    remember_conversation_reference = _via("chats", Conversations.remember_conversation_reference)
+    conversation_reference = _via("chats", Conversations.conversation_reference)
+
+    # -- scheduled messages, the outbox (state.outbox) -------------------------------------------
+    schedule_message = _via("outbox", Outbox.schedule_message)
+    cancel_message = _via("outbox", Outbox.cancel_message)
+    claim_due_messages = _via("outbox", Outbox.claim_due_messages)
+    finish_message = _via("outbox", Outbox.finish_message)
+    scheduled_message = _via("outbox", Outbox.scheduled_message)
+    scheduled_messages = _via("outbox", Outbox.scheduled_messages)
+    due_message_counts = _via("outbox", Outbox.due_message_counts)
+
+    # -- health ----------------------------------------------------------------------------------
     def ping(self) -> bool:
         """True when the database answers (for readiness probes)."""
         try:
@@ -1222,45 +222,3 @@ class StateStore:
     def close(self) -> None:
         """Release connections."""
         self.engine.dispose()
-
-    # -- the knowledge-gap report's feedback read (app/report.py) ----------------------------------------
-    def feedback_for_traces(self, trace_ids: Iterable[str]) -> list[dict[str, Any]]:
-        """Feedback rows (``trace_id``, ``platform``, ``user_id``, ``value``, ``comment``, ``created_at``)
-        of the turns ``trace_ids``, in the order given, in batches of 500 ids per query."""
-        ids = list(dict.fromkeys(trace_ids))
-        t, out = self.feedback, []
-        with self.engine.connect() as conn:
-            for i in range(0, len(ids), 500):
-                q = sa.select(t).where(t.c.trace_id.in_(ids[i:i + 500])).order_by(t.c.id)
-                out.extend(dict(r) for r in conn.execute(q).mappings())
-        order = {trace: i for i, trace in enumerate(ids)}
-        return sorted(out, key=lambda r: order[r["trace_id"]])
-
-
-def _principal_part(text: str) -> str:
-    """A source name, group name or e-mail as principals compare it: trimmed, lower case."""
-    return (text or "").strip().lower()
-
-
-def _scheduled(r: Any) -> ScheduledMessage:
-    return ScheduledMessage(
-        key=r["key"], platform=r["platform"], user_id=r["user_id"], channel_id=r["channel_id"],
-        at=_aware(r["at"]), text=r["text"], status=r["status"], attempts=int(r["attempts"]),  # type: ignore[arg-type]
-        error=r["error"], created_at=_aware(r["created_at"]))  # type: ignore[arg-type]
-
-
-def _sqlite_pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA busy_timeout=30000")
-    cur.close()
-
-
-def _safe(url: str) -> str:
-    """The URL with any password masked, for messages and logs."""
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable URL>"
-
-

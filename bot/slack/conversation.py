@@ -32,11 +32,11 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cachetools import FIFOCache
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -100,14 +100,11 @@ class RecentReplies:
 
     def __init__(self, size: int = 1000) -> None:
         self.size = size
-        self._items: OrderedDict[str, tuple[str, Reply]] = OrderedDict()
+        self._items: FIFOCache[str, tuple[str, Reply]] = FIFOCache(maxsize=size)  # the oldest put out first
 
     def put(self, question: str, reply: Reply) -> None:
         """Remember ``reply`` (to ``question``) under its trace id."""
         self._items[reply.trace.trace_id] = (question, reply)
-        self._items.move_to_end(reply.trace.trace_id)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
 
     def get(self, trace_id: str) -> tuple[str, Reply] | None:
         """``(question, reply)`` for ``trace_id``, or None when forgotten."""

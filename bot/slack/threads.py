@@ -24,9 +24,9 @@ import contextlib
 
 import logging
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 
+from cachetools import FIFOCache, TTLCache
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -83,8 +83,8 @@ class ThreadHistory:
         self.pages = pages
         self.remember = remember
         self.absent_ttl = absent_ttl
-        self._answered: OrderedDict[tuple[str, str], float] = OrderedDict()
-        self._absent: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._answered: FIFOCache[tuple[str, str], float] = FIFOCache(maxsize=remember)  # key -> when (time.time())
+        self._absent: TTLCache[tuple[str, str], bool] = TTLCache(maxsize=remember, ttl=absent_ttl, timer=time.monotonic)
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     @contextlib.asynccontextmanager
@@ -104,26 +104,14 @@ class ThreadHistory:
         key = (channel, thread_ts)
         self._absent.pop(key, None)
         self._answered[key] = time.time()
-        self._answered.move_to_end(key)
-        while len(self._answered) > self.remember:
-            self._answered.popitem(last=False)
 
     def _mark_absent(self, channel: str, thread_ts: str) -> None:
         key = (channel, thread_ts)
-        self._absent[key] = time.monotonic() + self.absent_ttl
-        self._absent.move_to_end(key)
-        while len(self._absent) > self.remember:
-            self._absent.popitem(last=False)
+        self._absent[key] = True
 
     def known_absent(self, channel: str, thread_ts: str) -> bool:
         """True when the thread was read lately and the bot was not in it (see ``absent_ttl``)."""
-        until = self._absent.get((channel, thread_ts))
-        if until is None:
-            return False
-        if until < time.monotonic():
-            self._absent.pop((channel, thread_ts), None)
-            return False
-        return True
+        return (channel, thread_ts) in self._absent
 
     def known_answered(self, channel: str, thread_ts: str) -> bool:
         """True when this process posted in the thread (False means "unknown", not "no")."""
@@ -218,7 +206,7 @@ class UserDirectory:
         self.home_team = ""
         self.home_enterprise = ""
         self.workspace_url = ""
-        self._cache: OrderedDict[str, tuple[float, UserProfile]] = OrderedDict()
+        self._cache: TTLCache[str, UserProfile] = TTLCache(maxsize=size, ttl=ttl, timer=time.monotonic)
 
     async def _home(self) -> str:
         if not self.home_team:
@@ -258,10 +246,10 @@ class UserDirectory:
         """The user's profile; defaults (``en``, ``UTC``, no name or e-mail) when Slack cannot say. Never raises."""
         if not user_id:
             return UserProfile()
-        hit = self._cache.get(user_id)
-        now = time.monotonic()
-        if hit and now - hit[0] < self.ttl:
-            return hit[1]
+        try:
+            return self._cache[user_id]
+        except KeyError:  # never asked, or expired
+            pass
         try:
             resp = await self.client.users_info(user=user_id, include_locale=True)
             user = resp.get("user") or {}
@@ -280,10 +268,7 @@ class UserDirectory:
         except Exception as exc:  # noqa: BLE001 - a profile is a nicety
             log.warning("users.info failed for %s: %s", user_id, exc)
             prof = UserProfile()
-        self._cache[user_id] = (now, prof)
-        self._cache.move_to_end(user_id)
-        while len(self._cache) > self.size:
-            self._cache.popitem(last=False)
+        self._cache[user_id] = prof
         return prof
 
     async def channel_members(self, channel: str, limit: int) -> tuple[AudienceMember, ...] | None:

@@ -27,7 +27,6 @@ import asyncio
 import logging
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,7 @@ from botbuilder.core import BotAdapter, InvokeResponse, TurnContext
 from botbuilder.core.teams import TeamsInfo
 from botbuilder.schema import (Activity, ActivityTypes, Attachment, ChannelAccount, ConversationParameters,
                                ConversationReference)
+from cachetools import FIFOCache, TTLCache
 
 from tools.invites import DeliveryError, Invitee
 
@@ -50,7 +50,7 @@ FILE_CONSENT = "application/vnd.microsoft.teams.card.file.consent"
 FILE_INFO = "application/vnd.microsoft.teams.card.file.info"
 #: Seconds an offered file waits for the attendee's Accept.
 KEEP = 7 * 24 * 3600
-#: Offered files kept at once (the oldest is dropped first).
+#: Offered files kept at once (expired ones are dropped first, then the least recently used).
 MAX_WAITING = 500
 
 
@@ -78,8 +78,8 @@ class TeamsCourier:
         self.app_id = app_id
         self.timeout = timeout
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._references: OrderedDict[str, ConversationReference] = OrderedDict()
-        self._offers: OrderedDict[str, _Offer] = OrderedDict()
+        self._references: FIFOCache[str, ConversationReference] = FIFOCache(maxsize=2000)  # the oldest out first
+        self._offers: TTLCache[str, _Offer] = TTLCache(maxsize=MAX_WAITING, ttl=KEEP, timer=time.time)
 
     # -- fed by the bot ----------------------------------------------------------------------------
     def remember(self, activity: Activity) -> None:
@@ -93,9 +93,6 @@ class TeamsCourier:
                 ref.conversation.tenant_id = activity.conversation.tenant_id or str(
                     (data.get("tenant") or {}).get("id") or "") or None
             self._references[activity.conversation.id] = ref
-            self._references.move_to_end(activity.conversation.id)
-            while len(self._references) > 2000:
-                self._references.popitem(last=False)
 
     def _run(self, coro: Any) -> Any:
         if self.loop is None or self.loop.is_closed():
@@ -184,12 +181,7 @@ class TeamsCourier:
             raise DeliveryError(f"the chat could not be opened ({why})")
 
     def _keep(self, token: str, item: _Offer) -> None:
-        now = time.time()
-        for old in [k for k, v in self._offers.items() if now - v.at > KEEP]:
-            del self._offers[old]
-        self._offers[token] = item
-        while len(self._offers) > MAX_WAITING:
-            self._offers.popitem(last=False)
+        self._offers[token] = item  # kept KEEP seconds, at most MAX_WAITING (expired ones out first)
 
     # -- the attendee's answer -------------------------------------------------------------------------
     async def consent(self, turn_context: TurnContext) -> InvokeResponse:

@@ -17,11 +17,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from botbuilder.core import TurnContext
 from botbuilder.core.teams import TeamsInfo
+from cachetools import TLRUCache
 
 from app.inbound import AudienceMember
 
@@ -75,7 +75,10 @@ class MemberDirectory:
         self.ttl = ttl
         self.failure_ttl = failure_ttl
         self.size = size
-        self._cache: OrderedDict[str, tuple[float, Member]] = OrderedDict()
+        # (found, member): a roster answer is kept ``ttl`` seconds, a failed look-up ``failure_ttl``.
+        self._cache: TLRUCache[str, tuple[bool, Member]] = TLRUCache(
+            maxsize=size, ttu=lambda _key, hit, now: now + (self.ttl if hit[0] else self.failure_ttl),
+            timer=time.monotonic)
 
     async def get(self, turn_context: TurnContext, member_id: str, name: str = "") -> Member:
         """The member ``member_id`` (a ``29:`` id or an AAD object id) of the activity's conversation.
@@ -84,22 +87,18 @@ class MemberDirectory:
         """
         if not member_id:
             return Member(name)
-        hit = self._cache.get(member_id)
-        now = time.monotonic()
-        if hit and hit[0] > now:
-            return hit[1] if hit[1].name or not name else dataclasses.replace(hit[1], name=name)
+        try:
+            _found, known = self._cache[member_id]
+            return known if known.name or not name else dataclasses.replace(known, name=name)
+        except KeyError:  # never looked up, or expired
+            pass
         try:
             account = await TeamsInfo.get_member(turn_context, member_id)
-            member = _member(account, name)
-            until = now + self.ttl
+            member, found = _member(account, name), True
         except Exception as exc:  # noqa: BLE001 - a roster look-up is a nicety; the SDK raises assorted errors
             log.info("Teams: could not look up member %s: %s", member_id, type(exc).__name__)
-            member = Member(name)
-            until = now + self.failure_ttl
-        self._cache[member_id] = (until, member)
-        self._cache.move_to_end(member_id)
-        while len(self._cache) > self.size:
-            self._cache.popitem(last=False)
+            member, found = Member(name), False
+        self._cache[member_id] = (found, member)
         return member
 
     async def conversation_members(self, turn_context: TurnContext, limit: int) -> tuple[AudienceMember, ...] | None:

@@ -9,5 +9,6 @@ transaction that holds the migration lock). ``versions/`` holds one file per rev
 
 A schema change is a new file ``versions/NNNN_what.py`` whose ``down_revision`` is the previous
 head, with ``upgrade()`` (and ``downgrade()``) written with ``alembic.op``, plus the same change to
-the tables in :mod:`state.store`; ``tests/test_migrations.py`` checks that the two agree.
+the tables in :mod:`state.schema`; ``tests/test_schema.py`` (and ``tests/test_migrations.py``) check that
+the two agree.
 """
