@@ -116,10 +116,12 @@ lock-llm:
 teams-package: install
 	$(BIN)/python -m bot.teams.package --out $(or $(TEAMS_PACKAGE),dist/chatops-teams.zip)
 
-# The layering contracts and a small bug-finding rule set (both configured in pyproject.toml).
+# The layering contracts, a small bug-finding rule set and the type checker (all configured in pyproject.toml;
+# mypy keeps its incremental cache in .mypy_cache, git-ignored).
 lint: install
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python bench/index_throughput.py
