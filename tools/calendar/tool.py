@@ -83,6 +83,7 @@ class CalendarCreate:
         if callable(backend) and not hasattr(backend, "create"):
             self._factory = backend
         else:
+            # a backend object may itself be callable, so callable() cannot tell it from a factory for mypy
             self._backend = backend  # type: ignore[assignment]
         self.default_duration_minutes = default_duration_minutes
         self.invite_by_dm = invite_by_dm

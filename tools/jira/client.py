@@ -125,8 +125,10 @@ class Filed:
 
 def deployment_for(url: str, deployment: str | None) -> Deployment:
     """``cloud`` or ``datacenter``: as given, else ``cloud`` for ``*.atlassian.net`` and ``datacenter`` otherwise."""
-    if deployment in ("cloud", "datacenter"):
-        return deployment  # type: ignore[return-value]
+    if deployment == "cloud":
+        return "cloud"
+    if deployment == "datacenter":
+        return "datacenter"
     host = httpx.URL(url).host or ""
     return "cloud" if host.endswith(".atlassian.net") else "datacenter"
 
