@@ -146,4 +146,4 @@ eval-shared:
 	and their corpora come from ../shared beside this clone (set SHARED=DIR to use another folder)" >&2; exit 2; }; done
 
 clean:
-	rm -rf $(DEMO_DATA) .pytest_cache site
+	rm -rf $(DEMO_DATA) .pytest_cache .mypy_cache site
