@@ -116,10 +116,12 @@ lock-llm:
 teams-package: install
 	$(BIN)/python -m bot.teams.package --out $(or $(TEAMS_PACKAGE),dist/chatops-teams.zip)
 
-# The layering contracts and a small bug-finding rule set (both configured in pyproject.toml).
+# The layering contracts, a small bug-finding rule set and the type checker (all configured in pyproject.toml;
+# mypy keeps its incremental cache in .mypy_cache, git-ignored).
 lint: install
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check --no-cache .
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python bench/index_throughput.py
@@ -144,4 +146,4 @@ eval-shared:
 	and their corpora come from ../shared beside this clone (set SHARED=DIR to use another folder)" >&2; exit 2; }; done
 
 clean:
-	rm -rf $(DEMO_DATA) .pytest_cache site
+	rm -rf $(DEMO_DATA) .pytest_cache .mypy_cache site

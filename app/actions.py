@@ -168,6 +168,7 @@ class ActionService:
         if name not in self.tools:
             return None
         tool = self.tools.get(name)
+        # the registry holds both kinds of tool and side_effect marks an ActionTool (tools.base.ToolRegistry)
         return tool if tool.side_effect else None  # type: ignore[return-value]
 
     def _words(self, name: str) -> ActionWords:

@@ -139,7 +139,7 @@ def utc_from_epoch(value: object) -> datetime | None:
     Returns None for anything that is not a finite, positive number (never raises).
     """
     try:
-        seconds = float(value)  # type: ignore[arg-type]
+        seconds = float(value)  # type: ignore[arg-type]  # any object: float()'s TypeError means "not a number"
     except (TypeError, ValueError):
         return None
     if not seconds > 0 or seconds != seconds or seconds > 1e11:

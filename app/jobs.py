@@ -345,11 +345,13 @@ class RunLog:
             yield record
         except BaseException as exc:
             if run_id is not None:
+                # run_id is only set when there is a store
                 self._call(self.store.finish_run, run_id, "failed",  # type: ignore[union-attr]
                            SyncSummary(mode="index").as_dict(), error=f"{type(exc).__name__}: {exc}")
             raise
         if run_id is not None and done:
             summary = done[-1]
+            # run_id is only set when there is a store
             self._call(self.store.finish_run, run_id, "ok", summary.as_dict(),  # type: ignore[union-attr]
                        error="; ".join(summary.errors[:5]))
 

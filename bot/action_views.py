@@ -23,7 +23,7 @@ from state import PendingRecord
 from tools.actions import ActionTool, ActionWords, Preview, fallback_preview, stored_args
 from tools.dates import valid_timezone
 
-from app.actions import ActionOutcome
+from app.actions import ActionOutcome, Status
 from .links import web_url
 
 __all__ = ["EXCERPT", "MAX_CHOICES", "key_of", "preview_of", "notes_of", "words_of", "excerpt", "expiry_of",
@@ -86,12 +86,13 @@ def web_links(outcome: ActionOutcome) -> list[tuple[str, str]]:
 
 def record_outcome(rec: PendingRecord, tool: ActionTool | None) -> ActionOutcome:
     w = words_of(tool)
-    status = {"done": "already_done", "cancelled": "already_cancelled", "failed": "failed",
-              "executing": "in_progress"}.get(rec.status, "expired")
+    seen_as: dict[str, Status] = {"done": "already_done", "cancelled": "already_cancelled", "failed": "failed",
+                                  "executing": "in_progress"}
+    status = seen_as.get(rec.status, "expired")
     msg = {"already_done": f"{w.done}.", "already_cancelled": f"Cancelled; nothing was {w.past}.",
            "failed": str((rec.result or {}).get("message") or f"This request failed; nothing was {w.past}."),
            "in_progress": f"It's being {w.past} right now."}.get(status, f"This preview expired; nothing was {w.past}.")
-    return ActionOutcome(status, msg, rec, dict(rec.result or {}) if rec.status == "done" else {},  # type: ignore[arg-type]
+    return ActionOutcome(status, msg, rec, dict(rec.result or {}) if rec.status == "done" else {},
                          tool)
 
 

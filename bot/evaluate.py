@@ -429,7 +429,7 @@ def start_matches(expected: str, proposed: str, proposal_tz: str, asked_at: date
 def _arg_matches(name: str, want: object, got: object) -> bool:
     """One expected argument against the proposed one (lists as sets, titles and texts loosely)."""
     if isinstance(want, list):
-        return {str(a).lower() for a in want} == {str(a).lower() for a in (got or [])}  # type: ignore[union-attr]
+        return {str(a).lower() for a in want} == {str(a).lower() for a in (got or [])}  # type: ignore[attr-defined]  # got: a list here
     if name in {"title", "text", "summary"}:
         return title_matches(str(want), str(got or ""))
     return got == want

@@ -64,7 +64,7 @@ def index_readiness(index: KnowledgeIndex, first_sync: "FirstSync | None" = None
     shows here before a user asks), or, with ``first_sync``, while the index started empty and a
     configured source has not committed its first sync. Counts come from aggregate queries.
     """
-    damage = index.damage()
+    damage: IndexError_ | None = index.damage()
     if damage is None:
         try:
             index.keyword.doc_count  # noqa: B018 - the read is the check

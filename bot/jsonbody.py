@@ -9,6 +9,7 @@ that into one :class:`JsonBodyError` with a message fit for a 400 answer.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["parse_json", "JsonBodyError", "MAX_DEPTH"]
@@ -26,7 +27,7 @@ def _depth_ok(value: Any, max_depth: int) -> bool:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children = item.values()
+            children: Iterable[Any] = item.values()
         elif isinstance(item, list):
             children = item
         else:

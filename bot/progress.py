@@ -67,7 +67,8 @@ def progress_bar(desc: str, unit: str, total: int | None = None, stream: TextIO 
     if not bar.disable:
         for handler in logging.getLogger().handlers:
             if isinstance(handler, logging.StreamHandler) and handler.stream is stream:
-                moved.append((handler, handler.setStream(_AboveBar(stream))))
+                handler.setStream(_AboveBar(stream))
+                moved.append((handler, stream))
     try:
         yield bar
     finally:

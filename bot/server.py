@@ -208,7 +208,7 @@ def create_app(adapters: Sequence[WebAdapter] = (), checks: Mapping[str, Readine
     seen: dict[tuple[str, str], str] = {}
     for adapter in adapters:
         for route in adapter.routes():
-            key = (route.method, route.path)  # type: ignore[attr-defined]
+            key = (route.method, route.path)
             if key in seen:
                 raise ValueError(f"{adapter.name} and {seen[key]} both serve {key[0]} {key[1]}")
             seen[key] = adapter.name
@@ -274,6 +274,7 @@ class ServerThread:
 
     def call(self, coro: Awaitable[Any], timeout: float | None = 30) -> Any:
         """Run ``coro`` on the server's loop and return its result (raises what it raises)."""
+        # run_coroutine_threadsafe takes a coroutine: every caller passes one (typed here as any awaitable)
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)  # type: ignore[arg-type]
 
     def stop(self, timeout: float = 30) -> None:
@@ -360,6 +361,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
 
     runtime.agent.observe(TurnMetrics())
     # A store that fails while serving (damaged, disk full) gets users a short reply, not an error.
+    # IndexGuardedAgent answers and observes like the agent it wraps; Runtime.agent is typed as the Agent class
     runtime.agent = IndexGuardedAgent(runtime.agent)  # type: ignore[assignment]
     try:
         jobs = IndexJobs.from_settings(runtime, store, settings, writes=writes)

@@ -82,8 +82,8 @@ def install(as_json: bool = False) -> Iterator[None]:
     """Wrap ``sys.stdout`` (:func:`clean_json` when ``as_json``, else :func:`clean_text`) and ``sys.stderr``
     (:func:`clean_text`) for the duration of the block; the originals are put back after it."""
     out, err = sys.stdout, sys.stderr
-    sys.stdout = SafeStream(out, clean_json if as_json else clean_text)  # type: ignore[assignment]
-    sys.stderr = SafeStream(err, clean_text)  # type: ignore[assignment]
+    sys.stdout = SafeStream(out, clean_json if as_json else clean_text)
+    sys.stderr = SafeStream(err, clean_text)
     try:
         yield
     finally:

@@ -125,7 +125,7 @@ class Schedule(_Strict):
         jitter = self.jitter_seconds or None
         if self.interval is not None:
             return IntervalTrigger(seconds=int(parse_interval(self.interval).total_seconds()), timezone=tz, jitter=jitter)
-        trig = CronTrigger.from_crontab(self.cron, timezone=tz)  # type: ignore[arg-type]
+        trig = CronTrigger.from_crontab(self.cron, timezone=tz)
         trig.jitter = jitter
         return trig
 
@@ -676,7 +676,7 @@ def require_env(var: str, source: str, field: str, environ: Mapping[str, str] | 
 
 
 def _format_errors(exc: ValidationError, data: Any) -> str:
-    lines = []
+    lines: list[str] = []
     for err in exc.errors():
         loc = list(err["loc"])
         where = []

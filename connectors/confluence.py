@@ -352,7 +352,8 @@ class ConfluenceSource:
                     if mod is not None and mod < since:
                         break
                     self._consider(page, mod, seen_prev, todo, st)
-            live_lists = (self._v2_list(sid, sort="id", body=False) for sid in spaces)
+            live_lists: Iterator[Iterator[tuple[dict, httpx.Response]]] = (
+                self._v2_list(sid, sort="id", body=False) for sid in spaces)
         else:
             cql = (f'type=page AND space in ({self._cql_spaces()}) AND lastmodified >= '
                    f'"{cql_time(since, self.cfg.timezone)}" ORDER BY lastmodified DESC')
@@ -451,9 +452,10 @@ class ConfluenceSource:
         return found
 
     def _v2_list(self, space_id: str, sort: str, body: bool) -> Iterator[tuple[dict, httpx.Response]]:
-        params: dict[str, Any] | None = {"status": "current", "sort": sort, "limit": self.cfg.page_size}
+        first: dict[str, Any] = {"status": "current", "sort": sort, "limit": self.cfg.page_size}
         if body:
-            params["body-format"] = "storage"  # type: ignore[index]
+            first["body-format"] = "storage"
+        params: dict[str, Any] | None = first
         url: str | None = f"/wiki/api/v2/spaces/{quote(space_id)}/pages"
         followed: set[str] = set()
         while url:
@@ -495,9 +497,10 @@ class ConfluenceSource:
         return ",".join(f'"{k}"' for k in self.cfg.spaces)
 
     def _v1_search(self, cql: str, expand: str, limit: int) -> Iterator[tuple[dict, httpx.Response]]:
-        params: dict[str, Any] | None = {"cql": cql, "limit": limit, "start": 0}
+        first: dict[str, Any] = {"cql": cql, "limit": limit, "start": 0}
         if expand:
-            params["expand"] = expand  # type: ignore[index]
+            first["expand"] = expand
+        params: dict[str, Any] | None = first
         url: str | None = "/rest/api/content/search"
         start = 0
         followed: set[str] = set()

@@ -103,13 +103,16 @@ def mediawiki_html_to_markdown(html: str) -> str:
         return p
 
     for div in soup.select("div.mw-highlight"):
-        lang = next((c[len("mw-highlight-lang-"):] for c in div.get("class", []) if c.startswith("mw-highlight-lang-")), "")
+        classes = div.get("class")  # a list: class is multi-valued
+        lang = next((c[len("mw-highlight-lang-"):] for c in (classes if isinstance(classes, list) else [])
+                     if c.startswith("mw-highlight-lang-")), "")
         pre = div.find("pre")
         div.replace_with(placeholder(fenced_block(pre.get_text() if pre else div.get_text(), lang)))
     for pre in soup.find_all("pre"):
         pre.replace_with(placeholder(fenced_block(pre.get_text())))
     for img in soup.find_all("img"):
-        alt = (img.get("alt") or "").strip()
+        alt = img.get("alt")
+        alt = alt.strip() if isinstance(alt, str) else ""  # alt is single-valued: a str, never a list
         img.replace_with(NavigableString(f"[image: {alt}]" if alt else ""))
     for a in soup.find_all("a"):
         a.replace_with(NavigableString(a.get_text()))

@@ -42,7 +42,7 @@ _PATHLIKE = re.compile(r"/|\\|\.(?:html?|md|mdx|liquid|njk|j2|jinja|ya?ml|json|p
 
 def _visible_argument(body: str) -> str:
     """The quoted argument a tag shows as text, or ``""`` (see the module docstring)."""
-    name = re.match(r"[\w.-]*", body).group(0).lower()
+    name = m.group(0).lower() if (m := re.match(r"[\w.-]*", body)) else ""  # it always matches, maybe empty
     if name in _CONTROL:
         return ""
     m = _QUOTED.search(body)

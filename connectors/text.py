@@ -275,7 +275,8 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     for tag in soup(["script", "style", "nav", "head", "noscript"]):
         tag.decompose()
     for img in soup.find_all("img"):
-        alt = (img.get("alt") or "").strip()
+        alt = img.get("alt")
+        alt = alt.strip() if isinstance(alt, str) else ""  # alt is single-valued: a str, never a list
         img.replace_with(f"[image: {alt}]" if alt else "")
     for a in soup.find_all("a"):
         a.replace_with(a.get_text())

@@ -23,7 +23,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import sqlalchemy as sa
@@ -120,7 +120,7 @@ class OnnxMiniLMEmbedder:
         self._optimize = optimize
         self.batch_size = batch_size
         self._lock = threading.Lock()
-        self._session = None
+        self._session: Any = None  # an onnxruntime.InferenceSession once loaded (onnxruntime ships no types)
         if not lazy:
             self._load()
 

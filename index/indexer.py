@@ -63,7 +63,7 @@ class IndexReport:
 
     def as_dict(self) -> dict:
         """JSON-ready dict."""
-        out = {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        out = {k: getattr(self, k) for k in self.__slots__}
         out["repair"] = self.repair.as_dict()
         return out
 

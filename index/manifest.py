@@ -256,6 +256,7 @@ class Manifest:
             md.create_all(self.engine)
             self._add_missing_columns()
         else:
+            assert database_url is not None  # exactly one of the two, checked above
             self.pages, self.journal, self.meta = index_manifest_tables(md)
             self.engine = _open_database(database_url, (self.pages, self.journal, self.meta))
         #: Column values every row written carries, and the condition every row read meets (the scope).

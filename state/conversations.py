@@ -107,7 +107,8 @@ class Conversations(Concern):
         now = _now()
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(t.c.reference, t.c.updated_at).where(where)).first()
-            if row is not None and row.reference == raw and now - _aware(row.updated_at) < refresh:
+            seen = _aware(row.updated_at) if row is not None else None
+            if row is not None and row.reference == raw and seen is not None and now - seen < refresh:
                 return False
             if row is not None:
                 conn.execute(t.update().where(where).values(reference=raw, updated_at=now))

@@ -46,7 +46,8 @@ class Feedback(Concern):
         """Feedback rows (``trace_id``, ``platform``, ``user_id``, ``value``, ``comment``, ``created_at``)
         of the turns ``trace_ids``, in the order given, in batches of 500 ids per query."""
         ids = list(dict.fromkeys(trace_ids))
-        t, out = self.feedback, []
+        t = self.feedback
+        out: list[dict[str, Any]] = []
         with self.engine.connect() as conn:
             for i in range(0, len(ids), 500):
                 q = sa.select(t).where(t.c.trace_id.in_(ids[i:i + 500])).order_by(t.c.id)

@@ -63,7 +63,9 @@ class IndexJobs(Concern):
             res = conn.execute(self.index_jobs.insert().values(
                 index_id=index_id, source=source or "", full=bool(full), requested_by=requested_by[:200],
                 status="queued", owner="", result="[]", created_at=_now()))
-            return int(res.inserted_primary_key[0])
+            key = res.inserted_primary_key
+            assert key is not None  # an INSERT of one row always has its key
+            return int(key[0])
 
     def claim_index_job(self, index_id: str, owner: str,
                         is_dead: Callable[[str], bool] | None = None) -> IndexJob | None:

@@ -146,7 +146,7 @@ class Outbox(Concern):
         t = self.scheduled
         stale = sa.and_(t.c.status == "sending", t.c.lease_until < now)
         due = sa.or_(sa.and_(t.c.status == "pending", t.c.due_at <= now), stale)
-        scope = [t.c.platform.in_(list(platforms))] if platforms is not None else []
+        scope: list[sa.ColumnElement[bool]] = [t.c.platform.in_(list(platforms))] if platforms is not None else []
         if user_id is not None:
             scope.append(t.c.user_id == user_id)
         with self.engine.begin() as conn:

@@ -101,7 +101,9 @@ class SyncState(Concern):
         with self.engine.begin() as conn:
             res = conn.execute(self.runs.insert().values(index_id=index_id, source=source, started_at=_now(),
                                                          status="running", summary="{}", error=""))
-            return int(res.inserted_primary_key[0])
+            key = res.inserted_primary_key
+            assert key is not None  # an INSERT of one row always has its key
+            return int(key[0])
 
     def finish_run(self, run_id: int, status: str, summary: dict[str, Any], error: str = "") -> None:
         """Record the outcome of a run (``ok`` or ``failed``) with its summary."""

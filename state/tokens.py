@@ -72,10 +72,10 @@ class McpTokens(Concern):
         (``last_used_at``) of a token that is not revoked."""
         t = self.mcp_tokens
         with self.engine.begin() as conn:
-            row = conn.execute(sa.select(t).where(t.c.digest == digest)).mappings().first()
-            if row is None:
+            found = conn.execute(sa.select(t).where(t.c.digest == digest)).mappings().first()
+            if found is None:
                 return None
-            row = dict(row)
+            row = dict(found)
             if touch and row["revoked_at"] is None:
                 row["last_used_at"] = _now()
                 conn.execute(t.update().where(t.c.digest == digest).values(last_used_at=row["last_used_at"]))

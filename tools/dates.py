@@ -60,7 +60,7 @@ def relative_time(phrase: str, now: datetime, tz: ZoneInfo) -> datetime | None:
     settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
     import dateparser  # on a relative time phrase only: tools.dates is on every turn's path
 
-    parsed = dateparser.parse(text, languages=["en"], settings=settings)  # type: ignore[arg-type]
+    parsed = dateparser.parse(text, languages=["en"], settings=settings)
     if parsed is None or parsed <= base:
         return None
     if _CLOCK_UNITS.search(text):
@@ -118,4 +118,4 @@ def describes_a_noun(text: str, start: int, end: int) -> bool:
     elif not _FREQUENCY_ADJECTIVE.fullmatch(" ".join(words)):
         return False
     m = _NEXT_WORD.match(rest)
-    return bool(m) and m[1].lower().rstrip("'.") not in _NOT_A_NOUN
+    return m is not None and m[1].lower().rstrip("'.") not in _NOT_A_NOUN

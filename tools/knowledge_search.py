@@ -68,7 +68,7 @@ class KnowledgeSearch:
         self.config = config or SearchConfig()
         self.engine = RetrievalEngine.for_index(index, self.config, query_cache_size=query_cache_size)
 
-    def run(self, args: KnowledgeSearchArgs, ctx: ToolContext | None = None) -> SearchResult:  # type: ignore[override]
+    def run(self, args: KnowledgeSearchArgs, ctx: ToolContext | None = None) -> SearchResult:
         """Search in a ``chatops.search`` span when tracing is on (the retriever and the number of results as
         attributes, never the query).
 

@@ -257,6 +257,7 @@ class SlackBot:
                 await self.check_auth()
             except Exception as exc:  # noqa: BLE001
                 return False, f"auth.test failed: {api_error_code(exc)}"
+        # check_auth() set identity or raised
         return True, f"@{self.identity.get('user')} in {self.identity.get('team')}"  # type: ignore[union-attr]
 
     async def wait_idle(self, timeout: float | None = None) -> bool:

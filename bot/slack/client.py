@@ -76,7 +76,7 @@ class MeteredWebClient(AsyncWebClient):
     """``AsyncWebClient`` that counts each failed call (after the retries) in ``chatops_chat_api_errors_total``
     by method and Slack's error code (:func:`api_error_code`)."""
 
-    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:  # type: ignore[override]
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         """The Web API call (see ``AsyncWebClient.api_call``); a ``SlackApiError`` is counted and re-raised."""
         try:
             return await super().api_call(api_method, **kwargs)

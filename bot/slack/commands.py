@@ -63,6 +63,7 @@ def parse_kb(text: str | None) -> KbCommand:
         return KbCommand("help")
     head = words[0].lower()
     if len(words) == 1 and head in {"help", "status", "sources", "-h", "--help"}:
+        # head is one of the kinds in the set just checked
         return KbCommand("help" if head in {"-h", "--help"} else head)  # type: ignore[arg-type]
     if head == "report" and (len(words) == 1 or (len(words) == 2 and looks_like_period(words[1]))):
         return KbCommand("report", since=words[1] if len(words) == 2 else "")

@@ -145,6 +145,7 @@ class Poster:
             kwargs["blocks"] = message["blocks"]
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
+        # slack_sdk types data as dict or bytes; chat.postMessage answers JSON, a dict
         return (await self.client.chat_postMessage(**kwargs)).data  # type: ignore[return-value]
 
     async def deliver(self, channel: str, thread_ts: str | None, messages: list[dict[str, Any]], user_id: str) -> bool:

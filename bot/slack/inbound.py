@@ -10,11 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from app.inbound import ChannelKind
+
 __all__ = ["to_plain", "mentions", "mentioned_users", "event_channel_kind", "command_channel_kind"]
 
 _TOKEN = re.compile(r"<([^<>]*)>")
 _USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 _SPACES = re.compile(r"[ \t]+")
+#: The kind of conversation a channel id's first letter tells (``G`` may be a private channel or a group DM).
+_KIND_OF_ID: dict[str, ChannelKind] = {"D": "dm", "C": "channel"}
 
 
 def mentions(text: str, user_id: str) -> bool:
@@ -75,7 +79,7 @@ def to_plain(text: str, bot_user_id: str = "", resolved: Mapping[str, str] | Non
     return "\n".join(line for line in lines if line).strip()
 
 
-def event_channel_kind(event: Mapping[str, object]) -> str:
+def event_channel_kind(event: Mapping[str, object]) -> ChannelKind:
     """``"dm"``, ``"group"`` or ``"channel"`` for a message event, "" when it cannot be told.
 
     Slack's ``channel_type``: ``im`` is a DM, ``mpim`` a group DM, ``channel`` and ``group`` (a private
@@ -90,10 +94,10 @@ def event_channel_kind(event: Mapping[str, object]) -> str:
     if kind in {"channel", "group"}:
         return "channel"
     channel = str(event.get("channel") or "")
-    return {"D": "dm", "C": "channel"}.get(channel[:1], "")
+    return _KIND_OF_ID.get(channel[:1], "")
 
 
-def command_channel_kind(command: Mapping[str, object]) -> str:
+def command_channel_kind(command: Mapping[str, object]) -> ChannelKind:
     """``"dm"``, ``"group"`` or ``"channel"`` for a slash command payload (its ``channel_name``:
     ``directmessage``, ``mpdm-...``, ``privategroup`` or the channel's name); "" without one."""
     name = str(command.get("channel_name") or "")

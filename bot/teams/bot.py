@@ -69,7 +69,7 @@ from app.access import AccessPolicy
 from app.admin import AdminService
 from app.feedback import record_feedback
 from app.report import DEFAULT_SINCE, looks_like_period
-from app.inbound import InboundMessage, Mention
+from app.inbound import ChannelKind, InboundMessage, Mention
 from app.turns import build_turn
 from state import StateStore
 from telemetry.metrics import count_api_error, count_rate_limited
@@ -402,7 +402,8 @@ class TeamsBot(ActivityHandler):
         """Store a ``message/submitAction`` feedback invoke under the trace id of the message it names."""
         activity = turn_context.activity
         value = activity.value if isinstance(activity.value, dict) else {}
-        action = value.get("actionValue") if isinstance(value.get("actionValue"), dict) else {}
+        raw_action = value.get("actionValue")
+        action = raw_action if isinstance(raw_action, dict) else {}
         vote = {"like": "helpful", "dislike": "not_helpful"}.get(str(action.get("reaction")))
         if value.get("actionName") != "feedback" or vote is None:
             log.info("Teams: ignoring a submitAction %r with reaction %r", value.get("actionName"),
@@ -484,8 +485,9 @@ class TeamsBot(ActivityHandler):
         found = personal_reference(activity)
         if found is None:
             return
+        user_id, reference = found
         try:
-            await asyncio.to_thread(self.store.remember_conversation_reference, PLATFORM, *found)
+            await asyncio.to_thread(self.store.remember_conversation_reference, PLATFORM, user_id, reference)
         except Exception:  # noqa: BLE001 - the answer matters more than a later reminder
             log.warning("Teams: could not store the personal chat's conversation reference", exc_info=True)
 
@@ -527,10 +529,13 @@ def _admin_command(text: str) -> bool:
     return first in {"reindex", "status"} and len(text) < 200
 
 
-def _channel_kind(activity: Activity) -> str:
+_KIND_OF_TYPE: dict[str, ChannelKind] = {"personal": "dm", "groupChat": "group", "channel": "channel"}
+
+
+def _channel_kind(activity: Activity) -> ChannelKind:
     """``dm`` (personal), ``group`` (groupChat) or ``channel``; "" for anything else."""
     kind = (activity.conversation.conversation_type if activity.conversation else None) or "personal"
-    return {"personal": "dm", "groupChat": "group", "channel": "channel"}.get(kind, "")
+    return _KIND_OF_TYPE.get(kind, "")
 
 
 def _sent_at(activity: Activity) -> datetime | None:

@@ -31,6 +31,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -120,7 +121,7 @@ class LocalDenseStore:
         self.collection = collection
         self._store = None  # the QdrantStore, once opened
         self._snap: _Snapshot | None = None
-        self._lock_file = None
+        self._lock_file: IO[str] | None = None
         self._switch = threading.RLock()
         self._snap = self._open_snapshot()
         if self._snap is None:

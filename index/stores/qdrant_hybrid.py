@@ -237,8 +237,9 @@ class QdrantHybridStore(QdrantStore):
                               for p in responses.pop(0).points)
         if keyword is not None:
             found = matched(responses[0])
+            # qdrant-client types payload as optional; the query asks for it
             hits.bm25.extend(StoredChunk(chunk_from_record(p.payload), float(p.score)) for p in found)  # type: ignore[arg-type]
-            ids = {str(p.id): p.payload["chunk_id"] for p in found}  # type: ignore[index]
+            ids = {str(p.id): p.payload["chunk_id"] for p in found}  # type: ignore[index]  # payload asked for, as above
             hits.cosines.update((ids[str(p.id)], float(p.score)) for p in responses[1].points if str(p.id) in ids)
         return hits
 

@@ -187,6 +187,7 @@ class QdrantStore(QdrantCollection):
         Raises:
             IndexCorruptError: when its vectors are not the embedder's size.
         """
+        # the collection has one unnamed vector (VectorParams), not a dict of named ones
         self._check_dim(info.config.params.vectors.size)  # type: ignore[union-attr]
         return True
 
@@ -528,6 +529,7 @@ def access_filter(viewer: Viewer, store: str) -> models.Filter | None:
         return None
     allowed = models.Filter(must=[models.FieldCondition(key="access", match=models.MatchAny(any=tokens))])
     if sources is not None:
+        # must is the list made just above (qdrant-client types it as a list, one condition or None)
         allowed.must.append(models.FieldCondition(key="source", match=models.MatchAny(any=sources)))  # type: ignore[union-attr]
     return allowed
 

@@ -318,6 +318,7 @@ class SparseBM25:
         Raises:
             ValueError: when ``viewer`` is not a :class:`Viewer`.
         """
+        # qdrant-client types payload as optional; the query asks for it
         return [(p.payload["chunk_id"], float(p.score))  # type: ignore[index]
                 for p in self._keyword_points(query, limit, boosts, viewer, ["chunk_id"])]
 
@@ -325,6 +326,7 @@ class SparseBM25:
                viewer: Viewer) -> list[StoredChunk]:
         """BM25 search returning the stored chunks ``viewer`` may read with their scores, best first
         (see :meth:`search_ids`)."""
+        # qdrant-client types payload as optional; the query asks for it
         return [StoredChunk(chunk_from_record(p.payload), float(p.score))  # type: ignore[arg-type]
                 for p in self._keyword_points(query, limit, boosts, viewer, RECORD)]
 

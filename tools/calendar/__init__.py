@@ -16,6 +16,7 @@
 """
 
 import importlib
+from typing import Any
 
 __all__ = ["CalendarCreateArgs", "CreatedEvent", "EventDraft", "extract_event", "parse_duration", "at_names",
            "CalendarCreate", "CalendarBackend"]
@@ -27,7 +28,7 @@ _HOMES = {"CalendarCreateArgs": ".args", "CreatedEvent": ".args", "EventDraft": 
           "CalendarCreate": ".tool"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _HOMES:
         return getattr(importlib.import_module(_HOMES[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

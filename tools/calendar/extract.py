@@ -698,7 +698,7 @@ def _parse_day(phrase: str, local_now: datetime) -> date | None:
     p = re.sub(r"\b(" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + r")\b", lambda m: _WEEKDAYS[m[1]], p)
     settings = {"RELATIVE_BASE": local_now.replace(tzinfo=None), "PREFER_DATES_FROM": "future",
                 "RETURN_AS_TIMEZONE_AWARE": False, "DATE_ORDER": "MDY", "PREFER_DAY_OF_MONTH": "first"}
-    parsed = dateparser.parse(p, languages=["en"], settings=settings)  # type: ignore[arg-type]
+    parsed = dateparser.parse(p, languages=["en"], settings=settings)
     return parsed.date() if parsed else None
 
 

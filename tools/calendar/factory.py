@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from tools.errors import ToolUnavailableError
 
@@ -57,8 +57,20 @@ def calendar_backend(backend: str = "local", *, state_url: str = "", ics_dir: st
     return LocalCalendar(state_url, ics_dir)
 
 
+class BackendOptions(TypedDict, total=False):
+    """:func:`calendar_backend`'s keyword arguments, which :func:`calendar_tool` passes on."""
+
+    state_url: str
+    ics_dir: str | Path
+    service_account_file: str | None
+    oauth_token_file: str | None
+    calendar_id: str
+    api_endpoint: str | None
+    graph: Mapping[str, Any] | None
+
+
 def calendar_tool(backend: str = "local", *, default_duration_minutes: int = DEFAULT_DURATION_MINUTES,
-                  **options) -> CalendarCreate:
+                  **options: Unpack[BackendOptions]) -> CalendarCreate:
     """``calendar.create`` over :func:`calendar_backend` (``options`` are its keyword arguments), built on
     first use: wiring it opens no database and reads no credentials until an action is confirmed. The local
     calendar invites nobody itself, so its attendees get the ``.ics`` in a DM (``invite_by_dm``)."""

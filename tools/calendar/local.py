@@ -72,12 +72,13 @@ def event_ics(event: dict[str, Any]) -> bytes:
         who.params["ROLE"] = icalendar.vText("REQ-PARTICIPANT")
         who.params["PARTSTAT"] = icalendar.vText("NEEDS-ACTION")
         who.params["RSVP"] = icalendar.vText("TRUE")
-        ev.add("attendee", who, encode=0)
+        ev.add("attendee", who, encode=False)
     ev.add("x-chatops-requester", event.get("requester") or "")
     cal.add_component(ev)
     if hasattr(cal, "add_missing_timezones"):
         cal.add_missing_timezones()
-    return cal.to_ical()
+    ical: bytes = cal.to_ical()
+    return ical
 
 
 class LocalCalendar:
@@ -232,7 +233,7 @@ def _add_missing_columns(engine: sa.Engine, table: sa.Table) -> None:
             conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN recurrence VARCHAR(300) NOT NULL DEFAULT ''"))
 
 
-def _row(r) -> dict[str, Any]:
+def _row(r: sa.RowMapping) -> dict[str, Any]:
     d = dict(r)
     for k in ("start", "end", "created_at"):
         if d[k] is not None and d[k].tzinfo is None:

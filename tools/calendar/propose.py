@@ -14,6 +14,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from .args import DEFAULT_DURATION_MINUTES, CalendarCreateArgs, valid_timezone
 from .extract import EventDraft, extract_event
@@ -77,7 +78,7 @@ def invalid_question(problems: str) -> str:
     return f"I can't book that as asked: {problems}. Could you correct it? Nothing has been booked."
 
 
-def _problem(err: dict) -> str:
+def _problem(err: ErrorDetails) -> str:
     where = ".".join(str(x) for x in err.get("loc", ()) if x != "__root__")
     msg = str(err.get("msg", "")).removeprefix("Value error, ")
     return f"{where}: {msg}" if where else msg

@@ -14,10 +14,14 @@ an occurrence (RFC 5545 counts ``DTSTART`` as the first one), so the preview and
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from dateutil.rrule import rrulestr
+
+if TYPE_CHECKING:
+    from icalendar import vRecur
 
 __all__ = ["check_rrule", "build_rrule", "rrule_parts", "describe_rrule", "describe_end", "occurrences", "next_start",
            "WEEKDAY_CODES", "WEEKDAYS", "MAX_INTERVAL", "MAX_COUNT", "FREQUENCIES"]
@@ -36,7 +40,7 @@ _ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", -1: "
 _WORKWEEK = ("MO", "TU", "WE", "TH", "FR")
 
 
-def _vrecur():
+def _vrecur() -> type[vRecur]:
     """``icalendar.vRecur``, imported on the first series read or built (wiring the calendar tool, as every
     ``chatops ask`` does, need not load icalendar)."""
     import icalendar
@@ -44,8 +48,15 @@ def _vrecur():
     return icalendar.vRecur
 
 
-def rrule_parts(value: str) -> dict[str, list]:
-    """The parts of an ``RRULE`` value as ``icalendar.vRecur`` reads them (``{"FREQ": ["WEEKLY"], ...}``).
+def _to_text(parts: dict[str, Any]) -> str:
+    """An ``RRULE`` value from its parts (``icalendar.vRecur``'s ``to_ical`` is not annotated)."""
+    ical: bytes = _vrecur()(parts).to_ical()
+    return ical.decode()
+
+
+def rrule_parts(value: str) -> dict[str, list[Any]]:
+    """The parts of an ``RRULE`` value as ``icalendar.vRecur`` reads them (``{"FREQ": ["WEEKLY"], ...}``);
+    the values are ints, weekday codes, dates or datetimes by part, which icalendar does not type.
 
     Raises:
         ValueError: the value is no ``RRULE`` (unknown weekday, missing ``FREQ``...).
@@ -80,7 +91,7 @@ def build_rrule(freq: str, *, interval: int = 1, byday: Iterable[str] = (), bymo
         parts["BYDAY"] = days
     if bymonthday is not None:
         parts["BYMONTHDAY"] = bymonthday
-    return _vrecur()(parts).to_ical().decode()
+    return _to_text(parts)
 
 
 def check_rrule(value: str, start: datetime) -> str:
@@ -130,7 +141,7 @@ def check_rrule(value: str, start: datetime) -> str:
     for day in parts.get("BYMONTHDAY", []):
         if not (1 <= abs(int(day)) <= 31):
             raise ValueError(f"BYMONTHDAY must be 1-31 or -1..-31, not {day}")
-    normal = _vrecur()(parts).to_ical().decode()
+    normal = _to_text(parts)
     try:
         first = next(iter(rrulestr(normal, dtstart=start)), None)
     except (ValueError, TypeError) as exc:
@@ -166,7 +177,7 @@ def next_start(rule: str, at: time, now: datetime, tz: ZoneInfo, not_before: dat
     parts.pop("INTERVAL", None)
     parts.pop("COUNT", None)
     parts.pop("UNTIL", None)
-    loose = _vrecur()(parts).to_ical().decode()
+    loose = _to_text(parts)
     local_now = now.astimezone(tz)
     day = max(not_before or local_now.date(), local_now.date())
     begin = datetime.combine(day, at, tz)

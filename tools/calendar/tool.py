@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from tools.actions import CHOICE, ActionRequest, ActionResult, ActionWords, Clarification, Preview, Proposal
 from tools.base import ToolContext
@@ -23,6 +23,9 @@ from tools.invites import Courier, DeliveryError, names
 from .args import DEFAULT_DURATION_MINUTES, EVENT_ID, CalendarCreateArgs, CreatedEvent
 from .freebusy import Schedule
 from .intent import is_find_time, meeting_intent
+
+_T = TypeVar("_T")
+_F = TypeVar("_F")
 
 # The request reader (.propose: dateparser) is imported by the methods that read or describe a request, and
 # the backends (.google: google-api-python-client; .local) by the factory on first use: a question that
@@ -80,6 +83,7 @@ class CalendarCreate:
         if callable(backend) and not hasattr(backend, "create"):
             self._factory = backend
         else:
+            # a backend object may itself be callable, so callable() cannot tell it from a factory for mypy
             self._backend = backend  # type: ignore[assignment]
         self.default_duration_minutes = default_duration_minutes
         self.invite_by_dm = invite_by_dm
@@ -124,15 +128,14 @@ class CalendarCreate:
                  "attendees": d.attendees, "missing": d.missing, "vague": d.vague, "unknown_people": d.unknown_people}
         if p.args is None:
             return Clarification(p.question or invalid_question(p.invalid), trace)
-        args = p.args
+        proposed = args = p.args
         if request.requester_email:  # free/busy is read as the organiser: without their address, nothing is read
             args = self._checked(lambda backend: with_availability(
-                p.args, backend, requester_email=request.requester_email, requester_tz=request.timezone), p.args)
+                proposed, backend, requester_email=request.requester_email, requester_tz=request.timezone), proposed)
         trace["busy"] = list(args.busy)
         return Proposal(args, summary_line(args, request.timezone), trace)
 
-    def _checked(self, check: Callable[[CalendarBackend], CalendarCreateArgs | str],
-                 fallback: CalendarCreateArgs | str) -> CalendarCreateArgs | str:
+    def _checked(self, check: Callable[[CalendarBackend], _T], fallback: _F) -> _T | _F:
         """``check(backend)``, or ``fallback`` when the backend cannot be built (no credentials yet)."""
         try:
             backend = self.backend
@@ -173,7 +176,7 @@ class CalendarCreate:
         trace["slots"] = [found.start.isoformat(), *(s.isoformat() for s in found.free_slots)]
         return Proposal(found, summary_line(found, request.timezone), trace)
 
-    def preview(self, args: CalendarCreateArgs, viewer_tz: str | None = None) -> Preview:  # type: ignore[override]
+    def preview(self, args: CalendarCreateArgs, viewer_tz: str | None = None) -> Preview:
         """Title; When (the viewer's zone, a series in words), Length, Attendees, Busy then / Calendars (free/busy),
         Video, Where; the description; the other free slots as choices (``Tue 01 Dec 15:30``)."""
         from .propose import format_duration, format_slot, format_when, summary_line
@@ -195,7 +198,7 @@ class CalendarCreate:
         return Preview(args.title, tuple(fields), summary_line(args, viewer_tz), args.description,
                        tuple(f"Book {format_slot(s, viewer_tz or args.timezone)}" for s in args.free_slots))
 
-    def execute(self, args: CalendarCreateArgs, key: str, ctx: ToolContext) -> ActionResult:  # type: ignore[override]
+    def execute(self, args: CalendarCreateArgs, key: str, ctx: ToolContext) -> ActionResult:
         """Book the event with ``key`` (base32hex) as its id, organised by ``ctx.user_email`` when known.
 
         Returns:
@@ -256,7 +259,8 @@ class CalendarCreate:
             parts.append(f"{names(outside)} {are} not in the workspace and will not be invited")
         return ("Invitations", "; ".join(parts))
 
-    def _invite(self, args: CalendarCreateArgs, event: dict, ctx: ToolContext) -> tuple[tuple[str, ...], dict]:
+    def _invite(self, args: CalendarCreateArgs, event: dict[str, Any],
+                ctx: ToolContext) -> tuple[tuple[str, ...], dict[str, Any]]:
         """Send the booked event's ``.ics`` to every attendee in the workspace through ``ctx.courier``.
 
         Returns:
@@ -266,7 +270,7 @@ class CalendarCreate:
         from .local import event_ics
         from .propose import summary_line
 
-        record: dict = {"sent": [], "not_in_workspace": [], "failed": []}
+        record: dict[str, Any] = {"sent": [], "not_in_workspace": [], "failed": []}
         courier = ctx.courier
         if courier is None:
             record["failed"] = [{"email": a, "reason": "no invitations are sent from here"} for a in args.attendees]

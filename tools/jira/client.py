@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
@@ -40,6 +40,7 @@ __all__ = ["JiraClient", "JiraError", "JiraAuthError", "JiraUnavailableError", "
            "IssueType", "Filed", "Deployment", "deployment_for"]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 Deployment = Literal["cloud", "datacenter"]
 USER_AGENT = "chatops/0.1 (ticket.create)"
@@ -124,8 +125,10 @@ class Filed:
 
 def deployment_for(url: str, deployment: str | None) -> Deployment:
     """``cloud`` or ``datacenter``: as given, else ``cloud`` for ``*.atlassian.net`` and ``datacenter`` otherwise."""
-    if deployment in ("cloud", "datacenter"):
-        return deployment  # type: ignore[return-value]
+    if deployment == "cloud":
+        return "cloud"
+    if deployment == "datacenter":
+        return "datacenter"
     host = httpx.URL(url).host or ""
     return "cloud" if host.endswith(".atlassian.net") else "datacenter"
 
@@ -220,7 +223,7 @@ class JiraClient:
                         retry=retry_if_exception(lambda e: isinstance(e, _Retry)), before_sleep=before_sleep,
                         sleep=self.policy.sleep, reraise=True)
 
-    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+    def _call(self, what: str, fn: Callable[[], _T]) -> _T:
         try:
             for attempt in self._retrying(what):
                 with attempt:

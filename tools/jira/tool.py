@@ -152,7 +152,7 @@ class TicketCreate:
                                  "Could you rephrase it?", trace)
         return Proposal(args, _summary(args), trace)
 
-    def preview(self, args: TicketCreateArgs, viewer_tz: str | None = None) -> Preview:  # type: ignore[override]
+    def preview(self, args: TicketCreateArgs, viewer_tz: str | None = None) -> Preview:
         """Title: the summary; Project, Type, Reporter, Where; the description."""
         project = self._project_cached(args.project)
         where = httpx.URL(self._base_url()).host if self._base_url() else "Jira"
@@ -163,7 +163,7 @@ class TicketCreate:
                   ("Jira", where or "Jira"))
         return Preview(args.summary, fields, _summary(args), args.description)
 
-    def execute(self, args: TicketCreateArgs, key: str, ctx: ToolContext) -> ActionResult:  # type: ignore[override]
+    def execute(self, args: TicketCreateArgs, key: str, ctx: ToolContext) -> ActionResult:
         """File the ticket once for ``key`` (see the module docstring: the label and the search before
         every attempt), with the thread's link and the requester as reporter when Jira knows them.
 

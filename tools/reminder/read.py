@@ -226,7 +226,7 @@ def _parse_day(phrase: str, local_now: datetime) -> date | None:
                 "RETURN_AS_TIMEZONE_AWARE": False, "DATE_ORDER": "MDY", "PREFER_DAY_OF_MONTH": "first"}
     import dateparser  # on a reminder's day phrase only: `intent` runs on every message
 
-    parsed = dateparser.parse(p, languages=["en"], settings=settings)  # type: ignore[arg-type]
+    parsed = dateparser.parse(p, languages=["en"], settings=settings)
     return parsed.date() if parsed else None
 
 

@@ -67,12 +67,12 @@ class ReminderCreate:
                                  "Nothing has been scheduled yet.", trace)
         return Proposal(args, self.preview(args, request.timezone).summary, trace)
 
-    def preview(self, args: ReminderCreateArgs, viewer_tz: str | None = None) -> Preview:  # type: ignore[override]
+    def preview(self, args: ReminderCreateArgs, viewer_tz: str | None = None) -> Preview:
         """Title "Reminder"; When (in the viewer's zone, with the reminder's own when it differs), What."""
         when = _when(args, viewer_tz)
         return Preview("Reminder", (("When", when), ("What", args.text)), f"Reminder: {args.text}, {when}")
 
-    def execute(self, args: ReminderCreateArgs, key: str, ctx: ToolContext) -> ActionResult:  # type: ignore[override]
+    def execute(self, args: ReminderCreateArgs, key: str, ctx: ToolContext) -> ActionResult:
         """Schedule the direct message for ``ctx.user_id`` on ``ctx.platform`` at ``args.at`` under ``key``.
 
         Returns:
