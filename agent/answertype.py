@@ -29,8 +29,11 @@ type           asked by                                                 stated b
                                                                         "in/at" a capitalised name
 =============  ======================================================  ==========================================
 
-A question asks for at most one type (the first that matches, in the order of the table's
-specificity: duration before money before amount, since "how many days" asks for a period).
+Only the question's head is read: a wh-word after the first opens an embedded clause, left out
+("what's the command to see who's on call" asks for no person), unless it starts a question of its
+own (after a sentence's end or "and"/"or"/"but"). A question asks for at most one
+type (the first that matches, in the order of the table's specificity: duration before money
+before amount, since "how many days" asks for a period).
 The gate masks the numbers the question itself names before asking whether a sentence states a
 type ("the 401k match" is not answered by "401k"). Yes/no and "how do
 I" questions ask for none, and the gate does not check them. The tests in ``tests/test_gate.py``
@@ -42,7 +45,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-__all__ = ["asked_type", "states_type", "mask_numbers", "ANSWER_TYPES"]
+__all__ = ["asked_type", "question_head", "states_type", "mask_numbers", "ANSWER_TYPES"]
 
 ANSWER_TYPES = ("percent", "duration", "money", "amount", "time", "person", "label", "place")
 
@@ -100,10 +103,47 @@ _STATES = {
 }
 
 
+# An interrogative word, with the contracted or run-together verb chat writes after it ("who's", "whats").
+_WH = re.compile(r"\b(?:what|which|whose|whom|who|when|where|why|how)(?:'s|s|'re|'d|'ll)?\b", re.I)
+# What may stand before a wh-word that opens a question of its own: nothing, a sentence's end, or a
+# coordinating conjunction ("... and when does it ship?").
+_OPENS = re.compile(r"(?:^|[.?!;:]|\b(?:and|or|but)\b,?)\s*$", re.I)
+
+
+def question_head(question: str) -> str:
+    """The parts of ``question`` that say what it asks for: each question it holds, without its embedded clauses.
+
+    A question asks through its first wh-word (or, without one, as a whole); a later wh-word opens an
+    embedded clause, left out up to the next question ("what's the command to see *who's* on call" asks
+    for a command, not a person; "what do I do *when* I'm sick" asks for no time), unless it opens a
+    question of its own: at the start, after a sentence's end or after "and"/"or"/"but" ("how do I ship
+    a fix and *when* does it go out?" asks for a time).
+    """
+    kept: list[str] = []
+    start, cut, asked = 0, False, False
+    for m in _WH.finditer(question):
+        if _OPENS.search(question[: m.start()]):
+            if cut:
+                start, cut = m.start(), False
+            asked = True
+        elif not asked:
+            asked = True  # the first wh-word of a question that opens otherwise ("is there a limit on how many")
+        elif not cut:
+            kept.append(question[start: m.start()])
+            cut = True
+    if not cut:
+        kept.append(question[start:])
+    return " ".join(piece.strip() for piece in kept)
+
+
 def asked_type(question: str) -> str | None:
-    """The answer type ``question`` asks for (one of :data:`ANSWER_TYPES`), or None (yes/no, "how do I")."""
+    """The answer type ``question`` asks for (one of :data:`ANSWER_TYPES`), or None (yes/no, "how do I").
+
+    Only the question's head (:func:`question_head`) is read: a wh-word in an embedded clause sets no type.
+    """
+    head = question_head(question)
     for kind in ANSWER_TYPES:
-        if _ASKS[kind].search(question):
+        if _ASKS[kind].search(head):
             return kind
     return None
 

@@ -29,7 +29,9 @@ Policy (``GateConfig``):
   much, how long, when, who or where needs a supporting sentence that states a number, an amount, a
   period, a time, a person or a place (a budget or price question: a sum of money, not a bare
   number). Numbers the question itself names are masked first ("401k" does not state the match
-  asked about). No route skips this.
+  asked about). No route skips this. When the most specific term is quoted, a sentence that holds it
+  (itself or in its headings) must be the one that states the type (``require_type_span``): a page
+  that names the term in one sentence and a figure in another is a near miss.
 - The gate passes when at least ``min_citations`` distinct chunks support the question, or with one
   supporting chunk (**single-source exception**) when that chunk holds at least
   ``strong_coverage`` of the question's specific terms and either its cosine is at least
@@ -87,6 +89,7 @@ class GateConfig:
     paraphrase_margin: float = 0.045
     margin_rank: int = 5
     require_type: bool = True
+    require_type_span: bool = True
     calibrated: str = "default"
 
     def __post_init__(self) -> None:
@@ -102,11 +105,15 @@ class Reading:
         terms: analysed terms of its headings and its quoted sentences.
         typed: whether a quoted sentence states the question's answer type (True when none is asked).
         quoted: the quoted sentences' texts, best first.
+        typed_specific: whether a quoted sentence that holds the question's most specific term (itself
+            or in the headings it inherits) states the answer type (True when no type is asked; False
+            when no quoted sentence holds the term).
     """
 
     terms: frozenset[str]
     typed: bool
     quoted: tuple[str, ...]
+    typed_specific: bool = True
 
 
 @dataclass(slots=True)
@@ -175,8 +182,11 @@ class EvidenceGate:
             got |= st
         numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
         kind = None if terms.answer_type == "label" else terms.answer_type  # a label is the composer's preference
-        typed = any(states_type(mask_numbers(text, numeric, self.analyze), kind) for _, _, text, _ in quoted)
-        return Reading(frozenset(got), typed, tuple(text for _, _, text, _ in quoted))
+        states = [states_type(mask_numbers(text, numeric, self.analyze), kind) for _, _, text, _ in quoted]
+        spec = terms.specific[0] if terms.specific else None
+        typed_specific = kind is None or any(
+            ok for ok, (_, _, _, st) in zip(states, quoted) if spec is None or spec in st or spec in context)
+        return Reading(frozenset(got), any(states), tuple(text for _, _, text, _ in quoted), typed_specific)
 
     def _sentences(self, e: Evidence) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
         """Chunk ``e``'s analysed headings and its sentences with their analysed terms, cached by chunk id
@@ -251,6 +261,13 @@ class EvidenceGate:
         if cfg.require_specific and not spec_ok and (not paraphrase or beside):
             return refuse(f"no supporting passage mentions {terms.words(specific[:1])[0]!r}, "
                           "the question's most specific term")
+        # The sentence about what was asked must state the answer: a page that names the term in one sentence
+        # and a number in another is a near miss ("the 401k plan" beside "a 3-month waiting period").
+        span_typed = not specific or not spec_ok or any(reads[e.chunk.chunk_id].typed_specific for e in support)
+        features["type_at_specific"] = span_typed
+        if cfg.require_type and cfg.require_type_span and not span_typed:
+            return refuse(f"no supporting passage states the {terms.answer_type} asked for in a sentence that "
+                          f"mentions {terms.words(specific[:1])[0]!r}")  # the metrics' answer_type_missing
         if len(support) >= cfg.min_citations:
             return GateVerdict(True, support, coverage, False, missing,
                                f"{len(support)} supporting passages (best cosine {top_cos:.2f})", top_cos, features)

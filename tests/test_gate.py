@@ -215,6 +215,39 @@ def test_answer_types_are_detected_by_rule() -> None:
     assert states_type("The offsite is in Lisbon, Portugal.", "place") and not states_type("It is in the usual spot.", "place")
 
 
+def test_only_the_question_head_sets_the_answer_type() -> None:
+    from agent.answertype import asked_type, question_head
+
+    # a later wh-word opens an embedded clause: it asks for nothing
+    assert question_head("whats the slack command to see who's on call?") == "whats the slack command to see"
+    assert asked_type("whats the slack command to see who's on call?") is None
+    assert asked_type("what do I do when my laptop breaks?") is None
+    assert asked_type("which channel do I post in when I am paged?") == "place"
+    # the first wh-word still asks, wherever it stands; without one the whole question is read
+    assert asked_type("who approves expenses when my manager is out?") == "person"
+    assert asked_type("the on-call rotation: who is on it this week?") == "person"
+    assert asked_type("is there a cap on the conference budget?") == "money"
+    # a wh-word after a sentence's end or "and"/"or"/"but" asks a question of its own
+    assert asked_type("how do I ship a fix and when does it go out?") == "time"
+    assert asked_type("we have a breach. how do I raise it and who should lead it?") == "person"
+    assert question_head("who signs off when my manager is out, and where do I file it?") == \
+        "who signs off where do I file it?"
+
+
+def test_the_sentence_holding_the_specific_term_must_state_the_type() -> None:
+    q = corpus_terms("how much is the 401k match?", {"401k": 3, "match": 30, "plan": 40})
+    assert q.specific[0] == "401k" and q.answer_type == "amount"
+    # the 401k sentence states no amount; the amount sits in a sentence about something else
+    apart = [ev("You can enrol in the 401k plan through the portal. The gym stipend is $50 a month.", 0.60, 1),
+             ev("The 401k plan is run by a provider. Laptops are replaced every 3 years.", 0.58, 2), *FILLER]
+    v = GATE.judge(apart, q)
+    assert not v.sufficient and v.features["type_at_specific"] is False
+    assert v.reason.startswith("no supporting passage states the amount") and "401k" in v.reason
+    assert EvidenceGate(GateConfig(require_type_span=False), analyze).judge(apart, q).sufficient
+    together = [ev("The 401k match is 4% of salary.", 0.60, 1), *apart[1:]]
+    assert GATE.judge(together, q).sufficient
+
+
 def test_money_questions_need_money_stated() -> None:
     from agent.answertype import asked_type, states_type
 
