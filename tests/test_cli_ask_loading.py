@@ -3,6 +3,8 @@
 Real ``chatops`` processes (``python -X importtime -m bot.cli``: the modules each imported are read from its
 import log) over a real index of the example wiki:
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 - no chat platform SDK (Slack, Teams, aiohttp), no OpenAI or Google client, and no ``qdrant-client``: the
   dense store is answered from its snapshot (``index/stores/dense_snapshot.py``), which ``chatops index``
   leaves when it closes the store;
