@@ -3,8 +3,6 @@
 Real ``chatops`` processes (``python -X importtime -m bot.cli``: the modules each imported are read from its
 import log) over a real index of the example wiki:
 
-pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
-
 - no chat platform SDK (Slack, Teams, aiohttp), no OpenAI or Google client, and no ``qdrant-client``: the
   dense store is answered from its snapshot (``index/stores/dense_snapshot.py``), which ``chatops index``
   leaves when it closes the store;
@@ -41,6 +39,8 @@ from index.knowledge import KnowledgeIndex
 from index.stores.dense_snapshot import snapshot_file
 from tools.context import ToolContext
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
+
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
 QUESTION = "how do I declare an incident?"
 NOT_FOR_ASKING = ("slack_bolt", "slack_sdk", "botbuilder", "botframework", "aiohttp", "openai", "googleapiclient",
