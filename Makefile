@@ -12,7 +12,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 # mkdocs-material prints a notice about MkDocs 2.0 on every build; the site is built with MkDocs 1.x.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install install-runtime install-extras lock lock-llm llm-venv demo test test-llm lint docs docs-serve bench bench-llm eval eval-shared clean teams-package
+.PHONY: install install-runtime install-extras lock lock-llm llm-venv demo test test-fast test-llm lint docs docs-serve bench bench-llm eval eval-shared clean teams-package
 
 # install: everything, the test extra and the optional features' extras included (make test, make docs);
 # install-runtime: what the bot needs to run and nothing else (make demo: no test tool, no optional extra;
@@ -70,8 +70,18 @@ demo: install-runtime
 	    echo; echo "== Q: $$q"; CHATOPS_DATA_DIR=$(DEMO_DATA) $(BIN)/chatops ask "$$q" || exit 1; done; \
 	fi
 
+# make test: the whole suite (real-model tier aside) on TEST_WORKERS processes (pytest-xdist), each module's tests
+# on one worker (what a module builds once is built once; tests/conftest.py). TEST_WORKERS=0: one process.
+# make test-fast: the inner loop, the tests marked neither `server` (PostgreSQL, MediaWiki, Chromium, chatops
+# subprocesses, the docs build, the handbook) nor `llm_real`; no lint. Narrow either with PYTEST_ARGS.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 test: install lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
+
+test-fast: install
+	$(PYTEST) -m 'not server and not llm_real' $(PYTEST_ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/; the reference pages are generated from the code
 # at build time (docs/hooks/reference.py). make test builds it with --strict too (tests/test_docs.py).

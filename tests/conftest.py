@@ -9,6 +9,19 @@
   tests that change pages; every index opened through the factory is closed at teardown.
 - ``qdrant_server``: a Qdrant stand-in (``tests/qdrant_standin.py``) in memory and strict (a filter on a
   field without a payload index is refused), for the stores' server code path (``QDRANT_URL``).
+
+Running in parallel (``make test`` runs ``pytest -n 2 --dist loadfile``, pytest-xdist; modules ordered as
+:func:`pytest_collection_modifyitems` says): every worker is its
+own process with its own session fixtures, ``tmp_path`` and PostgreSQL databases (random names); servers
+listen on ports the system picks; a module's tests all run on one worker, so what a module builds once
+(a server, an index, a CLI data dir) is built once. Each worker keeps its embedding cache in a folder of
+its own (``$CHATOPS_TEST_CACHE/gw0``...), so no two processes write one SQLite file (a locked write would be
+skipped, a locked read computed again). (``--dist loadgroup`` would deal out single tests, but it cannot
+group them on pytest 9.2: pytest-xdist issue 1386.)
+
+The ``server`` marker (``make test-fast`` leaves these tests out) is put on every test that uses one of
+:data:`SERVER_FIXTURES`; modules whose tests start processes or servers carry it in ``pytestmark``, and
+the PostgreSQL cases of parametrized fixtures in their ``pytest.param`` marks.
 """
 
 from __future__ import annotations
@@ -29,12 +42,39 @@ from helpers import WIKI, WIKI_PAGES
 from qdrant_standin import QdrantStandIn
 
 
+#: Fixtures that start or reach a server outside the test process; a test using one is marked ``server``.
+SERVER_FIXTURES = frozenset({"pg_url"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``server`` every test that uses one of :data:`SERVER_FIXTURES` (directly or through a fixture),
+    then run the modules with ``corpus`` tests first, those with ``server`` tests next, the rest after
+    (stable: each module's tests keep their order).
+
+    The order is for ``make test``'s workers (``--dist loadfile --no-loadscope-reorder`` deals out whole
+    modules in this order): the long modules start first, so no worker is left with one at the end while
+    the other idles.
+    """
+    for item in items:
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.server)
+    rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        kind = 0 if item.get_closest_marker("corpus") else 1 if item.get_closest_marker("server") else 2
+        rank[module] = min(rank.get(module, 2), kind)
+    items.sort(key=lambda item: rank[item.nodeid.split("::", 1)[0]])
+
+
 @pytest.fixture(scope="session")
-def embedding_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the session's embedding cache lives (``$CHATOPS_TEST_CACHE`` or a session tmp dir)."""
+def embedding_cache_dir(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """Where this process's embedding cache lives: ``$CHATOPS_TEST_CACHE`` (its subfolder named after the
+    xdist worker, ``gw0``..., when running in parallel) or a session tmp dir."""
     configured = os.environ.get("CHATOPS_TEST_CACHE")
     if configured:
         path = Path(configured).expanduser()
+        if worker_id != "master":
+            path = path / worker_id
         path.mkdir(parents=True, exist_ok=True)
         return path
     return tmp_path_factory.mktemp("embedding-cache")

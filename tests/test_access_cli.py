@@ -21,6 +21,8 @@ from connectors.access import Access, Viewer
 from connectors.models import Chunk
 from helpers import ROOT, run_chatops, seed_embedding_cache
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 CORPUS = ROOT / "tests" / "acl_corpus"
 CONFIG = str(CORPUS / "chatops.yml")
 QUESTION = "what is the salary band for a senior engineer?"

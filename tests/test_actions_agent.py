@@ -39,6 +39,8 @@ from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer
 from helpers import EVAL_FILE, ROOT, WIKI, run_chatops, seed_embedding_cache, public_viewer
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 SENT = datetime(2030, 3, 13, 15, 0, tzinfo=timezone.utc)  # a Wednesday; 16:00 in Berlin
 KEY = re.compile(r"^[a-v0-9]{32}$")
 

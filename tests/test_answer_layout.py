@@ -45,6 +45,8 @@ from helpers import run_chatops, seed_embedding_cache
 from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
 from teams_standin import ConnectorStandIn
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 PAGE = """# Health plans
 
 Northwind Loop offers two health plans. Premiums are deducted from payroll each month.

@@ -11,6 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from agent.calibration import (CALIBRATION_FILE, absent_nouns, calibrate, gate_config, load_calibration,
                                make_probes, save_calibration)
 from agent.gate import GateConfig
@@ -21,6 +23,8 @@ from index.indexer import Indexer
 from tools.knowledge_search import KnowledgeSearch
 
 from helpers import WIKI, run_chatops, seed_embedding_cache
+
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
 
 def test_near_miss_probes_swap_in_terms_the_vocabulary_lacks(wiki_index) -> None:

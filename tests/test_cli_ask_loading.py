@@ -40,6 +40,8 @@ from index.stores.dense_snapshot import snapshot_file
 from tools.context import ToolContext
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 QUESTION = "how do I declare an incident?"
 NOT_FOR_ASKING = ("slack_bolt", "slack_sdk", "botbuilder", "botframework", "aiohttp", "openai", "googleapiclient",
                   "qdrant_client")

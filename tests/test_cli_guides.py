@@ -38,6 +38,8 @@ from bot.console import render_reply
 
 from helpers import EVAL_FILE, WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 REPORT = re.compile(r"wiki: \d+ added, \d+ updated, \d+ deleted, \d+ unchanged, \d+ skipped; \d+ chunks written "
                     r"\(\d+ embedded, \d+ from cache\), \d+ removed; index holds \d+ pages / \d+ chunks; \d+\.\d s")
 

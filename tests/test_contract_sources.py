@@ -39,6 +39,8 @@ from connectors.models import Document, Tombstone
 
 from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 FAST = RetryPolicy(attempts=3, backoff_initial=0.02, backoff_max=0.1)
 
 #: title -> a sentence of the page's text (every site serves these pages, in its own markup).
@@ -154,8 +156,9 @@ def wiki_server(tmp_path_factory: pytest.TempPathFactory):
     server.stop()
 
 
-ALL = ["folder", "confluence-cloud", "confluence-datacenter", "mediawiki"]
-INCREMENTAL = ["confluence-cloud", "confluence-datacenter", "mediawiki"]
+MEDIAWIKI = pytest.param("mediawiki", marks=pytest.mark.server)  # a real MediaWiki: not in make test-fast
+ALL = ["folder", "confluence-cloud", "confluence-datacenter", MEDIAWIKI]
+INCREMENTAL = ["confluence-cloud", "confluence-datacenter", MEDIAWIKI]
 
 
 def _open_site(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Site]:

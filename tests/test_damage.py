@@ -35,6 +35,8 @@ from index.embeddings import CachedEmbedder, EmbeddingCache
 
 from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 QUESTION = "how do I declare an incident?"
 
 

@@ -32,6 +32,8 @@ import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "kubernetes"

@@ -24,6 +24,8 @@ from pydantic import Field
 
 from helpers import ROOT
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 DOCS = ROOT / "docs"
 
 

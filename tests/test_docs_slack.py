@@ -19,11 +19,15 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import httpx
 import yaml
 
 from helpers import ROOT, WIKI, chatops_command, cli_environment, seed_embedding_cache, wait_for
 from slack_standin import BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
+
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
 GUIDE = ROOT / "docs" / "how-to" / "slack.md"
 USER = "UDOCS0001"

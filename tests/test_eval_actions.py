@@ -20,6 +20,8 @@ from bot.evaluate import start_matches
 from helpers import EVAL_FILE, ROOT, run_chatops, seed_embedding_cache
 from jira_standin import CLOUD_EMAIL, CLOUD_TOKEN, JiraStandIn
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 ACTIONS = [json.loads(line) for line in EVAL_FILE.read_text(encoding="utf-8").splitlines()
            if line.strip() and json.loads(line)["kind"] == "action"]
 

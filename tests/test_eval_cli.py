@@ -30,6 +30,8 @@ from bot.evaluate import unsupported_posted
 from connectors.models import Chunk
 from helpers import EVAL_FILE, ROOT, run_chatops, seed_embedding_cache
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 PRECISION_FILE = ROOT / "tests" / "data" / "eval_precision.jsonl"
 CITATION_KEYS = {"n", "doc_id", "title", "section", "quote"}
 

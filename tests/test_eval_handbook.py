@@ -23,6 +23,7 @@ CORPUS = SHARED / "corpus" / "sourcegraph-handbook"
 DEV = SHARED / "eval" / "dev.jsonl"
 
 pytestmark = [
+    pytest.mark.server,  # starts processes or servers: not in make test-fast
     pytest.mark.corpus,
     # The module's first test indexes the 10,000-chunk handbook (three evals in all): 15 min was too short
     # for a cold embedding cache on a loaded 2-core machine; later runs read the cache.

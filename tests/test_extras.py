@@ -21,6 +21,8 @@ from tools.errors import ToolUnavailableError
 
 from helpers import ROOT, cli_environment, run_chatops, seed_embedding_cache
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 CASES = {
     "teams": ({"MicrosoftAppId": "00000000-0000-0000-0000-000000000001", "MicrosoftAppPassword": "pw"},
               ["botbuilder"], "MicrosoftAppId needs the teams extra"),

@@ -24,6 +24,8 @@ from index.stores import QdrantStore, WhooshStore
 
 from helpers import run_chatops, seed_embedding_cache
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 SITE = "https://handbook.example.com"
 BODY = "\n\nThis page explains {what} for everyone at the company, with the details that matter.\n"
 PAGES = {

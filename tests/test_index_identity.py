@@ -16,6 +16,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from connectors.folder import FolderSource
 from index.identity import INDEX_ID_KEY, ensure_index_id, index_id_of, shared_index_id
 from index.knowledge import KnowledgeIndex
@@ -25,6 +27,8 @@ from state import LEGACY_INDEX_ID, StateStore
 from state.store import sqlite_url
 
 from helpers import WIKI_PAGES, run_chatops, seed_embedding_cache
+
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
 
 def test_an_embedded_index_keeps_its_id_until_its_folder_is_rebuilt_or_it_is_cleared(tmp_path: Path, embedder) -> None:

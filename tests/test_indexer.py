@@ -32,6 +32,8 @@ from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 
 from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, public_ctx
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 
 def _run(index: KnowledgeIndex, wiki: Path, **kw) -> IndexReport:
     return Indexer(index, **kw).run(FolderSource(wiki))

@@ -42,6 +42,8 @@ from index.indexer import Indexer
 from helpers import WIKI, public_viewer
 from openai_standin import OpenAIStandIn, Response, chat, error, json_reply, tool_call
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 PASSAGE = re.compile(r'<passage n="(\d+)" source="([^"]*)">\n(.*?)\n</passage>', re.S)
 
 

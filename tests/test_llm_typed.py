@@ -38,6 +38,8 @@ from openai_standin import OpenAIStandIn, chat, json_reply
 from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
 from test_llm_planner import DEFAULTS, Brain, kind
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 QUESTION = "how do I declare an incident?"
 
 

@@ -29,7 +29,9 @@ from state import StateStore
 
 from pg import drop_database, pg_database
 
-HOMES = ["file", "sqlite-db", "postgres-db"]
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
+HOMES = ["file", "sqlite-db", pytest.param("postgres-db", marks=pytest.mark.server)]
 PUBLIC = Access.everyone()
 
 
@@ -243,6 +245,7 @@ def test_an_unreachable_database_says_to_check_database_url() -> None:
         Manifest(database_url="postgresql+psycopg://postgres@127.0.0.1:1/nothing", scope="s")
 
 
+@pytest.mark.server
 def test_a_database_gone_while_in_use_gives_the_clear_error_on_the_next_call() -> None:
     with pg_database("chatops_manifest_gone") as url:
         StateStore(url).close()

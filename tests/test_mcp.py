@@ -38,6 +38,8 @@ from state import StateStore
 
 from helpers import ROOT, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 CORPUS = ROOT / "tests" / "acl_corpus"
 CONFIG = str(CORPUS / "chatops.yml")
 SOURCES = [f"folder:{CORPUS / 'handbook'}?name=handbook", f"folder:{CORPUS / 'hr'}?name=hr&audience=hr"]

@@ -31,6 +31,8 @@ from state.store import sqlite_url
 from mediawiki_server import MediaWikiServer, dump_xml, ensure_mediawiki, page_xml
 from helpers import public_viewer
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 PARENTAL = """Employees get '''16 weeks''' of fully paid parental leave after the birth or adoption of a child.
 Parental leave is available to every parent, birth parents and adoptive parents alike, and it can be taken in one
 block or split into two blocks within the first year. The company tops up statutory parental pay to the full salary

@@ -37,6 +37,8 @@ from telemetry.metrics import REFUSAL_REASONS, REGISTRY
 from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, wait_for
 from slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 ALICE = "UALICE01"
 SLACK_VARS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "SLACK_API_URL", "ADMIN_USER_IDS",
               "CHATOPS_SOURCES", "DATABASE_URL")

@@ -42,12 +42,14 @@ from state.migrate import BASELINE, head, status, upgrade
 
 from helpers import run_chatops
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 PG_ADMIN_URL = os.environ.get("CHATOPS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 DDL = Path(__file__).parent / "data" / "state_414ee8a"
 T0 = datetime(2026, 10, 1, 12, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The URL of an empty database (a new SQLite file, or a new PostgreSQL database dropped afterwards)."""
     if request.param == "sqlite":

@@ -30,6 +30,8 @@ from state.store import sqlite_url
 
 from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 
 @pytest.fixture
 def data(tmp_path: Path, wiki_index, embedding_cache_dir: Path) -> Path:

@@ -32,6 +32,8 @@ from state.store import MESSAGE_RETRY_MAX, sqlite_url
 from helpers import run_chatops
 from slack_standin import BOT_TOKEN, SlackStandin, manifest_scopes
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 ALICE = "UALICE01"
 BOB = "UBOB0002"
 

@@ -41,6 +41,8 @@ from index.stores import QdrantSparseStore, QdrantStore
 from helpers import ROOT, wait_for
 from qdrant_standin import QdrantStandIn, QdrantStandInProcess
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 DIM = 4
 
 

@@ -32,6 +32,8 @@ from tools.knowledge_search import Evidence
 from helpers import run_chatops, seed_embedding_cache
 from slack_standin import SlackHarness
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 HEALTH = """# Health plans
 
 Owner: People Operations

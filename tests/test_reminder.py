@@ -47,6 +47,8 @@ from tools.outbox import Outbox
 from tools.reminder import ReminderCreate, ReminderCreateArgs
 from tools.reminder.tool import NO_OUTBOX
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 SENT = datetime(2030, 3, 13, 15, 0, tzinfo=timezone.utc)  # a Wednesday; 16:00 in Berlin
 ZONE = "Europe/Berlin"
 REQUESTER, OTHER = "U0REQUEST", "U0SOMEONE"

@@ -37,6 +37,8 @@ from helpers import wait_for
 from pg import pg_database
 from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 ALICE = "UALICE01"
 OLD, NEW = "vpn-gw-amber.example.com", "vpn-gw-cobalt.example.com"
 PAGES = {

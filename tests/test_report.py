@@ -37,6 +37,8 @@ from state.store import sqlite_url
 from slack_standin import SlackHarness
 from test_state_store import pg_url  # noqa: F401 - the PostgreSQL database fixture
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 NOW = datetime.now(timezone.utc)
 WIFI = ("what is the office wifi password?", "How do I connect to the office wi-fi?",
         "What is the office WiFi password")  # two wordings of one gap; the third repeats the first
@@ -97,7 +99,7 @@ def indexed(stale_wiki: Path, index_factory) -> KnowledgeIndex:
     return index
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
     """The state store on SQLite and on PostgreSQL (``pg_url``: a fresh database, as in test_state_store)."""
     s = StateStore(sqlite_url(tmp_path / "state.sqlite") if request.param == "sqlite"

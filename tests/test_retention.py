@@ -20,6 +20,8 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 import sqlalchemy as sa
 
 from app.retention import RUN_SOURCE, Retention, RetentionPolicy
@@ -30,6 +32,8 @@ from tools.calendar.local import LocalCalendar
 
 from helpers import run_chatops
 from test_migrations import url  # noqa: F401 - the fixture: a fresh SQLite file or PostgreSQL database
+
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
 NOW = datetime.now(timezone.utc)
 

@@ -22,6 +22,8 @@ import pytest
 from helpers import ROOT, chatops_command, cli_environment, run_chatops, seed_embedding_cache
 from leaky_pages import INJECTED, PAGES, QUESTIONS, WIFI_QUESTIONS, leaks, make_wiki
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 REFUSAL_STARTS = ("I couldn't find anything", "I found pages about this")
 
 

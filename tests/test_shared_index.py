@@ -45,6 +45,8 @@ from helpers import WIKI, WIKI_PAGES, run_chatops
 from pg import pg_database
 from qdrant_standin import QdrantStandIn
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 
 @pytest.fixture
 def qdrant() -> Iterator[QdrantStandIn]:
@@ -60,7 +62,7 @@ def pg_state() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
 def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A migrated state database (each test writes its own collection, so its own scope)."""
     if request.param == "postgresql":

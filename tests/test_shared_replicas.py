@@ -32,6 +32,8 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 import httpx
 
 from index.identity import shared_index_id
@@ -44,6 +46,8 @@ from pg import pg_database
 from qdrant_standin import READ_POSTS, LoggedRequest, QdrantStandInProcess
 from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes
 from test_replicas import NEW, OLD, PAGES
+
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
 ALICE, ADMIN = "UALICE01", "UADMIN01"
 WRITE_KEY, READ_KEY = "worker-write-key", "web-read-only-key"

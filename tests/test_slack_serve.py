@@ -37,6 +37,8 @@ from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_emb
 from slack_standin import (APP_TOKEN, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackHarness, SlackSender, SlackStandin,
                            manifest_scopes)
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 ALICE = "UALICE01"
 SLACK_VARS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "SLACK_API_URL", "ADMIN_USER_IDS",
               "CHATOPS_SOURCES", "DATABASE_URL")

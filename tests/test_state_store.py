@@ -47,7 +47,7 @@ def pg_url() -> Iterator[str]:
     admin.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
 def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[StateStore]:
     if request.param == "sqlite":
         s = StateStore(f"sqlite:///{tmp_path / 'state.sqlite'}")

@@ -19,6 +19,8 @@ from connectors.errors import EmbeddingError
 
 from helpers import ROOT
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 LOCK = ROOT / "requirements.lock"
 
 

@@ -40,6 +40,8 @@ from state.store import sqlite_url
 from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
 from helpers import ROOT, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, public_ctx
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 
 @pytest.fixture
 def store(tmp_path: Path):

@@ -35,6 +35,8 @@ from helpers import WIKI, wait_for as _wait, public_viewer
 from state import StateStore
 from teams_standin import ConnectorStandIn
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 BOT = {"id": "28:bot-app-id", "name": "chatops"}
 ADMIN = "aad-admin-1"
 USER = "aad-user-1"

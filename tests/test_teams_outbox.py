@@ -39,6 +39,8 @@ from state.retention import Cutoffs, purge
 from teams_standin import ConnectorStandIn
 from test_teams import BOT, CHANNEL, USER, message
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 NOBODY = "aad-never-wrote"
 
 

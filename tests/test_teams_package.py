@@ -24,6 +24,8 @@ from PIL import Image
 from app.settings import Settings
 from bot.teams.package import TEMPLATE_DIR, PackageError, fill_manifest
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((Path(__file__).parent / "teams_schema" / "MicrosoftTeams.schema.json").read_text())
 APP_ID = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"

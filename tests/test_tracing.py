@@ -14,10 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import WIKI, cli_environment, run_chatops, seed_embedding_cache
 from openai_standin import OpenAIStandIn
 from otlp_standin import OtlpStandin
 from test_llm_planner import Brain
+
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
 QUESTION = "how do I declare an incident?"
 

@@ -33,6 +33,8 @@ from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_emb
 from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackHarness
 from test_slack_app import ADMIN, acked, mention, new_channel, responses, section_text, source_lines, wait_posts
 
+pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
+
 BIKES = ("# Bike storage\n\nThe bike storage room is on level minus one of the Lisbon office, next to the showers. "
          "Bike storage is open from 07:00 to 21:00 and needs your badge.\n")
 
