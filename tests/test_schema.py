@@ -24,7 +24,7 @@ from state.migrate import head, upgrade
 from pg import pg_database
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
 def migrated(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The URL of a new database brought to the head revision by the migrations alone (no store opened)."""
     if request.param == "sqlite":
