@@ -67,11 +67,12 @@ import hashlib
 import json
 import logging
 import re
+import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from cachetools import TTLCache
 from pydantic import BaseModel
 
 from tools.base import ToolContext, ToolRegistry
@@ -140,25 +141,20 @@ class DraftUnsupported(Exception):
 
 
 class _TTLCache:
-    """A small LRU cache whose entries expire after ``ttl`` seconds."""
+    """A small LRU cache whose entries expire after ``ttl`` seconds (``cachetools.TTLCache`` on the monotonic
+    clock, behind a lock: turns run on several threads)."""
 
     def __init__(self, ttl: float, size: int = 512) -> None:
-        self.ttl, self.size = ttl, size
-        self._d: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+        self._d: TTLCache[str, Any] = TTLCache(maxsize=size, ttl=ttl, timer=time.monotonic)
+        self._lock = threading.Lock()
 
     def get(self, key: str) -> Any:
-        item = self._d.get(key)
-        if item is None or time.monotonic() - item[0] > self.ttl:
-            self._d.pop(key, None)
-            return None
-        self._d.move_to_end(key)
-        return item[1]
+        with self._lock:
+            return self._d.get(key)
 
     def put(self, key: str, value: Any) -> None:
-        self._d[key] = (time.monotonic(), value)
-        self._d.move_to_end(key)
-        while len(self._d) > self.size:
-            self._d.popitem(last=False)
+        with self._lock:
+            self._d[key] = value
 
 
 def _norm(text: str) -> str:
