@@ -27,6 +27,7 @@ COPY agent ./agent
 COPY tools ./tools
 COPY index ./index
 COPY connectors ./connectors
+COPY core ./core
 COPY state ./state
 COPY screening ./screening
 COPY telemetry ./telemetry

@@ -47,7 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from connectors.access import Access, Viewer
+from core.access import Access, Viewer
 from tools.context import ToolContext
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 

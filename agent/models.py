@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from connectors.access import Viewer
+from core.access import Viewer
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class Turn:
             conversation id).
         user_email: the requester's e-mail when the platform gave it ("" when unknown).
         channel_kind: ``"dm"``, ``"group"`` (a group DM or group chat) or ``"channel"``; "" when unknown.
-        viewer: who will see the answer (:class:`connectors.access.Viewer`: the asker's principals and
+        viewer: who will see the answer (:class:`core.access.Viewer`: the asker's principals and
             whether only public pages may be used), set by :func:`app.turns.build_turn`; retrieval
             requires it (None is a programming error, never "everyone").
         is_admin: whether the user may run admin commands.

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from connectors.models import Chunk
+from core.models import Chunk
 
 from .answertype import asked_type
 from .text import QUESTION_STOPWORDS

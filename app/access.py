@@ -1,4 +1,4 @@
-"""Who is asking and who will see the answer: the :class:`connectors.access.Viewer` of every turn.
+"""Who is asking and who will see the answer: the :class:`core.access.Viewer` of every turn.
 
 The rules (issue 11; fail closed throughout):
 
@@ -17,7 +17,7 @@ The rules (issue 11; fail closed throughout):
 
 **A channel's scope** (``channels:`` of the sources file, :class:`connectors.config.ChannelConfig`): a
 question asked in a listed conversation searches only that channel's ``sources``; the scope rides on the
-viewer (:attr:`connectors.access.Viewer.sources`) down to the stores, which apply it inside their
+viewer (:attr:`core.access.Viewer.sources`) down to the stores, which apply it inside their
 pre-filter. The same entry's ``reply_in_threads`` says whether thread replies without a mention are
 answered there (:meth:`AccessPolicy.answers_thread_replies`).
 
@@ -37,7 +37,7 @@ from typing import Any
 
 from cachetools import TLRUCache
 
-from connectors.access import Viewer, group, normalise, user
+from core.access import Viewer, group, normalise, user
 from connectors.config import STATIC_GROUP_SOURCE, ChannelConfig
 
 from .inbound import AudienceMember, InboundMessage

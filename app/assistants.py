@@ -282,7 +282,7 @@ def open_assistant_service(settings: Settings) -> AssistantService:
 
     Raises:
         StateStoreError: the state database cannot be reached or migrated.
-        ConnectorError: a locked or corrupt index, or a bad sources file.
+        ChatopsError: a locked or corrupt index, or a bad sources file.
     """
     from .metrics import TurnMetrics
     from .turnlog import TurnJournal

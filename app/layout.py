@@ -6,7 +6,7 @@
   or a :class:`SectionPrinter`; a section never starts with a rule (``---``, ``==``) or a second blank line.
 - Where a passage is (``chatops ask``, ``chatops chat``) reads ``title › heading › subheading``:
   :func:`section_path`, with :data:`PATH_SEPARATOR`. The index stores a chunk's heading path joined by
-  ``" > "`` (:attr:`connectors.models.Chunk.section`); it is shown through this function only.
+  ``" > "`` (:attr:`core.models.Chunk.section`); it is shown through this function only.
 
 ``--json`` output is data, not layout: it keeps the stored values as they are.
 """

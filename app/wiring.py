@@ -9,7 +9,7 @@ from agent.agent import Agent
 from agent.gate import GateConfig
 from agent.planner import ActionConfig, RuleBasedPlanner
 from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
-from connectors.errors import EmbeddingError
+from core.errors import EmbeddingError
 from index.knowledge import MANIFEST_FILE, KnowledgeIndex, StoredChunks, open_manifest, open_stored_chunks
 from index.manifest import Manifest
 from tools.base import ToolRegistry

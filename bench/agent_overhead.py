@@ -26,7 +26,7 @@ from agent.agent import Agent  # noqa: E402
 from agent.llm.client import LLMClient, build_openai_client  # noqa: E402
 from agent.llm.planner import LLMPlanner, LLMPlannerConfig  # noqa: E402
 from agent.models import Turn  # noqa: E402
-from connectors.access import Viewer  # noqa: E402
+from core.access import Viewer  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.wiring import build_agent  # noqa: E402
 from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402

@@ -37,7 +37,7 @@ from agent.llm import prompts  # noqa: E402
 from agent.models import Turn  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.wiring import build_agent  # noqa: E402
-from connectors.access import Viewer  # noqa: E402
+from core.access import Viewer  # noqa: E402
 from connectors.folder import FolderSource  # noqa: E402
 from index.indexer import Indexer  # noqa: E402
 

@@ -50,10 +50,10 @@ from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder 
 from connectors.folder import FolderSource  # noqa: E402
 from index.knowledge import KnowledgeIndex  # noqa: E402
 from index.indexer import Indexer  # noqa: E402
-from connectors.models import Chunk, content_hash  # noqa: E402
+from core.models import Chunk, content_hash  # noqa: E402
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs  # noqa: E402
 from tools.context import ToolContext  # noqa: E402
-from connectors.access import Access, Viewer  # noqa: E402
+from core.access import Access, Viewer  # noqa: E402
 from bench.vector_candidates import CANDIDATES, no_fsync, run_size  # noqa: E402
 from state import StateStore  # noqa: E402
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from agent.models import Turn  # noqa: E402
-from connectors.access import Viewer  # noqa: E402
+from core.access import Viewer  # noqa: E402
 from app.jobs import IndexJobs  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.wiring import build_agent  # noqa: E402

@@ -13,7 +13,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING
 
-from connectors.errors import ConnectorError
+from core.errors import ChatopsError
 from index.faults import is_disk_full, is_sqlite_damage, storage_error
 
 if TYPE_CHECKING:
@@ -785,7 +785,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (ConnectorError, ConfigError) as exc:
+    except (ChatopsError, ConfigError) as exc:
         print(f"chatops: {exc}", file=sys.stderr)
         return 2
     except (ValueError, FileNotFoundError) as exc:

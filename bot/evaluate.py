@@ -83,8 +83,8 @@ from app.access import AccessPolicy
 from app.inbound import InboundMessage
 from app.layout import sections
 from app.turns import build_turn
-from connectors.access import Viewer
-from connectors.models import Chunk
+from core.access import Viewer
+from core.models import Chunk
 
 __all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE", "action_scores", "title_matches",
            "acl_scores", "doc_chunks", "citation_precision", "unsupported_posted", "posted_sentences"]

@@ -1,6 +1,6 @@
 """The servers' agent wrapper: a damaged or full index gives users a short reply, not an error trace.
 
-``chatops ask`` lets :class:`~connectors.errors.IndexError_` reach the CLI (exit 2 with what to
+``chatops ask`` lets :class:`~core.errors.IndexError_` reach the CLI (exit 2 with what to
 do); a server must keep answering instead. :class:`IndexGuardedAgent` answers such a turn with
 :data:`INDEX_UNAVAILABLE` and logs the reason once per distinct failure (the operator's signal,
 with ``/readyz`` reporting the index not ready, see :func:`index_readiness`).
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.models import Reply, Turn
-from connectors.errors import IndexError_
+from core.errors import IndexError_
 from index.knowledge import KnowledgeIndex
 from telemetry.metrics import count_turn_error
 

@@ -300,9 +300,9 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
     Raises:
         ServeError: when no platform is configured, for incomplete Slack settings, an unreachable state store,
             an unknown role, or the web role without ``QDRANT_URL``.
-        connectors.errors.ConnectorError: for a bad sources file or spec, or a locked or corrupt index.
+        core.errors.ChatopsError: for a bad sources file or spec, or a locked or corrupt index.
     """
-    from connectors.errors import ConnectorError
+    from core.errors import ChatopsError
     from state import StateStore, StateStoreError
 
     from app.actions import build_action_service
@@ -347,7 +347,7 @@ def serve(settings: Settings, host: str = "0.0.0.0", port: int = 3000, socket_mo
         raise ServeError(str(exc)) from exc
     try:
         runtime = build_agent(settings)
-    except ConnectorError:
+    except ChatopsError:
         store.close()
         raise
     # Who sees what: the groups the sources reported (the state store's, issue 11) join the static ones.

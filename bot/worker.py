@@ -34,7 +34,7 @@ def run_worker(settings: Settings, initial_sync: bool = True) -> int:
 
     Raises:
         WorkerError: for an unreachable state store or no configured source.
-        connectors.errors.ConnectorError: for a bad sources file or spec, or a locked or corrupt index.
+        core.errors.ChatopsError: for a bad sources file or spec, or a locked or corrupt index.
     """
     from app.jobs import IndexJobs
     from app.retention import Retention

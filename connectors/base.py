@@ -19,7 +19,7 @@ Two optional abilities, also structural protocols (issue 11, read access):
   page without fetching bodies (:meth:`PermissionSource.permissions`), for the permission sync
   (:meth:`index.sync.SyncEngine.run_permissions`; Confluence).
 
-What a scan and a sync yield is the contract of :mod:`connectors.models` (``Document``,
+What a scan and a sync yield is the contract of :mod:`core.models` (``Document``,
 ``Tombstone``), :class:`connectors.folder.SkippedPage` (a page that could not be read this time)
 and :class:`connectors.cursor.CursorUpdate` (the last item of a sync). ``tests/contracts`` holds
 one test suite that every source passes.
@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from .access import Access
+from core.access import Access
 from .cursor import CursorUpdate
 from .folder import SkippedPage
-from .models import Document, Tombstone
+from core.models import Document, Tombstone
 
 __all__ = ["Source", "IncrementalSource", "MembershipSource", "PermissionSource", "ScanItem", "SyncItem"]
 

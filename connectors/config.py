@@ -42,7 +42,7 @@ import yaml
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
-from .access import Access, group, normalise, user
+from core.access import Access, group, normalise, user
 from .errors import ConnectorError, SourceSpecError
 
 __all__ = [

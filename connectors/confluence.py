@@ -61,13 +61,13 @@ from zoneinfo import ZoneInfo
 
 import httpx
 
-from .access import Access
+from core.access import Access
 from .config import ConfluenceConfig
 from .confluence_access import V1_ACCESS_EXPAND, ConfluenceAccess
 from .errors import SourceUnavailableError
 from .folder import SkippedPage
 from .http import HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json
-from .models import Document, Tombstone
+from core.models import Document, Tombstone
 from .storage_format import storage_to_markdown
 from .cursor import RETRY_DOCS, CursorUpdate
 

@@ -4,7 +4,7 @@ A person may view a page when they have the **space's read permission** AND sati
 restrictions of the page and of every ancestor page** (a restriction on a parent applies to all its
 descendants). Each of those rules is a :class:`Gate`: everyone, or a union of users and groups. A
 page's access is the intersection of its space's gate and the gates of the restricted pages on its
-path (pages without read restrictions add none), turned into a :class:`connectors.access.Access`:
+path (pages without read restrictions add none), turned into a :class:`core.access.Access`:
 
 - ``public`` when the intersection is everyone: the space is readable by one of the source's
   ``public_groups`` (or anonymously) and no restriction applies, or every restriction names a public group;
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from .access import Access, group, user
+from core.access import Access, group, user
 from .errors import SourceUnavailableError
 from .http import HttpClient, HttpStatusError, SourceAuthError, decode_json
 

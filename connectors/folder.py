@@ -35,9 +35,9 @@ from urllib.parse import quote
 
 import frontmatter
 
-from .access import Access
+from core.access import Access
 from .errors import SourceUnavailableError
-from .models import Document
+from core.models import Document
 from .safe_files import RefusedFileError, read_regular_file
 from .templates import strip_mdx
 from .text import clean_markdown, first_heading, html_to_markdown

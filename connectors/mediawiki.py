@@ -42,7 +42,7 @@ from .config import MediaWikiConfig, audience_access
 from .errors import SourceUnavailableError
 from .folder import SkippedPage
 from .http import HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json, parse_retry_after
-from .models import Document, Tombstone
+from core.models import Document, Tombstone
 from .storage_format import fenced_block, render_markdown
 from .cursor import RETRY_DOCS, CursorUpdate
 from .text import strip_inline

@@ -31,7 +31,7 @@ Algorithm:
    sentence, when it is at most ``overlap_chars`` long.
 
 4. A page that would make more than ``max_chunks_per_page`` chunks raises
-   :class:`~connectors.errors.ChunkLimitError` (the indexer skips it with that reason) instead of
+   :class:`~core.errors.ChunkLimitError` (the indexer skips it with that reason) instead of
    being truncated silently.
 
 Every step is linear in the size of the page (no repeated scans, no growing string copies), so a
@@ -46,8 +46,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from connectors.errors import ChunkLimitError
-from connectors.models import Chunk, Document, content_hash
+from core.errors import ChunkLimitError
+from core.models import Chunk, Document, content_hash
 from connectors.text import _ATX, FenceTracker, slugify, strip_inline
 
 __all__ = ["Chunker", "ChunkerConfig", "MAX_CHUNKS_PER_PAGE", "SIBLING_RUN"]
@@ -65,7 +65,7 @@ class ChunkerConfig:
     """Sizes in characters. ``min_chars < max_chars`` and ``overlap_chars < min_chars``.
 
     ``max_chunks_per_page`` caps the chunks of one page (a page over it is skipped, see
-    :class:`~connectors.errors.ChunkLimitError`); ``sibling_run`` is the length from which a run of
+    :class:`~core.errors.ChunkLimitError`); ``sibling_run`` is the length from which a run of
     tiny sibling sections is packed (both at least 1).
     """
 
@@ -94,7 +94,7 @@ class _Section:
 
 
 class Chunker:
-    """Turns a :class:`~connectors.models.Document` into :class:`~connectors.models.Chunk` objects."""
+    """Turns a :class:`~core.models.Document` into :class:`~core.models.Chunk` objects."""
 
     def __init__(self, config: ChunkerConfig | None = None) -> None:
         self.config = config or ChunkerConfig()

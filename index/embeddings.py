@@ -28,9 +28,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import sqlalchemy as sa
 
-from connectors.errors import EmbeddingError
+from core.errors import EmbeddingError
 from .faults import is_sqlite_damage, quarantine
-from connectors.models import content_hash
+from core.models import content_hash
 
 __all__ = ["Embedder", "OnnxMiniLMEmbedder", "OpenAIEmbedder", "EmbeddingCache", "CachedEmbedder", "LOCAL_MODEL_ID",
            "LOCAL_MODEL_SHA256"]

@@ -4,10 +4,10 @@ SQLite (through SQLAlchemy, or directly as local-mode Qdrant uses it), Whoosh's 
 plain file writes fail with many exception types. This module decides what such a failure means:
 
 - no space: ``ENOSPC``, ``EDQUOT``, ``EFBIG`` (a file-size limit), SQLite's ``SQLITE_FULL``:
-  :class:`~connectors.errors.DiskFullError`;
-- no access: ``EACCES``, ``EPERM``, ``EROFS``: :class:`~connectors.errors.IndexError_`;
+  :class:`~core.errors.DiskFullError`;
+- no access: ``EACCES``, ``EPERM``, ``EROFS``: :class:`~core.errors.IndexError_`;
 - anything else from reading or writing the file: it is damaged,
-  :class:`~connectors.errors.IndexCorruptError` (for SQLite files only ``SQLITE_CORRUPT`` and
+  :class:`~core.errors.IndexCorruptError` (for SQLite files only ``SQLITE_CORRUPT`` and
   ``SQLITE_NOTADB`` count, other SQLite errors pass through unchanged);
 
 and builds messages that name the file and say what to do. SQLite error codes are read from
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from connectors.errors import ConnectorError, DiskFullError, IndexCorruptError, IndexError_
+from core.errors import ChatopsError, DiskFullError, IndexCorruptError, IndexError_
 
 __all__ = [
     "causes", "reason", "is_disk_full", "is_sqlite_damage", "storage_error", "StoreGuard", "guard_engine",
@@ -89,7 +89,7 @@ def reason(exc: BaseException) -> str:
 
 
 def storage_error(exc: BaseException, what: str, path: Path | str, fix: str,
-                  damage: Callable[[BaseException], bool] = lambda e: True) -> ConnectorError | None:
+                  damage: Callable[[BaseException], bool] = lambda e: True) -> ChatopsError | None:
     """The user-facing error for a failure reading or writing ``what`` at ``path``, or ``None``.
 
     Args:
@@ -100,11 +100,11 @@ def storage_error(exc: BaseException, what: str, path: Path | str, fix: str,
         damage: which other exceptions mean the file is damaged (default: all).
 
     Returns:
-        ``exc`` itself when it already is a :class:`ConnectorError`; a :class:`DiskFullError`, an
+        ``exc`` itself when it already is a :class:`ChatopsError`; a :class:`DiskFullError`, an
         :class:`IndexError_` (no access) or an :class:`IndexCorruptError`; ``None`` when ``damage``
         says the failure is something else (the caller re-raises it).
     """
-    if isinstance(exc, ConnectorError):
+    if isinstance(exc, ChatopsError):
         return exc
     if is_disk_full(exc):
         return DiskFullError(
@@ -135,7 +135,7 @@ class StoreGuard:
 
     def __init__(self, what: str, path: Path | str, fix: str,
                  damage: Callable[[BaseException], bool] = lambda e: True,
-                 translate: Callable[[BaseException], ConnectorError | None] | None = None) -> None:
+                 translate: Callable[[BaseException], ChatopsError | None] | None = None) -> None:
         self.what, self.path, self.fix, self._damage, self._translate = what, path, fix, damage, translate
         self.damage: IndexCorruptError | None = None
 
@@ -143,7 +143,7 @@ class StoreGuard:
     def __call__(self) -> Iterator[None]:
         try:
             yield
-        except ConnectorError:
+        except ChatopsError:
             raise
         except Exception as exc:
             mapped = self._translate(exc) if self._translate is not None else None

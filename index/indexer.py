@@ -26,7 +26,7 @@ from screening import flag_chunks
 
 from connectors.base import Source
 from connectors.folder import SkippedPage
-from connectors.models import Chunk, Document, Tombstone
+from core.models import Chunk, Document, Tombstone
 
 from .chunker import Chunker
 from .knowledge import KnowledgeIndex

@@ -61,9 +61,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from connectors.access import Access
-from connectors.errors import IndexCorruptError, IndexOutdatedError
-from connectors.models import Chunk
+from core.access import Access
+from core.errors import IndexCorruptError, IndexOutdatedError
+from core.models import Chunk
 
 from .embeddings import Embedder
 from .faults import quarantine, reason

@@ -23,9 +23,9 @@ value + 1`` (atomic on SQLite and PostgreSQL: no bump is lost) as the transactio
 the one row every writer updates is locked last and writers never wait on each other in opposite orders.
 
 Errors, from any method, each with a message that says what to do: a damaged file (not a database, or
-failing ``PRAGMA quick_check`` on open) raises :class:`~connectors.errors.IndexCorruptError`, a full disk
-:class:`~connectors.errors.DiskFullError`; a state database that cannot be reached or used, or that lacks
-the tables (not migrated: ``chatops db upgrade``), :class:`~connectors.errors.IndexUnavailableError`.
+failing ``PRAGMA quick_check`` on open) raises :class:`~core.errors.IndexCorruptError`, a full disk
+:class:`~core.errors.DiskFullError`; a state database that cannot be reached or used, or that lacks
+the tables (not migrated: ``chatops db upgrade``), :class:`~core.errors.IndexUnavailableError`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from connectors.access import PUBLIC_TOKEN, Access
-from connectors.errors import IndexCorruptError, IndexUnavailableError
+from core.access import PUBLIC_TOKEN, Access
+from core.errors import IndexCorruptError, IndexUnavailableError
 from state.index_manifest import SCOPE_LENGTH, index_manifest_tables
 
 from .faults import REBUILD_INDEX, guard_engine, storage_error
@@ -70,7 +70,7 @@ class PageEntry:
         sensitive_chunks: chunks holding a credential or personal data (:func:`screening.flag_chunks`);
             ``None`` for a page indexed before the scan existed.
         injection_chunks: chunks holding an instruction addressed to an assistant; ``None`` likewise.
-        access: the page's read access as indexed (:class:`connectors.access.Access`, as its tokens and
+        access: the page's read access as indexed (:class:`core.access.Access`, as its tokens and
             ``unresolved``; a public page keeps no principals); ``None`` for a page recorded before access
             control existed.
     """

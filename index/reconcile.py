@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass, field
 
 from .knowledge import KnowledgeIndex
-from connectors.models import Chunk
+from core.models import Chunk
 
 __all__ = ["RepairReport", "reconcile"]
 

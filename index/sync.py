@@ -12,7 +12,7 @@ A run (:meth:`SyncEngine.run`):
    :class:`state.StateStore` implements);
 3. asks an :class:`~connectors.base.IncrementalSource` for what changed since the saved cursor
    (``source.sync(cursor, known, full)``:
-   :class:`~connectors.models.Document` items to (re)index, :class:`~connectors.models.Tombstone`
+   :class:`~core.models.Document` items to (re)index, :class:`~core.models.Tombstone`
    items for pages gone upstream, :class:`~connectors.folder.SkippedPage` items for pages that could
    not be read, and one :class:`CursorUpdate` last), and feeds them to the
    :class:`~index.indexer.Indexer` as a source that is *not* a complete listing, so nothing is
@@ -67,7 +67,7 @@ from connectors.base import IncrementalSource, MembershipSource, PermissionSourc
 from connectors.folder import SkippedPage
 from telemetry.metrics import count_sync_run
 from telemetry.tracing import span
-from connectors.models import Chunk, Document, Tombstone
+from core.models import Chunk, Document, Tombstone
 
 from .chunker import Chunker, ChunkerConfig
 from .indexer import Indexer, IndexReport

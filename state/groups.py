@@ -44,7 +44,7 @@ class GroupMembers(Concern):
     def groups_of(self, email: str) -> frozenset[str]:
         """The group principals (``group:<source>/<group>``, lower case) whose members include ``email``.
 
-        Spelled exactly as :func:`connectors.access.group` spells them (this package imports nothing of
+        Spelled exactly as :func:`core.access.group` spells them (this package imports nothing of
         ours, so the spelling is repeated here and a test keeps the two equal). An empty e-mail has none.
         """
         e = _principal_part(email)

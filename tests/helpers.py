@@ -120,7 +120,7 @@ def plant_folder(root: Path) -> Path:
 def public_viewer():
     """The viewer of the tests that need no access control: public pages only (every test corpus is a
     public folder), answered as in a DM, as ``chatops ask`` without ``--as`` and the eval are."""
-    from connectors.access import Viewer
+    from core.access import Viewer
 
     return Viewer.public("dm")
 

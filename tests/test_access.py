@@ -17,7 +17,7 @@ import pytest
 from app.access import AccessPolicy, ChannelMembersCache, principals_of, unreadable_citations, viewer_for
 from app.inbound import AudienceMember, InboundMessage
 from app.turns import build_turn
-from connectors.access import Access, Viewer
+from core.access import Access, Viewer
 from connectors.config import ConfigFileError, parse_config
 from connectors.errors import SourceSpecError
 from connectors.factory import build_source

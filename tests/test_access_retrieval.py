@@ -25,8 +25,8 @@ from app.jobs import flag_lines
 from app.settings import Settings
 from app.turns import build_turn
 from app.wiring import build_agent
-from connectors.access import Access, Viewer, group, user
-from connectors.errors import IndexOutdatedError
+from core.access import Access, Viewer, group, user
+from core.errors import IndexOutdatedError
 from connectors.folder import FolderSource
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex

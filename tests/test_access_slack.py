@@ -27,7 +27,7 @@ from app.jobs import IndexJobs
 from app.settings import Settings
 from app.wiring import build_agent
 from bot.slack import render
-from connectors.access import Access, Viewer
+from core.access import Access, Viewer
 from connectors.folder import FolderSource
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex

@@ -24,7 +24,7 @@ from app.wiring import build_agent
 from bot.server import ServerThread, create_app
 from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
-from connectors.access import Access, Viewer
+from core.access import Access, Viewer
 from connectors.folder import FolderSource
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from whoosh.query import Term
 
-from connectors.access import Access, Viewer
-from connectors.models import Chunk, content_hash
+from core.access import Access, Viewer
+from core.models import Chunk, content_hash
 from index.stores.bm25_arrays import SnapshotScorer
 from index.stores.whoosh_store import WhooshStore, _PreloadedOr
 

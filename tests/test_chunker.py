@@ -16,9 +16,9 @@ import re
 import pytest
 
 from index.chunker import MAX_CHUNKS_PER_PAGE, SIBLING_RUN, Chunker, ChunkerConfig
-from connectors.errors import ChunkLimitError
+from core.errors import ChunkLimitError
 from connectors.folder import FolderSource
-from connectors.models import Chunk, Document
+from core.models import Chunk, Document
 
 from helpers import WIKI
 

@@ -30,10 +30,10 @@ import pytest
 
 from helpers import ROOT, cli_environment, run_chatops, seed_embedding_cache
 
-from connectors.access import Access, Viewer, group, user
-from connectors.errors import IndexLockedError
+from core.access import Access, Viewer, group, user
+from core.errors import IndexLockedError
 from connectors.folder import FolderSource
-from connectors.models import content_hash
+from core.models import content_hash
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
 from index.stores.dense_snapshot import snapshot_file

@@ -25,7 +25,7 @@ import pytest
 from agent.models import Turn
 from app.settings import Settings
 from app.wiring import build_agent
-from connectors.access import Access
+from core.access import Access
 from connectors.confluence import ConfluenceSource
 from connectors.config import parse_config
 from connectors.factory import build_source

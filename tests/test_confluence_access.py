@@ -25,7 +25,7 @@ from app.jobs import IndexJobs
 from app.settings import Settings
 from app.wiring import build_agent
 from bot.scheduler import PERMISSIONS_PREFIX, build_scheduler, run_scheduled_permissions
-from connectors.access import Access
+from core.access import Access
 from connectors.config import ConfigFileError, parse_config
 from connectors.confluence import ConfluenceSource
 from connectors.confluence_access import Gate, intersect

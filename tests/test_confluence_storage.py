@@ -10,7 +10,7 @@ status lozenges, tables, emoticons, and the chunker's view of the result.
 from __future__ import annotations
 
 from index.chunker import Chunker
-from connectors.models import Document
+from core.models import Document
 from connectors.storage_format import fenced_block, storage_to_markdown
 
 

@@ -28,14 +28,14 @@ from pathlib import Path
 
 import pytest
 
-from connectors.access import Access
+from core.access import Access
 from connectors.base import IncrementalSource, Source
 from connectors.config import parse_config
 from connectors.factory import build_source
 from connectors.cursor import CursorUpdate
 from connectors.folder import FolderSource, SkippedPage
 from connectors.http import RetryPolicy
-from connectors.models import Document, Tombstone
+from core.models import Document, Tombstone
 
 from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
 

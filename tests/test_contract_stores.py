@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from connectors.access import Access, Viewer
-from connectors.models import Chunk, content_hash
+from core.access import Access, Viewer
+from core.models import Chunk, content_hash
 from index.retrieval import DenseStore, KeywordStore, PairStore
 from index.stores import ChunkStore, QdrantHybridStore, QdrantSparseStore, QdrantStore, WhooshStore
 

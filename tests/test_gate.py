@@ -14,7 +14,7 @@ from whoosh.analysis import StemmingAnalyzer
 
 from agent.gate import EvidenceGate, GateConfig
 from agent.terms import key_terms
-from connectors.models import Chunk
+from core.models import Chunk
 from tools.knowledge_search import Evidence
 
 _ANA = StemmingAnalyzer()

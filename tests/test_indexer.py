@@ -26,8 +26,8 @@ from connectors.errors import SourceUnavailableError
 from connectors.folder import FolderSource
 from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer, IndexReport
-from connectors.access import Access
-from connectors.models import Document
+from core.access import Access
+from core.models import Document
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 
 from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, public_ctx

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("bot", "app", "agent", "tools", "index", "connectors", "state", "screening")
+PACKAGES = ("bot", "app", "agent", "tools", "index", "connectors", "core", "state", "screening")
 
 def cycles_in(graph: grimp.ImportGraph) -> list[tuple[str, ...]]:
     """The import cycles of ``graph``, each as its sorted module names.

@@ -117,8 +117,8 @@ def test_local_qdrant_keeps_its_mirror_in_step_with_writes_and_answers_like_a_re
     """After a search has built the mirror, replace / delete_chunks / set_access update it in place (no
     rebuild from the collection), and the answers equal those of the same folder reopened, whose
     mirror is built afresh from what the collection holds."""
-    from connectors.access import Access, Viewer
-    from connectors.models import Chunk, content_hash
+    from core.access import Access, Viewer
+    from core.models import Chunk, content_hash
     from index.stores import QdrantStore
 
     rng = np.random.default_rng(11)
@@ -157,8 +157,8 @@ def test_local_qdrant_keeps_its_mirror_in_step_with_writes_and_answers_like_a_re
 def test_a_failed_write_drops_the_mirror_so_the_next_search_reads_the_collection(tmp_path) -> None:
     """A write that fails half-way (here: vectors of the wrong size, after the old chunks were deleted)
     leaves the mirror dropped, and the next search answers from what the collection really holds."""
-    from connectors.access import Access, Viewer
-    from connectors.models import Chunk, content_hash
+    from core.access import Access, Viewer
+    from core.models import Chunk, content_hash
     from index.stores import QdrantStore
 
     store = QdrantStore(4, path=tmp_path / "q")

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from connectors.access import Access
-from connectors.errors import IndexCorruptError, IndexUnavailableError
+from core.access import Access
+from core.errors import IndexCorruptError, IndexUnavailableError
 from index.manifest import Manifest, PageEntry
 from state import StateStore
 

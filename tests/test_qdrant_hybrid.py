@@ -21,8 +21,8 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from app.settings import Settings
-from connectors.access import Access, Viewer
-from connectors.errors import IndexCorruptError, IndexOutdatedError
+from core.access import Access, Viewer
+from core.errors import IndexCorruptError, IndexOutdatedError
 from connectors.folder import FolderSource
 from helpers import WIKI_PAGES
 from index.identity import shared_index_id

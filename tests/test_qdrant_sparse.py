@@ -20,8 +20,8 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from app.settings import Settings
-from connectors.access import Viewer
-from connectors.errors import IndexCorruptError
+from core.access import Viewer
+from core.errors import IndexCorruptError
 from connectors.folder import FolderSource
 from helpers import WIKI_PAGES
 from index.indexer import Indexer

@@ -33,9 +33,9 @@ import pytest
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
-from connectors.access import Access, Viewer
-from connectors.errors import IndexError_, IndexUnavailableError
-from connectors.models import Chunk, content_hash
+from core.access import Access, Viewer
+from core.errors import IndexError_, IndexUnavailableError
+from core.models import Chunk, content_hash
 from index.stores import QdrantSparseStore, QdrantStore
 
 from helpers import ROOT, wait_for
@@ -303,8 +303,8 @@ CLIENT = textwrap.dedent("""
     import sys, time
     import numpy as np
     from datetime import datetime, timezone
-    from connectors.access import Access
-    from connectors.models import Chunk
+    from core.access import Access
+    from core.models import Chunk
     from index.stores import QdrantStore
 
     me, other = sys.argv[1:]

@@ -22,7 +22,7 @@ from app.jobs import IndexJobs
 from app.settings import Settings
 from app.wiring import build_agent
 from connectors.folder import FolderSource
-from connectors.models import Chunk
+from core.models import Chunk
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
 from state import StateStore

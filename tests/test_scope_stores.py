@@ -1,6 +1,6 @@
 """A channel's scope (``channels: {C123: {sources: [eng]}}``) inside both stores' retrieval.
 
-The scope rides on the :class:`connectors.access.Viewer` (:attr:`~connectors.access.Viewer.sources`) and each
+The scope rides on the :class:`core.access.Viewer` (:attr:`~core.access.Viewer.sources`) and each
 store applies it as one more condition of the access pre-filter, inside the query (Whoosh: a ``Prefix`` on the
 ``doc_key``; Qdrant: ``MatchAny`` on the payload's ``source``, in local mode a mask of the NumPy mirror), never
 as a cut of results already ranked. Run against every store of ``tests/test_contract_stores.py``, the Qdrant
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from connectors.access import Access, Viewer
-from connectors.models import Chunk, content_hash
+from core.access import Access, Viewer
+from core.models import Chunk, content_hash
 from index.stores import ChunkStore
 
 from test_contract_stores import KINDS, SERVER_KINDS, StoreKind, store_kind

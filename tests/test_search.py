@@ -20,7 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from index.knowledge import KnowledgeIndex
-from connectors.access import Viewer
+from core.access import Viewer
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError, ToolPermissionError
 from index.retrieval import SeparateCandidates

@@ -31,8 +31,8 @@ import pytest
 
 from app.settings import Settings
 from app.wiring import open_index, open_index_manifest
-from connectors.access import Viewer
-from connectors.errors import IndexOutdatedError
+from core.access import Viewer
+from core.errors import IndexOutdatedError
 from connectors.folder import FolderSource
 from index.embeddings import CachedEmbedder
 from index.identity import shared_index_id

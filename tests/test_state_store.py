@@ -560,7 +560,7 @@ def test_an_index_job_left_running_by_a_dead_worker_is_claimed_again(store: Stat
 
 
 def test_group_principals_are_spelled_as_connectors_access_spells_them(store: StateStore) -> None:
-    from connectors.access import Viewer, group, user
+    from core.access import Viewer, group, user
 
     for source, name in [("Eng", "Release-Managers"), ("wiki.2", " id-5B10AC "), ("a_b", "x y")]:
         store.set_group_members(source, name, ["Person@Example.com"])

@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from index.embeddings import LOCAL_MODEL_SHA256, OnnxMiniLMEmbedder
-from connectors.errors import EmbeddingError
+from core.errors import EmbeddingError
 
 from helpers import ROOT
 

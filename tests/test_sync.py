@@ -363,7 +363,7 @@ def test_a_killed_sync_loses_nothing_and_the_next_run_completes(tmp_path: Path, 
 def test_a_sync_that_wrote_prepares_the_dense_search_so_the_next_turn_does_not(wiki_copy, index_factory, store) -> None:
     """After a run's writes the local-mode mirror is rebuilt in the sync's thread: the next search reads no
     point back from the collection (a search that had to rebuild it would scroll the whole collection)."""
-    from connectors.access import Viewer
+    from core.access import Viewer
 
     index = index_factory()
     assert SyncEngine(index, store).run(FolderSource(wiki_copy, name="handbook")).status == "ok"

@@ -17,7 +17,7 @@ import pytest
 
 from connectors.errors import SourceSpecError, SourceUnavailableError
 from connectors.folder import FolderSource, SkippedPage, folder_source_name
-from connectors.models import Document
+from core.models import Document
 from connectors.safe_files import RefusedFileError, read_regular_file
 from connectors.sources import parse_source_spec
 from connectors.text import MAX_HTML_DEPTH, clean_markdown, first_heading, html_to_markdown, slugify

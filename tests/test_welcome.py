@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.welcome import Prompt, default_welcome, index_catalog, welcome
-from connectors.access import Access, user
+from core.access import Access, user
 from connectors.config import ConfigFileError, parse_config
 from connectors.folder import FolderSource
 from index.indexer import Indexer

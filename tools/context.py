@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from connectors.access import Viewer
+from core.access import Viewer
 
 from .invites import Courier
 from .outbox import Outbox
@@ -24,7 +24,7 @@ class ToolContext:
         platform: ``slack``, ``teams``, ``cli``... ("" when unknown).
         channel_id: the conversation the request came from ("" when none).
         user_email: the caller's e-mail address ("" when unknown).
-        viewer: who will see the result (:class:`connectors.access.Viewer`, from ``Turn.viewer``):
+        viewer: who will see the result (:class:`core.access.Viewer`, from ``Turn.viewer``):
             ``knowledge.search`` reads only what it may read and raises ``ValueError`` without one. It is
             never a tool argument, so a language model cannot choose it.
         outbox: where messages for later delivery go (:class:`tools.outbox.Outbox`, the state store),

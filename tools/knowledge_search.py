@@ -7,7 +7,7 @@ asker's access context from the :class:`~tools.context.ToolContext` and hands ba
 :class:`Evidence`, with each retriever's rank and raw score, the cosine to the query and the query's identifiers
 each passage holds. ``retriever="bm25"`` or ``"dense"`` returns one ranker alone for ablations.
 
-Access (issue 11): every search runs for the :class:`connectors.access.Viewer` in ``ctx.viewer`` (from
+Access (issue 11): every search runs for the :class:`core.access.Viewer` in ``ctx.viewer`` (from
 ``Turn.viewer``; a missing one raises ``ValueError``: a programming error, never "everyone"). Every store applies
 it, and a channel's scope (:attr:`Viewer.sources`), as a pre-filter inside its query. The viewer is not a tool
 argument: the language model cannot pick it.
@@ -20,7 +20,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import BaseModel, Field
 
-from connectors.access import Viewer
+from core.access import Viewer
 from index.knowledge import KnowledgeIndex
 from index.retrieval import Evidence, Query, RetrievalEngine, Retriever, SearchConfig, SearchResult
 from telemetry.tracing import span
@@ -73,7 +73,7 @@ class KnowledgeSearch:
         attributes, never the query).
 
         Raises:
-            ValueError: when ``ctx`` carries no :class:`~connectors.access.Viewer`.
+            ValueError: when ``ctx`` carries no :class:`~core.access.Viewer`.
         """
         viewer = ctx.viewer if ctx is not None else None
         if not isinstance(viewer, Viewer):

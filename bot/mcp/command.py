@@ -28,7 +28,7 @@ def serve_mcp(settings: Settings, as_user: str | None, http: bool, host: str, po
     Raises:
         McpUsageError: the mcp extra is missing, ``--as`` is missing or malformed over stdio, ``--as`` is
             given over HTTP, or the port cannot be bound.
-        StateStoreError, ConnectorError: the state store or the index cannot be opened.
+        StateStoreError, ChatopsError: the state store or the index cannot be opened.
     """
     from app.extras import command_needs
 

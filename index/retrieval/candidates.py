@@ -46,7 +46,7 @@ class CandidateStage(Protocol):
             (every dense hit's; BM25 hits' too where the store returned them).
 
         Raises:
-            ValueError: when ``query.viewer`` is not a :class:`~connectors.access.Viewer` (from the stores).
+            ValueError: when ``query.viewer`` is not a :class:`~core.access.Viewer` (from the stores).
         """
         ...
 

@@ -84,7 +84,7 @@ class RetrievalEngine:
             ``hydrate``, ``dedupe``) and the feedback terms.
 
         Raises:
-            ValueError: when ``query.viewer`` is not a :class:`~connectors.access.Viewer` (from the stores).
+            ValueError: when ``query.viewer`` is not a :class:`~core.access.Viewer` (from the stores).
             EmbeddingError: when the query cannot be embedded.
         """
         timings = Timings()

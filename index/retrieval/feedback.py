@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from connectors.models import Chunk
+from core.models import Chunk
 from screening import mask
 
 from .ports import KeywordStore

@@ -8,7 +8,7 @@
 - :class:`PairStore` (``index.hybrid``, the shared index only): both rankers in one request
   (:class:`~index.stores.QdrantHybridStore`).
 
-Every search takes the reader's :class:`~connectors.access.Viewer` and applies it as a pre-filter inside the
+Every search takes the reader's :class:`~core.access.Viewer` and applies it as a pre-filter inside the
 store's query; a store raises ``ValueError`` without one.
 """
 
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from connectors.access import Viewer
-from connectors.models import Chunk
+from core.access import Viewer
+from core.models import Chunk
 
 from ..stores import StoredChunk
 

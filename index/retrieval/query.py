@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from connectors.access import Viewer
-from connectors.models import Chunk
+from core.access import Viewer
+from core.models import Chunk
 
 __all__ = ["Retriever", "Query", "SearchConfig", "Candidates", "Evidence", "SearchResult", "Timings"]
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from cachetools import LRUCache
 
-from connectors.access import Viewer
-from connectors.models import Chunk, content_hash
+from core.access import Viewer
+from core.models import Chunk, content_hash
 
 from ..embeddings import Embedder
 from ..stores import StoredChunk
@@ -63,7 +63,7 @@ class QueryEmbedder:
         return v
 
 
-#: The dense cache's key: (dense text's hash, index version, viewer's :meth:`~connectors.access.Viewer.cache_key`).
+#: The dense cache's key: (dense text's hash, index version, viewer's :meth:`~core.access.Viewer.cache_key`).
 DenseKey = tuple[str, int, str]
 
 
@@ -111,7 +111,7 @@ class DenseCandidates:
         ``key`` (:meth:`key`), else searched with ``viewer``'s pre-filter and remembered.
 
         Raises:
-            ValueError: when ``viewer`` is not a :class:`~connectors.access.Viewer` (from the store).
+            ValueError: when ``viewer`` is not a :class:`~core.access.Viewer` (from the store).
         """
         hits = self.cached(key)
         if hits is None:
@@ -136,7 +136,7 @@ class KeywordCandidates:
         """BM25 hits of ``query`` (its text with its boosts), best first.
 
         Raises:
-            ValueError: when ``viewer`` is not a :class:`~connectors.access.Viewer` (from the store).
+            ValueError: when ``viewer`` is not a :class:`~core.access.Viewer` (from the store).
         """
         return self.store.search_ids(query.text, limit=self.limit, boosts=query.boosts, viewer=viewer)
 

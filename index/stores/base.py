@@ -1,10 +1,10 @@
 """The chunk-store contract that :class:`~index.stores.WhooshStore` and :class:`~index.stores.QdrantStore` implement.
 
 A store keeps chunks keyed by chunk id and grouped by document key (``source:doc_id``,
-:attr:`connectors.models.Chunk.key`). Writes replace a document's chunks as a whole (delete every
+:attr:`core.models.Chunk.key`). Writes replace a document's chunks as a whole (delete every
 chunk of the keys, then add the new ones), which is how the indexer, the journal recovery and
 reconciliation use them. Search takes the store's own kind of query: text for BM25, a vector
-for the dense store (``Q``), and the :class:`~connectors.access.Viewer` who will see the result: only
+for the dense store (``Q``), and the :class:`~core.access.Viewer` who will see the result: only
 chunks whose access tokens meet the viewer's are candidates (a pre-filter inside the store's query). ``tests/contracts`` holds one test suite that every store passes.
 """
 
@@ -15,9 +15,9 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from connectors.access import Access, Viewer
-from connectors.errors import IndexCorruptError
-from connectors.models import Chunk
+from core.access import Access, Viewer
+from core.errors import IndexCorruptError
+from core.models import Chunk
 
 from .records import StoredChunk
 
@@ -30,8 +30,8 @@ Q = TypeVar("Q", contravariant=True)
 class ChunkStore(Protocol[Q]):
     """Chunks grouped by document key, searchable by a query of type ``Q``.
 
-    Every method may raise :class:`~connectors.errors.IndexCorruptError` (damaged files) or
-    :class:`~connectors.errors.DiskFullError` (no space for a write).
+    Every method may raise :class:`~core.errors.IndexCorruptError` (damaged files) or
+    :class:`~core.errors.DiskFullError` (no space for a write).
     """
 
     @property

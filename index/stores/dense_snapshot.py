@@ -35,8 +35,8 @@ from typing import IO
 
 import numpy as np
 
-from connectors.access import Viewer
-from connectors.models import Chunk
+from core.access import Viewer
+from core.models import Chunk
 
 from .local_dense import DenseMirror, MirrorPoint
 from .snapshot_io import SNAPSHOT_FORMAT, SnapshotRow, row_bytes, snapshot_file, store_digest, write_snapshot

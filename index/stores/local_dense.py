@@ -4,7 +4,7 @@
 (about 50 µs a point: half a second on a 9,000-chunk handbook), which made the access pre-filter the
 slowest step of a turn. This mirror keeps what the search needs in NumPy arrays instead: the
 normalised vectors (one row per point), each point's id and document key, and, per access token
-(:meth:`connectors.access.Access.tokens`), the rows that carry it. A search ORs the viewer's token
+(:meth:`core.access.Access.tokens`), the rows that carry it. A search ORs the viewer's token
 rows into a mask and ranks only the rows the mask allows (cosine = dot product of unit vectors, the
 measure the collection uses), taking the top ``limit`` with ``argpartition``. The access test is
 applied before ranking, never to a top-k afterwards: a point the viewer may not read is never a candidate.

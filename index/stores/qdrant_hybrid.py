@@ -37,7 +37,7 @@ feedback does not apply, and with it the dense query first, then the BM25 query 
 (``dense=False``): two calls.
 
 **A collection made by an older version** (one unnamed dense vector, no ``bm25``): a reader gets
-:class:`~connectors.errors.IndexOutdatedError` saying to run ``chatops index --full``; an indexing run
+:class:`~core.errors.IndexOutdatedError` saying to run ``chatops index --full``; an indexing run
 (``recreate=True``) drops it and creates the new layout (the run's reconciliation then re-indexes every page).
 It drops only an empty collection or one whose points are chatops chunks (``chunk_id`` and ``doc_key`` in the
 payload): a ``QDRANT_COLLECTION`` naming someone else's collection is refused, never emptied.
@@ -57,9 +57,9 @@ from typing import Literal
 import numpy as np
 from qdrant_client import models
 
-from connectors.access import Access, Viewer
-from connectors.errors import IndexCorruptError, IndexOutdatedError
-from connectors.models import Chunk
+from core.access import Access, Viewer
+from core.errors import IndexCorruptError, IndexOutdatedError
+from core.models import Chunk
 
 from .qdrant_store import QdrantStore, access_filter, point_id, qdrant_location
 from .records import StoredChunk, chunk_from_record, chunk_to_record

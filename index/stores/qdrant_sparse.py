@@ -9,7 +9,7 @@ vector sits beside the dense one). This module adds the store: a collection with
 its writes, and the store contract (:class:`~index.stores.base.ChunkStore`).
 
 Access control as in :class:`~index.stores.qdrant_store.QdrantStore`: the payload's ``access`` (the chunk's
-:meth:`connectors.access.Access.tokens`) and ``source`` get keyword indexes on a server, and every search sends
+:meth:`core.access.Access.tokens`) and ``source`` get keyword indexes on a server, and every search sends
 a ``MatchAny`` filter on them with the query, so the filter runs inside the query and does not change the
 scores (IDF is collection-wide).
 """
@@ -24,9 +24,9 @@ import numpy as np
 from qdrant_client import models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
-from connectors.access import Access
-from connectors.errors import IndexCorruptError
-from connectors.models import Chunk
+from core.access import Access
+from core.errors import IndexCorruptError
+from core.models import Chunk
 
 from .qdrant_store import QdrantCollection, point_id
 from .records import chunk_to_record

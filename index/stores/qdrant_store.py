@@ -6,8 +6,8 @@ collection of :class:`~index.stores.qdrant_hybrid.QdrantHybridStore`, a subclass
 dense vector is named (:attr:`QdrantStore.DENSE`) beside a BM25 sparse vector.
 
 Access control (issue 11): each point's payload holds ``access``, the list of its chunk's
-:meth:`connectors.access.Access.tokens` (a keyword payload index on a server), and every search takes
-the asker's :class:`connectors.access.Viewer` and runs with a ``MatchAny`` payload filter on it, inside
+:meth:`core.access.Access.tokens` (a keyword payload index on a server), and every search takes
+the asker's :class:`core.access.Viewer` and runs with a ``MatchAny`` payload filter on it, inside
 the nearest-neighbour query: a point the viewer may not read is never a candidate (a viewer scoped
 to some sources adds a ``MatchAny`` on the payload's ``source`` to the same filter). In local mode,
 whose filters run in Python point by point, the same test runs on a NumPy mirror of the collection
@@ -34,10 +34,10 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import QdrantException
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from connectors.access import Access, Viewer
-from connectors.errors import IndexCorruptError, IndexLockedError, IndexUnavailableError
+from core.access import Access, Viewer
+from core.errors import IndexCorruptError, IndexLockedError, IndexUnavailableError
 from index.faults import REBUILD_STORE, StoreGuard, causes, storage_error
-from connectors.models import Chunk
+from core.models import Chunk
 from .snapshot_io import store_digest, write_snapshot
 from .local_dense import DenseMirror, MirrorPoint, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, point_id, viewer_sources, viewer_tokens

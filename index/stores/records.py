@@ -6,8 +6,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from connectors.access import PUBLIC_TOKEN, Access, Viewer
-from connectors.models import Chunk
+from core.access import PUBLIC_TOKEN, Access, Viewer
+from core.models import Chunk
 
 __all__ = ["StoredChunk", "chunk_to_record", "chunk_from_record", "access_from_record", "viewer_tokens",
            "viewer_sources", "SECTION_SEP", "LEGACY_ACCESS"]
@@ -34,7 +34,7 @@ def point_id(chunk_id: str) -> str:
 def chunk_to_record(c: Chunk) -> dict:
     """Flatten a chunk into JSON-safe fields (section path joined with ``\\x1f``).
 
-    The access is kept as ``access`` (the list of :meth:`connectors.access.Access.tokens`, the terms
+    The access is kept as ``access`` (the list of :meth:`core.access.Access.tokens`, the terms
     the stores filter on; empty when unresolved) and ``access_unresolved`` (why it could not be read).
     """
     return {
@@ -84,7 +84,7 @@ def viewer_tokens(viewer: Viewer, store: str) -> list[str]:
         ValueError: when ``viewer`` is not a :class:`Viewer` (e.g. ``None``).
     """
     if not isinstance(viewer, Viewer):
-        raise ValueError(f"{store} search needs the asker's access context (a connectors.access.Viewer), "
+        raise ValueError(f"{store} search needs the asker's access context (a core.access.Viewer), "
                          f"got {type(viewer).__name__}")
     return list(viewer.tokens())
 

@@ -55,8 +55,8 @@ from typing import Literal
 
 from qdrant_client import QdrantClient, models
 
-from connectors.access import Viewer
-from connectors.models import Chunk
+from core.access import Viewer
+from core.models import Chunk
 
 from .qdrant_store import access_filter
 from .records import StoredChunk, chunk_from_record
@@ -313,7 +313,7 @@ class SparseBM25:
             query: free text; analysed like the indexed text.
             limit: the number of hits to return at most.
             boosts: optional per-term weights (analysed term to weight), sent as the query's sparse values.
-            viewer: who will see the result (:class:`connectors.access.Viewer`).
+            viewer: who will see the result (:class:`core.access.Viewer`).
 
         Raises:
             ValueError: when ``viewer`` is not a :class:`Viewer`.

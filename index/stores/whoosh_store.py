@@ -8,8 +8,8 @@ the ``content`` field holds the title and the heading path twice (weight 2) and 
 One field instead of three also cuts the query's matcher tree by three, which in Whoosh's pure
 Python query engine is the difference between ~200 ms and tens of milliseconds per query.
 
-Access control (issue 11): each chunk's :meth:`connectors.access.Access.tokens` are indexed in the
-``access`` keyword field, and every search takes the asker's :class:`connectors.access.Viewer` and
+Access control (issue 11): each chunk's :meth:`core.access.Access.tokens` are indexed in the
+``access`` keyword field, and every search takes the asker's :class:`core.access.Viewer` and
 runs with a filter query (an ``Or`` of ``Term("access", token)`` over :meth:`Viewer.tokens`): a chunk
 the viewer may not read is never a candidate. The filter does not change the scores, so a page the
 viewer may read ranks exactly where it would without the filter. A viewer scoped to some sources (a
@@ -46,10 +46,10 @@ from whoosh.analysis import RegexTokenizer, StemmingAnalyzer
 from whoosh.idsets import BitSet
 from whoosh.query import And, Or, Prefix, Term
 
-from connectors.access import Access, Viewer
-from connectors.errors import IndexLockedError
+from core.access import Access, Viewer
+from core.errors import IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard
-from connectors.models import Chunk
+from core.models import Chunk
 from .bm25_arrays import SnapshotScorer, Unsupported, bitset_mask
 from .records import SECTION_SEP, StoredChunk, chunk_from_record, chunk_to_record, viewer_sources, viewer_tokens
 
@@ -319,7 +319,7 @@ class WhooshStore:
             query: free text; analysed like the indexed text.
             limit: the number of hits to return at most.
             boosts: optional per-term weights (analysed term to weight), e.g. for expansion terms.
-            viewer: who will see the result (:class:`connectors.access.Viewer`).
+            viewer: who will see the result (:class:`core.access.Viewer`).
 
         Raises:
             ValueError: when ``viewer`` is not a :class:`Viewer`.

@@ -21,7 +21,7 @@ import httpx
 
 from agent.models import Citation, Reply, Trace
 from bot.evaluate import citations_valid, unsupported_posted
-from connectors.models import Chunk
+from core.models import Chunk
 
 __all__ = ["MODEL_ALIAS", "TURN_BUDGET_S", "LLMServer", "ServerUnavailable", "serve_smollm2", "llm_python", "llm_environment",
            "reply_from_json", "assert_safe"]

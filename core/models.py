@@ -37,7 +37,7 @@ class Document:
         text: the page body as Markdown, headings kept as ``#`` lines (what the chunker reads).
         updated_at: last modification time (timezone-aware), or ``None`` when unknown.
         space: a grouping such as a Confluence space key or a top-level folder.
-        access: who may read the page (:class:`connectors.access.Access`); every source sets it
+        access: who may read the page (:class:`core.access.Access`); every source sets it
             explicitly. The default, :meth:`Access.nobody`, fails closed: a document whose source said
             nothing about access is readable by nobody.
     """
