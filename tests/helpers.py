@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -130,3 +134,27 @@ def public_ctx(**kw):
     from tools.context import ToolContext
 
     return ToolContext(viewer=public_viewer(), **kw)
+
+
+@contextmanager
+def agent_over_wiki(root: Path, embedder: Any, pages: dict[str, str]) -> Iterator[Any]:
+    """The offline agent (:class:`app.wiring.Runtime`) over a copy of the example wiki in ``root / "wiki"``
+    with ``pages`` added (path under the wiki -> Markdown), indexed into ``root / "index"`` with ``embedder``;
+    the index is closed on exit."""
+    from app.settings import Settings
+    from app.wiring import build_agent
+    from connectors.folder import FolderSource
+    from index.indexer import Indexer
+    from index.knowledge import KnowledgeIndex
+
+    wiki = root / "wiki"
+    shutil.copytree(WIKI, wiki)
+    for name, text in pages.items():
+        (wiki / name).write_text(text, encoding="utf-8")
+    index = KnowledgeIndex(root / "index", embedder)
+    try:
+        report = Indexer(index).run(FolderSource(wiki))
+        assert not report.errors, report
+        yield build_agent(Settings(chatops_data_dir=root / "data"), index=index)
+    finally:
+        index.close()

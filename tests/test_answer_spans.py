@@ -8,20 +8,15 @@ written for these tests.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
 from agent.models import Reply, Turn
-from app.settings import Settings
-from app.wiring import Runtime, build_agent
-from connectors.folder import FolderSource
+from app.wiring import Runtime
 from index.embeddings import CachedEmbedder
-from index.indexer import Indexer
-from index.knowledge import KnowledgeIndex
 
-from helpers import WIKI, public_viewer
+from helpers import agent_over_wiki, public_viewer
 
 PHONES = """# Work phones
 
@@ -49,17 +44,9 @@ Team dinners during an offsite are reimbursed up to $65 per person, drinks inclu
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
-    root = tmp_path_factory.mktemp("spans")
-    wiki = root / "wiki"
-    shutil.copytree(WIKI, wiki)
-    (wiki / "it" / "work-phones.md").write_text(PHONES, encoding="utf-8")
-    (wiki / "finance" / "team-dinners.md").write_text(DINNERS, encoding="utf-8")
-    (wiki / "company" / "offsites.md").write_text(OFFSITES, encoding="utf-8")
-    index = KnowledgeIndex(root / "index", embedder)
-    report = Indexer(index).run(FolderSource(wiki))
-    assert not report.errors, report
-    yield build_agent(Settings(chatops_data_dir=root / "data"), index=index)
-    index.close()
+    pages = {"it/work-phones.md": PHONES, "finance/team-dinners.md": DINNERS, "company/offsites.md": OFFSITES}
+    with agent_over_wiki(tmp_path_factory.mktemp("spans"), embedder, pages) as rt:
+        yield rt
 
 
 def ask(runtime: Runtime, text: str) -> Reply:

@@ -9,21 +9,16 @@ header row, a table row never answers a question about something else, and sente
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
 from agent.models import HistoryMessage, Reply, Turn
 from agent.text import sentence_spans
-from app.settings import Settings
-from app.wiring import Runtime, build_agent
+from app.wiring import Runtime
 from index.embeddings import CachedEmbedder
-from connectors.folder import FolderSource
-from index.knowledge import KnowledgeIndex
-from index.indexer import Indexer
 
-from helpers import WIKI, public_viewer
+from helpers import agent_over_wiki, public_viewer
 
 _ROWS = "\n".join(f"| E{n} | Agent stopped after an update to build {n} | Restart the agent service |"
                   for n in range(100, 160))
@@ -52,16 +47,9 @@ opens with your office badge. Visitors use the paid public car park across the s
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
-    root = tmp_path_factory.mktemp("answers")
-    wiki = root / "wiki"
-    shutil.copytree(WIKI, wiki)
-    (wiki / "it" / "foo-runbook.md").write_text(RUNBOOK, encoding="utf-8")
-    (wiki / "company" / "parking-faq.md").write_text(PARKING_FAQ, encoding="utf-8")
-    index = KnowledgeIndex(root / "index", embedder)
-    report = Indexer(index).run(FolderSource(wiki))
-    assert not report.errors, report
-    yield build_agent(Settings(chatops_data_dir=root / "data"), index=index)
-    index.close()
+    pages = {"it/foo-runbook.md": RUNBOOK, "company/parking-faq.md": PARKING_FAQ}
+    with agent_over_wiki(tmp_path_factory.mktemp("answers"), embedder, pages) as rt:
+        yield rt
 
 
 def ask(runtime: Runtime, text: str, history: tuple[str, ...] = ()) -> Reply:
