@@ -77,14 +77,6 @@ def valid_signature(secret: str, body: bytes, timestamp: str, signature: str, no
     return verifier.is_valid(body=text, timestamp=timestamp, signature=signature)
 
 
-def _is_utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 class BadRequest(ValueError):
     """The body is not one of Slack's request shapes; the message says which part is wrong."""
 
@@ -275,7 +267,9 @@ class SlackHttpAdapter:
         if not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
             log.warning("rejected a request to %s without a valid signature header", self.path)
             return _problem(401, "invalid signature")
-        if not _is_utf8(raw):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
             # Slack's bodies are UTF-8 and its signature covers their text: these bytes are no Slack request
             # and cannot be verified; refused as malformed, nothing processed
             log.warning("rejected a malformed request to %s: the body is not UTF-8", self.path)
@@ -284,7 +278,6 @@ class SlackHttpAdapter:
             log.warning("rejected a request to %s: signature mismatch or stale timestamp", self.path)
             return _problem(401, "invalid signature")
         try:
-            text = raw.decode("utf-8")
             check_body(text, request.content_type if request.body_exists else "")
             bolt_req = AsyncBoltRequest(body=text, query=request.query_string,
                                         headers={k: v for k, v in request.headers.items()})
