@@ -15,7 +15,7 @@ The rules (issue 11; fail closed throughout):
   pages plus the principals every member has (the intersection of their principal sets). A member
   without an e-mail or a guest member, a listing that failed, or a larger conversation: public only.
 
-**A channel's scope** (``channels:`` of the sources file, :class:`connectors.config.ChannelConfig`): a
+**A channel's scope** (``channels:`` of the sources file, :class:`app.config.ChannelConfig`): a
 question asked in a listed conversation searches only that channel's ``sources``; the scope rides on the
 viewer (:attr:`core.access.Viewer.sources`) down to the stores, which apply it inside their
 pre-filter. The same entry's ``reply_in_threads`` says whether thread replies without a mention are
@@ -38,8 +38,9 @@ from typing import Any
 from cachetools import TLRUCache
 
 from core.access import Viewer, group, normalise, user
-from connectors.config import STATIC_GROUP_SOURCE, ChannelConfig
+from connectors.config import STATIC_GROUP_SOURCE
 
+from .config import DEFAULT_CONFIG_FILE, ChannelConfig, load_config
 from .inbound import AudienceMember, InboundMessage
 from .sources_file import load_sources_config
 
@@ -182,7 +183,7 @@ def access_policy(settings: Any, groups_of: GroupsOf | None = None,
     source given there), and ``groups_of``.
 
     Raises:
-        connectors.config.ConfigFileError: for an invalid sources file.
+        connectors.config_file.ConfigFileError: for an invalid sources file.
         connectors.errors.SourceSpecError: for a malformed ``CHATOPS_SOURCES`` spec.
     """
     cfg = load_sources_config(settings)
@@ -198,11 +199,9 @@ def static_groups_of(settings: Any) -> dict[str, frozenset[str]]:
     """The ``groups:`` of the sources file (``CHATOPS_CONFIG``, else ``./chatops.yml`` when it exists).
 
     Raises:
-        connectors.config.ConfigFileError: for a missing (explicitly named) or invalid file.
+        connectors.config_file.ConfigFileError: for a missing (explicitly named) or invalid file.
     """
     from pathlib import Path
-
-    from connectors.config import DEFAULT_CONFIG_FILE, load_config
 
     path = getattr(settings, "chatops_config", None)
     if path is None and Path(DEFAULT_CONFIG_FILE).is_file():

@@ -33,9 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from connectors.base import IncrementalSource, Source
-from connectors.config import (
-    ChatopsConfig, ConfluenceConfig, Schedule, parse_config,
-)
+from connectors.config import ConfluenceConfig, Schedule
 from connectors.factory import build_source
 from connectors.errors import SourceSpecError
 from connectors.sources import parse_source_spec
@@ -45,6 +43,7 @@ from index.identity import index_id_of
 from index.sync import SyncEngine, adopt_legacy, holder_is_gone, sources_status
 from state import StateStore, StateStoreError
 
+from .config import ChatopsConfig, parse_config
 from .sources_file import load_sources_config, split_specs
 from .wiring import Runtime
 

@@ -1,16 +1,18 @@
 """The sources as ``chatops serve`` reads them: the sources file plus the ``CHATOPS_SOURCES`` specs.
 
-Its own module (only :mod:`connectors` below it) so that :mod:`app.access` (the ``groups:`` and the
-``channels:`` of the file) and :mod:`app.jobs` (the sources) read one and the same config without an
-import cycle (``app.jobs`` imports ``app.wiring``, which imports ``app.access``).
+Its own module (only :mod:`app.config` and :mod:`connectors` below it) so that :mod:`app.access` (the
+``groups:`` and the ``channels:`` of the file) and :mod:`app.jobs` (the sources) read one and the same config
+without an import cycle (``app.jobs`` imports ``app.wiring``, which imports ``app.access``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from connectors.config import DEFAULT_CONFIG_FILE, ChatopsConfig, ConfigFileError, load_config
+from connectors.config_file import ConfigFileError
 from connectors.sources import spec_to_config
+
+from .config import DEFAULT_CONFIG_FILE, ChatopsConfig, load_config
 
 __all__ = ["load_sources_config", "split_specs"]
 

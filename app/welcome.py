@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from connectors.config import MAX_PROMPTS, ChatopsConfig
 from index.knowledge import KnowledgeIndex
+
+from .config import MAX_PROMPTS, ChatopsConfig
 
 __all__ = ["Prompt", "Welcome", "welcome", "default_welcome", "index_catalog", "TITLES_PER_SOURCE"]
 

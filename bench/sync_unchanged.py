@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn  # noqa: E402
 
-from connectors.config import parse_config
+from app.config import parse_config
 from connectors.factory import build_source  # noqa: E402
 from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
 from index.knowledge import KnowledgeIndex  # noqa: E402

@@ -51,8 +51,7 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from connectors.config import ChatopsConfig
-
+from app.config import ChatopsConfig
 from app.jobs import IndexJobs
 from app.outbox import DeliveryReport, Outbox
 from app.retention import Retention, RetentionReport

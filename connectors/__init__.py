@@ -10,7 +10,8 @@ Nothing in this package knows about chat platforms, the agent or the indexes (:m
 - :mod:`connectors.confluence`, :mod:`connectors.mediawiki`: Confluence Cloud/Data Center and MediaWiki
   sources (with :mod:`connectors.storage_format` and the shared :mod:`connectors.http` client).
 - :mod:`connectors.cursor`: what an incremental source's ``sync`` hands back (``CursorUpdate``).
-- :mod:`connectors.config`: the YAML sources file; :mod:`connectors.sources`: source spec strings.
+- :mod:`connectors.config`: the sources' part of the YAML sources file (the whole file is :mod:`app.config`'s),
+  read by :mod:`connectors.config_file`; :mod:`connectors.sources`: source spec strings.
 - :mod:`connectors.text`, :mod:`connectors.templates`: Markdown/HTML clean-up.
 - :mod:`connectors.errors`: the sources' exceptions (under :class:`core.errors.ChatopsError`).
 """

@@ -1,10 +1,7 @@
-"""The sources file (``CHATOPS_CONFIG``, default ``chatops.yml``), validated with pydantic.
+"""The sources' part of the sources file (``chatops.yml``), validated with pydantic.
 
 Shape (see the README's "Sources and sync" section for a full example)::
 
-    scheduler:                      # optional
-      misfire_grace_seconds: 600    # a run that could not start on time may still start this late
-      timezone: UTC                 # for cron schedules
     sources:
       - name: eng                   # letters, digits, . _ -; unique; stored with every chunk
         type: confluence            # confluence | mediawiki | folder
@@ -13,54 +10,41 @@ Shape (see the README's "Sources and sync" section for a full example)::
         spaces: [ENG, OPS]
         auth: {email_env: CONFLUENCE_EMAIL, token_env: CONFLUENCE_API_TOKEN}
         schedule: {interval: 30m}   # or {cron: "*/30 * * * *"}; none: only `chatops sync` runs it
-    greeting: "Hi! Ask me about Acme's engineering handbook."   # optional: the assistant's first message
-    suggested_prompts:              # optional, at most 4: offered when an assistant thread opens
-      - {title: Declare an incident, message: How do I declare an incident?}
-      - What's the on-call rota?    # a plain string: the title is the question itself
-    channels:                       # optional: per-conversation scope (Slack channel ids, Teams conversation ids)
-      C0123ABCD:
-        sources: [eng]              # questions asked there search only these sources (default: every source)
-        reply_in_threads: mention_only   # or answered_threads (the default): see ChannelConfig
+    groups:                         # optional: static groups an audience may name
+      hr: [a@acme.com, b@acme.com]
 
-Secrets are never written in the file: ``auth`` names environment variables (``*_env`` keys),
-which are read when a source is built (:func:`connectors.factory.build_source`). A file that does not validate
-raises :class:`ConfigFileError` listing every problem with its place (``sources[1] (eng).auth``)
-and what to write instead.
+:class:`SourcesConfig` is this part; the keys about the app (``scheduler``, ``greeting``,
+``suggested_prompts``, ``channels``) and the loading of the whole file are :mod:`app.config`'s, the
+reading and the error messages :mod:`connectors.config_file`'s. Secrets are never written in the file:
+``auth`` names environment variables (``*_env`` keys), which are read when a source is built
+(:func:`connectors.factory.build_source`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
-from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Self, Union
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from core.access import Access, group, normalise, user
-from .errors import ConnectorError, SourceSpecError
+from .errors import ConnectorError
 
 __all__ = [
-    "ChatopsConfig", "SourceConfig", "ConfluenceConfig", "MediaWikiConfig", "FolderConfig", "Schedule",
-    "SchedulerConfig", "ConfluenceAuth", "MediaWikiAuth", "ConfigFileError", "MissingCredentialError",
-    "load_config", "parse_config", "require_env", "credential_vars", "parse_interval", "DEFAULT_CONFIG_FILE",
-    "Audience", "audience_access", "STATIC_GROUP_SOURCE", "SuggestedPrompt", "MAX_PROMPTS", "ChannelConfig",
+    "SourcesConfig", "SourceConfig", "ConfluenceConfig", "MediaWikiConfig", "FolderConfig", "Schedule",
+    "ConfluenceAuth", "MediaWikiAuth", "MissingCredentialError", "StrictModel", "NAME", "check_timezone",
+    "require_env", "credential_vars", "parse_interval", "Audience", "audience_access", "STATIC_GROUP_SOURCE",
 ]
 
-DEFAULT_CONFIG_FILE = "chatops.yml"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+#: A source or group name: letters, digits, ``.``, ``_`` or ``-`` (no spaces), at most 100.
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _INTERVAL = re.compile(r"^\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s)?\s*$", re.I)
 _SECRET_KEYS = {"token", "api_token", "password", "pat", "secret", "email", "username", "user", "apikey", "api_key"}
-
-
-class ConfigFileError(SourceSpecError):
-    """The sources file is missing, not YAML, or does not validate; the message lists every problem."""
 
 
 class MissingCredentialError(ConnectorError):
@@ -87,11 +71,13 @@ def parse_interval(text: str) -> timedelta:
     return td
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """A frozen model that rejects unknown keys: every model of the sources file is one."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Schedule(_Strict):
+class Schedule(StrictModel):
     """When a source syncs: exactly one of ``interval`` (``"30m"``) or ``cron`` (5-field crontab).
 
     ``jitter_seconds`` delays each run by up to that many seconds (spreads sources out).
@@ -143,7 +129,7 @@ def _env_name(v: str | None, field: str) -> str | None:
     return v
 
 
-class _Auth(_Strict):
+class _Auth(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _no_inline_secrets(cls, data: Any) -> Any:
@@ -207,7 +193,7 @@ def _audience_principal(entry: str) -> str:
         return normalise(e)
     if "@" in e and " " not in e:
         return user(e)
-    if _NAME.match(e):
+    if NAME.match(e):
         return group(STATIC_GROUP_SOURCE, e)
     raise ValueError(f"audience entry {entry!r} is neither an e-mail, a group name declared under groups: "
                      "nor group:<source>/<name>")
@@ -249,7 +235,7 @@ def audience_groups(audience: "Audience") -> list[str]:
             if not str(e).strip().lower().startswith(("user:", "group:")) and "@" not in str(e)]
 
 
-class _SourceBase(_Strict):
+class _SourceBase(StrictModel):
     name: str
     schedule: Schedule | None = None
     timeout_seconds: float = Field(30.0, gt=0, le=600, description="per-request read timeout")
@@ -258,7 +244,7 @@ class _SourceBase(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _NAME.match(v):
+        if not NAME.match(v):
             raise ValueError(f"source name {v!r} must be letters, digits, '.', '_' or '-' (no spaces) "
                              "(it is stored with every indexed chunk)")
         return v
@@ -344,7 +330,7 @@ class ConfluenceConfig(_SourceBase):
     @field_validator("timezone")
     @classmethod
     def _tz(cls, v: str | None) -> str | None:
-        return _check_tz(v)
+        return check_timezone(v)
 
     @property
     def resolved_deployment(self) -> str:
@@ -448,7 +434,12 @@ class FolderConfig(_SourceBase):
 SourceConfig = Annotated[Union[ConfluenceConfig, MediaWikiConfig, FolderConfig], Field(discriminator="type")]
 
 
-def _check_tz(v: str | None) -> str | None:
+def check_timezone(v: str | None) -> str | None:
+    """``v`` unchanged when it is ``None`` or an IANA time zone name.
+
+    Raises:
+        ValueError: for an unknown time zone.
+    """
     if v is None:
         return v
     try:
@@ -458,134 +449,26 @@ def _check_tz(v: str | None) -> str | None:
     return v
 
 
-class SchedulerConfig(_Strict):
-    """Scheduler-wide options.
-
-    Attributes:
-        misfire_grace_seconds: a run that could not start at its time (the process was busy or
-            down) still starts when it is at most this late; later ones are skipped (and coalesced).
-        timezone: the time zone cron schedules are read in.
-    """
-
-    misfire_grace_seconds: int = Field(600, ge=1, le=7 * 86400)
-    timezone: str = "UTC"
-
-    @field_validator("timezone")
-    @classmethod
-    def _tz(cls, v: str) -> str:
-        return _check_tz(v) or "UTC"
-
-
-MAX_PROMPTS = 4  # Slack shows at most four suggested prompts
-
-
-class SuggestedPrompt(_Strict):
-    """A prompt offered when an assistant thread opens: a short ``title`` (1-75 characters) and the
-    ``message`` sent when it is clicked (1-1,000). A plain string is both (the title cut to 75)."""
-
-    title: str = Field(min_length=1, max_length=75)
-    message: str = Field(min_length=1, max_length=1000)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_string(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            text = v.strip()
-            return {"title": text if len(text) <= 75 else text[:74].rstrip() + "…", "message": text}
-        return v
-
-    @field_validator("title", "message")
-    @classmethod
-    def _stripped(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("must not be blank")
-        return v.strip()
-
-
-#: Marks a model-level error message that starts with its own place (``channels.C1.sources: ...``).
-_PLACED = "\x00"
-#: A conversation id: a Slack channel id (``C0123ABCD``, ``G...``, ``D...``) or a Teams conversation id
-#: (``19:...@thread.tacv2``, ``a:1...``: anything with a colon and no spaces).
-_CONVERSATION_ID = re.compile(r"^(?:[CGD][A-Z0-9]{2,}|[^\s:]+:\S+)$")
-
-
-def _conversation_id(v: str) -> str:
-    if not _CONVERSATION_ID.match(v):
-        raise ValueError(f"{v!r} is not a conversation id: key each channel by its Slack channel id (like "
-                         "C0123ABCD: channel details, at the bottom) or its Teams conversation id (like "
-                         "19:...@thread.tacv2), not by its name")
-    return v
-
-
-#: A key of ``channels:``: a Slack channel id or a Teams conversation id (checked, the place named on error).
-ConversationId = Annotated[str, AfterValidator(_conversation_id)]
-
-
-class ChannelConfig(_Strict):
-    """The scope of one conversation (``channels:`` of the sources file, keyed by its id).
-
-    Attributes:
-        sources: the sources a question asked there is searched in (names of configured sources; at
-            least one; one name may be written without brackets); None (left out): every source. Applied
-            inside retrieval, like the access filter.
-        reply_in_threads: ``answered_threads`` (the default): once the bot answered in a thread, later
-            replies there are answered without a mention; ``mention_only``: in this channel's threads only
-            messages that mention the bot are answered.
-    """
-
-    sources: list[str] | None = Field(default=None, min_length=1)
-    reply_in_threads: Literal["answered_threads", "mention_only"] = "answered_threads"
-
-    @field_validator("sources", mode="before")
-    @classmethod
-    def _sources(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            v = [v]
-        if isinstance(v, list):
-            if not v:
-                raise ValueError("an empty list would answer nothing: list source names, e.g. [eng], or leave "
-                                 "sources out to search every source")
-            bad = [str(n) for n in v if not isinstance(n, str) or not _NAME.match(n)]
-            if bad:
-                raise ValueError(f"sources lists source names (letters, digits, '.', '_' or '-'), got {bad}")
-            return list(dict.fromkeys(v))
-        return v
-
-
-class ChatopsConfig(_Strict):
-    """The whole file: ``sources`` (unique names), optional ``scheduler`` options and ``groups``, and what
-    the assistant says first: ``greeting`` (1-2,000 characters of Markdown) and ``suggested_prompts`` (at
-    most 4); unset, both are built from the indexed sources (:mod:`app.welcome`).
+class SourcesConfig(StrictModel):
+    """The sources' part of the sources file: ``sources`` (unique names) and ``groups``.
 
     ``groups`` declares static groups once (``{hr: [a@x.com, b@x.com]}``): a folder's or a wiki's
     ``audience`` may name them, and their members get the principal ``group:chatops/<name>``.
 
-    ``channels`` scopes conversations (:class:`ChannelConfig`, keyed by a Slack channel id or a Teams
-    conversation id); each source a channel names must be a source of this file, or one of the names
-    given in the validation context's ``extra_sources`` (the ``CHATOPS_SOURCES`` specs, see
-    :func:`parse_config`).
+    The whole file is :class:`app.config.ChatopsConfig`, which extends this model with the keys about the
+    app (``scheduler``, ``greeting``, ``suggested_prompts``, ``channels``); this model alone rejects them
+    as unknown keys.
     """
 
     sources: list[SourceConfig] = Field(default_factory=list)
-    scheduler: SchedulerConfig = SchedulerConfig()
     groups: dict[str, list[str]] = Field(default_factory=dict)
-    greeting: str | None = Field(default=None, min_length=1, max_length=2000)
-    suggested_prompts: list[SuggestedPrompt] | None = Field(default=None, max_length=MAX_PROMPTS)
-    channels: dict[ConversationId, ChannelConfig] = Field(default_factory=dict)
-
-    @field_validator("greeting")
-    @classmethod
-    def _greeting(cls, v: str | None) -> str | None:
-        if v is not None and not v.strip():
-            raise ValueError("greeting must not be blank; leave it out for the default built from the sources")
-        return v.strip() if v is not None else None
 
     @field_validator("groups")
     @classmethod
     def _groups(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
         out = {}
         for name, emails in v.items():
-            if not _NAME.match(str(name)):
+            if not NAME.match(str(name)):
                 raise ValueError(f"group name {name!r} must be letters, digits, '.', '_' or '-'")
             bad = [e for e in emails if "@" not in str(e) or " " in str(e).strip()]
             if bad:
@@ -594,21 +477,12 @@ class ChatopsConfig(_Strict):
         return out
 
     @model_validator(mode="after")
-    def _unique(self, info: ValidationInfo) -> ChatopsConfig:
+    def _unique(self, info: ValidationInfo) -> Self:
         names = [s.name for s in self.sources]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"several sources are named {', '.join(dupes)}; source names must be unique")
-        known = set(names) | set((info.context or {}).get("extra_sources", ()))
-        problems = []
-        for cid, ch in self.channels.items():
-            unknown = [n for n in ch.sources or () if n not in known]
-            if unknown:
-                have = f"the sources are: {', '.join(sorted(known))}" if known else "no source is configured"
-                problems.append(f"{_PLACED}channels.{cid}.sources: names {', '.join(unknown)}, which is not a "
-                                f"configured source ({have})")
-        if problems:
-            raise ValueError("\n".join(problems))
+        self._check_references(set(names) | set((info.context or {}).get("extra_sources", ())))
         for s in self.sources:
             unknown = [g for g in audience_groups(getattr(s, "audience", "public")) if g.lower() not in self.groups]
             if unknown:
@@ -616,9 +490,10 @@ class ChatopsConfig(_Strict):
                                  "groups: (declare it there, or write an e-mail or group:<source>/<name>)")
         return self
 
-    def channel(self, conversation_id: str) -> ChannelConfig | None:
-        """The scope of ``conversation_id`` (None: not listed under ``channels:``, every source)."""
-        return self.channels.get(conversation_id) if conversation_id else None
+    def _check_references(self, known: set[str]) -> None:
+        """A subclass checks here that its keys name only ``known`` sources (this file's, plus the
+        validation context's ``extra_sources``), raising ``ValueError`` (each line marked with
+        :data:`connectors.config_file.PLACED` and its place)."""
 
     def static_groups(self) -> dict[str, frozenset[str]]:
         """Group name -> its members' e-mails (lower case), as declared under ``groups:``."""
@@ -673,81 +548,3 @@ def require_env(var: str, source: str, field: str, environ: Mapping[str, str] | 
             f"source {source!r} needs the environment variable {var} ({field}) but it is not set; "
             f"export {var}=... before starting chatops, or point {field} at another variable")
     return value
-
-
-def _format_errors(exc: ValidationError, data: Any) -> str:
-    lines: list[str] = []
-    for err in exc.errors():
-        loc = list(err["loc"])
-        where = []
-        i = 0
-        while i < len(loc):
-            part = loc[i]
-            if part == "sources" and i + 1 < len(loc) and isinstance(loc[i + 1], int):
-                idx = loc[i + 1]
-                name = ""
-                try:
-                    name = data["sources"][idx].get("name", "")
-                except (KeyError, IndexError, TypeError, AttributeError):
-                    pass
-                where.append(f"sources[{idx}]" + (f" ({name})" if name else ""))
-                i += 2
-                if i < len(loc) and loc[i] in {"confluence", "mediawiki", "folder"}:
-                    i += 1  # the discriminator's branch name adds nothing
-                continue
-            where.append(str(part))
-            i += 1
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; see the README's Sources and sync section)"
-        elif err["type"] == "union_tag_invalid":
-            msg = "type must be confluence, mediawiki or folder"
-        elif err["type"] == "union_tag_not_found":
-            msg = "every source needs a type: confluence, mediawiki or folder"
-        if not where and _PLACED in msg:  # a cross-check that names its own places, one per line
-            lines.extend(f"  - {line.replace(_PLACED, '')}" for line in msg.split("\n"))
-            continue
-        lines.append(f"  - {'.'.join(where) or '(top level)'}: {msg}")
-    return "\n".join(lines)
-
-
-def parse_config(data: Any, origin: str = "the sources file", extra_sources: Iterable[str] = ()) -> ChatopsConfig:
-    """Validate already-loaded YAML data.
-
-    Args:
-        data: the loaded YAML.
-        origin: how messages name the file.
-        extra_sources: names of sources defined elsewhere (``CHATOPS_SOURCES``) that ``channels:`` may name.
-
-    Raises:
-        ConfigFileError: listing every problem with its location.
-    """
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigFileError(f"{origin} must be a mapping with a 'sources' list, got {type(data).__name__}")
-    try:
-        return ChatopsConfig.model_validate(data, context={"extra_sources": frozenset(extra_sources)})
-    except ValidationError as exc:
-        raise ConfigFileError(f"{origin} is invalid:\n{_format_errors(exc, data)}") from None
-
-
-def load_config(path: str | os.PathLike[str], extra_sources: Iterable[str] = ()) -> ChatopsConfig:
-    """Read and validate the sources file at ``path`` (``extra_sources``: see :func:`parse_config`).
-
-    Raises:
-        ConfigFileError: when the file is missing or unreadable, is not YAML, or does not validate.
-    """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigFileError(f"sources file {p} not found; create it (see the README's Sources and sync "
-                              "section) or point CHATOPS_CONFIG at it") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigFileError(f"cannot read sources file {p}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigFileError(f"sources file {p} is not valid YAML: {exc}") from None
-    return parse_config(data, origin=f"sources file {p}", extra_sources=extra_sources)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .config import (
-    ConfigFileError, ConfluenceConfig, FolderConfig, MediaWikiConfig, SourceConfig, audience_access, credential_vars,
-    require_env,
+    ConfluenceConfig, FolderConfig, MediaWikiConfig, SourceConfig, audience_access, credential_vars, require_env,
 )
+from .config_file import ConfigFileError
 from .confluence import ConfluenceSource
 from .folder import FolderSource
 from .http import RetryPolicy

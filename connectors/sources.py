@@ -56,7 +56,8 @@ def spec_to_config(spec: str):
     """
     from pydantic import TypeAdapter, ValidationError
 
-    from .config import SourceConfig, _format_errors
+    from .config import SourceConfig
+    from .config_file import format_errors
 
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
@@ -107,7 +108,7 @@ def spec_to_config(spec: str):
     try:
         return TypeAdapter(SourceConfig).validate_python(data)
     except ValidationError as exc:
-        raise SourceSpecError(f"source spec {spec!r} is invalid:\n{_format_errors(exc, {})}") from None
+        raise SourceSpecError(f"source spec {spec!r} is invalid:\n{format_errors(exc, {})}") from None
 
 
 def parse_source_spec(spec: str):

@@ -18,7 +18,8 @@ from app.access import AccessPolicy, ChannelMembersCache, principals_of, unreada
 from app.inbound import AudienceMember, InboundMessage
 from app.turns import build_turn
 from core.access import Access, Viewer
-from connectors.config import ConfigFileError, parse_config
+from app.config import parse_config
+from connectors.config_file import ConfigFileError
 from connectors.errors import SourceSpecError
 from connectors.factory import build_source
 from connectors.sources import parse_source_spec

@@ -1,4 +1,5 @@
-"""The sources file (:mod:`connectors.config`) and source spec strings (:mod:`connectors.sources`).
+"""The sources file (:mod:`app.config`; its sources' part :mod:`connectors.config`) and source spec strings
+(:mod:`connectors.sources`).
 
 Covers: a valid file with every source type and schedule kind; every problem of a bad file listed
 with its place and what to write instead (inline secrets, unknown keys and types, bad schedules,
@@ -18,10 +19,11 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from app.jobs import load_sources_config, split_specs
 from app.settings import Settings
+from app.config import load_config, parse_config
 from connectors.config import (
-    ConfigFileError, ConfluenceConfig, FolderConfig, MediaWikiConfig, MissingCredentialError,
-    load_config, parse_config, parse_interval,
+    ConfluenceConfig, FolderConfig, MediaWikiConfig, MissingCredentialError, SourcesConfig, parse_interval,
 )
+from connectors.config_file import ConfigFileError, read_config, validate_config
 from connectors.factory import build_source
 from connectors.confluence import ConfluenceSource
 from connectors.errors import SourceSpecError
@@ -85,6 +87,18 @@ def test_a_valid_file_gives_typed_sources_and_triggers(tmp_path: Path) -> None:
     missing = cfg.missing_credentials({})
     assert any("CONFLUENCE_API_TOKEN" in m and "'eng'" in m for m in missing)
     assert any("DC_PAT" in m for m in missing) and any("WIKI_PASSWORD" in m for m in missing)
+
+
+def test_the_sources_part_reads_the_sources_alone_and_the_app_reads_the_whole_file(tmp_path: Path) -> None:
+    """connectors/ validates the sources' part (``SourcesConfig``) without the app's keys; the app's model of
+    the same file (``ChatopsConfig``) is that part plus its own keys, with the same sources."""
+    sources_only = "\n".join(line for line in GOOD.splitlines() if not line.startswith(("scheduler", "  misfire",
+                                                                                        "  timezone: Europe")))
+    part = validate_config(read_config(write(tmp_path, sources_only)), SourcesConfig)
+    whole = load_config(write(tmp_path, GOOD))
+    assert isinstance(whole, SourcesConfig) and whole.sources == part.sources
+    with pytest.raises(ConfigFileError, match=r"scheduler: unknown key"):
+        validate_config(read_config(write(tmp_path, GOOD)), SourcesConfig)
 
 
 def test_every_problem_of_a_bad_file_is_listed_with_its_place(tmp_path: Path) -> None:

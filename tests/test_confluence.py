@@ -27,7 +27,7 @@ from app.settings import Settings
 from app.wiring import build_agent
 from core.access import Access
 from connectors.confluence import ConfluenceSource
-from connectors.config import parse_config
+from app.config import parse_config
 from connectors.factory import build_source
 from connectors.http import RetryPolicy
 from index.knowledge import KnowledgeIndex

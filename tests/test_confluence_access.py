@@ -26,7 +26,8 @@ from app.settings import Settings
 from app.wiring import build_agent
 from bot.scheduler import PERMISSIONS_PREFIX, build_scheduler, run_scheduled_permissions
 from core.access import Access
-from connectors.config import ConfigFileError, parse_config
+from app.config import parse_config
+from connectors.config_file import ConfigFileError
 from connectors.confluence import ConfluenceSource
 from connectors.confluence_access import Gate, intersect
 from connectors.factory import build_source

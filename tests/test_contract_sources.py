@@ -30,7 +30,7 @@ import pytest
 
 from core.access import Access
 from connectors.base import IncrementalSource, Source
-from connectors.config import parse_config
+from app.config import parse_config
 from connectors.factory import build_source
 from connectors.cursor import CursorUpdate
 from connectors.folder import FolderSource, SkippedPage

@@ -84,7 +84,7 @@ def test_every_cli_command_is_in_the_cli_reference(site: Path) -> None:
 
 
 def test_every_sources_file_field_is_in_the_chatops_yml_reference(site: Path) -> None:
-    from connectors.config import ChatopsConfig
+    from app.config import ChatopsConfig
 
     hook = _hook()
     text = _page(site, "reference/chatops-yml")

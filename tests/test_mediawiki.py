@@ -19,7 +19,7 @@ import pytest
 from agent.models import Turn
 from app.settings import Settings
 from app.wiring import build_agent
-from connectors.config import parse_config
+from app.config import parse_config
 from connectors.factory import build_source
 from connectors.http import RetryPolicy
 from index.knowledge import KnowledgeIndex

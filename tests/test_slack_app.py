@@ -31,7 +31,7 @@ from bot.slack.conversation import PROGRESS_REACTION, STATUS_TEXT
 from bot.slack import render
 from app.welcome import index_catalog
 from app.wiring import build_agent
-from connectors.config import parse_config
+from app.config import parse_config
 from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url

@@ -25,7 +25,7 @@ from app.access import access_policy
 from app.jobs import IndexJobs, load_sources_config
 from app.settings import Settings
 from app.wiring import build_agent
-from connectors.config import ConfigFileError
+from connectors.config_file import ConfigFileError
 from state import StateStore
 from state.store import sqlite_url
 

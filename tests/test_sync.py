@@ -345,7 +345,7 @@ def test_a_killed_sync_loses_nothing_and_the_next_run_completes(tmp_path: Path, 
         index = index_factory(data / "index")  # opening runs journal recovery
         rt_store = StateStore(sqlite_url(data / "state.sqlite"))
         try:
-            from connectors.config import load_config
+            from app.config import load_config
             from connectors.factory import build_source
 
             source = build_source(load_config(cfg).sources[0],

@@ -22,7 +22,7 @@ from app.wiring import build_agent
 from bot.server import ServerThread, create_app
 from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
-from connectors.config import parse_config
+from app.config import parse_config
 from connectors.folder import FolderSource
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex

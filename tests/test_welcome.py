@@ -10,7 +10,8 @@ import pytest
 
 from app.welcome import Prompt, default_welcome, index_catalog, welcome
 from core.access import Access, user
-from connectors.config import ConfigFileError, parse_config
+from app.config import parse_config
+from connectors.config_file import ConfigFileError
 from connectors.folder import FolderSource
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex

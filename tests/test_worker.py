@@ -131,7 +131,7 @@ def test_a_web_replica_schedules_no_sync_and_a_writer_runs_the_queue(tmp_path: P
     try:
         settings = Settings(chatops_data_dir=tmp_path / "data", chatops_sync_interval="15m")
         runtime = build_agent(settings, index=index_factory())
-        from connectors.config import parse_config
+        from app.config import parse_config
 
         cfg = parse_config({"sources": [{"name": "eng", "type": "confluence", "base_url": "http://127.0.0.1:9/wiki",
                                          "deployment": "cloud", "spaces": ["ENG"], "schedule": {"interval": "30m"}}]})

@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from agent.models import Citation, PendingAction, Reply
-from connectors.config import ChannelConfig
+from app.config import ChannelConfig
 
 from ..links import web_url
 from ..markdown_blocks import chat_markdown

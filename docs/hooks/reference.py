@@ -6,8 +6,8 @@ Markdown generated from:
 - ``settings``: the pydantic settings model (:class:`app.settings.Settings`): each field's environment
   variable(s), default, allowed values and ``Field(description=...)``. A setting without a description
   fails the build.
-- ``chatops-yml``: the sources file's models (:mod:`connectors.config`), walked from
-  :class:`~connectors.config.ChatopsConfig`: each field's type, default and description (the ``Field``
+- ``chatops-yml``: the sources file's models (:mod:`app.config`, the sources' part in :mod:`connectors.config`),
+  walked from :class:`~app.config.ChatopsConfig`: each field's type, default and description (the ``Field``
   description, else the model docstring's ``Attributes:`` entry).
 - ``cli``: every command of the real argument parser (:func:`bot.cli.build_parser`): usage, description,
   arguments and options, examples.
@@ -207,7 +207,7 @@ def _models_under(root: type[BaseModel]) -> list[type[BaseModel]]:
 
 
 def config_reference() -> str:
-    from connectors.config import ChatopsConfig
+    from app.config import ChatopsConfig
 
     out = []
     for model in _models_under(ChatopsConfig):
