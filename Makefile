@@ -121,7 +121,7 @@ lock-llm:
 	$(BIN)/uv pip compile requirements-llm-model.in --no-deps --generate-hashes --python-version 3.11 --no-header \
 	  -o requirements-llm-model.lock
 
-# The Teams app package (dist/chatops-teams.zip): teams/manifest.json filled from MicrosoftAppId,
+# The Teams app package (dist/chatops-teams.zip): bot/teams/manifest/manifest.json filled from MicrosoftAppId,
 # TEAMS_BOT_DOMAIN, TEAMS_APP_NAME and TEAMS_DEVELOPER_NAME (environment or .env), zipped with the icons.
 teams-package: install
 	$(BIN)/python -m bot.teams.package --out $(or $(TEAMS_PACKAGE),dist/chatops-teams.zip)

@@ -21,6 +21,7 @@ import pytest
 
 from app.settings import Settings
 from bot.teams.invites import FILE_CONSENT, FILE_INFO
+from bot.teams.package import TEMPLATE_DIR
 from teams_actions import channel_message, post, teams_bot
 
 BOT = {"id": "28:bot-app-id", "name": "chatops"}
@@ -121,5 +122,5 @@ def test_a_member_without_the_app_is_reported_not_claimed(teams) -> None:
 
 def test_the_app_manifest_lets_the_bot_send_files() -> None:
     """File consent cards reach only an app whose manifest says the bot supports files."""
-    manifest = json.loads((Path(__file__).resolve().parents[1] / "teams" / "manifest.json").read_text())
+    manifest = json.loads((TEMPLATE_DIR / "manifest.json").read_text())
     assert manifest["bots"][0]["supportsFiles"] is True

@@ -57,6 +57,22 @@ def test_make_teams_package_writes_a_manifest_that_the_official_schema_accepts(t
     assert "{{" not in json.dumps(manifest)
 
 
+def test_the_template_and_icons_ship_with_the_installed_package() -> None:
+    """The template lives in the Teams adapter (``bot/teams/manifest/``) and setuptools' package data ships
+    every file the package needs, so an installed chatops (the Docker image) can build it too."""
+    import fnmatch
+    import tomllib
+
+    from bot.teams import package
+
+    assert TEMPLATE_DIR == Path(package.__file__).resolve().parent / "manifest"
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["bot.teams"]
+    for name in package._FILES:
+        assert (TEMPLATE_DIR / name).is_file(), name
+        assert any(fnmatch.fnmatch(f"manifest/{name}", g) for g in globs), f"{name} is not package data"
+    assert not (ROOT / "teams").exists(), "the template moved into bot/teams/manifest/"
+
+
 def test_the_schema_catches_a_broken_manifest() -> None:
     """The validation has teeth: what Teams would refuse, the schema refuses."""
     manifest = json.loads((TEMPLATE_DIR / "manifest.json").read_text())
@@ -106,7 +122,7 @@ def test_the_outline_icon_is_32_px_white_on_transparent() -> None:
 
 
 def test_the_icon_script_draws_the_committed_icons(tmp_path) -> None:
-    """The committed PNGs are what ``teams/make_icons.py`` draws (so they can be changed by changing it)."""
+    """The committed PNGs are what ``bot/teams/manifest/make_icons.py`` draws (change them by changing it)."""
     import runpy
 
     runpy.run_path(str(TEMPLATE_DIR / "make_icons.py"), run_name="make_icons")["main"](tmp_path)

@@ -1,4 +1,4 @@
-"""The Teams app package: ``teams/manifest.json`` filled from the settings and zipped with the icons.
+"""The Teams app package: ``bot/teams/manifest/manifest.json`` filled from the settings and zipped with the icons.
 
     make teams-package                     # or: python -m bot.teams.package [--out PATH]
 
@@ -28,8 +28,9 @@ from typing import Any
 
 __all__ = ["PackageError", "TEMPLATE_DIR", "fill_manifest", "build_package", "main"]
 
-#: ``teams/`` at the repository root: the manifest template and the icons.
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "teams"
+#: The manifest template and the icons: package data of this adapter (``pyproject.toml``), so an installed
+#: chatops (the Docker image too) builds the package, not only a checkout.
+TEMPLATE_DIR = Path(__file__).resolve().parent / "manifest"
 _GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _HOST = re.compile(r"^(?=.{1,253}$)(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,63}$")
 _PLACEHOLDER = re.compile(r"\{\{[A-Z_]+\}\}")
@@ -97,8 +98,8 @@ def build_package(settings, out: Path, template_dir: Path = TEMPLATE_DIR) -> Pat
     """
     for name in _FILES:
         if not (template_dir / name).is_file():
-            raise PackageError(f"{template_dir / name} is missing: run from a checkout of chatops (the teams/ "
-                               "folder holds the manifest template and the icons)")
+            raise PackageError(f"{template_dir / name} is missing: reinstall chatops (bot/teams/manifest/ holds "
+                               "the manifest template and the icons)")
     template = json.loads((template_dir / "manifest.json").read_text(encoding="utf-8"))
     manifest = fill_manifest(template, app_id=settings.microsoft_app_id, domain=settings.teams_bot_domain,
                              name=settings.teams_app_name, developer=settings.teams_developer_name,

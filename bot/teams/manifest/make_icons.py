@@ -1,6 +1,6 @@
 """Draw the Teams app icons once (the PNGs beside this script are committed; run again only to change them).
 
-    .venv/bin/python teams/make_icons.py
+    .venv/bin/python bot/teams/manifest/make_icons.py
 
 Teams asks for (Microsoft's "app icons" guidance for the app package):
 
@@ -57,7 +57,7 @@ def color_icon(size: int = 192) -> Image.Image:
     safe = (size - 120) / 2 * SCALE
     _glyph(draw, (safe, safe + 6 * SCALE, big - safe, big - safe + 4 * SCALE), fill=(255, 255, 255, 255),
            stroke=9 * SCALE, check=(*ACCENT, 255), outline_only=False)
-    return img.resize((size, size), Image.LANCZOS)
+    return img.resize((size, size), Image.Resampling.LANCZOS)
 
 
 def outline_icon(size: int = 32) -> Image.Image:
@@ -68,7 +68,7 @@ def outline_icon(size: int = 32) -> Image.Image:
     pad = 2 * SCALE
     _glyph(draw, (pad, pad + SCALE, big - pad, big - pad), fill=255, stroke=2.2 * SCALE, check=255,
            outline_only=True)
-    alpha = mask.resize((size, size), Image.LANCZOS)
+    alpha = mask.resize((size, size), Image.Resampling.LANCZOS)
     img = Image.new("RGBA", (size, size), (255, 255, 255, 0))
     img.putalpha(alpha)
     return img
