@@ -12,6 +12,8 @@ how employees reach a team.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import screening
 from screening import Finding
 
@@ -28,6 +30,6 @@ def reasons(findings: list[Finding]) -> list[str]:
     return [f"the draft contains {kind}" for kind in dict.fromkeys(f.kind for f in findings)]
 
 
-def redact(text: str, findings: list[Finding]) -> str:
+def redact(text: str, findings: Sequence[Finding]) -> str:
     """``text`` with every finding replaced by ``[left out: <kind>]``."""
     return screening.redact(text, findings)

@@ -2,7 +2,7 @@
 
 :class:`SentenceRelease` is fed the answer model's text deltas (:meth:`agent.llm.client.LLMClient.chat`'s
 ``on_delta``). Once a sentence is complete (the next one has begun), it is cited exactly as the whole
-draft will be (the planner's ``_cite_sentence``: markers checked against the passages shown, its figures,
+draft will be (:meth:`agent.llm.citing.Citer.cite_sentence`: markers checked against the passages shown, its figures,
 dates, identifiers and names found in the passages it cites (:mod:`agent.grounding`), renumbered
 by first use) and released only if it also passes the checks one sentence allows: its citations are
 valid for this turn's evidence (:func:`agent.citations.validate_citations`: retrieved passage, verbatim
@@ -37,8 +37,8 @@ class SentenceRelease:
 
     Args:
         shown: the passages the model was shown (numbered from 1, as in the prompt).
-        sentence: the draft's sentence pattern (the planner's ``_SENTENCE``).
-        cite: cites one sentence (the planner's ``_cite_sentence``).
+        sentence: the draft's sentence pattern (:data:`agent.llm.citing.SENTENCE`).
+        cite: cites one sentence (:meth:`agent.llm.citing.Citer.cite_sentence`).
         emit: told each released piece (a sentence, preceded by a space after the first).
 
     Attributes:
