@@ -421,7 +421,7 @@ def test_a_page_nested_500_divs_deep_is_flattened_and_the_run_commits(standin, i
 
 def test_a_page_whose_conversion_raises_is_skipped_with_its_reason_and_retried(standin, index_factory, store,
                                                                                monkeypatch) -> None:
-    import connectors.confluence as confluence
+    import connectors.confluence_rest as confluence  # where a page's body is converted
 
     seed(standin)
     index = index_factory()

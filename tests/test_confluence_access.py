@@ -250,7 +250,7 @@ def test_a_parent_whose_restrictions_cannot_be_read_closes_its_descendants(stand
 
 def _fetched(src: ConfluenceSource, pid: str) -> list:
     src.access.reset()
-    return [src._fetch(pid)]
+    return [src.pages.fetch(pid)]
 
 
 # -- the permission sync ------------------------------------------------------------------------------------
