@@ -3,6 +3,10 @@
 - :func:`valid_timezone`: an IANA zone this machine knows.
 - :func:`relative_time`: ``in two hours``, ``in 90 mins``, ``in half an hour``, ``in 3 days`` from the
   message time, read by ``dateparser`` in the requester's zone.
+- :func:`read_day`: a day phrase (``tomorrow``, ``next friday``, ``march 20``) by ``dateparser``, relative to the
+  message time, future preferred; :data:`MONTH` and :data:`MONTHDAY_PHRASE`, the words both tools' day
+  patterns are built from.
+- :func:`clock_time`: an hour and minutes as a wall-clock time, a bare hour read in office hours.
 - :func:`describes_a_noun`: whether frequency words (``weekly``, ``daily``, ``each week``) describe a
   thing (``the weekly report``, ``each week's numbers``) rather than set a schedule (``weekly``,
   ``daily at 9``, ``every Monday``). Each tool's reading of repeats (the reminder's refusal, the
@@ -13,11 +17,11 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 
-__all__ = ["valid_timezone", "relative_time", "describes_a_noun"]
+__all__ = ["valid_timezone", "relative_time", "read_day", "clock_time", "describes_a_noun", "MONTH", "MONTHDAY_PHRASE"]
 
 
 def valid_timezone(name: str) -> bool:
@@ -70,6 +74,60 @@ def relative_time(phrase: str, now: datetime, tz: ZoneInfo) -> datetime | None:
     if at.second or at.microsecond:
         at = at.replace(second=0, microsecond=0) + timedelta(minutes=1)
     return at
+
+
+#: A month's name or its abbreviation (a regex fragment, no group: match it case-insensitively).
+MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+         r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+#: A day of the month alone (``the 14th``, ``on 3rd``): its number is group 1.
+MONTHDAY_PHRASE = re.compile(r"^(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)$", re.I)
+
+
+def read_day(phrase: str, local_now: datetime) -> date | None:
+    """The day ``phrase`` names (``tomorrow``, ``friday``, ``march 20``, ``2025-03-20``, ``3/20``), read by
+    ``dateparser`` in English relative to ``local_now`` (the message time in the requester's zone): a
+    future day is preferred, month before day (``3/4`` is March 4th), the 1st for a month alone.
+
+    Returns:
+        the day, or None when ``dateparser`` does not read the phrase (``feb 30``).
+    """
+    settings = {"RELATIVE_BASE": local_now.replace(tzinfo=None), "PREFER_DATES_FROM": "future",
+                "RETURN_AS_TIMEZONE_AWARE": False, "DATE_ORDER": "MDY", "PREFER_DAY_OF_MONTH": "first"}
+    import dateparser  # on a day phrase only: tools.dates is on every turn's path
+
+    parsed = dateparser.parse(phrase, languages=["en"], settings=settings)
+    return parsed.date() if parsed else None
+
+
+def clock_time(hour: int, minute: int, ampm: str | None = None, bias: str | None = None) -> time | None:
+    """A wall-clock time from an hour and minutes.
+
+    With ``ampm`` (``"am"``, ``"p.m."``, ``"p"``...) the hour is 1-12 on a 12-hour clock. Without it, 0 and
+    13-23 are a 24-hour clock, and a bare 1-12 is read in office hours: 1-6 is pm, 7-12 as said, unless
+    ``bias`` (``"am"``/``"pm"``, from a part of the day: ``tonight at 8``) says otherwise.
+
+    Returns:
+        the time, or None for an hour or minute out of range.
+    """
+    if minute > 59:
+        return None
+    if ampm:
+        if not 1 <= hour <= 12:
+            return None
+        pm = ampm.lower().startswith("p")
+        hour = hour % 12 + (12 if pm else 0)
+        return time(hour, minute)
+    if hour > 23:
+        return None
+    if hour >= 13 or hour == 0:
+        return time(hour, minute)
+    if bias == "pm" and hour < 12:
+        return time(hour + 12, minute)
+    if bias == "am":
+        return time(hour % 12, minute)
+    if 1 <= hour <= 6:
+        return time(hour + 12, minute)
+    return time(hour, minute)
 
 
 #: Frequency words that can stand before a noun as its adjective ("the weekly report", "recurring costs").

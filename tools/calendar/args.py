@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
@@ -30,6 +30,7 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from tools.actions import TIME_PASSED
+from tools.arg_checks import IanaZone, context_now, one_line, with_offset
 from tools.dates import valid_timezone
 
 from .recurrence import check_rrule, describe_rrule
@@ -52,6 +53,9 @@ _EMAIL = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?
 
 #: What Google accepts as an event id: base32hex digits, 5-1024 characters (the local calendar keeps the same ids).
 EVENT_ID = re.compile(r"^[a-v0-9]{5,1024}$")
+
+#: Start and end carry their UTC offset.
+_WITH_OFFSET = with_offset("times need a UTC offset (e.g. 2025-03-14T10:00:00+01:00)")
 
 
 def is_email(value: str) -> bool:
@@ -79,16 +83,18 @@ class CalendarCreateArgs(BaseModel):
         availability: a note on the look-up (``"everyone is free"``, ``"calendars not checked: ..."``).
     """
 
-    title: str = Field(min_length=1, max_length=200, description="Event title, e.g. 'Release review'.")
-    start: datetime = Field(description="Start time, ISO 8601 with a UTC offset, in the future.")
-    end: datetime | None = Field(default=None, description="End time; give this or duration_minutes.")
+    title: Annotated[str, one_line("the title is empty")] = Field(
+        min_length=1, max_length=200, description="Event title, e.g. 'Release review'.")
+    start: Annotated[datetime, _WITH_OFFSET] = Field(description="Start time, ISO 8601 with a UTC offset, in the future.")
+    end: Annotated[datetime | None, _WITH_OFFSET] = Field(default=None,
+                                                          description="End time; give this or duration_minutes.")
     duration_minutes: int | None = Field(default=None, ge=MIN_DURATION_MINUTES, le=MAX_DURATION_MINUTES,
                                          description="Length in minutes; give this or end.")
     attendees: list[str] = Field(default_factory=list, max_length=MAX_ATTENDEES,
                                  description="Invitees' e-mail addresses.")
     description: str = Field(default="", max_length=8000, description="Event description (plain text).")
     location: str = Field(default="", max_length=500, description="Room or address.")
-    timezone: str = Field(default="UTC", description="IANA time zone of the event, e.g. Europe/Berlin.")
+    timezone: IanaZone = Field(default="UTC", description="IANA time zone of the event, e.g. Europe/Berlin.")
     video_conference: bool = Field(default=False, description="Add a video conference (Google Meet on Google "
                                                               "Calendar, a Teams meeting on Microsoft 365).")
     busy: SkipJsonSchema[list[str]] = Field(
@@ -107,14 +113,6 @@ class CalendarCreateArgs(BaseModel):
                     "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR (weekdays), FREQ=MONTHLY;BYMONTHDAY=1; optional COUNT or "
                     "UNTIL. start is the first occurrence. Omit for a single event.")
 
-    @field_validator("title")
-    @classmethod
-    def _title(cls, v: str) -> str:
-        v = " ".join(v.split())
-        if not v:
-            raise ValueError("the title is empty")
-        return v
-
     @field_validator("attendees")
     @classmethod
     def _attendees(cls, v: list[str]) -> list[str]:
@@ -129,25 +127,9 @@ class CalendarCreateArgs(BaseModel):
                 out.append(e)
         return out
 
-    @field_validator("timezone")
-    @classmethod
-    def _tz(cls, v: str) -> str:
-        if not valid_timezone(v):
-            raise ValueError(f"{v!r} is not an IANA time zone such as Europe/Berlin or America/New_York")
-        return v
-
-    @field_validator("start", "end")
-    @classmethod
-    def _aware(cls, v: datetime | None) -> datetime | None:
-        if v is not None and (v.tzinfo is None or v.utcoffset() is None):
-            raise ValueError("times need a UTC offset (e.g. 2025-03-14T10:00:00+01:00)")
-        return v
-
     @model_validator(mode="after")
     def _times(self, info: ValidationInfo) -> CalendarCreateArgs:
-        now = (info.context or {}).get("now") if info and info.context else None
-        now = now or datetime.now(timezone.utc)
-        if self.start <= now:  # typed, so the action service can say so without reading the text
+        if self.start <= context_now(info):  # typed, so the action service can say so without reading the text
             raise PydanticCustomError(TIME_PASSED, "the start ({start}) is not in the future",
                                       {"start": self.start.isoformat()})
         if self.end is None and self.duration_minutes is None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from tools.dates import describes_a_noun, relative_time, valid_timezone
+from tools.dates import MONTH, MONTHDAY_PHRASE, clock_time, describes_a_noun, read_day, relative_time, valid_timezone
 
 __all__ = ["ReminderDraft", "read_reminder", "is_reminder_request"]
 
@@ -51,15 +51,13 @@ _NUM = r"(?:\d+(?:[.,]\d+)?|an?|one|two|three|four|five|six|seven|eight|nine|ten
 _RELATIVE = re.compile(rf"\bin\s+(?:(half\s+an\s+hour)|({_NUM})\s*(minutes?|mins?|m|hours?|hrs?|h|days?|weeks?))\b",
                        re.I)
 _WEEKDAY = r"(?:mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day)?"
-_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
-          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 _DAYS = [
     re.compile(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", re.I),
     re.compile(r"\b(?:today|tomorrow|tmrw|tmr)\b", re.I),
     re.compile(rf"\b(?:(?:on|this|next|coming)\s+)*{_WEEKDAY}\b", re.I),
     re.compile(r"\b(?:on\s+)?\d{4}-\d{2}-\d{2}\b"),
-    re.compile(rf"\b(?:on\s+)?(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b", re.I),
-    re.compile(rf"\b(?:on\s+)?{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b", re.I),
+    re.compile(rf"\b(?:on\s+)?(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}\b", re.I),
+    re.compile(rf"\b(?:on\s+)?{MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b", re.I),
     re.compile(r"\b(?:on\s+)?the\s+\d{1,2}(?:st|nd|rd|th)\b", re.I),
 ]
 _TIMES = [
@@ -73,7 +71,6 @@ _DAYPART = re.compile(r"\b(?:(?:in\s+the|this|tomorrow)\s+)?(morning|afternoon|e
                       r"close\s+of\s+business|cob)\b", re.I)
 _DAYPART_TIME = {"morning": time(9), "afternoon": time(14), "evening": time(18), "tonight": time(20), "eod": time(17)}
 _WEEKDAY_PHRASE = re.compile(rf"^(?:(?:on|this|coming)\s+)*({_WEEKDAY})$", re.I)
-_MONTHDAY_PHRASE = re.compile(r"^(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)$", re.I)
 _TEXT_LEAD = re.compile(r"^(?:(?:to|that|about|of|re|regarding)\b\s*)+", re.I)
 
 
@@ -192,7 +189,7 @@ def _next_at(day: date, phrase: str, at_time: time, local_now: datetime) -> date
     phrase = phrase.strip()
     if _WEEKDAY_PHRASE.match(phrase):
         return datetime.combine(day + timedelta(days=7), at_time, tz)
-    m = _MONTHDAY_PHRASE.match(phrase)
+    m = MONTHDAY_PHRASE.match(phrase)
     if m:
         later = _next_monthday(int(m[1]), day + timedelta(days=1))
         if later is not None:
@@ -222,12 +219,7 @@ def _parse_day(phrase: str, local_now: datetime) -> date | None:
     p = re.sub(r"^(?:on\s+)+", "", p)
     p = re.sub(r"\b(?:this\s+coming|coming|this)\s+", "", p)
     p = re.sub(r"\bthe\s+(?=\d)", "", p)
-    settings = {"RELATIVE_BASE": local_now.replace(tzinfo=None), "PREFER_DATES_FROM": "future",
-                "RETURN_AS_TIMEZONE_AWARE": False, "DATE_ORDER": "MDY", "PREFER_DAY_OF_MONTH": "first"}
-    import dateparser  # on a reminder's day phrase only: `intent` runs on every message
-
-    parsed = dateparser.parse(p, languages=["en"], settings=settings)
-    return parsed.date() if parsed else None
+    return read_day(p, local_now)
 
 
 def _next_monthday(n: int, today: date) -> date | None:
@@ -264,19 +256,9 @@ def _time(kind: int, m: re.Match[str]) -> time | None:
     if kind == 3:
         return time(0) if m[1].lower() == "midnight" else time(12)
     hour, minute = int(m[1]), int(m[2] or 0) if kind in (0, 1) else 0
-    if minute > 59:
-        return None
-    if kind == 0:
-        if not 1 <= hour <= 12:
-            return None
-        return time(hour % 12 + (12 if m[3].lower() == "p" else 0), minute)
-    if hour > 23:
-        return None
-    if kind == 1 and (hour >= 13 or m[1].startswith("0")):
-        return time(hour, minute)
-    if 1 <= hour <= 6:  # a bare hour in office hours: "at 5" is 17:00
-        return time(hour + 12, minute)
-    return time(hour, minute)
+    if kind == 1 and m[1].startswith("0") and minute <= 59:
+        return time(hour, minute)  # 05:00: a 24-hour clock
+    return clock_time(hour, minute, m[3] if kind == 0 else None)  # a bare hour in office hours: "at 5" is 17:00
 
 
 def _text(s: str) -> str:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from datetime import time
 
+from tools.dates import clock_time
+
 __all__ = ["DAYPART", "RANGE", "TIME_24", "TIME_AMPM", "TIME_AT", "TIME_HALF_PAST", "TIME_NAMED", "TIME_OCLOCK",
-           "UNTIL", "bare_hour_range", "clock_time", "time_from", "time_from_any"]
+           "UNTIL", "bare_hour_range", "time_from", "time_from_any"]
 
 _AMPM = r"(a\.?m\.?|p\.?m\.?)(?![a-z])"
 _T_AMPM = rf"(\d{{1,2}})(?:[:.](\d{{2}}))?\s*{_AMPM}"
@@ -39,30 +41,6 @@ def bare_hour_range(m: re.Match[str], s: str) -> bool:
         return False
     first, second = clock_time(int(m[1]), 0, None, None), clock_time(int(m[4]), 0, None, None)
     return first is not None and second is not None and first < second and 7 <= first.hour and second.hour <= 21
-
-
-def clock_time(hour: int, minute: int, ampm: str | None, bias: str | None) -> time | None:
-    """A wall-clock time; a bare hour is read in office hours unless the day part says otherwise."""
-    if minute > 59:
-        return None
-    if ampm:
-        if not 1 <= hour <= 12:
-            return None
-        pm = ampm.lower().startswith("p")
-        hour = hour % 12 + (12 if pm else 0)
-        return time(hour, minute)
-    if hour > 23:
-        return None
-    if hour >= 13 or hour == 0:
-        return time(hour, minute)
-    if bias == "pm" and hour < 12:
-        return time(hour + 12, minute)
-    if bias == "am":
-        return time(hour % 12, minute)
-    if 1 <= hour <= 6:
-        return time(hour + 12, minute)
-    return time(hour, minute)
-
 
 
 def time_from(pattern: re.Pattern[str], m: re.Match[str], bias: str | None) -> time | None:

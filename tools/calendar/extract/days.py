@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
-import dateparser
+from tools.dates import MONTH, MONTHDAY_PHRASE, read_day
 
 from ..recurrence import WEEKDAY_CODES, build_rrule
 from .words import NUM
@@ -17,16 +17,14 @@ _WEEKDAYS = {"mon": "monday", "monday": "monday", "tue": "tuesday", "tues": "tue
              "wed": "wednesday", "weds": "wednesday", "wednesday": "wednesday", "thu": "thursday", "thur": "thursday",
              "thurs": "thursday", "thursday": "thursday", "fri": "friday", "friday": "friday",
              "saturday": "saturday", "sunday": "sunday"}
-_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
-          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 DATES: list[re.Pattern[str]] = [
     re.compile(r"\b(?:the\s+)?day\s+after\s+(?:tomorrow|tmrw|tmr)\b", re.I),
     re.compile(r"\b(?:today|tomorrow|tmrw|tmr|tomorow|tommorow|tommorrow|2moro|yesterday)\b", re.I),
     re.compile(r"\b(?:(?:on|this|next|coming|this\s+coming)\s+)*(?:" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True))
                + r")\b\.?", re.I),
     re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
-    re.compile(rf"\b(?:on\s+)?(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+\d{{4}}\b)?", re.I),
-    re.compile(rf"\b(?:on\s+)?{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}}\b)?", re.I),
+    re.compile(rf"\b(?:on\s+)?(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}\b\.?(?:,?\s+\d{{4}}\b)?", re.I),
+    re.compile(rf"\b(?:on\s+)?{MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}}\b)?", re.I),
     re.compile(r"\b(?:on\s+)?\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"),
     re.compile(r"\b(?:on\s+)?the\s+\d{1,2}(?:st|nd|rd|th)\b", re.I),
     re.compile(rf"\bin\s+{NUM}\s+(?:days?|weeks?)\b", re.I),
@@ -39,7 +37,6 @@ VAGUE_DATE = re.compile(
 
 
 _WEEKDAY_PHRASE = re.compile(r"^(?:(?:on|this|coming|this\s+coming)\s+)*(" + "|".join(_WEEKDAYS) + r")\.?$", re.I)
-_MONTHDAY_PHRASE = re.compile(r"^(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)$", re.I)
 NEXT_PERIOD = re.compile(r"^(?:(?:early|starting|from|beginning)\s+)?(?:next|the\s+following)\s+(week|month)$", re.I)
 
 
@@ -48,7 +45,7 @@ def day_kind(phrase: str) -> tuple[str, int] | None:
     m = _WEEKDAY_PHRASE.match(phrase.strip())
     if m:
         return "weekday", WEEKDAY_CODES.index(_WEEKDAYS[m[1].lower()][:2].upper())
-    m = _MONTHDAY_PHRASE.match(phrase.strip())
+    m = MONTHDAY_PHRASE.match(phrase.strip())
     if m and 1 <= int(m[1]) <= 31:
         return "monthday", int(m[1])
     return None
@@ -76,7 +73,4 @@ def parse_day(phrase: str, local_now: datetime) -> date | None:
     p = re.sub(r"\b(?:this\s+coming|coming)\s+", "", p)
     p = re.sub(r"\bthe\s+(?=\d)", "", p)
     p = re.sub(r"\b(" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + r")\b", lambda m: _WEEKDAYS[m[1]], p)
-    settings = {"RELATIVE_BASE": local_now.replace(tzinfo=None), "PREFER_DATES_FROM": "future",
-                "RETURN_AS_TIMEZONE_AWARE": False, "DATE_ORDER": "MDY", "PREFER_DAY_OF_MONTH": "first"}
-    parsed = dateparser.parse(p, languages=["en"], settings=settings)
-    return parsed.date() if parsed else None
+    return read_day(p, local_now)

@@ -6,13 +6,13 @@ import re
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from tools.dates import relative_time
+from tools.dates import clock_time, relative_time
 
 from ..args import MAX_DURATION_MINUTES, MIN_DURATION_MINUTES, is_email, valid_timezone
 from ..recurrence import next_start
 from ..series_words import take_series
 from .clock import (DAYPART, RANGE, TIME_24, TIME_AMPM, TIME_AT, TIME_HALF_PAST, TIME_NAMED, TIME_OCLOCK, UNTIL,
-                    bare_hour_range, clock_time, time_from, time_from_any)
+                    bare_hour_range, time_from, time_from_any)
 from .days import DATES, NEXT_PERIOD, VAGUE_DATE, day_kind, kind_rule, next_period, parse_day
 from .draft import EventDraft
 from .durations import DURATIONS, RELATIVE_START
