@@ -36,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 
 from .context import ToolContext
 
-__all__ = ["ActionTool", "ActionRequest", "Proposal", "Clarification", "Preview", "ActionResult", "ActionWords",
+__all__ = ["ActionTool", "ActionToolBase", "ActionRequest", "Proposal", "Clarification", "Preview", "ActionResult", "ActionWords",
            "TIME_PASSED", "CHOICE", "ACTION_METHODS", "INTENT_THRESHOLD", "action_tools", "recognise", "stored_args",
            "fallback_preview"]
 
@@ -243,6 +243,19 @@ class ActionTool(Protocol):
     def close(self) -> None:
         """Release what :meth:`execute` opened (a database, a client); a no-op otherwise."""
         ...
+
+
+class ActionToolBase:
+    """What every action tool has in common, for it to inherit: it has side effects, everyone may ask for
+    it (a tool for admins sets ``permission = "admin"``), and it holds nothing to release unless it
+    overrides :meth:`close`. A subclass declares ``name``, ``description``, ``Args`` and ``words`` and the
+    methods of :class:`ActionTool`."""
+
+    side_effect: ClassVar[bool] = True
+    permission: ClassVar[str] = "everyone"
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 class HasActions(Protocol):

@@ -1,5 +1,6 @@
 """Checks the action tools' argument models share (``calendar.create``, ``reminder.create``): text folded onto
-one line, an IANA time zone, a time with a UTC offset, and "now" read from the validation context.
+one line, an IANA time zone, a time with a UTC offset, "now" read from the validation context, and a
+failed validation said in one line (:func:`problems`).
 
 Each is a pydantic ``AfterValidator`` for an ``Annotated`` field, so a model states its rule where it
 declares the field (the JSON schema a model sees is unchanged), and a failed check is pydantic's
@@ -12,11 +13,11 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Annotated
 
-from pydantic import AfterValidator, ValidationInfo
+from pydantic import AfterValidator, ValidationError, ValidationInfo
 
 from .dates import valid_timezone
 
-__all__ = ["IanaZone", "one_line", "with_offset", "context_now"]
+__all__ = ["IanaZone", "one_line", "with_offset", "context_now", "problems"]
 
 
 def _iana_zone(value: str) -> str:
@@ -57,3 +58,8 @@ def context_now(info: ValidationInfo | None, clock: Callable[[], datetime] = lam
     validated with one, else the wall clock (UTC)."""
     now = (info.context or {}).get("now") if info and info.context else None
     return now or clock()
+
+
+def problems(exc: ValidationError) -> str:
+    """What a failed validation found, each error's message joined by ``"; "`` (for a clarifying question)."""
+    return "; ".join(str(e.get("msg", "")) for e in exc.errors())

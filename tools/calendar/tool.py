@@ -13,7 +13,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from tools.actions import CHOICE, ActionRequest, ActionResult, ActionWords, Clarification, Preview, Proposal
+from tools.actions import (CHOICE, ActionRequest, ActionResult, ActionToolBase, ActionWords, Clarification, Preview,
+                           Proposal)
+from tools.arg_checks import problems
 from tools.base import ToolContext
 from pydantic import ValidationError
 
@@ -51,7 +53,7 @@ class CalendarBackend(Protocol):
         ...
 
 
-class CalendarCreate:
+class CalendarCreate(ActionToolBase):
     """``calendar.create``: put one event or a series in a calendar (Google or the local one).
 
     Args:
@@ -69,8 +71,6 @@ class CalendarCreate:
         "and runs only after they confirm. Fill start with the date and time in the requester's time zone; for a "
         "recurring series also fill recurrence (an RFC 5545 RRULE) with start as its first occurrence.")
     Args: ClassVar[type[CalendarCreateArgs]] = CalendarCreateArgs
-    side_effect: ClassVar[bool] = True
-    permission: ClassVar[str] = "everyone"
     words: ClassVar[ActionWords] = ActionWords(
         verb="book", past="booked", done="Booked", lead="I can add this to the calendar:",
         time_passed="The start time has passed, so I didn't book it. Ask me again with a new time.",
@@ -166,7 +166,7 @@ class CalendarCreate:
         try:
             base = CalendarCreateArgs.model_validate(raw, context={"now": request.sent_at})
         except ValidationError as exc:
-            return Clarification(invalid_question("; ".join(str(e.get("msg", "")) for e in exc.errors())), trace)
+            return Clarification(invalid_question(problems(exc)), trace)
         found = self._checked(lambda backend: find_time(
             base, backend, text=request.text, now=request.sent_at, requester_email=request.requester_email,
             requester_tz=request.timezone), "I can't look at calendars right now; ask for a time instead. Nothing "

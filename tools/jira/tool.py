@@ -39,7 +39,8 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import ValidationError
 
-from tools.actions import ActionRequest, ActionResult, ActionWords, Clarification, Preview, Proposal
+from tools.actions import ActionRequest, ActionResult, ActionToolBase, ActionWords, Clarification, Preview, Proposal
+from tools.arg_checks import problems
 from tools.base import ToolContext
 
 from .adf import to_adf
@@ -63,7 +64,7 @@ def label_for(key: str) -> str:
     return f"{LABEL_PREFIX}{key}"
 
 
-class TicketCreate:
+class TicketCreate(ActionToolBase):
     """``ticket.create``: file one Jira ticket after the requester confirms the preview.
 
     Args:
@@ -80,8 +81,6 @@ class TicketCreate:
         "filed. It cannot edit, comment on, assign or close tickets. Side effect: it is shown to the requester as "
         "a preview and runs only after they confirm.")
     Args: ClassVar[type[TicketCreateArgs]] = TicketCreateArgs
-    side_effect: ClassVar[bool] = True
-    permission: ClassVar[str] = "everyone"
     words: ClassVar[ActionWords] = ActionWords(
         verb="file", past="filed", done="Filed in Jira", lead="I can file this ticket in Jira:",
         undo_hint="close or delete the ticket in Jira if you don't need it")
@@ -147,8 +146,7 @@ class TicketCreate:
             args = TicketCreateArgs(project=project.key, issue_type=issue_type.name, summary=draft.summary,
                                     description=request.background[:MAX_DESCRIPTION], thread_link=request.thread_link)
         except ValidationError as exc:
-            problems = "; ".join(str(e.get("msg", "")) for e in exc.errors())
-            return Clarification(f"I can't file that ticket as asked ({problems}), so nothing has been filed. "
+            return Clarification(f"I can't file that ticket as asked ({problems(exc)}), so nothing has been filed. "
                                  "Could you rephrase it?", trace)
         return Proposal(args, _summary(args), trace)
 

@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
-from tools.actions import ActionRequest, ActionResult, ActionWords, Clarification, Preview, Proposal
+from tools.actions import ActionRequest, ActionResult, ActionToolBase, ActionWords, Clarification, Preview, Proposal
+from tools.arg_checks import problems
 from tools.base import ToolContext
 from tools.dates import valid_timezone
 
@@ -22,7 +23,7 @@ NO_OUTBOX = ("Reminders need the state store, which delivers them at their time,
              "nothing was scheduled.")
 
 
-class ReminderCreate:
+class ReminderCreate(ActionToolBase):
     """``reminder.create``: send the requester a direct message at a time they choose, once.
 
     Execution stores the message in the outbox (:attr:`tools.base.ToolContext.outbox`) under the
@@ -39,8 +40,6 @@ class ReminderCreate:
         "as a preview "
         "and runs only after the user confirms.")
     Args: ClassVar[type[ReminderCreateArgs]] = ReminderCreateArgs
-    side_effect: ClassVar[bool] = True
-    permission: ClassVar[str] = "everyone"
     words: ClassVar[ActionWords] = ActionWords(
         verb="set", past="scheduled", done="Reminder set", lead="I can remind you:",
         time_passed="The reminder time has passed, so I didn't set it. Ask me again with a new time.")
@@ -62,8 +61,7 @@ class ReminderCreate:
             args = ReminderCreateArgs.model_validate({"text": draft.text, "at": draft.at, "timezone": draft.timezone},
                                                      context={"now": request.sent_at})
         except ValidationError as exc:
-            problems = "; ".join(str(e.get("msg", "")) for e in exc.errors())
-            return Clarification(f"I can't set that reminder as asked: {problems}. Could you correct it? "
+            return Clarification(f"I can't set that reminder as asked: {problems(exc)}. Could you correct it? "
                                  "Nothing has been scheduled yet.", trace)
         return Proposal(args, self.preview(args, request.timezone).summary, trace)
 
@@ -92,9 +90,6 @@ class ReminderCreate:
         when = _when(args, ctx.timezone)
         return ActionResult(True, f"Reminder set: I'll message you {when}: \u201c{args.text}\u201d.",
                             details={"key": key, "at": at.isoformat(), "scheduled": new, "delivery": "direct message"})
-
-    def close(self) -> None:
-        """Nothing to release (the outbox belongs to the caller)."""
 
 
 def _when(args: ReminderCreateArgs, viewer_tz: str | None) -> str:
