@@ -1,7 +1,7 @@
 """Optional OpenTelemetry traces (issue 13): with ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, real ``chatops sync`` and
 ``chatops ask`` subprocesses export their spans over OTLP/HTTP (protobuf) to a stand-in collector
-(tests/otlp_standin.py): one span per sync run, and per turn a ``chatops.turn`` span with the trace id, route and
-outcome, whose children are the searches and every LLM call (the LLM is tests/openai_standin.py). No attribute
+(tests/standins/otlp.py): one span per sync run, and per turn a ``chatops.turn`` span with the trace id, route and
+outcome, whose children are the searches and every LLM call (the LLM is tests/standins/openai.py). No attribute
 carries the question or the answer. Without the variable nothing of OpenTelemetry is imported
 (tests/test_operability.py::test_help_and_usage_errors_import_nothing_heavy) and ``span`` does nothing.
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import WIKI, cli_environment, run_chatops, seed_embedding_cache
-from openai_standin import OpenAIStandIn
-from otlp_standin import OtlpStandin
-from test_llm_planner import Brain
+from tests.helpers import WIKI, cli_environment, run_chatops, seed_embedding_cache
+from tests.standins.openai import OpenAIStandIn
+from tests.standins.otlp import OtlpStandin
+from tests.test_llm_planner import Brain
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
