@@ -8,6 +8,7 @@ DEMO_DATA ?= .chatops-demo
 EVAL_DATA ?= .chatops-eval
 SHARED ?= ../shared
 STAMP := $(VENV)/.installed
+CHECKOUT_PTH := $(VENV)/.checkout-on-path
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 # mkdocs-material prints a notice about MkDocs 2.0 on every build; the site is built with MkDocs 1.x.
 export NO_MKDOCS_2_WARNING := 1
@@ -17,7 +18,7 @@ export NO_MKDOCS_2_WARNING := 1
 # install: everything, the test extra and the optional features' extras included (make test, make docs);
 # install-runtime: what the bot needs to run and nothing else (make demo: no test tool, no optional extra;
 # app/extras.py names the extra a setting needs). Each has its own stamp.
-install: $(STAMP)
+install: $(STAMP) $(CHECKOUT_PTH)
 install-runtime: $(RUNTIME_STAMP)
 
 # Re-installs only when pyproject.toml or the lock changes (idempotent, fast when nothing changed).
@@ -33,6 +34,15 @@ endef
 $(STAMP): pyproject.toml requirements.lock
 	$(call install_from,requirements.lock)
 	@touch $(STAMP) $(RUNTIME_STAMP)
+
+# The checkout's root on the dev venv's path (chatops-checkout.pth in site-packages, read by Python's site
+# module): `tests` and `bench` are packages of the repository, not of the wheel (the editable install maps
+# only the wheel's packages), and this is how `python bench/x.py` imports `tests.standins...` (pytest finds them
+# from tests/__init__.py by itself). The runtime venv (make demo) and the image do without.
+$(CHECKOUT_PTH): $(STAMP)
+	$(BIN)/python -c 'import pathlib, sys, sysconfig; \
+	  pathlib.Path(sysconfig.get_path("purelib"), "chatops-checkout.pth").write_text(sys.argv[1] + "\n")' "$(CURDIR)"
+	@touch $@
 
 $(RUNTIME_STAMP): pyproject.toml requirements-runtime.lock
 	$(call install_from,requirements-runtime.lock)

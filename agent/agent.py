@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from telemetry.tracing import span
+from telemetry.timing import Timed, timed
 
 from . import messages
 from .citations import MARKER, validate_citations
@@ -103,21 +102,22 @@ class Agent:
 
     def answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
         """Answer one turn (:meth:`_answer`) in a ``chatops.turn`` span when tracing is on, with the trace id,
-        platform, route and outcome as attributes (never the question or the answer).
+        platform, route and outcome as attributes (never the question or the answer); the span's clock
+        (:func:`telemetry.timing.timed`) gives the trace's ``total`` milliseconds.
 
         ``progress`` is told every step as the trace records it (``(name, data)``, in this thread;
         :mod:`app.progress` turns them into status lines); what it raises is ignored.
         """
-        with span("chatops.turn", {"chatops.platform": turn.platform}) as sp:
-            reply = self._answer(turn, progress)
-            sp.set_attributes({"chatops.trace_id": reply.trace.trace_id, "chatops.route": reply.route or "",
-                               "chatops.outcome": turn_outcome(reply)})
+        with timed("chatops.turn", {"chatops.platform": turn.platform}) as clock:
+            reply = self._answer(turn, progress, clock)
+            clock.span.set_attributes({"chatops.trace_id": reply.trace.trace_id, "chatops.route": reply.route or "",
+                                       "chatops.outcome": turn_outcome(reply)})
             return reply
 
-    def _answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None = None) -> Reply:
-        """Answer one turn; never raises for bad input (see the module docstring)."""
+    def _answer(self, turn: Turn, progress: Callable[[str, dict[str, Any]], None] | None, clock: Timed) -> Reply:
+        """Answer one turn; never raises for bad input (see the module docstring). ``clock``: the turn's
+        (its elapsed time is the trace's ``total``)."""
         trace = Trace(listener=progress)
-        t0 = time.perf_counter()
         text = (turn.text or "").replace("\x00", "").strip()
         if len(text) > self.max_question_chars:
             text = text[: self.max_question_chars]
@@ -129,10 +129,9 @@ class Agent:
         reply, evidence = self.planner.plan(turn, trace)
         reply.trace = trace
         cited = bool(reply.citations or MARKER.search(reply.text))
-        t = time.perf_counter()
-        screen = screen_reply(reply, evidence)
-        trace.step("screen", **screen.as_dict())
-        trace.add_time("screen", (time.perf_counter() - t) * 1000)
+        with trace.timed("screen"):
+            screen = screen_reply(reply, evidence)
+            trace.step("screen", **screen.as_dict())
         if cited or (not reply.text.strip() and not reply.refused):
             reply = self._guard(reply, evidence, screen)
         if reply.refused and _channel_audience(turn) and reply.route in {"knowledge", "followup"} \
@@ -146,7 +145,7 @@ class Agent:
         if trace.notes and not reply.refused:
             reply.text = f"{reply.text}\n\n_{' '.join(trace.notes)}_"
         reply.text = scrub_text(reply.text)
-        trace.timings_ms["total"] = round((time.perf_counter() - t0) * 1000, 3)
+        trace.timings_ms["total"] = round(clock.ms, 3)
         _log_turn(turn, reply)
         for observer in self.observers:
             try:
@@ -156,30 +155,29 @@ class Agent:
         return reply
 
     def _guard(self, reply: Reply, evidence, screen: ScreenResult | None = None) -> Reply:
-        t = time.perf_counter()
-        check = validate_citations(reply.text, reply.citations, evidence)
-        reply.trace.step("validate_citations", **check.as_dict())
-        if not check.ok:
-            bad = {c.n for c, _ in check.rejected} | set(check.dangling_markers)
-            good = {c.n for c in check.valid} - bad
-            kept = [s for s in re.split(r"(?<=\])\s+", reply.text) if set(map(int, MARKER.findall(s))) <= good
-                    and MARKER.search(s)]
-            reply.text = " ".join(kept)
-            reply.citations = [c for c in check.valid if c.n in good]
-            log.warning("dropped %d invalid citation(s): %s", len(bad), check.as_dict())
-        # The gate counted the supporting passages (``min_citations`` of them, or one under its single-source
-        # exception); the answer quotes the ones that answer, so one verifiable citation is enough here.
-        need = 1 if reply.trace.gate.get("sufficient") else self.min_citations
-        distinct = {c.chunk_id for c in reply.citations}
-        if len(distinct) < need or not reply.text.strip():
-            reason = f"only {len(distinct)} verifiable source(s), {need} needed"
-            text = messages.refusal(reply.searched)
-            if screen is not None and screen.removed:
-                reason += "; the rest was left out as credentials, personal data or planted instructions"
-                text = messages.withheld_refusal(screen.categories)
-            reply.trace.step("refuse", reason=reason)
-            reply = Reply(text, refused=True, route=reply.route, searched=reply.searched, trace=reply.trace)
-        reply.trace.add_time("validate", (time.perf_counter() - t) * 1000)
+        with reply.trace.timed("validate"):
+            check = validate_citations(reply.text, reply.citations, evidence)
+            reply.trace.step("validate_citations", **check.as_dict())
+            if not check.ok:
+                bad = {c.n for c, _ in check.rejected} | set(check.dangling_markers)
+                good = {c.n for c in check.valid} - bad
+                kept = [s for s in re.split(r"(?<=\])\s+", reply.text) if set(map(int, MARKER.findall(s))) <= good
+                        and MARKER.search(s)]
+                reply.text = " ".join(kept)
+                reply.citations = [c for c in check.valid if c.n in good]
+                log.warning("dropped %d invalid citation(s): %s", len(bad), check.as_dict())
+            # The gate counted the supporting passages (``min_citations`` of them, or one under its single-source
+            # exception); the answer quotes the ones that answer, so one verifiable citation is enough here.
+            need = 1 if reply.trace.gate.get("sufficient") else self.min_citations
+            distinct = {c.chunk_id for c in reply.citations}
+            if len(distinct) < need or not reply.text.strip():
+                reason = f"only {len(distinct)} verifiable source(s), {need} needed"
+                text = messages.refusal(reply.searched)
+                if screen is not None and screen.removed:
+                    reason += "; the rest was left out as credentials, personal data or planted instructions"
+                    text = messages.withheld_refusal(screen.categories)
+                reply.trace.step("refuse", reason=reason)
+                reply = Reply(text, refused=True, route=reply.route, searched=reply.searched, trace=reply.trace)
         return reply
 
 

@@ -41,7 +41,6 @@ import json
 import logging
 import random
 import re
-import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -50,6 +49,7 @@ from typing import Any
 from core.access import Access, Viewer
 from tools.context import ToolContext
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
+from telemetry.timing import timed
 
 from .gate import GateConfig
 from .text import QUESTION_STOPWORDS, sentence_spans
@@ -185,29 +185,30 @@ def calibrate(search: KnowledgeSearch, base: GateConfig | None = None, n: int = 
         ValueError: when the index is too small to make probes (fewer than 10 answerable ones).
     """
     base = base or GateConfig()
-    t0 = time.perf_counter()
-    probes = make_probes(search, n=n, seed=seed)
-    rows: dict[str, list[tuple[float, float, bool]]] = {"answerable": [], "near_miss": []}
-    for p in probes:
-        res = search.run(KnowledgeSearchArgs(query=p.question, k=30, retriever="hybrid"), ToolContext(viewer=p.viewer))
-        cos = sorted((e.cosine for e in res.evidence if e.cosine is not None), reverse=True)
-        if not cos:
-            continue
-        margin = cos[0] - cos[min(base.margin_rank, len(cos)) - 1]
-        found = any(e.chunk.chunk_id == p.chunk_id for e in res.evidence[: base.considered])
-        rows[p.kind].append((cos[0], margin, found))
-    answerable = [r for r in rows["answerable"] if r[2]]
-    if len(answerable) < 10:
-        raise ValueError(f"the index is too small to calibrate the gate ({len(answerable)} answerable probes "
-                         "found their source; 10 needed); the default thresholds stay in use")
-    floor = min(base.relevance_floor, max(min_floor, _quantile([r[0] for r in answerable], target_frr)))
-    margin = min(base.paraphrase_margin, max(0.0, _quantile([r[1] for r in answerable], target_frr)))
-    near = rows["near_miss"]
-    expected = {
-        "false_refusal": round(sum(1 for r in answerable if r[0] < floor or r[1] < margin) / len(answerable), 3),
-        "near_miss_refusal": round(sum(1 for r in near if r[0] < floor or r[1] < margin) / len(near), 3)
-        if near else None,
-    }
+    with timed("chatops.calibrate") as clock:
+        probes = make_probes(search, n=n, seed=seed)
+        rows: dict[str, list[tuple[float, float, bool]]] = {"answerable": [], "near_miss": []}
+        for p in probes:
+            res = search.run(KnowledgeSearchArgs(query=p.question, k=30, retriever="hybrid"),
+                             ToolContext(viewer=p.viewer))
+            cos = sorted((e.cosine for e in res.evidence if e.cosine is not None), reverse=True)
+            if not cos:
+                continue
+            margin = cos[0] - cos[min(base.margin_rank, len(cos)) - 1]
+            found = any(e.chunk.chunk_id == p.chunk_id for e in res.evidence[: base.considered])
+            rows[p.kind].append((cos[0], margin, found))
+        answerable = [r for r in rows["answerable"] if r[2]]
+        if len(answerable) < 10:
+            raise ValueError(f"the index is too small to calibrate the gate ({len(answerable)} answerable probes "
+                             "found their source; 10 needed); the default thresholds stay in use")
+        floor = min(base.relevance_floor, max(min_floor, _quantile([r[0] for r in answerable], target_frr)))
+        margin = min(base.paraphrase_margin, max(0.0, _quantile([r[1] for r in answerable], target_frr)))
+        near = rows["near_miss"]
+        expected = {
+            "false_refusal": round(sum(1 for r in answerable if r[0] < floor or r[1] < margin) / len(answerable), 3),
+            "near_miss_refusal": round(sum(1 for r in near if r[0] < floor or r[1] < margin) / len(near), 3)
+            if near else None,
+        }
     return {
         "method": "self-supervised probes; target false-refusal quantile (see agent/calibration.py)",
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -219,7 +220,7 @@ def calibrate(search: KnowledgeSearch, base: GateConfig | None = None, n: int = 
         "relevance_floor": round(floor, 4),
         "paraphrase_margin": round(margin, 4),
         "expected": expected,
-        "seconds": round(time.perf_counter() - t0, 2),
+        "seconds": round(clock.elapsed(), 2),
     }
 
 

@@ -11,7 +11,6 @@ the same three things).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -93,9 +92,8 @@ class EvidenceLoop:
 
     def judge(self, evidence: list[Evidence], terms: KeyTerms, trace: Trace, attempt: int) -> GateVerdict:
         """The gate's verdict on ``evidence`` for ``terms``, timed and traced as step ``gate`` of ``attempt``."""
-        t = time.perf_counter()
-        verdict = self.gate.judge(evidence, terms)
-        trace.add_time("gate", (time.perf_counter() - t) * 1000)
+        with trace.timed("gate"):
+            verdict = self.gate.judge(evidence, terms)
         trace.step("gate", attempt=attempt, **verdict.as_dict())
         return verdict
 

@@ -7,12 +7,14 @@ import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from core.access import Viewer
+from telemetry import timing
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +209,18 @@ class Trace:
     def add_time(self, stage: str, ms: float) -> None:
         """Accumulate ``ms`` into a stage's timing."""
         self.timings_ms[stage] = round(self.timings_ms.get(stage, 0.0) + ms, 3)
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[timing.Timed]:
+        """Time the block as ``stage``: a ``chatops.<stage>`` span (:func:`telemetry.timing.timed`), its
+        milliseconds added to :attr:`timings_ms` (:meth:`add_time`), also when it raises."""
+        clock: timing.Timed | None = None
+        try:
+            with timing.timed(f"chatops.{stage}") as clock:
+                yield clock
+        finally:
+            if clock is not None:
+                self.add_time(stage, clock.ms)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""

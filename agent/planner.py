@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -168,18 +167,17 @@ class RuleBasedPlanner:
 
     def plan(self, turn: Turn, trace: Trace) -> tuple[Reply, list[Evidence]]:
         """Route, retrieve, judge, answer or refuse."""
-        t = time.perf_counter()
-        thread = tuple(h.text for h in turn.history)  # anyone's words: context for a follow-up question
-        decision = self.router.route(turn.text, thread)
-        request, completion = turn.text, ""
-        if decision.route in {"followup", "knowledge"}:
-            earlier = self._incomplete_request(turn)
-            if earlier:
-                decision = type(decision)("action", "completes the requester's own request earlier in the thread")
-                request, completion = f"{earlier} {turn.text}", turn.text
-        trace.route = decision.route
-        trace.step("route", route=decision.route, reason=decision.reason)
-        trace.add_time("route", (time.perf_counter() - t) * 1000)
+        with trace.timed("route"):
+            thread = tuple(h.text for h in turn.history)  # anyone's words: context for a follow-up question
+            decision = self.router.route(turn.text, thread)
+            request, completion = turn.text, ""
+            if decision.route in {"followup", "knowledge"}:
+                earlier = self._incomplete_request(turn)
+                if earlier:
+                    decision = type(decision)("action", "completes the requester's own request earlier in the thread")
+                    request, completion = f"{earlier} {turn.text}", turn.text
+            trace.route = decision.route
+            trace.step("route", route=decision.route, reason=decision.reason)
         if decision.route == "empty":
             return Reply(messages.EMPTY, route="empty"), []
         if decision.route == "chitchat":
@@ -247,7 +245,6 @@ class RuleBasedPlanner:
 
     def _action(self, turn: Turn, trace: Trace, text: str, completion: str = "") -> tuple[Reply, list[Evidence]]:
         """Propose the side-effect tool from the requester's own words (see the module docstring)."""
-        t = time.perf_counter()
         question, request = split_request(text, self._is_request)
         if not request:
             question, request = "", text
@@ -259,7 +256,6 @@ class RuleBasedPlanner:
                               viewer=turn.viewer)
             answer, evidence = self._knowledge(question, turn, trace, "action", ctx)
             answer = self._checked_answer(answer, evidence, trace)
-            t = time.perf_counter()
         lead = f"{answer.text}\n\n" if answer else ""
         citations = answer.citations if answer else []
         searched = answer.searched if answer else []
@@ -267,9 +263,9 @@ class RuleBasedPlanner:
         if tool is None:
             return Reply(lead + messages.ACTION_UNAVAILABLE, citations, route="action", searched=searched), evidence
         tz = self._timezone(turn)
-        outcome = tool.propose(self._request(turn, request, completion, self._description(request, answer)))
-        trace.step("extract_action", tool=tool.name, **outcome.trace)
-        trace.add_time("action", (time.perf_counter() - t) * 1000)
+        with trace.timed("action"):
+            outcome = tool.propose(self._request(turn, request, completion, self._description(request, answer)))
+            trace.step("extract_action", tool=tool.name, **outcome.trace)
         if isinstance(outcome, Clarification):
             return Reply(lead + _no_markers(outcome.question), citations, route="action", searched=searched), evidence
         args = outcome.args.model_dump(mode="json")
@@ -375,15 +371,15 @@ class RuleBasedPlanner:
         if not best.verdict.sufficient:
             return Reply(messages.refusal(searched, closest_page(attempts[0].evidence)), refused=True, route=route,
                          searched=searched), list(shown.values())
-        t = time.perf_counter()
-        ordered = best.verdict.support + [e for e in best.evidence if e not in best.verdict.support]
-        asked = [(p, key_terms(p, self.search.analyze, self.search.idf)) for p in question_parts(question)]
-        # Each part reads the whole question's passages: its answer may be in one the gate did not count.
-        # The gate decided *whether* to answer; *what* answers is read from every passage retrieved, since the
-        # sentence that answers may sit in one the gate did not count (eval: +2 answers on dev, +2 on dev2, 0 on dev3).
-        draft = self.answerer.answer([PartEvidence(p, pt, ordered, True) for p, pt in asked]
-                                     or [PartEvidence(question, terms, ordered, True)])
-        trace.add_time("answer", (time.perf_counter() - t) * 1000)
+        with trace.timed("answer"):
+            ordered = best.verdict.support + [e for e in best.evidence if e not in best.verdict.support]
+            asked = [(p, key_terms(p, self.search.analyze, self.search.idf)) for p in question_parts(question)]
+            # Each part reads the whole question's passages: its answer may be in one the gate did not count.
+            # The gate decided *whether* to answer; *what* answers is read from every passage retrieved, since
+            # the sentence that answers may sit in one the gate did not count (eval: +2 answers on dev, +2 on dev2,
+            # 0 on dev3).
+            draft = self.answerer.answer([PartEvidence(p, pt, ordered, True) for p, pt in asked]
+                                         or [PartEvidence(question, terms, ordered, True)])
         trace.step("answer", quotes=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
                    parts=max(1, len(asked)), unanswered=draft.unanswered)
         if not draft.text:
@@ -408,9 +404,8 @@ class RuleBasedPlanner:
                 ev = self._retrieve([query], trace, "part", ctx, into=first.searched)
             ev = _exact_first(ev, query)
             terms = key_terms(query, self.search.analyze, self.search.idf)
-            t = time.perf_counter()
-            verdict = self.gate.judge(ev, terms)
-            trace.add_time("gate", (time.perf_counter() - t) * 1000)
+            with trace.timed("gate"):
+                verdict = self.gate.judge(ev, terms)
             trace.step("part_gate", part=text, query=query, **verdict.as_dict())
             out.append(_Part(text, query, ev, verdict, terms))
         return out
@@ -428,12 +423,12 @@ class RuleBasedPlanner:
             f"{len(supported)} of {len(parts)} parts supported: "
             + "; ".join(f"{p.text!r}: {p.verdict.reason}" for p in parts), max(p.verdict.top_cosine for p in supported),
             {"parts": [{"part": p.text, "sufficient": p.verdict.sufficient} for p in parts]}).as_dict()
-        t = time.perf_counter()
-        draft = self.answerer.answer(
-            [PartEvidence(p.text, p.terms, p.verdict.support + [e for e in p.evidence if e not in p.verdict.support],
-                          p.verdict.sufficient, frozenset(e.chunk.chunk_id for e in p.verdict.support))
-             for p in parts])
-        trace.add_time("answer", (time.perf_counter() - t) * 1000)
+        with trace.timed("answer"):
+            draft = self.answerer.answer(
+                [PartEvidence(p.text, p.terms,
+                              p.verdict.support + [e for e in p.evidence if e not in p.verdict.support],
+                              p.verdict.sufficient, frozenset(e.chunk.chunk_id for e in p.verdict.support))
+                 for p in parts])
         trace.step("answer", quotes=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
                    parts=len(parts), unanswered=draft.unanswered)
         if not draft.text:
@@ -443,9 +438,8 @@ class RuleBasedPlanner:
 
     def _first_attempt(self, question: str, trace: Trace, ctx: ToolContext, target: str | None) -> _Attempt:
         """Search ``question`` (and its parts, fused) and judge the evidence: a turn's attempt 0."""
-        t = time.perf_counter()
-        terms = key_terms(question, self.search.analyze, self.search.idf)
-        trace.add_time("terms", (time.perf_counter() - t) * 1000)
+        with trace.timed("terms"):
+            terms = key_terms(question, self.search.analyze, self.search.idf)
         # the parts as each is judged on its own (see _parts), so their hits are at hand; else decompose's
         queries = [question, *([q for _, q in part_queries(question)] or decompose(question))]
         searched: dict[str, list[Evidence]] = {}
@@ -486,15 +480,15 @@ class RuleBasedPlanner:
     def _definitions_first(self, term: str, question: str, evidence: list[Evidence], trace: Trace,
                            ctx: ToolContext) -> list[Evidence]:
         """For "what's X?": search the bare term too, and put passages that define it first."""
-        t = time.perf_counter()
-        res = self.tools.call("knowledge.search",
-                              KnowledgeSearchArgs(query=term, k=self.config.k, retriever="bm25", dense_query=question),
-                              ctx)
-        pool = {e.chunk.chunk_id: e for e in [*evidence, *res.evidence]}
-        defining = [e for e in pool.values() if defines(e.chunk.text, term)]
-        ids = {e.chunk.chunk_id for e in defining}
-        trace.step("definition_lookup", term=term, defining=[e.chunk.chunk_id for e in defining][:5])
-        trace.add_time("retrieve", (time.perf_counter() - t) * 1000)
+        with trace.timed("retrieve"):
+            res = self.tools.call("knowledge.search",
+                                  KnowledgeSearchArgs(query=term, k=self.config.k, retriever="bm25",
+                                                      dense_query=question),
+                                  ctx)
+            pool = {e.chunk.chunk_id: e for e in [*evidence, *res.evidence]}
+            defining = [e for e in pool.values() if defines(e.chunk.text, term)]
+            ids = {e.chunk.chunk_id for e in defining}
+            trace.step("definition_lookup", term=term, defining=[e.chunk.chunk_id for e in defining][:5])
         return [*defining, *(e for e in evidence if e.chunk.chunk_id not in ids)][: self.config.k]
 
     @staticmethod
@@ -513,30 +507,30 @@ class RuleBasedPlanner:
                   dense_query: str | None = None, into: dict[str, list[Evidence]] | None = None) -> list[Evidence]:
         """Search each query; several (a decomposed question) are fused with RRF, the whole first.
         ``into`` (optional) receives each query's own hits, by query."""
-        t = time.perf_counter()
-        results = []
-        for q in queries:
-            args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, retriever=self.retriever,
-                                       dense_query=dense_query[:4000] if dense_query else None)
-            res = self.tools.call("knowledge.search", args, ctx)
-            results.append(res)
-            if into is not None:
-                into[q] = list(res.evidence)
-            for k, v in res.timings_ms.items():
-                trace.add_time(f"search.{k}", v)
-            trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
-                                  "retriever": self.retriever, "part_of": queries[0] if q != queries[0] else None,
-                                  "hits": [e.as_dict() for e in res.evidence]})
-        if len(results) == 1:
-            evidence = results[0].evidence
-        else:
-            by_id = {e.chunk.chunk_id: e for r in reversed(results) for e in r.evidence}
-            fused = reciprocal_rank_fusion({str(i): [e.chunk.chunk_id for e in r.evidence] for i, r in enumerate(results)},
-                                           k=self.search.config.rrf_k, weights={"0": 1.5})
-            evidence = [by_id[cid] for cid, _ in fused][: self.config.k]
-            trace.queries.append({"attempt": attempt, "query": queries[0], "fused_from": len(queries),
-                                  "retriever": self.retriever, "hits": [e.as_dict() for e in evidence]})
-        trace.add_time("retrieve", (time.perf_counter() - t) * 1000)
+        with trace.timed("retrieve"):
+            results = []
+            for q in queries:
+                args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, retriever=self.retriever,
+                                           dense_query=dense_query[:4000] if dense_query else None)
+                res = self.tools.call("knowledge.search", args, ctx)
+                results.append(res)
+                if into is not None:
+                    into[q] = list(res.evidence)
+                for k, v in res.timings_ms.items():
+                    trace.add_time(f"search.{k}", v)
+                trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
+                                      "retriever": self.retriever, "part_of": queries[0] if q != queries[0] else None,
+                                      "hits": [e.as_dict() for e in res.evidence]})
+            if len(results) == 1:
+                evidence = results[0].evidence
+            else:
+                by_id = {e.chunk.chunk_id: e for r in reversed(results) for e in r.evidence}
+                fused = reciprocal_rank_fusion({str(i): [e.chunk.chunk_id for e in r.evidence]
+                                                for i, r in enumerate(results)},
+                                               k=self.search.config.rrf_k, weights={"0": 1.5})
+                evidence = [by_id[cid] for cid, _ in fused][: self.config.k]
+                trace.queries.append({"attempt": attempt, "query": queries[0], "fused_from": len(queries),
+                                      "retriever": self.retriever, "hits": [e.as_dict() for e in evidence]})
         return evidence
 
 

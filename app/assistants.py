@@ -30,6 +30,7 @@ from typing import Any
 from agent.models import Reply
 from state import StateStore
 from telemetry.metrics import count_turn
+from telemetry.timing import timed
 from tools.base import ToolContext
 from tools.knowledge_search import KnowledgeSearchArgs
 
@@ -211,7 +212,6 @@ class AssistantService:
             ValueError: an empty query, one longer than ``MAX_QUESTION_CHARS``, or ``limit`` outside
                 1..:data:`MAX_PASSAGES` (audited as ``invalid``; the message says what to fix).
         """
-        started = time.perf_counter()
         max_chars = self.runtime.settings.max_question_chars
         text = (query or "").strip()
         problem = ("the query is empty: say what to look for" if not text else
@@ -221,15 +221,17 @@ class AssistantService:
         if problem:
             self._audit(caller, "mcp.search", "invalid", {})
             raise ValueError(problem)
-        turn = build_turn(self._message(caller, text), self.runtime.access)
-        ctx = ToolContext(user_id=turn.user_id, platform=PLATFORM, user_email=caller.email, viewer=turn.viewer)
-        result = self.runtime.search.run(KnowledgeSearchArgs(query=text, k=limit), ctx)
-        passages = []
-        for i, ev in enumerate(result.evidence[:limit], 1):
-            c = ev.chunk
-            passages.append(Passage(rank=i, title=c.title, section=c.section, url=c.url, updated_at=_iso(c.updated_at),
-                                    quote=_cut(c.text), source=c.source, doc_id=c.doc_id, score=round(ev.score, 6)))
-        seconds = time.perf_counter() - started
+        with timed("chatops.mcp.search") as clock:
+            turn = build_turn(self._message(caller, text), self.runtime.access)
+            ctx = ToolContext(user_id=turn.user_id, platform=PLATFORM, user_email=caller.email, viewer=turn.viewer)
+            result = self.runtime.search.run(KnowledgeSearchArgs(query=text, k=limit), ctx)
+            passages = []
+            for i, ev in enumerate(result.evidence[:limit], 1):
+                c = ev.chunk
+                passages.append(Passage(rank=i, title=c.title, section=c.section, url=c.url,
+                                        updated_at=_iso(c.updated_at), quote=_cut(c.text), source=c.source,
+                                        doc_id=c.doc_id, score=round(ev.score, 6)))
+        seconds = clock.elapsed()
         outcome = "answered" if passages else "refused"
         count_turn(PLATFORM, "search", outcome, seconds, citations=len(passages),
                    refusal_reason=None if passages else "no_close_passage")

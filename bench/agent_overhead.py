@@ -13,28 +13,25 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from agent.agent import Agent
+from agent.llm.client import LLMClient, build_openai_client
+from agent.llm.planner import LLMPlanner, LLMPlannerConfig
+from agent.models import Turn
+from core.access import Viewer
+from app.settings import Settings
+from app.wiring import build_agent
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder
+from connectors.folder import FolderSource
+from index.knowledge import KnowledgeIndex
+from index.indexer import Indexer
+from tests.test_llm_planner import Brain  # (the tests' scripted model)
+from tests.standins.openai import OpenAIStandIn
 
-from agent.agent import Agent  # noqa: E402
-from agent.llm.client import LLMClient, build_openai_client  # noqa: E402
-from agent.llm.planner import LLMPlanner, LLMPlannerConfig  # noqa: E402
-from agent.models import Turn  # noqa: E402
-from core.access import Viewer  # noqa: E402
-from app.settings import Settings  # noqa: E402
-from app.wiring import build_agent  # noqa: E402
-from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
-from connectors.folder import FolderSource  # noqa: E402
-from index.knowledge import KnowledgeIndex  # noqa: E402
-from index.indexer import Indexer  # noqa: E402
-from test_llm_planner import Brain  # noqa: E402  (the tests' scripted model)
-from openai_standin import OpenAIStandIn  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 QUESTIONS = ["how do I declare an incident?", "how much is the home office budget?", "when do patch releases go out?",
              "what does DRI mean?", "how many days of PTO do we get?", "how do I report phishing?"]

@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from connectors.folder import FolderSource
+from index.chunker import Chunker
+from screening import scan
+from screening.linked import find_linked_values
+from screening.statements import find_statements
 
-from connectors.folder import FolderSource  # noqa: E402
-from index.chunker import Chunker  # noqa: E402
-from screening import scan  # noqa: E402
-from screening.linked import find_linked_values  # noqa: E402
-from screening.statements import find_statements  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CORPUS = ROOT / "tests" / "data" / "credentials" / "statements.jsonl"
 BATCHES = [CORPUS] + sorted((ROOT / "tests" / "data" / "credentials").glob("heldout*.jsonl"))

@@ -10,7 +10,7 @@ for comparable figures).
 
 ``--mode`` (comma-separated; ``both`` = ``embedded,shared``, ``all`` = the three) picks the index layouts as in
 ``bench/search_latency.py``: ``embedded``, ``shared`` (one Qdrant collection over HTTP to the stand-in
-``tests/qdrant_standin.py`` in its own process: qdrant-client's local engine behind Qdrant's REST API, NOT a
+``tests/standins/qdrant/`` in its own process: qdrant-client's local engine behind Qdrant's REST API, NOT a
 Qdrant server; manifest in a SQLite state database) and ``file`` (the shared layout in local mode,
 ``QDRANT_URL=file:``). Every mode indexes through :class:`~index.indexer.Indexer` and
 :class:`~index.knowledge.KnowledgeIndex`.
@@ -21,17 +21,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
-from connectors.folder import FolderSource  # noqa: E402
-from index.indexer import Indexer  # noqa: E402
-from bench.search_latency import MODES, STANDIN_LABEL, Indexes  # noqa: E402
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder
+from connectors.folder import FolderSource
+from index.indexer import Indexer
+from bench.search_latency import MODES, STANDIN_LABEL, Indexes
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the handbook next to the repository (``/work/main``) or next to its worktree's folder (``/work/wt/NAME``)

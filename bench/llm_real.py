@@ -24,12 +24,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "llm_real"))
+from tests.helpers import chatops_command, cli_environment
+from tests.llm_real.realmodel import LLMServer, ServerUnavailable, llm_environment, serve_smollm2
 
-from helpers import chatops_command, cli_environment  # noqa: E402
-from realmodel import LLMServer, ServerUnavailable, llm_environment, serve_smollm2  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SETS = {
     "dev": ("eval/dev.jsonl", "folder:{shared}/corpus/sourcegraph-handbook?url_base=https://handbook.sourcegraph.com/"),

@@ -1,7 +1,7 @@
 """Seconds and LLM calls per turn with a slow, limited model: a stand-in that behaves like llama-cpp-python's
 server running SmolLM2-135M on 2 cores (issue 23 item 4).
 
-The stand-in (``tests/openai_standin.py``, on 127.0.0.1) is scripted here the way that server answered: it
+The stand-in (``tests/standins/openai.py``, on 127.0.0.1) is scripted here the way that server answered: it
 ignores ``tools`` (the routing call gets prose), answers a ``json_schema`` response format with a 500
 (``json_object`` with a schema works), and takes ``--delay`` seconds per call plus ``--token-delay`` per
 completion token. The server profile lives in this script's brain, not in the stand-in's options, so the
@@ -23,23 +23,21 @@ import json
 import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from tests.standins.openai import OpenAIStandIn, Response, chat, error, json_reply
+
+from agent.llm import prompts
+from agent.models import Turn
+from app.settings import Settings
+from app.wiring import build_agent
+from core.access import Viewer
+from connectors.folder import FolderSource
+from index.indexer import Indexer
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from openai_standin import OpenAIStandIn, Response, chat, error, json_reply  # noqa: E402
-
-from agent.llm import prompts  # noqa: E402
-from agent.models import Turn  # noqa: E402
-from app.settings import Settings  # noqa: E402
-from app.wiring import build_agent  # noqa: E402
-from core.access import Viewer  # noqa: E402
-from connectors.folder import FolderSource  # noqa: E402
-from index.indexer import Indexer  # noqa: E402
 
 PASSAGE = re.compile(r'<passage n="(\d+)" source="[^"]*">\n(.*?)\n</passage>', re.S)
 

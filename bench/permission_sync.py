@@ -1,6 +1,6 @@
 """Benchmark: what resolving Confluence read access costs, on a first sync and on a permission sync.
 
-Starts the stand-in Confluence (``tests/confluence_standin.py``) on 127.0.0.1 with a 1,000-page space laid
+Starts the stand-in Confluence (``tests/standins/confluence/``) on 127.0.0.1 with a 1,000-page space laid
 out as a tree (20 sections of 49 pages under them, pages under pages), restrictions on 4 sections (inherited
 by their pages) and on 1 page in 20, a space readable by ``confluence-users`` (the public group) and by two
 groups, 300 users (one in 25 hiding their e-mail) in groups of up to 200. For Cloud REST v2 and Data
@@ -26,18 +26,14 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn  # noqa: E402
-
-from app.config import parse_config  # noqa: E402
-from connectors.factory import build_source  # noqa: E402
-from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
-from index.knowledge import KnowledgeIndex  # noqa: E402
-from index.sync import SyncEngine  # noqa: E402
-from state import StateStore  # noqa: E402
-from state.store import sqlite_url  # noqa: E402
+from app.config import parse_config
+from connectors.factory import build_source
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder
+from index.knowledge import KnowledgeIndex
+from index.sync import SyncEngine
+from state import StateStore
+from state.store import sqlite_url
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
 
 
 def endpoint(path: str) -> str:

@@ -1,6 +1,6 @@
 """Benchmark: two ``chatops serve`` replicas with their own index on one database, syncing one Confluence.
 
-The scenario of ``tests/test_replicas.py`` with timings: the stand-in Confluence (``tests/confluence_standin.py``)
+The scenario of ``tests/test_replicas.py`` with timings: the stand-in Confluence (``tests/standins/confluence/``)
 with ``--pages`` pages in one space on a 10 s schedule, the Slack stand-in, one state database
 (``--database-url``; default: a new PostgreSQL database on ``$CHATOPS_TEST_PG_URL`` or
 ``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``, dropped afterwards), and two console-script
@@ -16,22 +16,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import sqlalchemy as sa
 
-import sqlalchemy as sa  # noqa: E402
-
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn  # noqa: E402
-from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes  # noqa: E402
-from state import StateStore  # noqa: E402
-from chatops_procs import Replica, page_bodies  # noqa: E402
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
+from tests.standins.slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes
+from state import StateStore
+from tests.chatops_procs import Replica, page_bodies
 
 PG_ADMIN_URL = os.environ.get("CHATOPS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 

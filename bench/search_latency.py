@@ -8,7 +8,7 @@ Usage: python bench/search_latency.py [--index DIR] [--sizes 10000,30000,100000]
 ``--mode`` picks the index layouts (comma-separated, default ``embedded``): ``embedded`` (Whoosh and
 local-mode Qdrant under the index folder), ``shared`` (``QDRANT_URL``: one collection with a dense and a BM25
 sparse vector, :class:`~index.stores.QdrantHybridStore`, over HTTP to the Qdrant stand-in
-``tests/qdrant_standin.py`` run as its own process: the real client code path, but the stand-in executes
+``tests/standins/qdrant/`` run as its own process: the real client code path, but the stand-in executes
 requests with qdrant-client's local engine, so its figures are NOT a Qdrant server's), ``file`` (the shared
 layout in qdrant-client's local mode, ``QDRANT_URL=file:PATH``, in this process); ``both`` is
 ``embedded,shared``, ``all`` the three. Every mode opens its index through
@@ -37,25 +37,23 @@ import contextlib
 import json
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
-from connectors.folder import FolderSource  # noqa: E402
-from index.knowledge import KnowledgeIndex  # noqa: E402
-from index.indexer import Indexer  # noqa: E402
-from core.models import Chunk, content_hash  # noqa: E402
-from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs  # noqa: E402
-from tools.context import ToolContext  # noqa: E402
-from core.access import Access, Viewer  # noqa: E402
-from bench.vector_candidates import CANDIDATES, no_fsync, run_size  # noqa: E402
-from state import StateStore  # noqa: E402
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder
+from connectors.folder import FolderSource
+from index.knowledge import KnowledgeIndex
+from index.indexer import Indexer
+from core.models import Chunk, content_hash
+from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
+from tools.context import ToolContext
+from core.access import Access, Viewer
+from bench.vector_candidates import CANDIDATES, no_fsync, run_size
+from state import StateStore
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the eval set next to the repository (``/work/main``) or next to its worktree's folder (``/work/wt/NAME``)
@@ -82,7 +80,7 @@ class Indexes:
         self.state_url = f"sqlite:///{tmp / 'state.sqlite'}"
         StateStore(self.state_url).close()
         if "shared" in modes:
-            from tests.qdrant_standin import QdrantStandInProcess
+            from tests.standins.qdrant import QdrantStandInProcess
 
             self.standin = stack.enter_context(QdrantStandInProcess())
 

@@ -1,7 +1,7 @@
 """Benchmark: one ``chatops worker`` and two ``chatops serve --role web`` replicas on one shared index.
 
 The scenario of ``tests/test_shared_replicas.py`` with timings: the Qdrant stand-in in its own process
-(``tests/qdrant_standin.py``: Qdrant's REST wire format executed by qdrant-client's local engine, NOT a
+(``tests/standins/qdrant/``: Qdrant's REST wire format executed by qdrant-client's local engine, NOT a
 Qdrant server: its figures are the stand-in's), a new PostgreSQL database on ``$CHATOPS_TEST_PG_URL`` (or
 ``--database-url``), the Confluence stand-in with ``--pages`` pages in one space on a 10 s schedule, the
 Slack stand-in, and three console-script subprocesses with their own data dirs (the bundled local
@@ -20,25 +20,21 @@ Usage: ``.venv/bin/python bench/shared_replicas.py [--pages 200] [--database-url
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from chatops_procs import ChatopsProcess, Replica, ask, content_runs, page_bodies  # noqa: E402
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn  # noqa: E402
-from index.identity import shared_index_id  # noqa: E402
-from pg import pg_database  # noqa: E402
-from qdrant_standin import QdrantStandInProcess  # noqa: E402
-from replica_sync import body, row, wait  # noqa: E402
-from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes  # noqa: E402
-from state import StateStore  # noqa: E402
-from test_shared_replicas import READ_KEY, WRITE_KEY, sources_config, writes  # noqa: E402
+from tests.chatops_procs import ChatopsProcess, Replica, ask, content_runs, page_bodies
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
+from index.identity import shared_index_id
+from tests.pg import pg_database
+from tests.standins.qdrant import QdrantStandInProcess
+from bench.replica_sync import body, row, wait
+from tests.standins.slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes
+from state import StateStore
+from tests.test_shared_replicas import READ_KEY, WRITE_KEY, sources_config, writes
 
 USER, CHANNEL = "UBENCH01", "C0BENCH"
 QUESTION = "how do I restart service 0000?"

@@ -4,7 +4,7 @@ Usage: python bench/slack_load.py [--mentions 50] [--concurrency 2] [--index DIR
 
 The real bot (Bolt ``AsyncApp`` behind ``bot.server.create_app``, aiohttp on 127.0.0.1) answers from a real
 index of examples/wiki (built in a temporary folder unless ``--index`` names one) with a SQLite state
-store; Slack's Web API is the tests' stand-in on 127.0.0.1 (tests/slack_standin.py). All mentions are
+store; Slack's Web API is the tests' stand-in on 127.0.0.1 (tests/standins/slack/). All mentions are
 sent at once as signed Events API requests; the ack time is each HTTP round trip, the answer time runs
 from sending the mention to the stand-in showing the answer in its thread (the stopped stream, or the
 ``chat.postMessage`` when it was posted whole).
@@ -27,22 +27,20 @@ from pathlib import Path
 
 import aiohttp
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from agent.models import Turn
+from core.access import Viewer
+from app.jobs import IndexJobs
+from app.settings import Settings
+from app.wiring import build_agent
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder
+from connectors.folder import FolderSource
+from index.knowledge import KnowledgeIndex
+from index.indexer import Indexer
+from tests.standins.slack import BOT_USER_ID, SIGNING_SECRET, SlackHarness, sign
+from state import StateStore
+from state.store import sqlite_url
 
-from agent.models import Turn  # noqa: E402
-from core.access import Viewer  # noqa: E402
-from app.jobs import IndexJobs  # noqa: E402
-from app.settings import Settings  # noqa: E402
-from app.wiring import build_agent  # noqa: E402
-from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
-from connectors.folder import FolderSource  # noqa: E402
-from index.knowledge import KnowledgeIndex  # noqa: E402
-from index.indexer import Indexer  # noqa: E402
-from slack_standin import BOT_USER_ID, SIGNING_SECRET, SlackHarness, sign  # noqa: E402
-from state import StateStore  # noqa: E402
-from state.store import sqlite_url  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 QUESTIONS = [
     "how much is the home office budget?", "how do I declare an incident?", "when do patch releases go out?",

@@ -1,6 +1,6 @@
 """Benchmark: syncing an unchanged 1,000-page Confluence source costs only listing calls.
 
-Starts the stand-in Confluence (``tests/confluence_standin.py``) on 127.0.0.1 with 1,000 pages in one
+Starts the stand-in Confluence (``tests/standins/confluence/``) on 127.0.0.1 with 1,000 pages in one
 space, syncs it once from scratch (Cloud REST v2 and Data Center REST v1 in turn) into a real index
 (Whoosh + local Qdrant, the bundled embedder), then syncs it again unchanged and prints the HTTP
 calls that second run made, by endpoint, and its wall time. Then one page is edited and one trashed,
@@ -22,18 +22,14 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn  # noqa: E402
-
 from app.config import parse_config
-from connectors.factory import build_source  # noqa: E402
-from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder  # noqa: E402
-from index.knowledge import KnowledgeIndex  # noqa: E402
-from index.sync import SyncEngine  # noqa: E402
-from state import StateStore  # noqa: E402
-from state.store import sqlite_url  # noqa: E402
+from connectors.factory import build_source
+from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder
+from index.knowledge import KnowledgeIndex
+from index.sync import SyncEngine
+from state import StateStore
+from state.store import sqlite_url
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
 
 
 def endpoint(path: str) -> str:

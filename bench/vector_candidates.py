@@ -42,7 +42,6 @@ import argparse
 import gc
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -51,9 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from index.stores.local_dense import DenseMirror, MirrorPoint  # noqa: E402
+from index.stores.local_dense import DenseMirror, MirrorPoint
 
 DIM = 384
 K = 30

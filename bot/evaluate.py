@@ -68,7 +68,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -85,6 +84,7 @@ from app.layout import sections
 from app.turns import build_turn
 from core.access import Viewer
 from core.models import Chunk
+from telemetry.timing import timed
 
 __all__ = ["EvalQuestion", "load_questions", "run_eval", "format_table", "ANSWERABLE", "action_scores", "title_matches",
            "acl_scores", "doc_chunks", "citation_precision", "unsupported_posted", "posted_sentences"]
@@ -233,13 +233,13 @@ def run_eval(agent: Agent, questions: list[EvalQuestion], lookup: Callable[[str]
     """
     rows = []
     for q in questions:
-        t = time.perf_counter()
-        history = tuple(HistoryMessage.own(h) for h in q.history)  # the asker's own earlier messages
-        turn = build_turn(InboundMessage(platform="eval", text=q.question, history=history, user_email=q.as_user,
-                                         channel_kind="dm" if q.audience == "dm" else "channel"), access)
-        asked_at = datetime.now(timezone.utc)
-        reply = agent.answer(turn)
-        ms = (time.perf_counter() - t) * 1000
+        with timed("chatops.eval.question") as clock:
+            history = tuple(HistoryMessage.own(h) for h in q.history)  # the asker's own earlier messages
+            turn = build_turn(InboundMessage(platform="eval", text=q.question, history=history, user_email=q.as_user,
+                                             channel_kind="dm" if q.audience == "dm" else "channel"), access)
+            asked_at = datetime.now(timezone.utc)
+            reply = agent.answer(turn)
+        ms = clock.ms
         row = {"id": q.id, "kind": q.kind, "question": q.question, "route": reply.route, "refused": reply.refused,
                "latency_ms": ms, "text": reply.text, "citations": said_citations(reply),
                "answer_chars": 0 if reply.refused else len(reply.text),

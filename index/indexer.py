@@ -18,7 +18,6 @@ is chunked again (no embedding, no store write) just to count them.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,6 +26,7 @@ from screening import flag_chunks
 from connectors.base import Source
 from connectors.folder import SkippedPage
 from core.models import Chunk, Document, Tombstone
+from telemetry.timing import timed
 
 from .chunker import Chunker
 from .knowledge import KnowledgeIndex
@@ -97,67 +97,68 @@ class Indexer:
         Raises:
             SourceUnavailableError: when the source cannot be listed at all (nothing is deleted).
         """
-        t0 = time.perf_counter()
-        rep = IndexReport(source=source.name, repair=repair if repair is not None else reconcile(self.index, source.name))
-        known = self.index.manifest.pages_of(source.name)
-        if full and known:
-            keys = [p.doc_key for p in known.values()]
-            self.index.manifest.begin(keys)
-            self.index.keyword.delete(keys)
-            self.index.dense.delete(keys)
-            self.index.manifest.forget(keys)
-            known = {}
-        seen: set[str] = set()
-        batch: list[tuple[Document, PageEntry | None, list[Chunk]]] = []
-        for item in source.scan():
-            if isinstance(item, SkippedPage):
+        with timed("chatops.index", {"chatops.source": source.name}) as clock:
+            rep = IndexReport(source=source.name,
+                              repair=repair if repair is not None else reconcile(self.index, source.name))
+            known = self.index.manifest.pages_of(source.name)
+            if full and known:
+                keys = [p.doc_key for p in known.values()]
+                self.index.manifest.begin(keys)
+                self.index.keyword.delete(keys)
+                self.index.dense.delete(keys)
+                self.index.manifest.forget(keys)
+                known = {}
+            seen: set[str] = set()
+            batch: list[tuple[Document, PageEntry | None, list[Chunk]]] = []
+            for item in source.scan():
+                if isinstance(item, SkippedPage):
+                    seen.add(item.doc_id)
+                    rep.skipped += 1
+                    rep.errors.append(f"{item.doc_id}: {item.reason}")
+                    continue
+                if isinstance(item, Tombstone):
+                    seen.discard(item.doc_id)
+                    if item.doc_id in known:
+                        self._delete(source.name, [known.pop(item.doc_id)], rep)
+                    continue
                 seen.add(item.doc_id)
-                rep.skipped += 1
-                rep.errors.append(f"{item.doc_id}: {item.reason}")
-                continue
-            if isinstance(item, Tombstone):
-                seen.discard(item.doc_id)
-                if item.doc_id in known:
-                    self._delete(source.name, [known.pop(item.doc_id)], rep)
-                continue
-            seen.add(item.doc_id)
-            prev = known.get(item.doc_id)
-            if prev is not None and prev.hash == item.hash:
-                rep.unchanged += 1
-                if prev.sensitive_chunks is None or prev.injection_chunks is None:
-                    try:
-                        flags = flag_chunks(c.text for c in self.chunker.chunk(item))
-                    except Exception as exc:  # noqa: BLE001 - counting only; the page stays "unscanned"
-                        log.warning("could not scan unchanged %s of %s: %s", item.doc_id, source.name, exc)
-                    else:
-                        self.index.manifest.set_flags(prev.doc_key, flags.sensitive, flags.injection)
-                if progress and rep.unchanged % self.batch_pages == 0:  # a run of unchanged pages moves too
-                    progress(rep)
-                continue
-            try:
-                chunks = self.chunker.chunk(item)
-            except Exception as exc:  # noqa: BLE001 - one page never stops the run; its indexed copy is kept
-                reason = f"{type(exc).__name__}: {exc}"
-                log.warning("skipping %s of %s: %s", item.doc_id, source.name, reason)
-                rep.skipped += 1
-                rep.errors.append(f"{item.doc_id}: {reason}")
-                rep.failed_pages.append(item.doc_id)
-                continue
-            batch.append((item, prev, chunks))
-            if len(batch) >= self.batch_pages:
+                prev = known.get(item.doc_id)
+                if prev is not None and prev.hash == item.hash:
+                    rep.unchanged += 1
+                    if prev.sensitive_chunks is None or prev.injection_chunks is None:
+                        try:
+                            flags = flag_chunks(c.text for c in self.chunker.chunk(item))
+                        except Exception as exc:  # noqa: BLE001 - counting only; the page stays "unscanned"
+                            log.warning("could not scan unchanged %s of %s: %s", item.doc_id, source.name, exc)
+                        else:
+                            self.index.manifest.set_flags(prev.doc_key, flags.sensitive, flags.injection)
+                    if progress and rep.unchanged % self.batch_pages == 0:  # a run of unchanged pages moves too
+                        progress(rep)
+                    continue
+                try:
+                    chunks = self.chunker.chunk(item)
+                except Exception as exc:  # noqa: BLE001 - one page never stops the run; its indexed copy is kept
+                    reason = f"{type(exc).__name__}: {exc}"
+                    log.warning("skipping %s of %s: %s", item.doc_id, source.name, reason)
+                    rep.skipped += 1
+                    rep.errors.append(f"{item.doc_id}: {reason}")
+                    rep.failed_pages.append(item.doc_id)
+                    continue
+                batch.append((item, prev, chunks))
+                if len(batch) >= self.batch_pages:
+                    self._write(batch, rep)
+                    batch = []
+                    if progress:
+                        progress(rep)
+            if batch:
                 self._write(batch, rep)
-                batch = []
-                if progress:
-                    progress(rep)
-        if batch:
-            self._write(batch, rep)
-        if source.complete_listing:
-            gone = [p for doc_id, p in known.items() if doc_id not in seen]
-            if gone:
-                self._delete(source.name, gone, rep)
-        if rep.added or rep.updated or rep.deleted or rep.repair.bm25_added or rep.repair.bm25_removed:
-            self.index.keyword.optimize()
-        rep.seconds = time.perf_counter() - t0
+            if source.complete_listing:
+                gone = [p for doc_id, p in known.items() if doc_id not in seen]
+                if gone:
+                    self._delete(source.name, gone, rep)
+            if rep.added or rep.updated or rep.deleted or rep.repair.bm25_added or rep.repair.bm25_removed:
+                self.index.keyword.optimize()
+        rep.seconds = clock.elapsed()
         if progress:
             progress(rep)
         return rep
@@ -195,13 +196,13 @@ class Indexer:
         Returns:
             The counts (``deleted`` pages, ``chunks_deleted``); zero for a name with no pages.
         """
-        t0 = time.perf_counter()
-        rep = IndexReport(source=name)
-        pages = list(self.index.manifest.pages_of(name).values())
-        if pages:
-            self._delete(name, pages, rep)
-            self.index.keyword.optimize()
-        rep.seconds = time.perf_counter() - t0
+        with timed("chatops.index.remove", {"chatops.source": name}) as clock:
+            rep = IndexReport(source=name)
+            pages = list(self.index.manifest.pages_of(name).values())
+            if pages:
+                self._delete(name, pages, rep)
+                self.index.keyword.optimize()
+        rep.seconds = clock.elapsed()
         return rep
 
     def _delete(self, source: str, pages: list[PageEntry], rep: IndexReport) -> None:

@@ -55,7 +55,6 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import nullcontext
@@ -66,6 +65,7 @@ from typing import Any
 from connectors.base import IncrementalSource, MembershipSource, PermissionSource, Source, SyncItem
 from connectors.folder import SkippedPage
 from telemetry.metrics import count_sync_run
+from telemetry.timing import timed
 from telemetry.tracing import span
 from core.models import Chunk, Document, Tombstone
 
@@ -229,62 +229,63 @@ class SyncEngine:
             return SyncResult(name, "busy", None, f"a sync of {name!r} into this index is already running "
                                                   f"(lock {self.lock_name(name)} is held)")
         lock, run_id = begun
-        t0 = time.perf_counter()
-        progress: dict[str, Any] = {"report": None}
-        counters = _counters(source)
-        calls0, retries0 = counters()
-        renew = _Renewer(self.store, lock, owner, self.lock_ttl)
+        with timed("chatops.sync.run", {"chatops.source": name}) as clock:  # the run itself, once its lock is held
+            progress: dict[str, Any] = {"report": None}
+            counters = _counters(source)
+            calls0, retries0 = counters()
+            renew = _Renewer(self.store, lock, owner, self.lock_ttl)
 
-        def on_progress(rep: IndexReport) -> None:
-            progress["report"] = rep
-            renew(force=True)
+            def on_progress(rep: IndexReport) -> None:
+                progress["report"] = rep
+                renew(force=True)
 
-        mode = "full" if full else "incremental"
-        stream: _Stream | None = None
-        try:
-            with self.write_lock or nullcontext():
-                # Stores first made to match the manifest; pages lost from both are forgotten, and a
-                # connector with a cursor then lists everything so that it fetches them again.
-                repair = reconcile(self.index, name)
-                if isinstance(source, IncrementalSource):
-                    cursor = self.store.get_cursor(name, index_id=self.index.index_id)
-                    if repair.pages_forgotten:
-                        cursor = None
-                    if cursor is None:
-                        mode = "full"
-                    known = set(self.index.manifest.pages_of(name))
-                    stream = _Stream(name, source.sync(cursor, known, full=full), renew)
-                    chunker = AnchoredChunker(source.section_anchor, self.chunker_config)
-                    rep = Indexer(self.index, chunker).run(stream, full=False, progress=on_progress, repair=repair)
-                    if stream.update is None:
-                        raise RuntimeError(f"source {name!r} ended its sync without a cursor; nothing was saved")
-                    # Every page is committed to both stores: only now may the cursor move. Pages the
-                    # indexer could not chunk ride along, for the connector to fetch again next run.
-                    cursor = {k: v for k, v in stream.update.cursor.items() if k != RETRY_DOCS}
-                    if rep.failed_pages:
-                        cursor[RETRY_DOCS] = sorted(set(rep.failed_pages))
-                    self.store.set_cursor(name, cursor, index_id=self.index.index_id)
-                    self._store_memberships(source)
-                else:
-                    mode = "full" if full else "listing"
-                    rep = Indexer(self.index, Chunker(self.chunker_config)).run(source, full=full, progress=on_progress,
-                                                                                repair=repair)
-                    self.store.set_cursor(name, {"synced_at": datetime.now(timezone.utc).isoformat()},
-                                          index_id=self.index.index_id)
-            summary = self._summary(name, rep, mode, counters, calls0, retries0, time.perf_counter() - t0, stream)
-            self.store.finish_run(run_id, "ok", summary.as_dict(), error="; ".join(rep.errors[:5]))
-            log.info("sync of %s: %s", name, {"added": summary.added, "updated": summary.updated,
-                                              "deleted": summary.deleted, "unchanged": summary.unchanged})
-            self._warm()
-            return SyncResult(name, "ok", summary, "", run_id)
-        except Exception as exc:  # noqa: BLE001 - a failed run is recorded and reported, the caller goes on
-            error = f"{type(exc).__name__}: {exc}"
-            log.warning("sync of %s failed (cursor not advanced): %s", name, error)
-            rep = progress["report"] or IndexReport(source=name)
-            summary = self._summary(name, rep, mode, counters, calls0, retries0, time.perf_counter() - t0, stream)
-            return self._failed(name, run_id, summary, error)
-        finally:
-            self._release(lock, owner)
+            mode = "full" if full else "incremental"
+            stream: _Stream | None = None
+            try:
+                with self.write_lock or nullcontext():
+                    # Stores first made to match the manifest; pages lost from both are forgotten, and a
+                    # connector with a cursor then lists everything so that it fetches them again.
+                    repair = reconcile(self.index, name)
+                    if isinstance(source, IncrementalSource):
+                        cursor = self.store.get_cursor(name, index_id=self.index.index_id)
+                        if repair.pages_forgotten:
+                            cursor = None
+                        if cursor is None:
+                            mode = "full"
+                        known = set(self.index.manifest.pages_of(name))
+                        stream = _Stream(name, source.sync(cursor, known, full=full), renew)
+                        chunker = AnchoredChunker(source.section_anchor, self.chunker_config)
+                        rep = Indexer(self.index, chunker).run(stream, full=False, progress=on_progress, repair=repair)
+                        if stream.update is None:
+                            raise RuntimeError(f"source {name!r} ended its sync without a cursor; nothing was saved")
+                        # Every page is committed to both stores: only now may the cursor move. Pages the
+                        # indexer could not chunk ride along, for the connector to fetch again next run.
+                        cursor = {k: v for k, v in stream.update.cursor.items() if k != RETRY_DOCS}
+                        if rep.failed_pages:
+                            cursor[RETRY_DOCS] = sorted(set(rep.failed_pages))
+                        self.store.set_cursor(name, cursor, index_id=self.index.index_id)
+                        self._store_memberships(source)
+                    else:
+                        mode = "full" if full else "listing"
+                        rep = Indexer(self.index, Chunker(self.chunker_config)).run(source, full=full,
+                                                                                    progress=on_progress,
+                                                                                    repair=repair)
+                        self.store.set_cursor(name, {"synced_at": datetime.now(timezone.utc).isoformat()},
+                                              index_id=self.index.index_id)
+                summary = self._summary(name, rep, mode, counters, calls0, retries0, clock.elapsed(), stream)
+                self.store.finish_run(run_id, "ok", summary.as_dict(), error="; ".join(rep.errors[:5]))
+                log.info("sync of %s: %s", name, {"added": summary.added, "updated": summary.updated,
+                                                  "deleted": summary.deleted, "unchanged": summary.unchanged})
+                self._warm()
+                return SyncResult(name, "ok", summary, "", run_id)
+            except Exception as exc:  # noqa: BLE001 - a failed run is recorded and reported, the caller goes on
+                error = f"{type(exc).__name__}: {exc}"
+                log.warning("sync of %s failed (cursor not advanced): %s", name, error)
+                rep = progress["report"] or IndexReport(source=name)
+                summary = self._summary(name, rep, mode, counters, calls0, retries0, clock.elapsed(), stream)
+                return self._failed(name, run_id, summary, error)
+            finally:
+                self._release(lock, owner)
 
     @_counted("permissions")
     def run_permissions(self, source: Source) -> SyncResult:
@@ -307,47 +308,47 @@ class SyncEngine:
             return SyncResult(name, "busy", None, f"a sync of {name!r} into this index is already running "
                                                   f"(lock {self.lock_name(name)} is held)")
         lock, run_id = begun
-        t0 = time.perf_counter()
-        calls0, retries0 = (source.calls, source.retries) if isinstance(source, PermissionSource) else (0, 0)
-        renew = _Renewer(self.store, lock, owner, self.lock_ttl)
-        summary = SyncSummary(mode="permissions")
-        try:
-            if not isinstance(source, PermissionSource):
-                raise TypeError(f"source {name!r} has no per-page permissions to sync")
-            known = self.index.manifest.pages_of(name)
-            summary.pages = len(known)
-            with self.write_lock or nullcontext():
-                for doc_id, access in source.permissions(list(known)):
-                    renew()
-                    if doc_id not in known:
-                        continue
-                    written = self.index.set_access(name, doc_id, access)
-                    if written:
-                        summary.updated += 1
-                        summary.chunks_written += written
-                    else:
-                        summary.unchanged += 1
-                    if not access.resolved:
-                        summary.skipped += 1
-                        if len(summary.errors) < 20:
-                            summary.errors.append(f"{doc_id}: readable by nobody: {access.unresolved}")
-            self._store_memberships(source)
-            summary.seconds = round(time.perf_counter() - t0, 3)
-            summary.calls, summary.retries = source.calls - calls0, source.retries - retries0
-            self.store.finish_run(run_id, "ok", summary.as_dict(), error="; ".join(summary.errors[:5]))
-            log.info("permission sync of %s: %d pages updated, %d unchanged, %d unresolved, %d calls in %.1f s",
-                     name, summary.updated, summary.unchanged, summary.skipped, summary.calls, summary.seconds)
-            self._warm()
-            return SyncResult(name, "ok", summary, "", run_id)
-        except Exception as exc:  # noqa: BLE001 - a failed run is recorded and reported, the caller goes on
-            error = f"{type(exc).__name__}: {exc}"
-            log.warning("permission sync of %s failed: %s", name, error)
-            summary.seconds = round(time.perf_counter() - t0, 3)
-            if isinstance(source, PermissionSource):
+        with timed("chatops.sync.run", {"chatops.source": name}) as clock:  # the run itself, once its lock is held
+            calls0, retries0 = (source.calls, source.retries) if isinstance(source, PermissionSource) else (0, 0)
+            renew = _Renewer(self.store, lock, owner, self.lock_ttl)
+            summary = SyncSummary(mode="permissions")
+            try:
+                if not isinstance(source, PermissionSource):
+                    raise TypeError(f"source {name!r} has no per-page permissions to sync")
+                known = self.index.manifest.pages_of(name)
+                summary.pages = len(known)
+                with self.write_lock or nullcontext():
+                    for doc_id, access in source.permissions(list(known)):
+                        renew()
+                        if doc_id not in known:
+                            continue
+                        written = self.index.set_access(name, doc_id, access)
+                        if written:
+                            summary.updated += 1
+                            summary.chunks_written += written
+                        else:
+                            summary.unchanged += 1
+                        if not access.resolved:
+                            summary.skipped += 1
+                            if len(summary.errors) < 20:
+                                summary.errors.append(f"{doc_id}: readable by nobody: {access.unresolved}")
+                self._store_memberships(source)
+                summary.seconds = round(clock.elapsed(), 3)
                 summary.calls, summary.retries = source.calls - calls0, source.retries - retries0
-            return self._failed(name, run_id, summary, error)
-        finally:
-            self._release(lock, owner)
+                self.store.finish_run(run_id, "ok", summary.as_dict(), error="; ".join(summary.errors[:5]))
+                log.info("permission sync of %s: %d pages updated, %d unchanged, %d unresolved, %d calls in %.1f s",
+                         name, summary.updated, summary.unchanged, summary.skipped, summary.calls, summary.seconds)
+                self._warm()
+                return SyncResult(name, "ok", summary, "", run_id)
+            except Exception as exc:  # noqa: BLE001 - a failed run is recorded and reported, the caller goes on
+                error = f"{type(exc).__name__}: {exc}"
+                log.warning("permission sync of %s failed: %s", name, error)
+                summary.seconds = round(clock.elapsed(), 3)
+                if isinstance(source, PermissionSource):
+                    summary.calls, summary.retries = source.calls - calls0, source.retries - retries0
+                return self._failed(name, run_id, summary, error)
+            finally:
+                self._release(lock, owner)
 
     def _failed(self, name: str, run_id: int, summary: SyncSummary, error: str) -> SyncResult:
         """Record run ``run_id`` of ``name`` as failed with ``error`` (added to the summary's errors) and

@@ -6,9 +6,11 @@
 imported (``chatops --help`` stays fast) and :func:`span` is a no-op costing one global read.
 
 Spans: ``chatops.turn`` (attributes ``chatops.trace_id``, ``chatops.platform``, ``chatops.route``,
-``chatops.outcome``), ``chatops.search`` (``chatops.queries``: how many), ``chatops.llm``
-(``chatops.llm.model``, ``chatops.llm.kind``) and ``chatops.sync`` (``chatops.source``,
-``chatops.sync.kind``, ``chatops.outcome``). Never the question, the answer or a user id.
+``chatops.outcome``) over the turn's timed steps (``chatops.route``, ``chatops.retrieve``, ``chatops.gate``...),
+``chatops.search`` (``chatops.retriever``, ``chatops.results``) over its stages, ``chatops.llm``
+(``chatops.llm.model``, ``chatops.llm.kind``) over its HTTP request, and ``chatops.sync`` (``chatops.source``,
+``chatops.sync.kind``, ``chatops.outcome``) over the run; a step timed for a log field or a metric opens its
+span through :func:`telemetry.timing.timed`. Never the question, the answer or a user id.
 """
 
 from __future__ import annotations

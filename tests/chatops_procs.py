@@ -22,9 +22,9 @@ from pathlib import Path
 from index.manifest import Manifest
 from state import StateStore
 
-from confluence_standin import ConfluenceStandIn
-from helpers import chatops_command, cli_environment
-from slack_standin import BOT_USER_ID, SIGNING_SECRET, SlackSender, SlackStandin
+from tests.standins.confluence import ConfluenceStandIn
+from tests.helpers import chatops_command, cli_environment
+from tests.standins.slack import BOT_USER_ID, SIGNING_SECRET, SlackSender, SlackStandin
 
 __all__ = ["ChatopsProcess", "Replica", "content_runs", "page_bodies", "ask"]
 

@@ -7,7 +7,7 @@
   (Whoosh + local-mode Qdrant + manifest), built once and shared by read-only tests.
 - ``wiki_copy`` / ``index_factory``: per-test copies of the wiki and indexes in ``tmp_path`` for
   tests that change pages; every index opened through the factory is closed at teardown.
-- ``qdrant_server``: a Qdrant stand-in (``tests/qdrant_standin.py``) in memory and strict (a filter on a
+- ``qdrant_server``: a Qdrant stand-in (``tests/standins/qdrant/``) in memory and strict (a filter on a
   field without a payload index is refused), for the stores' server code path (``QDRANT_URL``).
 
 Running in parallel (``make test`` runs ``pytest -n 2 --dist loadfile``, pytest-xdist; modules ordered as
@@ -38,8 +38,8 @@ from connectors.folder import FolderSource
 from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer
 
-from helpers import WIKI, WIKI_PAGES
-from qdrant_standin import QdrantStandIn
+from tests.helpers import WIKI, WIKI_PAGES
+from tests.standins.qdrant import QdrantStandIn
 
 
 #: Fixtures that start or reach a server outside the test process; a test using one is marked ``server``.

@@ -1,7 +1,7 @@
 """A Teams channel in front of the bot and its action service, for the action tools' Teams tests.
 
 The real Bot Framework adapter behind ``chatops``' own HTTP server, the Bot Connector stand-in
-(``teams_standin.ConnectorStandIn``) as Teams' side; each test module brings its own settings (the backend
+(``tests.standins.teams.ConnectorStandIn``) as Teams' side; each test module brings its own settings (the backend
 under test and its stand-in) and the roster's members.
 """
 
@@ -24,9 +24,9 @@ from bot.server import ServerThread, create_app
 from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
 from connectors.folder import FolderSource
-from helpers import WIKI
+from tests.helpers import WIKI
 from state import StateStore
-from teams_standin import ConnectorStandIn
+from tests.standins.teams import ConnectorStandIn
 
 BOT = {"id": "28:bot-app-id", "name": "chatops"}
 CHANNEL = {"isGroup": True, "conversationType": "channel", "tenantId": "t1",

@@ -19,7 +19,7 @@ from agent.models import Citation, Reply
 from bot.evaluate import EvalQuestion, acl_scores
 from core.access import Access, Viewer
 from core.models import Chunk
-from helpers import ROOT, run_chatops, seed_embedding_cache
+from tests.helpers import ROOT, run_chatops, seed_embedding_cache
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

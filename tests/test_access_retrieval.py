@@ -5,7 +5,7 @@ band, with words no other page holds). Real Whoosh and Qdrant on disk, the real 
 tests on the ``restricted`` index run with each keyword index (``KEYWORD_INDEX``: Whoosh, and BM25 as a Qdrant
 sparse vector in local mode, issue 12), on the shared index (one collection with both vectors, searched
 through the Query API) in local mode, and on the shared index on a Qdrant server (the stand-in,
-``tests/qdrant_standin.py``: the ``QDRANT_URL`` code path, filters inside the queries): the permission filter
+``tests/standins/qdrant/``: the ``QDRANT_URL`` code path, filters inside the queries): the permission filter
 must hold in each.
 """
 
@@ -276,8 +276,8 @@ def test_the_turn_log_and_trace_record_the_access_context_never_the_principals(r
 
 def test_the_llm_never_receives_a_passage_the_viewer_may_not_read_and_answers_are_cached_per_access(
         restricted, tmp_path) -> None:
-    from openai_standin import OpenAIStandIn
-    from test_llm_planner import Brain, kind, make_agent
+    from tests.standins.openai import OpenAIStandIn
+    from tests.test_llm_planner import Brain, kind, make_agent
 
     with OpenAIStandIn(Brain()) as llm:
         agent = make_agent(restricted, llm.base_url, tmp_path)

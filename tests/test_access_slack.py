@@ -31,7 +31,7 @@ from core.access import Access, Viewer
 from connectors.folder import FolderSource
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
-from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
 from state import StateStore
 from state.store import sqlite_url
 

@@ -29,7 +29,7 @@ from connectors.folder import FolderSource
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
 from state import StateStore
-from teams_standin import ConnectorStandIn
+from tests.standins.teams import ConnectorStandIn
 
 CORPUS = Path(__file__).parent / "acl_corpus"
 BOT = {"id": "28:bot-app-id", "name": "chatops"}

@@ -28,7 +28,7 @@ from state import StateStore
 from tools.base import ToolContext, ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
 from tools.calendar.local import LocalCalendar
-from helpers import public_viewer
+from tests.helpers import public_viewer
 
 REQUESTER = "U0REQUEST"
 OTHER = "U0SOMEONE"

@@ -37,7 +37,7 @@ from app.wiring import Runtime, build_agent
 from connectors.folder import FolderSource
 from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer
-from helpers import EVAL_FILE, ROOT, WIKI, run_chatops, seed_embedding_cache, public_viewer
+from tests.helpers import EVAL_FILE, ROOT, WIKI, run_chatops, seed_embedding_cache, public_viewer
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

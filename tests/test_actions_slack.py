@@ -25,12 +25,12 @@ from agent.models import PendingAction, Turn, idempotency_key
 from app.actions import ActionService
 from bot.slack.pending import slack_handlers
 from bot.slack.action_blocks import preview_text
-from slack_standin import BOT_TOKEN, SlackStandin
+from tests.standins.slack import BOT_TOKEN, SlackStandin
 from state import StateStore
 from tools.base import ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
 from tools.calendar.local import LocalCalendar
-from helpers import public_viewer
+from tests.helpers import public_viewer
 
 REQUESTER, OTHER, CHANNEL = "U0REQUEST", "U0SOMEONE", "C0CHAN"
 

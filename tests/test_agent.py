@@ -19,7 +19,7 @@ from app.settings import Settings
 from app.wiring import Runtime, build_agent
 from index.knowledge import KnowledgeIndex
 from tools.knowledge_search import KnowledgeSearchArgs
-from helpers import public_viewer, public_ctx
+from tests.helpers import public_viewer, public_ctx
 
 MARKER = re.compile(r"\[(\d{1,3})\]")
 

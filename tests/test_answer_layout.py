@@ -1,9 +1,9 @@
 """Lists and tables in answers, end to end on each platform (issue 22, item 2), over a one-page wiki whose page
 holds a numbered list with its lead-in and a table.
 
-- Slack: signed ``app_mention`` events through the real Bolt app (``tests/slack_standin.py``); the answer in
+- Slack: signed ``app_mention`` events through the real Bolt app (``tests/standins/slack/``); the answer in
   the thread, streamed and, with streaming off, posted with ``chat.postMessage``.
-- Teams: activities through the real Bot Framework adapter (``tests/teams_standin.py``); the answer card of a
+- Teams: activities through the real Bot Framework adapter (``tests/standins/teams.py``); the answer card of a
   channel mention, and the streamed text of a personal chat.
 - Terminal: ``chatops ask`` as a subprocess (``--json`` for the reply's text, then as printed).
 
@@ -41,9 +41,9 @@ from index.knowledge import KnowledgeIndex
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import run_chatops, seed_embedding_cache
-from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
-from teams_standin import ConnectorStandIn
+from tests.helpers import run_chatops, seed_embedding_cache
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
+from tests.standins.teams import ConnectorStandIn
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -16,7 +16,7 @@ from agent.models import Reply, Turn
 from app.wiring import Runtime
 from index.embeddings import CachedEmbedder
 
-from helpers import agent_over_wiki, public_viewer
+from tests.helpers import agent_over_wiki, public_viewer
 
 PHONES = """# Work phones
 

@@ -18,7 +18,7 @@ from agent.text import sentence_spans
 from app.wiring import Runtime
 from index.embeddings import CachedEmbedder
 
-from helpers import agent_over_wiki, public_viewer
+from tests.helpers import agent_over_wiki, public_viewer
 
 _ROWS = "\n".join(f"| E{n} | Agent stopped after an update to build {n} | Restart the agent service |"
                   for n in range(100, 160))

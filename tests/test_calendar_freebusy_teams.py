@@ -1,7 +1,7 @@
 """Free/busy before booking on Microsoft Teams with Google Calendar: activities POSTed to ``/api/messages`` of
 the real Bot Framework ``CloudAdapter``, the roster and replies from the Bot Connector stand-in, the real agent
 with ``CALENDAR_BACKEND=google`` (a service account with domain-wide delegation acting as the requester's roster
-e-mail) against ``tests/google_calendar_standin.py`` (``freebusy.query`` and ``events.insert``), the real state
+e-mail) against ``tests/standins/google_calendar.py`` (``freebusy.query`` and ``events.insert``), the real state
 store and action service.
 
 "find 30 minutes with grace@example.com next week" gets a card with the first common free slot and the next ones
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from app.settings import Settings
-from google_calendar_standin import GoogleCalendarStandin
-from test_calendar_google import _service_account_file
-from teams_actions import channel_message, post, teams_bot
+from tests.standins.google_calendar import GoogleCalendarStandin
+from tests.test_calendar_google import _service_account_file
+from tests.teams_actions import channel_message, post, teams_bot
 
 USER = "29:aad-user-1"
 ADA = "ada@example.com"

@@ -28,13 +28,13 @@ from googleapiclient.errors import HttpError
 from agent.models import PendingAction, Turn, idempotency_key
 from app.actions import ActionService
 from app.settings import Settings
-from google_calendar_standin import GoogleCalendarStandin
+from tests.standins.google_calendar import GoogleCalendarStandin
 from state import StateStore
 from tools.base import ToolRegistry
 from tools.calendar import CalendarCreate, CalendarCreateArgs
 from tools.calendar.factory import calendar_backend
 from tools.calendar.google import GoogleCalendar, GoogleCalendarError, credentials_factory
-from helpers import public_viewer
+from tests.helpers import public_viewer
 
 TOKEN = "ya29.standin-token"
 OWNER = "owner@example.com"

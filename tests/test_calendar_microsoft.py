@@ -20,7 +20,7 @@ from app.extras import EXTRAS
 from app.settings import Settings
 from app.wiring import graph_options
 from connectors.http import RetryPolicy
-from graph_standin import CLIENT_ID, CLIENT_SECRET, TENANT, GraphStandIn
+from tests.standins.graph import CLIENT_ID, CLIENT_SECRET, TENANT, GraphStandIn
 from tools.calendar import CalendarCreateArgs
 from tools.calendar.factory import calendar_backend
 from tools.calendar.microsoft import GraphCalendar, GraphCalendarError, graph_recurrence

@@ -1,6 +1,6 @@
 """Microsoft 365 meetings from Slack end to end: signed events and clicks into the real Bolt app behind
-``bot.server.create_app`` (``tests/slack_standin.py``), the real agent with the action tools registered from
-settings (``CALENDAR_BACKEND=microsoft``, the ``GRAPH_*`` settings pointing at ``tests/graph_standin.py`` over
+``bot.server.create_app`` (``tests/standins/slack/``), the real agent with the action tools registered from
+settings (``CALENDAR_BACKEND=microsoft``, the ``GRAPH_*`` settings pointing at ``tests/standins/graph.py`` over
 HTTPS), the real SQLite state store and the action service wired as ``chatops serve`` wires it.
 
 A meeting request on Teams gets the preview with Confirm / Cancel and nothing is booked before Confirm;
@@ -32,8 +32,8 @@ from bot.slack import render
 from bot.slack.actions import register_builtin_actions
 from bot.slack.pending import slack_handlers
 from connectors.folder import FolderSource
-from graph_standin import CLIENT_ID, CLIENT_SECRET, TENANT, GraphStandIn
-from slack_standin import BOT_USER_ID, TEAM_ID, Call, SlackHarness
+from tests.standins.graph import CLIENT_ID, CLIENT_SECRET, TENANT, GraphStandIn
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, Call, SlackHarness
 from state import StateStore
 from state.store import sqlite_url
 

@@ -1,7 +1,7 @@
 """Microsoft 365 meetings from Microsoft Teams end to end: activities POSTed to ``/api/messages`` of the real
 Bot Framework ``CloudAdapter`` behind the real aiohttp server, replies and the roster from the Bot Connector
-stand-in (``tests/teams_standin.py``; the requester's roster e-mail is their mailbox), the real agent with the
-action tools registered from settings (``CALENDAR_BACKEND=microsoft`` against ``tests/graph_standin.py``), the
+stand-in (``tests/standins/teams.py``; the requester's roster e-mail is their mailbox), the real agent with the
+action tools registered from settings (``CALENDAR_BACKEND=microsoft`` against ``tests/standins/graph.py``), the
 real state store and action service.
 
 A channel mention asking for a Teams meeting gets the Adaptive Card preview; its Confirm books ONE event in the
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from app.settings import Settings
-from graph_standin import CLIENT_ID, CLIENT_SECRET, TENANT, GraphStandIn
-from teams_actions import channel_message, post, teams_bot
+from tests.standins.graph import CLIENT_ID, CLIENT_SECRET, TENANT, GraphStandIn
+from tests.teams_actions import channel_message, post, teams_bot
 
 USER = "29:aad-user-1"
 ADA = "ada@contoso.com"

@@ -22,7 +22,7 @@ from connectors.folder import FolderSource
 from index.indexer import Indexer
 from tools.knowledge_search import KnowledgeSearch
 
-from helpers import WIKI, run_chatops, seed_embedding_cache
+from tests.helpers import WIKI, run_chatops, seed_embedding_cache
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -20,7 +20,7 @@ from core.errors import ChunkLimitError
 from connectors.folder import FolderSource
 from core.models import Chunk, Document
 
-from helpers import WIKI
+from tests.helpers import WIKI
 
 CFG = ChunkerConfig()
 

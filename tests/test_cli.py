@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import (EVAL_FILE, PLANTED_ENV, PLANTED_SECRET, ROOT, WIKI_PAGES, chatops_command, cli_environment,
+from tests.helpers import (EVAL_FILE, PLANTED_ENV, PLANTED_SECRET, ROOT, WIKI_PAGES, chatops_command, cli_environment,
                      plant_folder, run_chatops, seed_embedding_cache)
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, cli_environment, run_chatops, seed_embedding_cache
+from tests.helpers import ROOT, cli_environment, run_chatops, seed_embedding_cache
 
 from core.access import Access, Viewer, group, user
 from core.errors import IndexLockedError

@@ -36,7 +36,7 @@ from agent.terms import key_terms
 from app.layout import PATH_SEPARATOR, SECTION_BREAK, SectionPrinter, section_path, sections
 from bot.console import render_reply
 
-from helpers import EVAL_FILE, WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache
+from tests.helpers import EVAL_FILE, WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

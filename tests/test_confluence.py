@@ -1,4 +1,4 @@
-"""The Confluence connector and the sync engine against the stand-in Confluence (``confluence_standin``).
+"""The Confluence connector and the sync engine against the stand-in Confluence (``tests.standins.confluence``).
 
 Real indexes (Whoosh + local Qdrant), the real embedder and a real SQLite state store; the server is
 the stand-in serving Cloud REST v2 and Data Center REST v1 wire formats on 127.0.0.1. Covers: a
@@ -36,8 +36,8 @@ from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 from state import StateStore
 from state.store import sqlite_url
 
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
-from helpers import public_viewer, public_ctx
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
+from tests.helpers import public_viewer, public_ctx
 
 FAST = RetryPolicy(attempts=4, backoff_initial=0.02, backoff_max=0.1, retry_after_max=5.0)
 

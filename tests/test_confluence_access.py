@@ -37,7 +37,7 @@ from index.sync import SyncEngine
 from state import StateStore
 from state.store import sqlite_url
 
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
 
 FAST = RetryPolicy(attempts=3, backoff_initial=0.01, backoff_max=0.05, retry_after_max=1.0)
 DEPLOYMENTS = ["cloud", "datacenter"]

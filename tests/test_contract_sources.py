@@ -5,7 +5,7 @@ pages it serves and the means to change them upstream), and every test below run
 site it applies to:
 
 - ``folder``: a folder of Markdown files in ``tmp_path``;
-- ``confluence-cloud`` and ``confluence-datacenter``: the stand-in Confluence (``confluence_standin``);
+- ``confluence-cloud`` and ``confluence-datacenter``: the stand-in Confluence (``tests.standins.confluence``);
 - ``mediawiki``: a real MediaWiki (``mediawiki_server``; skipped where it cannot be installed,
   like ``test_mediawiki.py``).
 
@@ -37,7 +37,7 @@ from connectors.folder import FolderSource, SkippedPage
 from connectors.http import RetryPolicy
 from core.models import Document, Tombstone
 
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, DC_TOKEN, ConfluenceStandIn
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -146,7 +146,7 @@ def _mediawiki_site(wiki) -> Site:
 
 @pytest.fixture(scope="module")
 def wiki_server(tmp_path_factory: pytest.TempPathFactory):
-    from mediawiki_server import MediaWikiServer, dump_xml, ensure_mediawiki, page_xml
+    from tests.mediawiki_server import MediaWikiServer, dump_xml, ensure_mediawiki, page_xml
 
     ensure_mediawiki()
     server = MediaWikiServer(tmp_path_factory.mktemp("contract-wiki"))

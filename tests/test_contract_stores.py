@@ -6,7 +6,7 @@ vector in a collection of its own, queried with text) and the shared index's one
 :class:`QdrantHybridStore` in local mode on disk, twice: as the dense store (queried with a vector) and as
 its keyword view (``store.keyword``, queried with text), written as :class:`~index.knowledge.KnowledgeIndex`
 writes it (:class:`KeywordFace`). The Qdrant stores run again with ``url=`` a Qdrant stand-in
-(``tests/qdrant_standin.py``, strict): the server code path of ``QDRANT_URL``, which creates payload indexes
+(``tests/standins/qdrant/``, strict): the server code path of ``QDRANT_URL``, which creates payload indexes
 and filters inside the queries instead of the local NumPy mirror; there a store's "path" names its
 collection (a reopen is the same collection). Vectors come from a small hashed bag of words (:func:`embed`),
 so a query sharing a chunk's words lands nearest to it: the test is about the store, not the model.

@@ -33,7 +33,7 @@ import pytest
 
 from index.embeddings import CachedEmbedder, EmbeddingCache
 
-from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
+from tests.helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -238,7 +238,7 @@ def test_full_disk_exits_2_and_the_next_run_completes(tmpfs, pristine: tuple[Pat
 # -- serve: a damaged index gets a short reply and /readyz says why ------------------------------------
 
 def test_serve_answers_unavailable_over_a_damaged_index(data: Path, tmp_path: Path) -> None:
-    from slack_standin import APP_TOKEN, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
+    from tests.standins.slack import APP_TOKEN, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
 
     standin = SlackStandin(BOT_TOKEN, APP_TOKEN, manifest_scopes()).start()
     standin.add_user("UALICE01")

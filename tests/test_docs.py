@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from pydantic import Field
 
-from helpers import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

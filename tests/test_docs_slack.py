@@ -24,8 +24,8 @@ import pytest
 import httpx
 import yaml
 
-from helpers import ROOT, WIKI, chatops_command, cli_environment, seed_embedding_cache, wait_for
-from slack_standin import BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
+from tests.helpers import ROOT, WIKI, chatops_command, cli_environment, seed_embedding_cache, wait_for
+from tests.standins.slack import BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

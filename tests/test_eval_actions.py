@@ -1,7 +1,7 @@
 """``chatops eval`` scores action questions for every registered action tool, through the real CLI.
 
 The example set's action questions (``examples/eval.jsonl``: meetings, reminders, Microsoft 365, free/busy
-and Jira phrasings) are asked with ``JIRA_URL`` pointing at the Jira stand-in (``tests/jira_standin.py``,
+and Jira phrasings) are asked with ``JIRA_URL`` pointing at the Jira stand-in (``tests/standins/jira.py``,
 Cloud, with the projects the questions name), so ``ticket.create`` is registered and its questions are
 scored on the tool, the project, the issue type and the summary; without ``JIRA_URL`` they are counted as
 skipped, never as failures. ``action_start`` checks the proposed start against ``expected_start`` counted
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from bot.evaluate import start_matches
-from helpers import EVAL_FILE, ROOT, run_chatops, seed_embedding_cache
-from jira_standin import CLOUD_EMAIL, CLOUD_TOKEN, JiraStandIn
+from tests.helpers import EVAL_FILE, ROOT, run_chatops, seed_embedding_cache
+from tests.standins.jira import CLOUD_EMAIL, CLOUD_TOKEN, JiraStandIn
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -28,7 +28,7 @@ import pytest
 from agent.models import Citation, Reply
 from bot.evaluate import unsupported_posted
 from core.models import Chunk
-from helpers import EVAL_FILE, ROOT, run_chatops, seed_embedding_cache
+from tests.helpers import EVAL_FILE, ROOT, run_chatops, seed_embedding_cache
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -19,7 +19,7 @@ from app.extras import EXTRAS, extra_installed, missing_extras
 from app.settings import Settings
 from tools.errors import ToolUnavailableError
 
-from helpers import ROOT, cli_environment, run_chatops, seed_embedding_cache
+from tests.helpers import ROOT, cli_environment, run_chatops, seed_embedding_cache
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

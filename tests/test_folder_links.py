@@ -22,7 +22,7 @@ import pytest
 from connectors.folder import FolderSource
 from index.stores import QdrantStore, WhooshStore
 
-from helpers import run_chatops, seed_embedding_cache
+from tests.helpers import run_chatops, seed_embedding_cache
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -100,7 +100,7 @@ def test_a_time_in_utc_is_compared_as_the_same_instant() -> None:
 def test_a_choice_button_books_that_slot_and_a_forged_choice_books_nothing(tmp_path: Path) -> None:
     from agent.models import PendingAction, Turn, idempotency_key
     from app.actions import ActionService
-    from helpers import public_viewer
+    from tests.helpers import public_viewer
     from state import StateStore
     from tools.base import ToolRegistry
     from tools.calendar import CalendarCreate

@@ -26,7 +26,7 @@ from index.sync import SyncEngine
 from state import LEGACY_INDEX_ID, StateStore
 from state.store import sqlite_url
 
-from helpers import WIKI_PAGES, run_chatops, seed_embedding_cache
+from tests.helpers import WIKI_PAGES, run_chatops, seed_embedding_cache
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -30,7 +30,7 @@ from core.access import Access
 from core.models import Document
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 
-from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, public_ctx
+from tests.helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, public_ctx
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -1,5 +1,5 @@
 """Invitations of the local calendar on Slack, end to end: signed events and clicks into the real Bolt app
-behind ``bot.server.create_app`` (``tests/slack_standin.py``, which grants ``manifest.yml``'s scopes and
+behind ``bot.server.create_app`` (``tests/standins/slack/``, which grants ``manifest.yml``'s scopes and
 speaks ``users.lookupByEmail``, ``conversations.open`` and ``files.uploadV2``'s three steps:
 ``files.getUploadURLExternal``, the upload, ``files.completeUploadExternal``), the real agent over the
 session index with the default calendar backend (``CALENDAR_BACKEND=local``), the real SQLite state store
@@ -28,7 +28,7 @@ from bot.slack import render
 from bot.slack.actions import register_builtin_actions
 from bot.slack.pending import use_actions
 from connectors.folder import FolderSource
-from slack_standin import BOT_USER_ID, TEAM_ID, Call, SlackHarness
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, Call, SlackHarness
 from state import StateStore
 from state.store import sqlite_url
 

@@ -1,6 +1,6 @@
 """Invitations of the local calendar on Microsoft Teams, end to end: activities POSTed to ``/api/messages``
 of the real Bot Framework ``CloudAdapter`` behind the real aiohttp server, replies, roster look-ups and new
-personal chats going to the Bot Connector stand-in (``tests/teams_standin.py``), the real agent with the
+personal chats going to the Bot Connector stand-in (``tests/standins/teams.py``), the real agent with the
 default calendar backend (``CALENDAR_BACKEND=local``), the real state store and action service.
 
 The preview card names who will get the invitation (members of the conversation, looked up by e-mail)
@@ -22,7 +22,7 @@ import pytest
 from app.settings import Settings
 from bot.teams.invites import FILE_CONSENT, FILE_INFO
 from bot.teams.package import TEMPLATE_DIR
-from teams_actions import channel_message, post, teams_bot
+from tests.teams_actions import channel_message, post, teams_bot
 
 BOT = {"id": "28:bot-app-id", "name": "chatops"}
 ADA, BOB, DANA, MALLORY = "29:aad-ada", "29:aad-bob", "29:aad-dana", "29:aad-mallory"

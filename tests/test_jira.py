@@ -1,4 +1,4 @@
-"""``ticket.create`` against the Jira stand-in (``tests/jira_standin.py``), Cloud (REST v3) and Data Center (REST v2).
+"""``ticket.create`` against the Jira stand-in (``tests/standins/jira.py``), Cloud (REST v3) and Data Center (REST v2).
 
 The tool and its client are the real ones, talking HTTP to 127.0.0.1: reading a request (and not a
 question), the project and issue type checked before the preview (an unknown one is a question and no
@@ -19,7 +19,7 @@ import pytest
 from app.settings import Settings
 from app.wiring import register_action_tools
 from connectors.http import RetryPolicy
-from jira_standin import CLOUD_EMAIL, CLOUD_TOKEN, DC_PAT, JiraStandIn
+from tests.standins.jira import CLOUD_EMAIL, CLOUD_TOKEN, DC_PAT, JiraStandIn
 from tools.actions import ActionRequest, Clarification, Proposal
 from tools.base import ToolContext, ToolRegistry
 from tools.jira import TicketCreate, TicketCreateArgs, label_for

@@ -1,6 +1,6 @@
 """``ticket.create`` on Slack end to end: signed events and clicks into the real Bolt app behind
-``bot.server.create_app`` (``tests/slack_standin.py``), the real agent over the session index with the
-action tools registered from settings (``JIRA_URL`` pointing at ``tests/jira_standin.py``, Jira Cloud),
+``bot.server.create_app`` (``tests/standins/slack/``), the real agent over the session index with the
+action tools registered from settings (``JIRA_URL`` pointing at ``tests/standins/jira.py``, Jira Cloud),
 the real SQLite state store and the action service wired as ``chatops serve`` wires it.
 
 A mention in a thread asking for a ticket gets the preview (summary, project, type) with Confirm /
@@ -28,8 +28,8 @@ from bot.slack import render
 from bot.slack.actions import register_builtin_actions
 from bot.slack.pending import slack_handlers
 from connectors.folder import FolderSource
-from jira_standin import CLOUD_EMAIL, CLOUD_TOKEN, JiraStandIn
-from slack_standin import BOT_USER_ID, TEAM_ID, Call, SlackHarness
+from tests.standins.jira import CLOUD_EMAIL, CLOUD_TOKEN, JiraStandIn
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, Call, SlackHarness
 from state import StateStore
 from state.store import sqlite_url
 from tools.jira import label_for

@@ -1,7 +1,7 @@
 """``ticket.create`` on Microsoft Teams end to end: activities POSTed to ``/api/messages`` of the real Bot
 Framework ``CloudAdapter`` behind the real aiohttp server, replies going to the Bot Connector stand-in
-(``tests/teams_standin.py``), the real agent with the action tools registered from settings (``JIRA_URL``
-pointing at ``tests/jira_standin.py`` as Jira **Data Center** under ``/jira``, a bearer PAT), the real
+(``tests/standins/teams.py``), the real agent with the action tools registered from settings (``JIRA_URL``
+pointing at ``tests/standins/jira.py`` as Jira **Data Center** under ``/jira``, a bearer PAT), the real
 state store and action service.
 
 A channel mention asking for a ticket gets the Adaptive Card preview with Confirm / Cancel; the card's
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from app.settings import Settings
-from jira_standin import DC_PAT, JiraStandIn
-from teams_actions import channel_message, post, teams_bot
+from tests.standins.jira import DC_PAT, JiraStandIn
+from tests.teams_actions import channel_message, post, teams_bot
 from tools.jira import label_for
 
 BOT = {"id": "28:bot-app-id", "name": "chatops"}

@@ -1,6 +1,6 @@
 """The tool-first LLM planner against a stand-in OpenAI-compatible server on 127.0.0.1.
 
-The real ``openai`` client talks HTTP to :mod:`openai_standin`, which replays a scripted model per
+The real ``openai`` client talks HTTP to :mod:`tests.standins.openai`, which replays a scripted model per
 test and records every request; the index, the embedder, ``knowledge.search``, the evidence gate,
 citation validation and the rule-based fallback are the real ones over the example wiki. Covers:
 a direct answer with no retrieval, retrieval then answer, insufficient evidence then a rewritten
@@ -39,8 +39,8 @@ from app.settings import Settings
 from app.wiring import build_agent
 from connectors.folder import FolderSource
 from index.indexer import Indexer
-from helpers import WIKI, public_viewer
-from openai_standin import OpenAIStandIn, Response, chat, error, json_reply, tool_call
+from tests.helpers import WIKI, public_viewer
+from tests.standins.openai import OpenAIStandIn, Response, chat, error, json_reply, tool_call
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -639,7 +639,7 @@ def test_chatops_eval_runs_unchanged_in_llm_mode(tmp_path, embedding_cache_dir, 
     """The real CLI against the stand-in: general questions answered directly, cost reported."""
     import json as _json
 
-    from helpers import ROOT, run_chatops, seed_embedding_cache
+    from tests.helpers import ROOT, run_chatops, seed_embedding_cache
 
     def route(req):
         text = req["messages"][-1]["content"]

@@ -1,5 +1,5 @@
 """Typed outputs and limited models (issue 23 items 2 and 4), through ``chatops ask --json`` and a signed
-Slack event, against the stand-in OpenAI-compatible server on 127.0.0.1 (``tests/openai_standin.py``)
+Slack event, against the stand-in OpenAI-compatible server on 127.0.0.1 (``tests/standins/openai.py``)
 scripted the way real servers and small models answer.
 
 Covers: JSON in code fences, with prose around it and trailing commas, read without a repair; an invalid
@@ -31,12 +31,12 @@ from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import public_viewer, run_chatops, seed_embedding_cache
+from tests.helpers import public_viewer, run_chatops, seed_embedding_cache
 from agent.llm.latency import MAX_AGE_S, LatencyMeter
 from agent.llm.prompts import REWRITE_SCHEMA
-from openai_standin import OpenAIStandIn, chat, json_reply
-from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
-from test_llm_planner import DEFAULTS, Brain, kind
+from tests.standins.openai import OpenAIStandIn, chat, json_reply
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
+from tests.test_llm_planner import DEFAULTS, Brain, kind
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -27,7 +27,7 @@ from core.errors import IndexCorruptError, IndexUnavailableError
 from index.manifest import Manifest, PageEntry
 from state import StateStore
 
-from pg import drop_database, pg_database
+from tests.pg import drop_database, pg_database
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

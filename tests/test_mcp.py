@@ -36,7 +36,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from state import StateStore
 
-from helpers import ROOT, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
+from tests.helpers import ROOT, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -28,8 +28,8 @@ from index.sync import SyncEngine
 from state import StateStore
 from state.store import sqlite_url
 
-from mediawiki_server import MediaWikiServer, dump_xml, ensure_mediawiki, page_xml
-from helpers import public_viewer
+from tests.mediawiki_server import MediaWikiServer, dump_xml, ensure_mediawiki, page_xml
+from tests.helpers import public_viewer
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

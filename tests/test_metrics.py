@@ -34,8 +34,8 @@ from state import StateStore
 from state.store import sqlite_url
 from telemetry.metrics import REFUSAL_REASONS, REGISTRY
 
-from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, wait_for
-from slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
+from tests.helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, wait_for
+from tests.standins.slack import BOT_TOKEN, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -258,7 +258,7 @@ def test_teams_connector_errors_429s_feedback_and_turns_are_counted(tmp_path: Pa
     from bot.server import ServerThread, create_app
     from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
     from bot.teams.bot import TeamsBot
-    from teams_standin import ConnectorStandIn
+    from tests.standins.teams import ConnectorStandIn
 
     rt = build_agent(Settings(chatops_data_dir=tmp_path / "data"), index=wiki_index)
     rt.agent.observe(TurnMetrics())

@@ -40,7 +40,7 @@ from alembic.runtime.migration import MigrationContext
 from state import LEGACY_INDEX_ID, SchemaTooNewError, StateStore, TurnRecord
 from state.migrate import BASELINE, head, status, upgrade
 
-from helpers import run_chatops
+from tests.helpers import run_chatops
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -28,7 +28,7 @@ from index.manifest import Manifest
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
+from tests.helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -29,8 +29,8 @@ from bot.slack.outbox import SlackDmSender
 from state import StateStore
 from state.store import MESSAGE_RETRY_MAX, sqlite_url
 
-from helpers import run_chatops
-from slack_standin import BOT_TOKEN, SlackStandin, manifest_scopes
+from tests.helpers import run_chatops
+from tests.standins.slack import BOT_TOKEN, SlackStandin, manifest_scopes
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -26,7 +26,7 @@ from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
 
-from slack_standin import APP_ID, TEAM_ID, SlackHarness
+from tests.standins.slack import APP_ID, TEAM_ID, SlackHarness
 
 SSN = "536-22-8714"
 QUESTION = f"my ssn is {SSN}, where is the parking garage"
@@ -108,8 +108,8 @@ def test_a_teams_personal_chat_with_personal_data_leaves_no_trace_in_the_log(tmp
     from bot.server import ServerThread, create_app
     from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
     from bot.teams.bot import TeamsBot
-    from teams_standin import ConnectorStandIn
-    from test_teams import message
+    from tests.standins.teams import ConnectorStandIn
+    from tests.test_teams import message
 
     rt = build_agent(Settings(chatops_data_dir=tmp_path / "data"), index=wiki_index)
     store = StateStore(sqlite_url(tmp_path / "state.sqlite"))

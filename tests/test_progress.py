@@ -12,7 +12,7 @@ from agent.models import Turn
 from app.progress import FIRST_STATUS, status_for
 from app.settings import Settings
 from app.wiring import build_agent
-from helpers import public_viewer
+from tests.helpers import public_viewer
 
 
 @pytest.fixture(scope="module")

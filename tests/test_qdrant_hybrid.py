@@ -24,7 +24,7 @@ from app.settings import Settings
 from core.access import Access, Viewer
 from core.errors import IndexCorruptError, IndexOutdatedError
 from connectors.folder import FolderSource
-from helpers import WIKI_PAGES
+from tests.helpers import WIKI_PAGES
 from index.identity import shared_index_id
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
@@ -32,7 +32,7 @@ from index.retrieval import PairedCandidates, SeparateCandidates
 from index.stores import HybridKeywordView, QdrantHybridStore, QdrantSparseStore
 from index.stores.qdrant_store import qdrant_location
 from index.stores.sparse_bm25 import TermCounts
-from test_contract_stores import BIKES, DIM, PRINTER, STAFF, chunk, embed
+from tests.test_contract_stores import BIKES, DIM, PRINTER, STAFF, chunk, embed
 from tools.context import ToolContext
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 

@@ -23,13 +23,13 @@ from app.settings import Settings
 from core.access import Viewer
 from core.errors import IndexCorruptError
 from connectors.folder import FolderSource
-from helpers import WIKI_PAGES
+from tests.helpers import WIKI_PAGES
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
 from index.stores import QdrantSparseStore
 from index.stores.qdrant_sparse import B, K1
 from index.stores.whoosh_store import analyzer
-from test_contract_stores import BIKES, PRINTER, chunk
+from tests.test_contract_stores import BIKES, PRINTER, chunk
 from tools.context import ToolContext
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 

@@ -1,4 +1,4 @@
-"""The Qdrant stand-in (``tests/qdrant_standin.py``) and the stores' server code path (``QDRANT_URL``) through it.
+"""The Qdrant stand-in (``tests/standins/qdrant/``) and the stores' server code path (``QDRANT_URL``) through it.
 
 The stand-in: the real ``QdrantClient(url=...)`` talks to it without a warning (its version check passes);
 collection info shows the vectors, sparse vectors and payload indexes a server would; queries with two
@@ -38,8 +38,8 @@ from core.errors import IndexError_, IndexUnavailableError
 from core.models import Chunk, content_hash
 from index.stores import QdrantSparseStore, QdrantStore
 
-from helpers import ROOT, wait_for
-from qdrant_standin import QdrantStandIn, QdrantStandInProcess
+from tests.helpers import ROOT, wait_for
+from tests.standins.qdrant import QdrantStandIn, QdrantStandInProcess
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

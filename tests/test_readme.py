@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from helpers import ROOT
+from tests.helpers import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

@@ -1,5 +1,5 @@
 """Refusals that help (issue 22, item 4), end to end: ``chatops ask`` as a subprocess and a signed Slack DM event
-through the real Bolt app (``tests/slack_standin.py``), over a real index of a two-page wiki.
+through the real Bolt app (``tests/standins/slack/``), over a real index of a two-page wiki.
 
 A question the pages cannot answer is refused with: that nothing found answers it; the closest page (title and
 link) the asker may read; who to ask when that page names an owner ("Owner: ...") and a channel; never the gate's
@@ -29,8 +29,8 @@ from state import StateStore
 from state.store import sqlite_url
 from tools.knowledge_search import Evidence
 
-from helpers import run_chatops, seed_embedding_cache
-from slack_standin import SlackHarness
+from tests.helpers import run_chatops, seed_embedding_cache
+from tests.standins.slack import SlackHarness
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -36,11 +36,11 @@ from bot.console_actions import terminal_outcome, terminal_preview
 from bot.slack.action_blocks import preview_text, slack_outcome_blocks, slack_preview_blocks
 from bot.teams.action_cards import adaptive_card, adaptive_card_outcome
 from connectors.folder import FolderSource
-from helpers import ROOT, run_chatops, seed_embedding_cache, public_viewer
+from tests.helpers import ROOT, run_chatops, seed_embedding_cache, public_viewer
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
 from state import StateStore
-from memory_outbox import MemoryOutbox
+from tests.memory_outbox import MemoryOutbox
 from tools.actions import ActionRequest, ActionTool, Clarification, Proposal, recognise
 from tools.base import ToolContext, ToolRegistry
 from tools.outbox import Outbox

@@ -1,5 +1,5 @@
 """``reminder.create`` on Slack end to end: the real Bolt app behind ``bot.server.create_app`` over signed
-HTTP (``tests/slack_standin.py``), the real agent over the session index, the real SQLite state store,
+HTTP (``tests/standins/slack/``), the real agent over the session index, the real SQLite state store,
 the action service wired as ``chatops serve`` wires it, with an in-memory outbox.
 
 A mention asking for a reminder gets the generic preview (Reminder; When / What) with Confirm /
@@ -31,8 +31,8 @@ from app.wiring import build_agent
 from bot.slack import render
 from bot.slack.pending import slack_handlers
 from connectors.folder import FolderSource
-from memory_outbox import MemoryOutbox
-from slack_standin import BOT_USER_ID, TEAM_ID, Call, SlackHarness
+from tests.memory_outbox import MemoryOutbox
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, Call, SlackHarness
 from state import StateStore
 from state.store import sqlite_url
 
@@ -158,7 +158,7 @@ def test_a_confirmed_reminder_reaches_the_requester_as_a_dm_at_its_time(harness:
     from bot.slack.config import SlackConfig
     from bot.slack.client import build_web_client
     from bot.slack.outbox import SlackDmSender
-    from slack_standin import BOT_TOKEN
+    from tests.standins.slack import BOT_TOKEN
 
     h = harness
     service = ActionService(store, h.bot.runtime.tools)

@@ -31,11 +31,11 @@ import pytest
 
 from state import StateStore
 
-from chatops_procs import Replica, ask, page_bodies
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
-from helpers import wait_for
-from pg import pg_database
-from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes
+from tests.chatops_procs import Replica, ask, page_bodies
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
+from tests.helpers import wait_for
+from tests.pg import pg_database
+from tests.standins.slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

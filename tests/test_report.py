@@ -3,7 +3,7 @@
 Real components throughout: a real state store (SQLite, and PostgreSQL for the content) seeded with turn
 records and feedback as ``chatops serve`` writes them, a real index (Whoosh, local Qdrant, manifest) of a copy of examples/wiki
 with one page last changed two years ago, the real local embedding model for the grouping, Debian's
-Chromium for the HTML page, and the real Bolt app over signed HTTP (``tests/slack_standin.py``) for
+Chromium for the HTML page, and the real Bolt app over signed HTTP (``tests/standins/slack/``) for
 ``/kb report``.
 """
 
@@ -34,8 +34,8 @@ from index.knowledge import KnowledgeIndex
 from state import StateStore, TurnRecord
 from state.store import sqlite_url
 
-from slack_standin import SlackHarness
-from test_state_store import pg_url  # noqa: F401 - the PostgreSQL database fixture
+from tests.standins.slack import SlackHarness
+from tests.test_state_store import pg_url  # noqa: F401 - the PostgreSQL database fixture
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

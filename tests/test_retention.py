@@ -30,8 +30,8 @@ from state import StateStore, TurnRecord
 from tools.calendar.args import CalendarCreateArgs
 from tools.calendar.local import LocalCalendar
 
-from helpers import run_chatops
-from test_migrations import url  # noqa: F401 - the fixture: a fresh SQLite file or PostgreSQL database
+from tests.helpers import run_chatops
+from tests.test_migrations import url  # noqa: F401 - the fixture: a fresh SQLite file or PostgreSQL database
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

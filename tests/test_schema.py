@@ -21,7 +21,7 @@ from alembic.runtime.migration import MigrationContext
 from state import schema
 from state.migrate import head, upgrade
 
-from pg import pg_database
+from tests.pg import pg_database
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])

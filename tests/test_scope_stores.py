@@ -19,7 +19,7 @@ from core.access import Access, Viewer
 from core.models import Chunk, content_hash
 from index.stores import ChunkStore
 
-from test_contract_stores import KINDS, SERVER_KINDS, StoreKind, store_kind
+from tests.test_contract_stores import KINDS, SERVER_KINDS, StoreKind, store_kind
 
 
 def chunk(source: str, doc_id: str, ordinal: int, text: str, access: Access | None = None) -> Chunk:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent.llm import compliance
-from helpers import ROOT
-from leaky_pages import AWS_KEY_ID, AWS_SECRET, CARD, GITHUB_TOKEN, JWT, SLACK_TOKEN, SSN
+from tests.helpers import ROOT
+from tests.leaky_pages import AWS_KEY_ID, AWS_SECRET, CARD, GITHUB_TOKEN, JWT, SLACK_TOKEN, SSN
 from screening import flag_chunks, mask, redact, scan
 from screening.personal import is_card_number
 

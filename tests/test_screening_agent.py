@@ -26,16 +26,16 @@ from app.wiring import build_agent
 from connectors.folder import FolderSource
 from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer
-from leaky_pages import (AWS_SECRET, DB_PASSWORD, PAGES, QUESTIONS, SECRETS, SLACK_TOKEN, WIFI_PASSWORD, WIFI_QUESTIONS,
+from tests.leaky_pages import (AWS_SECRET, DB_PASSWORD, PAGES, QUESTIONS, SECRETS, SLACK_TOKEN, WIFI_PASSWORD, WIFI_QUESTIONS,
                          leaks, make_wiki)
-from openai_standin import OpenAIStandIn, chat, error
-from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
+from tests.standins.openai import OpenAIStandIn, chat, error
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
 from agent.models import Citation, Reply
 from state import StateStore
 from state.store import sqlite_url
 from tools.knowledge_search import Evidence
-from test_llm_planner import Brain, first_sentence, kind, passages
-from helpers import public_viewer
+from tests.test_llm_planner import Brain, first_sentence, kind, passages
+from tests.helpers import public_viewer
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, chatops_command, cli_environment, run_chatops, seed_embedding_cache
-from leaky_pages import INJECTED, PAGES, QUESTIONS, WIFI_QUESTIONS, leaks, make_wiki
+from tests.helpers import ROOT, chatops_command, cli_environment, run_chatops, seed_embedding_cache
+from tests.leaky_pages import INJECTED, PAGES, QUESTIONS, WIFI_QUESTIONS, leaks, make_wiki
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

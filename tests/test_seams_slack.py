@@ -27,7 +27,7 @@ from app.settings import Settings
 from app.wiring import build_agent
 from bot.slack import render
 from connectors.folder import FolderSource
-from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
 from state import StateStore
 from state.store import sqlite_url
 

@@ -28,7 +28,7 @@ from bot.server import ServerThread, create_app
 from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
 from state import StateStore
-from teams_standin import ConnectorStandIn
+from tests.standins.teams import ConnectorStandIn
 
 BOT = {"id": "28:bot-app-id", "name": "chatops"}
 ADA = {"id": "29:ada", "name": "Ada Lovelace", "aadObjectId": "aad-ada"}

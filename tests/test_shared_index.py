@@ -1,7 +1,7 @@
 """A shared index (``QDRANT_URL``): its manifest and write journal live in the state database, so every
 replica sees the same pages and none needs a local index file.
 
-The stores talk to a Qdrant server stand-in on 127.0.0.1 (``tests/qdrant_standin.py``: Qdrant's REST
+The stores talk to a Qdrant server stand-in on 127.0.0.1 (``tests/standins/qdrant/``: Qdrant's REST
 wire format through ``QdrantClient(url=...)``, the points in qdrant-client's local mode); the manifest is
 in a real state database, SQLite and PostgreSQL (``tests/pg.py``).
 
@@ -41,9 +41,9 @@ from index.knowledge import MANIFEST_FILE, KnowledgeIndex, open_manifest
 from index.manifest import Manifest, PageEntry
 from state import StateStore
 
-from helpers import WIKI, WIKI_PAGES, run_chatops
-from pg import pg_database
-from qdrant_standin import QdrantStandIn
+from tests.helpers import WIKI, WIKI_PAGES, run_chatops
+from tests.pg import pg_database
+from tests.standins.qdrant import QdrantStandIn
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -39,13 +39,13 @@ import httpx
 from index.identity import shared_index_id
 from state import StateStore
 
-from chatops_procs import ChatopsProcess, Replica, ask, content_runs, page_bodies
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
-from helpers import seed_embedding_cache, wait_for
-from pg import pg_database
-from qdrant_standin import READ_POSTS, LoggedRequest, QdrantStandInProcess
-from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes
-from test_replicas import NEW, OLD, PAGES
+from tests.chatops_procs import ChatopsProcess, Replica, ask, content_runs, page_bodies
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
+from tests.helpers import seed_embedding_cache, wait_for
+from tests.pg import pg_database
+from tests.standins.qdrant import READ_POSTS, LoggedRequest, QdrantStandInProcess
+from tests.standins.slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin, manifest_scopes
+from tests.test_replicas import NEW, OLD, PAGES
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -196,7 +196,7 @@ def _ready(replica: Replica) -> httpx.Response | None:
 
 def _command(replica: Replica, text: str, response_url: str) -> httpx.Response:
     """The admin's signed ``/kb`` slash command to ``replica``."""
-    from slack_standin import SlackSender
+    from tests.standins.slack import SlackSender
 
     sender = SlackSender(replica.url, SIGNING_SECRET)
     try:

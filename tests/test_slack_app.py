@@ -1,7 +1,7 @@
 """The Slack bot end to end: the real Bolt ``AsyncApp`` behind ``bot.server.create_app``, served by aiohttp on
 127.0.0.1, answering from the session's real index (``wiki_index``) with a real SQLite state store.
 
-Only Slack is replaced, by ``tests/slack_standin.py``: a Web API on 127.0.0.1 that answers in Slack's wire
+Only Slack is replaced, by ``tests/standins/slack/``: a Web API on 127.0.0.1 that answers in Slack's wire
 format, enforces the scopes granted by ``manifest.yml``, keeps threads, and records every call. Requests
 reach the bot exactly as Slack sends them: signed JSON events, form-encoded slash commands, ``payload=``
 interactions. The assertions are on what reaches the stand-in: the thread, the blocks, the source links,
@@ -36,8 +36,8 @@ from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import PLANTED_SECRET, WIKI, WIKI_PAGES, plant_folder
-from slack_standin import (APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, TEAM_ID, Call, SlackHarness,
+from tests.helpers import PLANTED_SECRET, WIKI, WIKI_PAGES, plant_folder
+from tests.standins.slack import (APP_TOKEN, BOT_ID, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, TEAM_ID, Call, SlackHarness,
                            feedback_action, sign)
 
 ALICE, BOB, ADMIN, MALLORY = "UALICE01", "UBOB0002", "UADMIN01", "UMALLORY"

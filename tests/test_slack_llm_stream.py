@@ -1,6 +1,6 @@
 """The LLM planner's answer streamed into Slack as the model writes it: the real Bolt app over signed HTTP
-(``tests/slack_standin.py``), the real LLM planner over the session's index, the model a stand-in
-OpenAI-compatible server streaming its draft a few words at a time (``tests/openai_standin.py``).
+(``tests/standins/slack/``), the real LLM planner over the session's index, the model a stand-in
+OpenAI-compatible server streaming its draft a few words at a time (``tests/standins/openai.py``).
 
 The stream starts before the model's draft has been judged as a whole (the claim check comes after it),
 only sentences whose citations already passed are shown, and when a later check removes a sentence that
@@ -23,9 +23,9 @@ from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
 
-from openai_standin import OpenAIStandIn, chat, json_reply
-from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
-from test_llm_planner import Brain, first_sentence, make_agent, passages
+from tests.standins.openai import OpenAIStandIn, chat, json_reply
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
+from tests.test_llm_planner import Brain, first_sentence, make_agent, passages
 
 ALICE = "UALICE01"
 QUESTION = "how do I declare an incident?"
@@ -167,7 +167,7 @@ def hostile_index(tmp_path_factory, embedder):
     from index.indexer import Indexer
     from index.knowledge import KnowledgeIndex
 
-    from helpers import WIKI
+    from tests.helpers import WIKI
 
     root = tmp_path_factory.mktemp("hostile-link")
     shutil.copytree(WIKI, root / "wiki")

@@ -22,8 +22,8 @@ from bot.slack.config import COMMAND
 from bot.slack.conversation import MESSAGE_CHANNEL_TYPES
 from bot.slack.http import EVENTS_PATH
 
-from helpers import ROOT
-from slack_standin import HISTORY_SCOPES, MEMBERS_SCOPES, METHOD_SCOPES
+from tests.helpers import ROOT
+from tests.standins.slack import HISTORY_SCOPES, MEMBERS_SCOPES, METHOD_SCOPES
 
 SLACK_CODE = ROOT / "bot" / "slack"
 #: Code that ``chatops serve`` wires into the Slack bot from outside bot/slack/ (the calendar actions' hooks).
@@ -150,7 +150,7 @@ def test_every_method_has_its_scope_and_no_scope_is_unused() -> None:
     granted = set(manifest()["oauth_config"]["scopes"]["bot"])
     called = methods_called() | BOLT_METHODS
     unknown = called - set(METHOD_SCOPES) - APP_TOKEN_METHODS
-    assert not unknown, f"add the scopes of {unknown} to METHOD_SCOPES (tests/slack_standin.py)"
+    assert not unknown, f"add the scopes of {unknown} to METHOD_SCOPES (tests/standins/slack/)"
     needed: set[str] = set()
     for method in sorted(called - APP_TOKEN_METHODS):
         options = set(METHOD_SCOPES[method])

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from referencing import Registry, Resource
 
-from helpers import ROOT
+from tests.helpers import ROOT
 
 SCHEMA_DIR = Path(__file__).parent / "slack_schema"
 #: Where ``manifest.schema.json`` says its versioned schemas are (its ``$ref`` targets).

@@ -22,7 +22,7 @@ from bot.logsafe import RedactingFilter, redact
 from bot.slack.middleware import is_from_bot
 from bot.slack.mrkdwn import split_text
 from bot.slack import render
-from slack_standin import _block_problem
+from tests.standins.slack.blocks import block_problem
 
 
 def cite(n: int, title: str = "Release process", section: str = "Branch cut",
@@ -80,7 +80,7 @@ def test_answer_renders_markdown_numbered_sources_and_native_feedback() -> None:
     reply = Reply("The branch is cut on **Thursday** [1].\n\n- Releases ship on Tuesday [2].",
                   citations=[cite(1), cite(1), cite(2, section="Release schedule", url="https://w.example/r|x>y")])
     [msg] = render.answer_messages(reply)
-    assert not _block_problem(msg["blocks"])
+    assert not block_problem(msg["blocks"])
     md, context, feedback = msg["blocks"]
     # standard Markdown as the agent wrote it: no hand conversion to mrkdwn
     assert md == {"type": "markdown", "text": "The branch is cut on **Thursday** [1].\n\n- Releases ship on Tuesday [2]."}
@@ -129,7 +129,7 @@ LIST_AND_TABLE = ("To request leave, do the following: [1]\n1. Open HR Links.\n2
 def test_a_list_and_a_table_render_as_a_markdown_list_and_an_aligned_code_block() -> None:
     reply = Reply(LIST_AND_TABLE, citations=[cite(1), cite(2, title="Benefits", section="Health plans")])
     [msg] = render.answer_messages(reply)
-    assert not _block_problem(msg["blocks"])
+    assert not block_problem(msg["blocks"])
     assert msg["blocks"][0] == {"type": "markdown", "text": (
         "To request leave, do the following: [1]\n"
         "\n"
@@ -168,7 +168,7 @@ def test_a_long_table_is_split_over_messages_with_its_code_fences_closed() -> No
     messages = render.answer_messages(reply)
     assert len(messages) >= 2
     for m in messages:
-        assert not _block_problem(m["blocks"]), _block_problem(m["blocks"])
+        assert not block_problem(m["blocks"]), block_problem(m["blocks"])
         md = m["blocks"][0]["text"]
         assert md.count("```") % 2 == 0 and "|---|" not in md
     shown = "".join(m["blocks"][0]["text"] for m in messages)
@@ -185,10 +185,10 @@ def test_feedback_values_parse_both_the_native_element_and_the_old_buttons() -> 
 
 
 def test_the_feedback_modal_validates_and_its_submission_parses() -> None:
-    from slack_standin import _view_problem
+    from tests.standins.slack.blocks import view_problem
 
     view = render.feedback_modal("t" * 32)
-    assert _view_problem(view, "modal") is None
+    assert view_problem(view, "modal") is None
     chosen = {"reason": {"value": {"selected_option": {"value": "wrong"}}}, "detail": {"value": {"value": None}}}
     assert render.parse_feedback_modal({**view, "state": {"values": chosen}}) == ("t" * 32, "wrong")
     chosen["detail"]["value"]["value"] = "x" * 600
@@ -213,7 +213,7 @@ def test_a_huge_answer_is_split_over_messages_within_limits() -> None:
     messages = render.answer_messages(reply, share=render.share_value(reply.trace.trace_id, "q"))
     assert len(messages) >= 2
     for m in messages:
-        assert not _block_problem(m["blocks"]), _block_problem(m["blocks"])
+        assert not block_problem(m["blocks"]), block_problem(m["blocks"])
         assert len(m["text"]) <= render.MAX_TEXT
         assert sum(len(b["text"]) for b in m["blocks"] if b["type"] == "markdown") <= render.MAX_MARKDOWN
     # 12,000 characters a message: about a fifth as many messages as 3,000-character sections needed
@@ -241,7 +241,7 @@ def test_pending_action_renders_confirm_and_cancel() -> None:
     custom = [{"type": "section", "text": {"type": "mrkdwn", "text": "stored preview"}}]
     [msg] = render.answer_messages(reply, pending_blocks=custom, share="x")
     assert msg["blocks"] == custom and msg["text"] == "I can book it."  # the service's preview is the answer
-    assert not _block_problem(msg["blocks"])
+    assert not block_problem(msg["blocks"])
 
 
 def test_status_and_reindex_summary_render() -> None:
@@ -257,13 +257,13 @@ def test_status_and_reindex_summary_render() -> None:
                                       JobResult("wiki", "failed", None, "SourceUnavailableError: gone")], 1.25)
     text = summary["blocks"][0]["text"]["text"]
     assert "with problems" in text and "1 added" in text and "13 unchanged" in text and "gone" in text
-    assert not _block_problem(summary["blocks"]) and not _block_problem(status["blocks"])
+    assert not block_problem(summary["blocks"]) and not block_problem(status["blocks"])
     assert not any("Unresolved access" in f for f in fields)
     flagged = render.status_message([{"source": "eng", "pages": 40, "chunks": 300, "last_run": None,
                                       "last_status": None, "last_error": "", "next_run": None,
                                       "pages_unresolved_access": 3}])
     shown = [f["text"] for f in flagged["blocks"][1]["fields"]]
-    assert any(f.startswith("*Unresolved access*\n3 pages") for f in shown) and not _block_problem(flagged["blocks"])
+    assert any(f.startswith("*Unresolved access*\n3 pages") for f in shown) and not block_problem(flagged["blocks"])
 
 
 # -- /kb grammar ------------------------------------------------------------------------------------------------
@@ -348,7 +348,7 @@ def test_the_home_view_stays_within_slacks_limits_with_many_sources_and_actions(
     from datetime import datetime, timedelta, timezone
 
     from bot.slack.home import MAX_HOME_PENDING, home_view
-    from slack_standin import _view_problem
+    from tests.standins.slack.blocks import view_problem
     from state import PendingRecord
 
     now = datetime.now(timezone.utc)
@@ -357,13 +357,13 @@ def test_the_home_view_stays_within_slacks_limits_with_many_sources_and_actions(
     pending = [PendingRecord(f"k{i}", "calendar.create", {}, "U1", "slack", "D1", "", "x" * 900, "pending", None,
                              now, now + timedelta(hours=1), now) for i in range(30)]
     view = home_view(rows, pending)
-    assert _view_problem(view, "home") is None
+    assert view_problem(view, "home") is None
     text = json.dumps(view)
     assert "*s3*: 3 pages, last synced <!date^" in text and "(failed)" in text
     assert "and 25 more" in text and text.count(":hourglass:") == MAX_HOME_PENDING
     assert "in <#D1>" not in text  # a DM is not linked as a channel
     empty = home_view([], [])
-    assert _view_problem(empty, "home") is None and "No sources are indexed yet" in json.dumps(empty)
+    assert view_problem(empty, "home") is None and "No sources are indexed yet" in json.dumps(empty)
 
 
 def test_stream_pieces_cut_at_sentence_ends_and_join_back_exactly() -> None:

@@ -1,7 +1,7 @@
 """Signed requests to ``POST /slack/events`` that must not do harm: replays, and hostile headers and bodies.
 
 The real Bolt app behind ``bot.server.create_app`` on 127.0.0.1 (``SlackHarness``), with its own index
-(``/kb reindex`` runs here) and a real SQLite state store; Slack is ``tests/slack_standin.py``.
+(``/kb reindex`` runs here) and a real SQLite state store; Slack is ``tests/standins/slack/``.
 
 - A signed request sent again with the very same headers and body (a replay within the 5 minutes its
   timestamp is fresh) gets 200 with an empty body and does nothing: a ``/kb`` question is answered
@@ -30,8 +30,8 @@ from index.knowledge import KnowledgeIndex
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import WIKI, WIKI_PAGES
-from slack_standin import APP_ID, BOT_USER_ID, SIGNING_SECRET, TEAM_ID, SlackHarness, feedback_action, sign
+from tests.helpers import WIKI, WIKI_PAGES
+from tests.standins.slack import APP_ID, BOT_USER_ID, SIGNING_SECRET, TEAM_ID, SlackHarness, feedback_action, sign
 
 ALICE, ADMIN = "UALICE01", "UADMIN01"
 FORM = "application/x-www-form-urlencoded"

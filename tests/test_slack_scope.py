@@ -1,6 +1,6 @@
 """Per-channel scope in Slack, end to end: ``channels:`` of the sources file through the real Bolt app.
 
-The bot runs behind the real HTTP adapter (``tests/slack_standin.py``'s :class:`SlackHarness`: signed requests,
+The bot runs behind the real HTTP adapter (``tests/standins/slack/``'s :class:`SlackHarness`: signed requests,
 the Web API stand-in), over its own index of two folder sources written by ``chatops.yml`` and synced by the
 real index jobs: ``handbook`` (the example wiki) and ``eng`` (one page about the deploy freeze). Channels:
 
@@ -29,9 +29,9 @@ from connectors.config_file import ConfigFileError
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import WIKI
-from slack_standin import SlackHarness
-from test_slack_app import acked, mention, message, posts, responses, section_text, source_lines, wait_posts
+from tests.helpers import WIKI
+from tests.standins.slack import SlackHarness
+from tests.test_slack_app import acked, mention, message, posts, responses, section_text, source_lines, wait_posts
 
 ALICE = "UALICE01"
 ENG, HANDBOOK, QUIET, FREE = "CENG0001", "CHAND001", "CQUIET01", "CFREE001"

@@ -33,8 +33,8 @@ from app.wiring import build_agent
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, wait_for
-from slack_standin import (APP_TOKEN, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackHarness, SlackSender, SlackStandin,
+from tests.helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, wait_for
+from tests.standins.slack import (APP_TOKEN, BOT_TOKEN, BOT_USER_ID, SIGNING_SECRET, SlackHarness, SlackSender, SlackStandin,
                            manifest_scopes)
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast

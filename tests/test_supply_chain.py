@@ -17,7 +17,7 @@ from packaging.version import Version
 from index.embeddings import LOCAL_MODEL_SHA256, OnnxMiniLMEmbedder
 from core.errors import EmbeddingError
 
-from helpers import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -37,8 +37,8 @@ from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 from state import StateStore
 from state.store import sqlite_url
 
-from confluence_standin import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
-from helpers import ROOT, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, public_ctx
+from tests.standins.confluence import CLOUD_EMAIL, CLOUD_TOKEN, ConfluenceStandIn
+from tests.helpers import ROOT, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, public_ctx
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -31,9 +31,9 @@ from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
 from app.wiring import build_agent
 from connectors.folder import FolderSource
-from helpers import WIKI, wait_for as _wait, public_viewer
+from tests.helpers import WIKI, wait_for as _wait, public_viewer
 from state import StateStore
-from teams_standin import ConnectorStandIn
+from tests.standins.teams import ConnectorStandIn
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -335,7 +335,7 @@ def test_chatops_serve_hosts_teams_without_slack(tmp_path, embedding_cache_dir) 
     import signal
     import subprocess
 
-    from helpers import chatops_command, cli_environment, seed_embedding_cache
+    from tests.helpers import chatops_command, cli_environment, seed_embedding_cache
 
     data = seed_embedding_cache(tmp_path / "data", embedding_cache_dir / "embeddings.sqlite")
     wiki = tmp_path / "wiki"
@@ -367,7 +367,7 @@ def test_chatops_serve_hosts_teams_without_slack(tmp_path, embedding_cache_dir) 
 def test_chatops_serve_without_any_platform_says_what_to_set(tmp_path) -> None:
     import subprocess
 
-    from helpers import chatops_command, cli_environment
+    from tests.helpers import chatops_command, cli_environment
 
     proc = subprocess.run([*chatops_command(), "serve", "--port", "0"], cwd=tmp_path,
                           env=cli_environment(tmp_path / "data"), capture_output=True, text=True, timeout=60)

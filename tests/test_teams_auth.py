@@ -2,7 +2,7 @@
 
 The real server app (``bot.server.create_app``) serves Slack (``SlackHttpAdapter``, signed requests
 from ``SlackSender``) and Teams (``TeamsWebAdapter`` with an app id) side by side, as ``chatops serve``
-does. The Bot Framework's signing keys come from ``tests/openid_standin.py`` on 127.0.0.1, which counts
+does. The Bot Framework's signing keys come from ``tests/standins/openid.py`` on 127.0.0.1, which counts
 fetches and can hold them (slow egress). Covers:
 
 - while a key fetch hangs, ``/healthz`` answers and a signed Slack event is acknowledged within a
@@ -42,9 +42,9 @@ from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
 
-from openid_standin import OpenIdStandIn
-from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
-from teams_standin import ConnectorStandIn
+from tests.standins.openid import OpenIdStandIn
+from tests.standins.slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackSender, SlackStandin, manifest_scopes
+from tests.standins.teams import ConnectorStandIn
 
 APP_ID = "00000000-1111-2222-3333-444444444444"
 KEYS_TIMEOUT = 3.0

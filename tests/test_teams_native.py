@@ -2,7 +2,7 @@
 
 Through the real wiring (:func:`bot.teams.adapter.build_teams_adapter` from :class:`app.settings.Settings`),
 the real Bot Framework ``CloudAdapter`` behind the real aiohttp server, the real agent, index and state
-store; the Bot Connector is the stand-in (:mod:`teams_standin`). Activities are POSTed as Teams sends
+store; the Bot Connector is the stand-in (:mod:`tests.standins.teams`). Activities are POSTed as Teams sends
 them: a ``message/submitAction`` invoke is what Teams posts when someone clicks thumbs up / down under
 an answer and submits the dialog.
 """
@@ -22,10 +22,10 @@ from app.settings import Settings
 from app.wiring import build_agent
 from bot.server import ServerThread, create_app
 from bot.teams.adapter import build_teams_adapter
-from helpers import wait_for
+from tests.helpers import wait_for
 from state import StateStore
-from teams_standin import ConnectorStandIn
-from test_teams import BOT, USER, message
+from tests.standins.teams import ConnectorStandIn
+from tests.test_teams import BOT, USER, message
 
 AI_LABEL = {"type": "https://schema.org/Message", "@type": "Message", "@context": "https://schema.org", "@id": "",
             "additionalType": ["AIGeneratedContent"]}

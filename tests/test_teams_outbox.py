@@ -33,11 +33,11 @@ from bot.server import ServerThread, create_app
 from bot.teams.adapter import TeamsAuthConfig, TeamsWebAdapter
 from bot.teams.bot import TeamsBot
 from bot.teams.outbox import NO_REFERENCE, TeamsSender
-from helpers import WIKI, public_viewer, run_chatops, wait_for
+from tests.helpers import WIKI, public_viewer, run_chatops, wait_for
 from state import StateStore
 from state.retention import Cutoffs, purge
-from teams_standin import ConnectorStandIn
-from test_teams import BOT, CHANNEL, USER, message
+from tests.standins.teams import ConnectorStandIn
+from tests.test_teams import BOT, CHANNEL, USER, message
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -187,8 +187,8 @@ def test_forget_and_retention_remove_the_reference(teams) -> None:
 def test_chatops_serve_with_teams_delivers_a_due_teams_reminder(tmp_path, embedding_cache_dir) -> None:
     """The real ``chatops serve`` process, Teams only: a user writes, a reminder of theirs falls due, the
     outbox job sends it into their personal chat (no 'no sender' warning)."""
-    from chatops_procs import Replica
-    from helpers import seed_embedding_cache
+    from tests.chatops_procs import Replica
+    from tests.helpers import seed_embedding_cache
 
     data = seed_embedding_cache(tmp_path / "serve", embedding_cache_dir / "embeddings.sqlite")
     wiki = tmp_path / "wiki"

@@ -27,8 +27,8 @@ from connectors.folder import FolderSource
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
 from state import StateStore
-from teams_standin import ConnectorStandIn
-from test_access_teams import BOT, CORPUS, RecordingAgent
+from tests.standins.teams import ConnectorStandIn
+from tests.test_access_teams import BOT, CORPUS, RecordingAgent
 
 ADA = {"id": "29:ada", "name": "Ada Lovelace", "aadObjectId": "aad-ada"}
 QUESTION = "how many vacation days do employees get per year?"

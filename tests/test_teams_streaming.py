@@ -1,6 +1,6 @@
 """Streamed answers in Teams personal chats (the Teams streaming protocol), through the real adapter.
 
-The stand-in Bot Connector (:mod:`teams_standin`) checks every stream activity as the service does
+The stand-in Bot Connector (:mod:`tests.standins.teams`) checks every stream activity as the service does
 (personal chats only, the sequence, cumulative text, informative before text, the final message) and
 refuses what breaks the protocol, so a stream that reaches ``connector.streams`` whole was accepted.
 """
@@ -14,10 +14,10 @@ import pytest
 
 from bot.teams.bot import SEARCHING, STILL_WORKING
 from bot.teams.streaming import TeamsStream
-from helpers import wait_for
-from test_teams import CHANNEL, USER, message
-import test_teams_native as native
-from test_teams_native import feedback
+from tests.helpers import wait_for
+from tests.test_teams import CHANNEL, USER, message
+import tests.test_teams_native as native
+from tests.test_teams_native import feedback
 
 make_teams = native.make_teams  # the fixture: a server with Teams wired from the settings
 

@@ -22,7 +22,7 @@ from connectors.safe_files import RefusedFileError, read_regular_file
 from connectors.sources import parse_source_spec
 from connectors.text import MAX_HTML_DEPTH, clean_markdown, first_heading, html_to_markdown, slugify
 
-from helpers import WIKI, WIKI_PAGES
+from tests.helpers import WIKI, WIKI_PAGES
 
 
 def _docs(source: FolderSource) -> dict[str, Document]:

@@ -1,8 +1,9 @@
 """Optional OpenTelemetry traces (issue 13): with ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, real ``chatops sync`` and
 ``chatops ask`` subprocesses export their spans over OTLP/HTTP (protobuf) to a stand-in collector
-(tests/otlp_standin.py): one span per sync run, and per turn a ``chatops.turn`` span with the trace id, route and
-outcome, whose children are the searches and every LLM call (the LLM is tests/openai_standin.py). No attribute
-carries the question or the answer. Without the variable nothing of OpenTelemetry is imported
+(tests/standins/otlp.py): one span per sync run, and per turn a ``chatops.turn`` span with the trace id, route and
+outcome, under which are the turn's timed steps (``chatops.retrieve``, ``chatops.gate``...: the stages of its
+``timings_ms``), the searches and every LLM call (the LLM is tests/standins/openai.py). No attribute carries the
+question or the answer. Without the variable nothing of OpenTelemetry is imported
 (tests/test_operability.py::test_help_and_usage_errors_import_nothing_heavy) and ``span`` does nothing.
 """
 
@@ -16,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import WIKI, cli_environment, run_chatops, seed_embedding_cache
-from openai_standin import OpenAIStandIn
-from otlp_standin import OtlpStandin
-from test_llm_planner import Brain
+from tests.helpers import WIKI, cli_environment, run_chatops, seed_embedding_cache
+from tests.standins.openai import OpenAIStandIn
+from tests.standins.otlp import OtlpStandin
+from tests.test_llm_planner import Brain
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -53,11 +54,23 @@ def test_sync_and_ask_export_their_spans_to_the_collector(tmp_path: Path, wiki_i
         spans = collector.wait_for(lambda spans: len([s for s in spans if s.name == "chatops.llm"]) >= llm_calls
                                    and spans)
         mine = [s for s in spans if s.trace_id == turn.trace_id]
+        by_id = {s.span_id: s for s in mine}
+
+        def ancestors(s):  # the names of the spans above ``s``, nearest first
+            while s.parent_span_id in by_id:
+                s = by_id[s.parent_span_id]
+                yield s.name
+
         searches = [s for s in mine if s.name == "chatops.search"]
         calls = [s for s in mine if s.name == "chatops.llm"]
-        assert searches and all(s.parent_span_id == turn.span_id for s in searches)
+        assert searches and all(next(ancestors(s)) == "chatops.retrieve" and "chatops.turn" in ancestors(s)
+                                for s in searches)
         assert llm_calls >= 2 and len(calls) == llm_calls
-        assert all(s.parent_span_id == turn.span_id and s.attributes["chatops.llm.model"] for s in calls)
+        assert all("chatops.turn" in ancestors(s) and s.attributes["chatops.llm.model"] for s in calls)
+        # the steps the reply timed are spans of the turn (its ``total`` is the turn's own span)
+        stages = {s.name for s in mine if s.parent_span_id == turn.span_id}
+        assert {"chatops.retrieve", "chatops.gate", "chatops.screen"} <= stages, stages
+        assert {"retrieve", "gate", "screen"} <= set(reply["timings_ms"])
         # never the question or the answer
         words = {"incident", "declare", *reply["text"].split()[:5]}
         for s in spans:

@@ -15,7 +15,7 @@ from connectors.config_file import ConfigFileError
 from connectors.folder import FolderSource
 from index.indexer import Indexer
 from index.knowledge import KnowledgeIndex
-from leaky_pages import AWS_KEY_ID
+from tests.leaky_pages import AWS_KEY_ID
 
 #: The example handbook's questions the greeting used to hard-code.
 OLD_EXAMPLES = ("travel budget", "Declare an incident", "deadline for submitting expenses", "ask for time off")

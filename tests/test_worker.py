@@ -29,9 +29,9 @@ from index.manifest import Manifest
 from state import StateStore
 from state.store import sqlite_url
 
-from helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, wait_for
-from slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackHarness
-from test_slack_app import ADMIN, acked, mention, new_channel, responses, section_text, source_lines, wait_posts
+from tests.helpers import WIKI, WIKI_PAGES, chatops_command, cli_environment, seed_embedding_cache, wait_for
+from tests.standins.slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackHarness
+from tests.test_slack_app import ADMIN, acked, mention, new_channel, responses, section_text, source_lines, wait_posts
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

@@ -46,6 +46,7 @@ from typing import Any, Literal
 import openai
 from tenacity import Retrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
+from telemetry.timing import timed
 from telemetry.tracing import span
 
 from .budget import BudgetExceeded, TurnBudget
@@ -341,25 +342,25 @@ class LLMClient:
                                      "the call is not sent")
             kwargs = {**kwargs, "max_tokens": fits}
             budget.usage.capped += 1
-        t0 = time.perf_counter()
-        try:
-            if on_delta is not None:
-                result = self._streamed(kwargs, timeout, budget, on_delta)
-            else:
-                result = self._completed(kwargs, timeout, budget)
-        except openai.APITimeoutError:
-            budget.charge_failed(timed_out=True)
-            self.latency.observe(model, time.perf_counter() - t0, kwargs["max_tokens"], timed_out=True)
-            raise
-        except openai.APIStatusError as exc:
-            budget.charge_failed()
-            if auto_format and exc.status_code in (400, 422, 500):
-                raise _FormatRejected(f"{exc.status_code}: {_brief(exc)}") from exc
-            raise
-        except (openai.OpenAIError, _StreamBroke):
-            budget.charge_failed()
-            raise
-        self.latency.observe(model, result.seconds or time.perf_counter() - t0, result.completion_tokens,
+        with timed("chatops.llm.request", {"chatops.llm.model": model}) as clock:
+            try:
+                if on_delta is not None:
+                    result = self._streamed(kwargs, timeout, budget, on_delta)
+                else:
+                    result = self._completed(kwargs, timeout, budget)
+            except openai.APITimeoutError:
+                budget.charge_failed(timed_out=True)
+                self.latency.observe(model, clock.elapsed(), kwargs["max_tokens"], timed_out=True)
+                raise
+            except openai.APIStatusError as exc:
+                budget.charge_failed()
+                if auto_format and exc.status_code in (400, 422, 500):
+                    raise _FormatRejected(f"{exc.status_code}: {_brief(exc)}") from exc
+                raise
+            except (openai.OpenAIError, _StreamBroke):
+                budget.charge_failed()
+                raise
+        self.latency.observe(model, result.seconds or clock.elapsed(), result.completion_tokens,
                              prompt_tokens=result.prompt_tokens, prompt_chars=prompt_chars)
         self.memory.update(self.base_url, model, latency=self.latency.snapshot(model))
         return result

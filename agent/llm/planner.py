@@ -259,28 +259,28 @@ class LLMPlanner:
 
     def _retrieve(self, queries: list[str], rw: dict, question: str, trace: Trace, attempt: int,
                   ctx: ToolContext) -> list[Evidence]:
-        t = time.perf_counter()
-        lists: list[list[Evidence]] = []
-        for i, q in enumerate(queries):
-            # The model's expansion keywords replace offline pseudo-relevance feedback when it gave some.
-            expansion = rw.get("expansion", [])[:6]
-            args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, expansion=expansion,
-                                       dense_query=(rw.get("hypothetical_answer") or None) if i == 0 else None,
-                                       cosine_to=question[:4000], prf=not expansion)
-            res = self.tools.call("knowledge.search", args, ctx)
-            lists.append(res.evidence)
-            trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
-                                  "expansion": args.expansion, "hyde": bool(args.dense_query), "retriever": "hybrid",
-                                  "hits": [e.as_dict() for e in res.evidence]})
-            for k, v in res.timings_ms.items():
-                trace.add_time(f"search.{k}", v)
-        evidence = lists[0]
-        for more in lists[1:]:
-            evidence = merge(evidence, more, self.search.config.rrf_k)
-        if len(lists) > 1:
-            trace.queries.append({"attempt": attempt, "query": queries[0], "fused_from": len(lists),
-                                  "retriever": "hybrid", "hits": [e.as_dict() for e in evidence]})
-        trace.add_time("retrieve", (time.perf_counter() - t) * 1000)
+        with trace.timed("retrieve"):
+            lists: list[list[Evidence]] = []
+            for i, q in enumerate(queries):
+                # The model's expansion keywords replace offline pseudo-relevance feedback when it gave some.
+                expansion = rw.get("expansion", [])[:6]
+                args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, expansion=expansion,
+                                           dense_query=(rw.get("hypothetical_answer") or None) if i == 0 else None,
+                                           cosine_to=question[:4000], prf=not expansion)
+                res = self.tools.call("knowledge.search", args, ctx)
+                lists.append(res.evidence)
+                trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
+                                      "expansion": args.expansion, "hyde": bool(args.dense_query),
+                                      "retriever": "hybrid",
+                                      "hits": [e.as_dict() for e in res.evidence]})
+                for k, v in res.timings_ms.items():
+                    trace.add_time(f"search.{k}", v)
+            evidence = lists[0]
+            for more in lists[1:]:
+                evidence = merge(evidence, more, self.search.config.rrf_k)
+            if len(lists) > 1:
+                trace.queries.append({"attempt": attempt, "query": queries[0], "fused_from": len(lists),
+                                      "retriever": "hybrid", "hits": [e.as_dict() for e in evidence]})
         return evidence
 
     # -- generation ------------------------------------------------------------------------------

@@ -4,13 +4,13 @@ the candidate stages found (:class:`Candidates`), and what comes out (:class:`Ev
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
 from core.access import Viewer
 from core.models import Chunk
+from telemetry.timing import timed
 
 __all__ = ["Retriever", "Query", "SearchConfig", "Candidates", "Evidence", "SearchResult", "Timings"]
 
@@ -164,9 +164,12 @@ class Timings:
 
     @contextlib.contextmanager
     def __call__(self, stage: str) -> Iterator[None]:
-        """Add the block's wall time to ``stage`` (stages timed twice add up)."""
-        t = time.perf_counter()
+        """Add the block's wall time to ``stage`` (stages timed twice add up), in a ``chatops.search.<stage>``
+        span (:func:`telemetry.timing.timed`)."""
+        clock = None
         try:
-            yield
+            with timed(f"chatops.search.{stage}") as clock:
+                yield
         finally:
-            self.ms[stage] = self.ms.get(stage, 0.0) + (time.perf_counter() - t) * 1000
+            if clock is not None:
+                self.ms[stage] = self.ms.get(stage, 0.0) + clock.ms

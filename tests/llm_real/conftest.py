@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import WIKI, run_chatops, seed_embedding_cache
+from tests.helpers import WIKI, run_chatops, seed_embedding_cache
 
-from realmodel import LLMServer, ServerUnavailable, llm_environment, serve_smollm2
+from tests.llm_real.realmodel import LLMServer, ServerUnavailable, llm_environment, serve_smollm2
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from agent.models import Reply
-from helpers import run_chatops
+from tests.helpers import run_chatops
 from index.knowledge import KnowledgeIndex
 
-from realmodel import TURN_BUDGET_S, assert_safe, reply_from_json
+from tests.llm_real.realmodel import TURN_BUDGET_S, assert_safe, reply_from_json
 
 #: CLI start-up (imports, opening the index, loading the embedder): up to a minute on a busy 2-core machine.
 STARTUP_S = 120.0

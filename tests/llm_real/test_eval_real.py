@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import EVAL_FILE, run_chatops
+from tests.helpers import EVAL_FILE, run_chatops
 
-from realmodel import TURN_BUDGET_S
+from tests.llm_real.realmodel import TURN_BUDGET_S
 
 IDS = ["ex-001", "ex-006", "ex-016", "ex-012", "ex-014", "ex-015"]
 

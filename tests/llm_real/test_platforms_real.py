@@ -1,6 +1,6 @@
 """A signed Slack mention answered by streaming, and a Teams message, in LLM mode against the real model:
-the real Bolt app over signed HTTP (``tests/slack_standin.py``) and the real Bot Framework adapter
-(``tests/teams_standin.py``), the LLM planner wired from the settings (``app.wiring.build_agent``) exactly as
+the real Bolt app over signed HTTP (``tests/standins/slack/``) and the real Bot Framework adapter
+(``tests/standins/teams.py``), the LLM planner wired from the settings (``app.wiring.build_agent``) exactly as
 ``chatops serve`` wires it for ``OPENAI_BASE_URL``.
 
 For any model: the turn completes within its budget, the user sees progress at once and the answer in the
@@ -20,10 +20,10 @@ from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
 
-from realmodel import TURN_BUDGET_S, assert_safe
-from slack_standin import BOT_USER_ID, TEAM_ID, SlackHarness
-from test_teams import message
-import test_teams_native as native
+from tests.llm_real.realmodel import TURN_BUDGET_S, assert_safe
+from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
+from tests.test_teams import message
+import tests.test_teams_native as native
 
 make_teams = native.make_teams  # the fixture: a server with Teams wired from the settings
 

@@ -38,12 +38,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-import socket
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.standins.base import Handler, StandIn
 
 CLOUD_EMAIL = "jira-bot@example.com"
 CLOUD_TOKEN = "jira-cloud-api-token-123"
@@ -84,7 +83,76 @@ class Project:
     issue_types: list[tuple[str, str, bool]] = field(default_factory=lambda: list(DEFAULT_TYPES))
 
 
-class JiraStandIn:
+class _Handler(Handler):
+    standin: JiraStandIn
+    protocol_version = "HTTP/1.1"
+
+    def _reply(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        self.reply_json(status, payload, headers, content_type="application/json;charset=UTF-8")
+
+    def _auth_ok(self) -> bool:
+        st = self.standin
+        got = self.headers.get("Authorization", "")
+        if st.deployment == "cloud":
+            return got == "Basic " + base64.b64encode(f"{CLOUD_EMAIL}:{CLOUD_TOKEN}".encode()).decode()
+        return got == f"Bearer {DC_PAT}"
+
+    def _handle(self, method: str) -> None:
+        st = self.standin
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query, keep_blank_values=True)
+        raw = b""
+        if method == "POST":
+            raw = self.body()
+        body: Any = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                self._reply(400, {"errorMessages": ["Unexpected character in the request body"], "errors": {}})
+                return
+        path = parts.path
+        if st.context_path:
+            if not path.startswith(st.context_path + "/"):
+                self._reply(404, {"errorMessages": ["not found"], "errors": {}})
+                return
+            path = path[len(st.context_path):]
+        lose: Fault | None = None
+        with st.lock:
+            st.record(st.requests, Request(method, path, query, body, self.headers.get("Authorization", "")))
+            for f in st.faults:
+                if f.times > 0 and f.pattern.search(f"{method} {path}"):
+                    f.times -= 1
+                    f.hits += 1
+                    if f.lose_answer:
+                        lose = f
+                        break
+                    self._reply(f.status, {"errorMessages": ["injected fault"], "errors": {}}, f.headers)
+                    return
+        if not self._auth_ok():
+            self._reply(401, {"errorMessages": ["You are not authenticated. Authentication required to perform "
+                                                "this operation."], "errors": {}},
+                        {"WWW-Authenticate": 'Basic realm="protected-area"' if st.deployment == "cloud"
+                         else 'OAuth realm="https%3A%2F%2Fjira"'})
+            return
+        if method == "POST" and "json" not in (self.headers.get("Content-Type") or ""):
+            self._reply(415, {"errorMessages": ["Unsupported Media Type"], "errors": {}})
+            return
+        status, payload = st.answer(method, path, query, body)
+        if lose is not None and status < 300:
+            self._reply(lose.status, {"errorMessages": ["Bad gateway (the issue was created)"], "errors": {}},
+                        lose.headers)
+            return
+        self._reply(status, payload)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._handle("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._handle("POST")
+
+
+class JiraStandIn(StandIn):
     """The server; use as a context manager or call :meth:`start` / :meth:`stop`.
 
     Args:
@@ -92,7 +160,10 @@ class JiraStandIn:
         context_path: Data Center's context path (``/jira``), "" for none.
     """
 
+    handler = _Handler
+
     def __init__(self, deployment: str = "cloud", context_path: str = "") -> None:
+        super().__init__()
         assert deployment in ("cloud", "datacenter")
         self.deployment = deployment
         self.context_path = context_path.rstrip("/")
@@ -102,8 +173,6 @@ class JiraStandIn:
         self.requests: list[Request] = []
         self.faults: list[Fault] = []
         self.reporter_settable = True
-        self.lock = threading.RLock()
-        self._server: ThreadingHTTPServer | None = None
 
     # -- set-up --------------------------------------------------------------------------------
     def add_project(self, key: str, name: str, issue_types: list[tuple[str, str, bool]] | None = None) -> None:
@@ -126,34 +195,10 @@ class JiraStandIn:
             self.faults.append(f)
         return f
 
-    # -- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> JiraStandIn:
-        standin = self
-
-        class Handler(_Handler):
-            state = standin
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True, name="jira-standin").start()
-        return self
-
-    def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> JiraStandIn:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     @property
     def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}{self.context_path}"
+        """``http://127.0.0.1:PORT`` and the context path."""
+        return f"{self.origin}{self.context_path}"
 
     @property
     def version(self) -> str:
@@ -289,86 +334,3 @@ class JiraStandIn:
                  "fields": {**fields, "project": {"key": p.key}, "issuetype": {"id": t[0], "name": t[1]}}}  # type: ignore[index]
         self.issues.append(issue)
         return 201, {"id": issue["id"], "key": issue["key"], "self": issue["self"]}
-
-
-class _Handler(BaseHTTPRequestHandler):
-    state: JiraStandIn
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def _reply(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json;charset=UTF-8")
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _auth_ok(self) -> bool:
-        st = self.state
-        got = self.headers.get("Authorization", "")
-        if st.deployment == "cloud":
-            return got == "Basic " + base64.b64encode(f"{CLOUD_EMAIL}:{CLOUD_TOKEN}".encode()).decode()
-        return got == f"Bearer {DC_PAT}"
-
-    def _handle(self, method: str) -> None:
-        st = self.state
-        parts = urlsplit(self.path)
-        query = parse_qs(parts.query, keep_blank_values=True)
-        raw = b""
-        if method == "POST":
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body: Any = None
-        if raw:
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                self._reply(400, {"errorMessages": ["Unexpected character in the request body"], "errors": {}})
-                return
-        path = parts.path
-        if st.context_path:
-            if not path.startswith(st.context_path + "/"):
-                self._reply(404, {"errorMessages": ["not found"], "errors": {}})
-                return
-            path = path[len(st.context_path):]
-        lose: Fault | None = None
-        with st.lock:
-            st.requests.append(Request(method, path, query, body, self.headers.get("Authorization", "")))
-            for f in st.faults:
-                if f.times > 0 and f.pattern.search(f"{method} {path}"):
-                    f.times -= 1
-                    f.hits += 1
-                    if f.lose_answer:
-                        lose = f
-                        break
-                    self._reply(f.status, {"errorMessages": ["injected fault"], "errors": {}}, f.headers)
-                    return
-        if not self._auth_ok():
-            self._reply(401, {"errorMessages": ["You are not authenticated. Authentication required to perform "
-                                                "this operation."], "errors": {}},
-                        {"WWW-Authenticate": 'Basic realm="protected-area"' if st.deployment == "cloud"
-                         else 'OAuth realm="https%3A%2F%2Fjira"'})
-            return
-        if method == "POST" and "json" not in (self.headers.get("Content-Type") or ""):
-            self._reply(415, {"errorMessages": ["Unsupported Media Type"], "errors": {}})
-            return
-        status, payload = st.answer(method, path, query, body)
-        if lose is not None and status < 300:
-            self._reply(lose.status, {"errorMessages": ["Bad gateway (the issue was created)"], "errors": {}},
-                        lose.headers)
-            return
-        self._reply(status, payload)
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._handle("GET")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._handle("POST")

@@ -37,12 +37,12 @@ import base64
 import json
 import re
 import secrets
-import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.standins.base import Handler, StandIn
 
 __all__ = ["GoogleCalendarStandin", "Recorded", "ERROR_STATUS"]
 
@@ -84,7 +84,11 @@ def google_error(status: int, reason: str, message: str) -> dict[str, Any]:
                       "status": ERROR_STATUS.get(status, "UNKNOWN")}}
 
 
-class GoogleCalendarStandin:
+class _Handler(Handler):
+    protocol_version = "HTTP/1.1"
+
+
+class GoogleCalendarStandin(StandIn):
     """The stand-in server (see the module docstring). Use as a context manager or call :meth:`close`.
 
     Args:
@@ -93,8 +97,11 @@ class GoogleCalendarStandin:
         refresh_tokens: OAuth refresh token -> the e-mail its access tokens act as.
     """
 
+    handler = _Handler
+
     def __init__(self, tokens: dict[str, str] | None = None, calendars: set[str] | None = None,
                  refresh_tokens: dict[str, str] | None = None) -> None:
+        super().__init__()
         self.tokens: dict[str, str] = dict(tokens or {})
         self.refresh_tokens: dict[str, str] = dict(refresh_tokens or {})
         self.calendars = set(calendars or set())
@@ -105,26 +112,7 @@ class GoogleCalendarStandin:
         self.token_scopes: dict[str, set[str]] = {}  # service-account token -> its scopes (checked per method)
         self.requests: list[Recorded] = []
         self._failures: list[_Failure] = []
-        self._lock = threading.Lock()
-        standin = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                return
-
-            def do_GET(self) -> None:  # noqa: N802
-                standin._handle(self, "GET")
-
-            def do_POST(self) -> None:  # noqa: N802
-                standin._handle(self, "POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
+        self.start()
 
     # -- configuration -----------------------------------------------------------------------
     @property
@@ -151,7 +139,7 @@ class GoogleCalendarStandin:
         """
         defaults = {400: "invalid", 401: "authError", 403: "forbidden", 404: "notFound", 409: "duplicate",
                     429: "rateLimitExceeded", 500: "backendError", 503: "backendError"}
-        with self._lock:
+        with self.lock:
             for _ in range(times):
                 self._failures.append(_Failure(status, reason or defaults.get(status, "unknown"),
                                                message or f"stand-in error {status}", commit, dict(headers or {}),
@@ -163,20 +151,16 @@ class GoogleCalendarStandin:
 
     def close(self) -> None:
         """Stop serving."""
-        self.server.shutdown()
-        self.server.server_close()
+        self.stop()
 
-    def __enter__(self) -> GoogleCalendarStandin:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- HTTP --------------------------------------------------------------------------------
-    def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
+    def serve(self, h: Handler, method: str) -> None:
+        """Record the request and answer it (a stand-in bug answers 500 with the exception)."""
         url = urlsplit(h.path)
-        length = int(h.headers.get("Content-Length") or 0)
-        raw = h.rfile.read(length) if length else b""
+        raw = h.body()
         ctype = h.headers.get("Content-Type", "")
         body: Any = None
         if raw:
@@ -187,20 +171,12 @@ class GoogleCalendarStandin:
             else:
                 body = raw.decode("utf-8", "replace")
         rec = Recorded(method, url.path, parse_qs(url.query), {k.lower(): v for k, v in h.headers.items()}, body)
-        with self._lock:
-            self.requests.append(rec)
+        self.record(self.requests, rec)
         try:
             status, payload, headers = self._route(rec)
         except Exception as exc:  # a bug in the stand-in must show up in the test, not hang it
             status, payload, headers = 500, google_error(500, "backendError", f"stand-in crashed: {exc!r}"), {}
-        data = json.dumps(payload).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json; charset=UTF-8")
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in headers.items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
+        h.reply_json(status, payload, headers, content_type="application/json; charset=UTF-8")
 
     def _route(self, r: Recorded) -> tuple[int, Any, dict[str, str]]:
         if r.path == "/token" and r.method == "POST":
@@ -244,7 +220,7 @@ class GoogleCalendarStandin:
 
     def add_busy(self, email: str, start: datetime, end: datetime) -> None:
         """A busy stretch (aware times) in ``email``'s primary calendar, for ``freeBusy``."""
-        with self._lock:
+        with self.lock:
             self.busy.setdefault(email.lower(), []).append((start, end))
 
     def _free_busy(self, r: Recorded) -> tuple[int, Any, dict[str, str]]:
@@ -271,7 +247,7 @@ class GoogleCalendarStandin:
                      "calendars": out}, {}
 
     def _take_failure(self, method: str) -> _Failure | None:
-        with self._lock:
+        with self.lock:
             for i, f in enumerate(self._failures):
                 if f.method == method:
                     return self._failures.pop(i)
@@ -297,7 +273,7 @@ class GoogleCalendarStandin:
             if user is None:
                 return 400, {"error": "invalid_grant", "error_description": "Token has been expired or revoked."}, {}
             token = "user-" + secrets.token_hex(8)
-            with self._lock:
+            with self.lock:
                 self.tokens[token] = user
             return 200, {"access_token": token, "expires_in": 3599, "token_type": "Bearer",
                          "scope": "https://www.googleapis.com/auth/calendar.events"}, {}
@@ -314,7 +290,7 @@ class GoogleCalendarStandin:
         if "calendar" not in claims.get("scope", ""):
             return 400, {"error": "invalid_scope"}, {}
         token = "sa-" + secrets.token_hex(8)
-        with self._lock:
+        with self.lock:
             self.tokens[token] = claims.get("sub") or claims["iss"]
             self.token_scopes[token] = set(str(claims.get("scope", "")).split())
         return 200, {"access_token": token, "expires_in": 3599, "token_type": "Bearer"}, {}
@@ -334,7 +310,7 @@ class GoogleCalendarStandin:
             for part in ("start", "end"):
                 if lines and not (body.get(part) or {}).get("timeZone"):
                     return 400, google_error(400, "invalid", f"Missing time zone definition for {part} time.")
-        with self._lock:
+        with self.lock:
             if (owner, event_id) in self.events:
                 return 409, google_error(409, "duplicate", "The requested identifier already exists.")
             now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -9,15 +9,15 @@ the stand-in's key (any claims), so a token can pass or fail the SDK's real sign
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+
+from tests.standins.base import Handler, StandIn
 
 __all__ = ["OpenIdStandIn", "KID", "CHANNEL_ISSUER"]
 
@@ -26,59 +26,49 @@ CHANNEL_ISSUER = "https://api.botframework.com"
 METADATA_PATH = "/v1/.well-known/openidconfiguration"
 
 
-class OpenIdStandIn:
+class _Handler(Handler):
+    standin: OpenIdStandIn
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        stand_in = self.standin
+        stand_in.record(stand_in.fetches, self.path)
+        if self.path == METADATA_PATH:
+            stand_in._go.wait(30)
+            if stand_in.status != 200:
+                return self._send(stand_in.status, {"error": "unavailable"})
+            return self._send(200, {"issuer": CHANNEL_ISSUER, "jwks_uri": stand_in.url + "/keys",
+                                    "id_token_signing_alg_values_supported": ["RS256"]})
+        if self.path == "/keys":
+            jwk = RSAAlgorithm.to_jwk(stand_in.private_key.public_key(), as_dict=True)
+            return self._send(200, {"keys": [{**jwk, "kid": KID, "use": "sig", "endorsements": ["msteams"]}]})
+        return self._send(404, {"error": "not found"})
+
+    def _send(self, status: int, body: dict) -> None:
+        try:
+            self.reply_json(status, body, content_type="application/json")
+        except OSError:  # the client gave up waiting
+            pass
+
+
+class OpenIdStandIn(StandIn):
     """``with OpenIdStandIn() as keys:``; ``keys.metadata_url`` is the adapter's ``openid_metadata_url``."""
 
+    handler = _Handler
+
     def __init__(self) -> None:
+        super().__init__()
         self.private_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.fetches: list[str] = []
         self.status = 200
         self._go = threading.Event()
         self._go.set()
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                return
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-                stand_in.fetches.append(self.path)
-                if self.path == METADATA_PATH:
-                    stand_in._go.wait(30)
-                    if stand_in.status != 200:
-                        return self._send(stand_in.status, {"error": "unavailable"})
-                    return self._send(200, {"issuer": CHANNEL_ISSUER, "jwks_uri": stand_in.url + "/keys",
-                                            "id_token_signing_alg_values_supported": ["RS256"]})
-                if self.path == "/keys":
-                    jwk = RSAAlgorithm.to_jwk(stand_in.private_key.public_key(), as_dict=True)
-                    return self._send(200, {"keys": [{**jwk, "kid": KID, "use": "sig", "endorsements": ["msteams"]}]})
-                return self._send(404, {"error": "not found"})
-
-            def _send(self, status: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:  # the client gave up waiting
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.bind()
+        self.url = self.origin
         self.metadata_url = self.url + METADATA_PATH
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> OpenIdStandIn:
-        self._thread.start()
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-        self.server.shutdown()
-        self.server.server_close()
+        self.stop()
 
     def hold(self) -> None:
         """Make metadata requests hang until :meth:`release` (at most 30 s)."""

@@ -34,8 +34,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+
+from tests.standins.base import Handler, StandIn
 
 __all__ = ["OpenAIStandIn", "Response", "chat", "tool_call", "json_reply", "error"]
 
@@ -82,12 +83,84 @@ def error(status: int, message: str = "error", retry_after: float | None = None)
     return Response(status, {"error": {"message": message, "type": kind, "param": None, "code": kind}}, headers)
 
 
-class OpenAIStandIn:
+class _Handler(Handler):
+    standin: OpenAIStandIn
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        stand_in = self.standin
+        raw = self.body()
+        try:
+            req = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send(Response(400, {"error": {"message": "invalid JSON"}}))
+            return
+        req["_path"] = self.path
+        req["_auth"] = self.headers.get("authorization", "")
+        req["_at"] = time.monotonic()
+        stand_in.record(stand_in.requests, req)
+        if self.path.endswith("/embeddings"):
+            inputs = req.get("input") or []
+            inputs = [inputs] if isinstance(inputs, str) else inputs
+            data = [{"object": "embedding", "index": i, "embedding": [float(len(t) % 7), 1.0, 0.5]}
+                    for i, t in enumerate(inputs)]
+            self._send(Response(200, {"object": "list", "data": data, "model": req.get("model"),
+                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}}))
+            return
+        if not self.path.endswith("/chat/completions"):
+            self._send(Response(404, {"error": {"message": f"unknown path {self.path}"}}))
+            return
+        if stand_in.single_slot:
+            with stand_in._slot:
+                resp = stand_in._answer(req)
+        else:
+            resp = stand_in._answer(req)
+        req["_done"] = time.monotonic()
+        if req.get("stream") and resp.status == 200 and resp.body.get("choices"):
+            self._stream(req, resp)
+            return
+        self._send(resp)
+
+    def _stream(self, req: dict, resp: Response) -> None:
+        stand_in = self.standin
+        body = resp.body
+        content = body["choices"][0]["message"].get("content") or ""
+        words = re.findall(r"\S+\s*", content)
+        base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"],
+                "model": body["model"]}
+        events = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                        "finish_reason": None}]}]
+        events += [{**base, "choices": [{"index": 0, "delta": {"content": "".join(words[i:i + 3])},
+                                         "finish_reason": None}]} for i in range(0, len(words), 3)]
+        events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if (req.get("stream_options") or {}).get("include_usage"):
+            events.append({**base, "choices": [], "usage": body.get("usage")})
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.end_headers()
+        for event in events:
+            self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+            self.wfile.flush()
+            if stand_in.chunk_delay:
+                time.sleep(stand_in.chunk_delay)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+    def _send(self, resp: Response) -> None:
+        self.reply_json(resp.status, resp.body, resp.headers)
+
+
+class OpenAIStandIn(StandIn):
     """Start with ``with OpenAIStandIn(brain) as s:``; ``s.base_url`` ends in ``/v1``."""
+
+    handler = _Handler
+    quiet_disconnects = True  # a client that gave up (its timeout) closes the socket before a slow answer
 
     def __init__(self, brain: Callable[[dict], Response], chunk_delay: float = 0.0, *,
                  tools: Literal["native", "ignored", "rejected"] = "native", json_schema_status: int | None = None,
                  delay: float = 0.0, token_delay: float = 0.0, single_slot: bool = False) -> None:
+        super().__init__()
         self.brain = brain
         self.chunk_delay = chunk_delay  # seconds between streamed chunks (a model that takes its time)
         self.tools = tools
@@ -97,93 +170,8 @@ class OpenAIStandIn:
         self.single_slot = single_slot
         self._slot = threading.Lock()
         self.requests: list[dict] = []
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # quiet
-                return
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    req = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    self._send(Response(400, {"error": {"message": "invalid JSON"}}))
-                    return
-                req["_path"] = self.path
-                req["_auth"] = self.headers.get("authorization", "")
-                req["_at"] = time.monotonic()
-                stand_in.requests.append(req)
-                if self.path.endswith("/embeddings"):
-                    inputs = req.get("input") or []
-                    inputs = [inputs] if isinstance(inputs, str) else inputs
-                    data = [{"object": "embedding", "index": i, "embedding": [float(len(t) % 7), 1.0, 0.5]}
-                            for i, t in enumerate(inputs)]
-                    self._send(Response(200, {"object": "list", "data": data, "model": req.get("model"),
-                                              "usage": {"prompt_tokens": 1, "total_tokens": 1}}))
-                    return
-                if not self.path.endswith("/chat/completions"):
-                    self._send(Response(404, {"error": {"message": f"unknown path {self.path}"}}))
-                    return
-                if stand_in.single_slot:
-                    with stand_in._slot:
-                        resp = stand_in._answer(req)
-                else:
-                    resp = stand_in._answer(req)
-                req["_done"] = time.monotonic()
-                if req.get("stream") and resp.status == 200 and resp.body.get("choices"):
-                    self._stream(req, resp)
-                    return
-                self._send(resp)
-
-            def _stream(self, req: dict, resp: Response) -> None:
-                body = resp.body
-                content = body["choices"][0]["message"].get("content") or ""
-                words = re.findall(r"\S+\s*", content)
-                base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"],
-                        "model": body["model"]}
-                events = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                                "finish_reason": None}]}]
-                events += [{**base, "choices": [{"index": 0, "delta": {"content": "".join(words[i:i + 3])},
-                                                 "finish_reason": None}]} for i in range(0, len(words), 3)]
-                events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-                if (req.get("stream_options") or {}).get("include_usage"):
-                    events.append({**base, "choices": [], "usage": body.get("usage")})
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("cache-control", "no-cache")
-                self.end_headers()
-                for event in events:
-                    self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
-                    self.wfile.flush()
-                    if stand_in.chunk_delay:
-                        time.sleep(stand_in.chunk_delay)
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-                self.close_connection = True
-
-            def _send(self, resp: Response) -> None:
-                body = json.dumps(resp.body).encode()
-                self.send_response(resp.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                for k, v in resp.headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = _QuietServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> OpenAIStandIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.bind()
+        self.base_url = f"{self.origin}/v1"
 
     def _answer(self, req: dict) -> Response:
         """The brain's answer, shaped by the server profile (tools, json_schema, delay)."""
@@ -212,10 +200,3 @@ class OpenAIStandIn:
     def chat_requests(self) -> list[dict]:
         """Recorded chat completion requests."""
         return [r for r in self.requests if r["_path"].endswith("/chat/completions")]
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """A client that gave up (its timeout) closes the socket before a slow answer: not an error here."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return

@@ -32,11 +32,11 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
+
+from tests.standins.base import Handler, StandIn
 
 __all__ = ["ConnectorStandIn", "Call"]
 
@@ -82,10 +82,102 @@ class Call:
         return "\n".join(x for x in (self.body.get("text") or "", self.card_text()) if x)
 
 
-class ConnectorStandIn:
+class _Handler(Handler):
+    standin: ConnectorStandIn
+
+    def _handle(self) -> None:
+        stand_in = self.standin
+        raw = self.body()
+        try:
+            body = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            body = {"_raw": raw.decode(errors="replace")}
+        m = _PATH.match(self.path)
+        if not m:
+            return self._send(404, {"error": {"code": "NotFound", "message": self.path}})
+        call = Call(self.command, self.path, unquote(m.group(1)), unquote(m.group(2)) if m.group(2) else None, body)
+        stand_in.record(stand_in.calls, call)
+        if body.get("type") == "message" and not body.get("text") and not body.get("attachments"):
+            # what the Bot Connector answers for a message that shows nothing
+            return self._send(400, {"error": {"code": "BadArgument",
+                                              "message": "Activity must have text or attachments"}})
+        info = next((e for e in body.get("entities") or [] if isinstance(e, dict)
+                     and e.get("type") == "streaminfo"), None)
+        with stand_in.lock:
+            refused = stand_in._check_stream(body, info) if info is not None else None
+            if refused is not None:
+                status, code, message = refused
+                return self._send(status, {"error": {"code": code, "message": message}})
+            failure = stand_in.failures.pop(0) if stand_in.failures else None
+            if failure is not None:
+                status, headers = failure
+                return self._send(status, {"error": {"code": "ServiceError", "message": f"HTTP {status}"}},
+                                  headers)
+            call.response_id = call.activity_id if self.command == "PUT" else f"reply-{next(stand_in._ids)}"
+            if info is not None:
+                stream_id = info.get("streamId") or call.response_id
+                stand_in.streams.setdefault(stream_id, []).append({**info, "text": body.get("text", "")})
+                if info.get("streamType") == "final":
+                    stand_in._finished.add(stream_id)
+        return self._send(200, {"id": call.response_id})
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        stand_in = self.standin
+        m = _MEMBER.match(self.path)
+        if not m:
+            return self._send(404, {"error": {"code": "NotFound", "message": self.path}})
+        member_id = unquote(m.group(2))
+        stand_in.record(stand_in.lookups, Call("GET", self.path, unquote(m.group(1)), member_id, {}))
+        account = stand_in.members.get(member_id) or next(
+            (a for a in stand_in.members.values()
+             if member_id.lower() in {str(a.get("email", "")).lower(), str(a.get("userPrincipalName", "")).lower()}),
+            None)
+        if account is not None and member_id not in stand_in.members:
+            member_id = next(k for k, v in stand_in.members.items() if v is account)
+        if account is None:
+            return self._send(404, {"error": {"code": "MemberNotFoundInConversation",
+                                              "message": "The member could not be found"}})
+        return self._send(200, {"id": member_id, **account})
+
+    def do_POST(self) -> None:  # noqa: N802
+        stand_in = self.standin
+        if not _CREATE.match(self.path):
+            return self._handle()
+        body = json.loads(self.body() or b"{}")
+        members = [m.get("id") for m in body.get("members") or []]
+        if len(members) != 1 or body.get("isGroup"):
+            return self._send(400, {"error": {"code": "BadArgument", "message": "one member, not a group"}})
+        if members[0] not in stand_in.members or members[0] in stand_in.without_app:  # the user lacks the app
+            return self._send(403, {"error": {"code": "Forbidden", "message": "The bot is not installed for "
+                                                                             "the user"}})
+        stand_in.record(stand_in.created, body)
+        return self._send(201, {"id": f"a:personal-{members[0]}"})
+
+    def do_PUT(self) -> None:  # noqa: N802
+        stand_in = self.standin
+        m = _UPLOAD.match(self.path)
+        if not m:
+            return self._handle()
+        data = self.body()
+        expected = f"bytes 0-{len(data) - 1}/{len(data)}"
+        if self.headers.get("content-range") != expected:
+            return self._send(400, {"error": {"code": "invalidRange", "message": "Content-Range"}})
+        if stand_in.upload_status >= 400:
+            return self._send(stand_in.upload_status, {"error": {"code": "generalException"}})
+        stand_in.uploads[unquote(m.group(1))] = data
+        return self._send(201, {"id": "file-1", "name": unquote(m.group(1)), "size": len(data)})
+
+    def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+        self.reply_json(status, body, headers)
+
+
+class ConnectorStandIn(StandIn):
     """``with ConnectorStandIn() as c:``; ``c.url`` is the ``serviceUrl`` to put in activities."""
 
+    handler = _Handler
+
     def __init__(self) -> None:
+        super().__init__()
         self.calls: list[Call] = []
         self.lookups: list[Call] = []
         self.members: dict[str, dict[str, Any]] = {}
@@ -97,117 +189,8 @@ class ConnectorStandIn:
         self._ids = itertools.count(1)
         self.streams: dict[str, list[dict[str, Any]]] = {}
         self._finished: set[str] = set()
-        self._lock = threading.Lock()
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                return
-
-            def _handle(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else {}
-                except json.JSONDecodeError:
-                    body = {"_raw": raw.decode(errors="replace")}
-                m = _PATH.match(self.path)
-                if not m:
-                    return self._send(404, {"error": {"code": "NotFound", "message": self.path}})
-                call = Call(self.command, self.path, unquote(m.group(1)), unquote(m.group(2)) if m.group(2) else None, body)
-                stand_in.calls.append(call)
-                if body.get("type") == "message" and not body.get("text") and not body.get("attachments"):
-                    # what the Bot Connector answers for a message that shows nothing
-                    return self._send(400, {"error": {"code": "BadArgument",
-                                                      "message": "Activity must have text or attachments"}})
-                info = next((e for e in body.get("entities") or [] if isinstance(e, dict)
-                             and e.get("type") == "streaminfo"), None)
-                with stand_in._lock:
-                    refused = stand_in._check_stream(body, info) if info is not None else None
-                    if refused is not None:
-                        status, code, message = refused
-                        return self._send(status, {"error": {"code": code, "message": message}})
-                    failure = stand_in.failures.pop(0) if stand_in.failures else None
-                    if failure is not None:
-                        status, headers = failure
-                        return self._send(status, {"error": {"code": "ServiceError", "message": f"HTTP {status}"}},
-                                          headers)
-                    call.response_id = call.activity_id if self.command == "PUT" else f"reply-{next(stand_in._ids)}"
-                    if info is not None:
-                        stream_id = info.get("streamId") or call.response_id
-                        stand_in.streams.setdefault(stream_id, []).append({**info, "text": body.get("text", "")})
-                        if info.get("streamType") == "final":
-                            stand_in._finished.add(stream_id)
-                return self._send(200, {"id": call.response_id})
-
-            def do_GET(self) -> None:
-                m = _MEMBER.match(self.path)
-                if not m:
-                    return self._send(404, {"error": {"code": "NotFound", "message": self.path}})
-                member_id = unquote(m.group(2))
-                stand_in.lookups.append(Call("GET", self.path, unquote(m.group(1)), member_id, {}))
-                account = stand_in.members.get(member_id) or next(
-                    (a for a in stand_in.members.values()
-                     if member_id.lower() in {str(a.get("email", "")).lower(), str(a.get("userPrincipalName", "")).lower()}),
-                    None)
-                if account is not None and member_id not in stand_in.members:
-                    member_id = next(k for k, v in stand_in.members.items() if v is account)
-                if account is None:
-                    return self._send(404, {"error": {"code": "MemberNotFoundInConversation",
-                                                      "message": "The member could not be found"}})
-                return self._send(200, {"id": member_id, **account})
-
-            def do_POST(self) -> None:
-                if not _CREATE.match(self.path):
-                    return self._handle()
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                members = [m.get("id") for m in body.get("members") or []]
-                if len(members) != 1 or body.get("isGroup"):
-                    return self._send(400, {"error": {"code": "BadArgument", "message": "one member, not a group"}})
-                if members[0] not in stand_in.members or members[0] in stand_in.without_app:  # the user lacks the app
-                    return self._send(403, {"error": {"code": "Forbidden", "message": "The bot is not installed for "
-                                                                                     "the user"}})
-                with stand_in._lock:
-                    stand_in.created.append(body)
-                return self._send(201, {"id": f"a:personal-{members[0]}"})
-
-            def do_PUT(self) -> None:
-                m = _UPLOAD.match(self.path)
-                if not m:
-                    return self._handle()
-                length = int(self.headers.get("content-length") or 0)
-                data = self.rfile.read(length) if length else b""
-                expected = f"bytes 0-{len(data) - 1}/{len(data)}"
-                if self.headers.get("content-range") != expected:
-                    return self._send(400, {"error": {"code": "invalidRange", "message": "Content-Range"}})
-                if stand_in.upload_status >= 400:
-                    return self._send(stand_in.upload_status, {"error": {"code": "generalException"}})
-                stand_in.uploads[unquote(m.group(1))] = data
-                return self._send(201, {"id": "file-1", "name": unquote(m.group(1)), "size": len(data)})
-
-            def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ConnectorStandIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
+        self.bind()
+        self.url = f"{self.origin}/"
     def _check_stream(self, body: dict[str, Any], info: dict[str, Any]) -> tuple[int, str, str] | None:
         """Why the service would refuse this stream activity (status, code, message), or None."""
         if (body.get("conversation") or {}).get("conversationType") != "personal":

@@ -10,8 +10,6 @@ Used by tests/test_tracing.py.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +19,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (ExportTraceServiceRequest,
                                                                        ExportTraceServiceResponse)
 
-from bot.server import ServerThread
+from tests.standins.base import StandIn
 
 __all__ = ["OtlpStandin", "ReceivedSpan"]
 
@@ -43,33 +41,24 @@ def _value(v) -> Any:
     return getattr(v, kind) if kind in {"string_value", "bool_value", "int_value", "double_value"} else str(v)
 
 
-class OtlpStandin:
+class OtlpStandin(StandIn):
     """Start with ``OtlpStandin().start()``; :attr:`url` is the ``OTEL_EXPORTER_OTLP_ENDPOINT`` to give."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.spans: list[ReceivedSpan] = []
         self.requests = 0
-        self._cond = threading.Condition()
-        self._server = ServerThread(self._app)
 
-    def _app(self) -> web.Application:
+    def web_app(self) -> web.Application:
+        """``POST /v1/traces``."""
         app = web.Application()
         app.router.add_post("/v1/traces", self._traces)
         return app
 
-    def start(self) -> "OtlpStandin":
-        """Listen on a free port of 127.0.0.1."""
-        self._server.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop listening."""
-        self._server.stop()
-
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT``."""
-        return self._server.url
+        return self.origin
 
     async def _traces(self, request: web.Request) -> web.Response:
         if request.content_type != "application/x-protobuf":
@@ -85,10 +74,10 @@ class OtlpStandin:
                 for s in ss.spans:
                     got.append(ReceivedSpan(s.name, s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex(),
                                             {a.key: _value(a.value) for a in s.attributes}, service))
-        with self._cond:
+        with self.lock:
             self.requests += 1
             self.spans.extend(got)
-            self._cond.notify_all()
+            self.lock.notify_all()
         return web.Response(body=ExportTraceServiceResponse().SerializeToString(),
                             content_type="application/x-protobuf")
 
@@ -98,13 +87,5 @@ class OtlpStandin:
         Raises:
             AssertionError: after ``timeout`` seconds, with the span names received so far.
         """
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                value = predicate(list(self.spans))
-                if value:
-                    return value
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"timed out; spans so far: {[s.name for s in self.spans]}")
-                self._cond.wait(left)
+        return self.wait_until(lambda: predicate(list(self.spans)), timeout,
+                               lambda: f"spans so far: {[s.name for s in self.spans]}")

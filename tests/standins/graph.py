@@ -32,9 +32,7 @@ import json
 import secrets
 import ssl
 import tempfile
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -44,6 +42,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+from tests.standins.base import Handler, StandIn
 
 __all__ = ["GraphStandIn", "TENANT", "CLIENT_ID", "CLIENT_SECRET", "Recorded"]
 
@@ -98,13 +98,19 @@ def _self_signed(directory: Path) -> tuple[Path, Path]:
     return cert_file, key_file
 
 
-class GraphStandIn:
+class _Handler(Handler):
+    protocol_version = "HTTP/1.1"
+
+
+class GraphStandIn(StandIn):
     """The stand-in (see the module docstring): ``with GraphStandIn(mailboxes=..., allowed=...) as g:``.
 
     Args:
         mailboxes: the tenant's users' addresses (lower case).
         allowed: the mailboxes the application access policy lets the app reach (None: all of them).
     """
+
+    handler = _Handler
 
     def __init__(self, mailboxes: set[str], allowed: set[str] | None = None) -> None:
         self.mailboxes = {m.lower() for m in mailboxes}
@@ -116,33 +122,13 @@ class GraphStandIn:
         self.working_hours: dict[str, dict[str, Any]] = {}
         self.requests: list[Recorded] = []
         self._failures: list[_Failure] = []
-        self._lock = threading.Lock()
         self._dir = tempfile.TemporaryDirectory(prefix="graph-standin-")
         cert, key = _self_signed(Path(self._dir.name))
         self.ca_file = str(cert)
-        standin = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-            def do_GET(self) -> None:  # noqa: N802
-                standin._handle(self, "GET")
-
-            def do_POST(self) -> None:  # noqa: N802
-                standin._handle(self, "POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(cert, key)
-        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
-        self._thread.start()
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(cert, key)
+        super().__init__(tls=tls)
+        self.start()
 
     # -- configuration -------------------------------------------------------------------------
     @property
@@ -158,7 +144,7 @@ class GraphStandIn:
     def fail_next(self, status: int, code: str, message: str = "", *, times: int = 1, commit: bool = False,
                   headers: dict[str, str] | None = None, path_part: str = "/events") -> None:
         """Answer the next ``times`` API POSTs whose path contains ``path_part`` with this error."""
-        with self._lock:
+        with self.lock:
             self._failures += [_Failure(status, code, message or f"stand-in error {status}", commit,
                                         dict(headers or {}), path_part) for _ in range(times)]
 
@@ -178,40 +164,29 @@ class GraphStandIn:
 
     def close(self) -> None:
         """Stop serving and delete the certificate."""
-        self.server.shutdown()
-        self.server.server_close()
+        self.stop()
         self._dir.cleanup()
 
-    def __enter__(self) -> GraphStandIn:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- HTTP ------------------------------------------------------------------------------------
-    def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
+    def serve(self, h: Handler, method: str) -> None:
+        """Record the request and answer it (a stand-in bug answers 500 with the exception)."""
         url = urlsplit(h.path)
-        raw = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        raw = h.body()
         ctype = h.headers.get("Content-Type", "")
         body: Any = None
         if raw:
             body = ({k: v[0] for k, v in parse_qs(raw.decode()).items()} if "x-www-form-urlencoded" in ctype
                     else json.loads(raw))
         rec = Recorded(method, unquote(url.path), {k.lower(): v for k, v in h.headers.items()}, body)
-        with self._lock:
-            self.requests.append(rec)
+        self.record(self.requests, rec)
         try:
             status, payload, headers = self._route(rec)
         except Exception as exc:  # a stand-in bug shows in the test
             status, payload, headers = 500, graph_error("generalException", f"stand-in crashed: {exc!r}"), {}
-        data = json.dumps(payload).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json; charset=utf-8")
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in headers.items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
+        h.reply_json(status, payload, headers, content_type="application/json; charset=utf-8")
 
     def _route(self, r: Recorded) -> tuple[int, Any, dict[str, str]]:
         parts = r.path.strip("/").split("/")
@@ -243,7 +218,7 @@ class GraphStandIn:
         return answer
 
     def _take_failure(self, path: str) -> _Failure | None:
-        with self._lock:
+        with self.lock:
             for i, f in enumerate(self._failures):
                 if f.path_part in path:
                     return self._failures.pop(i)
@@ -286,7 +261,7 @@ class GraphStandIn:
             if moment.tzinfo is not None:
                 return 400, graph_error("ErrorInvalidRequest", "DateTime must not carry an offset."), {}
         zone = _preferred_zone(r.headers.get("prefer", ""))
-        with self._lock:
+        with self.lock:
             mine = self.events.setdefault(mailbox, [])
             tx = body.get("transactionId")
             old = next((e for e in mine if tx and e["transactionId"] == tx), None)
