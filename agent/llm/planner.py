@@ -69,7 +69,6 @@ grounding of the draft), :mod:`.proposals` (an action call to a pending action) 
 from __future__ import annotations
 
 import logging
-import time
 
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError
