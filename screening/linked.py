@@ -70,6 +70,10 @@ _POST = re.compile(r"(?i)\s+(?:de\s+|d['’]\s*)?(?P<w>[\w-]+)")
 _WIFI = re.compile(r"(?i)(?<![\w-])(?:wi-?fi|wlan|ssid|wpa2?)(?![\w-])")
 _VERB_PIN = re.compile(r"[Pp]ins?|Pins?")
 _KEY = re.compile(r"(?i)key|schl|cl")
+_PARTICIPLE = re.compile(r"^(?:\w{3,}ed|ge\w{3,}(?:t|en)|\w{3,}(?:é|ée|és|ées|ado|ada|ados|adas|ido|ida|idos|idas))$")
+_ASSIGNING = re.compile(r"^(?:set|changed|updated|reset|switched|moved|gesetzt|geändert|changée?|modifiée?|cambiad[oa]|"
+                        r"modificad[oa]|puest[oa])$")
+_PREPOSITIONS = frozenset("with to for by in at on mit an für von bei in avec à pour par en dans con a para por en".split())
 
 # not a value whatever its letters: a URL, an e-mail address, a path, a file, a placeholder, a variable, a version,
 # a time or a date, a number with a unit, an issue or a channel, a host and port, a setting, markdown
@@ -89,6 +93,10 @@ _PRODUCT = re.compile(r"^(?:[A-Z]{1,4}-?\d+[A-Z]?|\d+[A-Z]{1,3}|[A-Za-z]+\d|\d[A
 _TYPED = frozenset("!@#$%^&*+=~?")
 _SEPARATORS = re.compile(r"[-_:/.]")
 _RANDOM_RUN = re.compile(r"(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{10,}")
+_GROUPED = re.compile(r"^\d+(?:[ -]\d+)+$")
+_DAY, _MONTH = r"(?:0?[1-9]|[12]\d|3[01])", r"(?:0?[1-9]|1[0-2])"
+# a date written with dashes (day and month either way round, a year of two or four digits)
+_DATE = re.compile(rf"^(?:{_DAY}-{_MONTH}|{_MONTH}-{_DAY})-(?:19|20)?\d\d$|^(?:19|20)\d\d-{_MONTH}(?:-{_DAY})?$")
 _YEAR = re.compile(r"^(?:19|20)\d\d(?:\d{4})?$")  # a year, or a date written YYYYMMDD
 # "12 - 40 - 7": a combination written in spaced groups
 _GROUPS = re.compile(r"(?<![\w.,/:-])\d{1,3}(?:[ \t]+[-–][ \t]+\d{1,3}){2,5}(?![\w/-])")
@@ -149,6 +157,9 @@ def _evidence(token: str, before: list[str], after: str | None, *, code_only: bo
     reads like a command or a config line, where names of tools and commands are no words either (``gcloud``): a
     token that is merely no word does not count there.
     """
+    # digits in groups ("14-22-9"), which the shapes of versions and names ("alpine-3") would take, dates excepted
+    if _GROUPED.match(token) and not _DATE.match(token) and _keypad(token, before, after):
+        return "keypad"
     if _NOT_VALUE.match(token) or _VARIABLE.match(token) or _ISSUE.match(token) or _NOUN_RE.search(token):
         return None
     if _keypad(token, before, after):
@@ -246,11 +257,24 @@ def _sentence_values(s: str, nouns: list[tuple[int, int, bool]]) -> list[tuple[i
         after = tokens[i + 1][2].strip(_TRAIL) if i + 1 < len(tokens) else None
         in_code = code_like or any(a <= start < b for a, b in code_spans)
         kind = _evidence(token, before, after, code_only=code_only, in_code=in_code)
-        if kind == "no word" and not after_noun or kind == "keypad" and _REFERENCE.match(s, max(0, start - 1)):
-            continue  # a value that is only no word follows its noun; "(16256)" is a reference
+        if kind == "no word" and (not after_noun or _described(tokens, spans, i)) or \
+                kind == "keypad" and _REFERENCE.match(s, max(0, start - 1)):
+            continue  # a value that is only no word follows its noun, not a description of it; "(16256)" is a reference
         if kind and distance <= REACH[kind]:
             out.append((start + lead, start + lead + len(token)))
     return out
+
+
+def _described(tokens: list[tuple[int, int, str]], spans: list[tuple[int, int, bool]], i: int) -> bool:
+    """True when a participle stands between the nearest noun before token ``i`` and it, and the token is the object
+    of the preposition after it ("the alarm code is shared with keyholders", "das Passwort wird an Admins gesendet"):
+    the sentence says what happens to the credential, not what it is. "set to", "changed to" are assignments."""
+    last = max((last for _, last, _ in spans if last < i), default=None)
+    if last is None or i - last < 3:
+        return False
+    between = [t.lower().strip(_TRAIL) for _, _, t in tokens[last + 1:i]]
+    return any(_PARTICIPLE.match(w) and not _ASSIGNING.match(w) for w in between[:-1]) and \
+        between[-1] in _PREPOSITIONS
 
 
 def _index(tokens: list[tuple[int, int, str]], pos: int) -> int:
