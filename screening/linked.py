@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 
 from .findings import Finding
-from .statements import CODE_NOUN, ID_CODES, LOCATOR, NOUN, PLACE
+from .statements import CODE_NOUN, ID_CODES, LOCATOR, NOUN, NUMBERED, PLACE
 from .vocabulary import is_word
 
 __all__ = ["find_linked_values", "REACH"]
@@ -121,6 +121,8 @@ def _keypad(token: str, before: list[str], after: str | None) -> bool:
         return False
     if any(w.lower().strip(_TRAIL) in ID_CODES or w.lower().strip(_TRAIL) in LOCATOR for w in before[-3:]):
         return False
+    if before and NUMBERED.search(before[-1] + " "):
+        return False  # "next to door 2104": which door
     # "3600 seconds", "5000 requests": a round number followed by a word is a quantity
     return not (token.endswith("00") and after is not None and after.isalpha() and is_word(after))
 

@@ -52,8 +52,12 @@ a value, "the password expiry." and "token scopes" are not):
 - an aside between the noun and "is" (", which nobody changed,"), adverbs after it ("is still", "est toujours",
   "ist immer noch"), a copula of staying ("stays", "bleibt", "reste", "sigue siendo");
 - the object of a typing verb when a credential is asked for ("type X when it asks for the key", "escribe X
-  cuando pida la clave"), and a value named as the credential ("with X as the passphrase", "X como contraseña",
-  "admin/X as login");
+  cuando pida la clave"), a value named as the credential ("with X as the passphrase", "X como contraseña",
+  "admin/X as login", "als Passwort haben wir X gewählt"), and a credential set to it ("mis le mot de passe du compte
+  à X"): the construction says it is the value, so a common word counts too, but not one after a determiner ("your
+  birthday as the PIN") nor, after "to"/"à", a word of everyday prose ("mis à jour");
+- a time phrase after the copula ("bleibt bis Freitag X"), "authenticates with X", typing as a gerund ("en tapant",
+  "marcando", "by typing"); a number right after a door, a gate or an entrance names which one ("door 2104");
 - a value is not given when it is coordinated with another word ("absent ou expiré", "long and random").
 
 A finding covers the value (the agent drops the whole sentence holding it; passages reach a model
@@ -67,7 +71,7 @@ import re
 from .findings import Finding
 from .vocabulary import is_common
 
-__all__ = ["find_statements", "value_span", "NOUN", "CODE_NOUN", "ID_CODES", "PLACE", "LOCATOR"]
+__all__ = ["find_statements", "value_span", "NOUN", "CODE_NOUN", "ID_CODES", "PLACE", "LOCATOR", "NUMBERED"]
 
 # -- credential nouns ---------------------------------------------------------------------------
 _WIFI = r"(?:wi-?fi|wlan|wpa2?|network|netzwerk|réseau|reseau|red)"
@@ -165,7 +169,7 @@ _REVERSE = re.compile(rf"(?i)(?P<v>[^\s|]+)[ \t]+(?:is|ist|est|es)[ \t]+(?:the|o
 # "log in as admin with hunter2!", "sign in with admin / Winter2024!", "Shared Netflix login: a@b.test / popcorn42":
 # a user and a password side by side, the password shaped like one
 _LOGIN = re.compile(
-    r"(?i)(?:\b(?:log|sign)[ \t]*-?[ \t]*in(?:[ \t]+(?:to|on|at)[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+as[ \t]+\S+)?[ \t]+(?:with|using)|"
+    r"(?i)(?:\b(?:(?:log|sign)[ \t]*-?[ \t]*in|authenticat(?:es?|ing))(?:[ \t]+(?:to|on|at)[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+as[ \t]+\S+)?[ \t]+(?:with|using)|"
     r"\bconnecte[zr]?(?:-vous)?(?:[ \t]+(?:à|au|aux|sur|a)[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+en\s+tant\s+que[ \t]+\S+)?[ \t]+avec|"
     r"\binici(?:a|e|ar)[ \t]+sesi(?:ó|o)n(?:[ \t]+en[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+como[ \t]+\S+)?[ \t]+con|"
     r"\bmelde[nt]?[ \t]+(?:dich|sie[ \t]+sich|euch)(?:[ \t]+(?:am|an|bei|im)[ \t]+[^,.;:\n]{1,40}?)?[ \t]+mit|"
@@ -185,6 +189,14 @@ _TYPE_WHEN = re.compile(
     rf"(?i)\b(?:type|enter|tippen[ \t]+sie|tippe|geben[ \t]+sie|gib|saisissez|tapez|entrez|escribe|introduce|teclea)[ \t]+"
     rf"(?P<v>[^\s,;]+?)[.,;]?[ \t]+(?:when|once|if|whenever|wenn|sobald|falls|quand|lorsque|si|d(?:è|e)s[ \t]+que|cuando)\b"
     rf"[^.\n]{{0,60}}?{_NOUN}")
+# "we set the password of the test account to X", "nous avons mis le mot de passe du compte test à X", "setzt das
+# Passwort auf X": a verb of setting before the noun, the value after "to"
+_SET_TO = re.compile(rf"(?i)\b(?:set|mis|mettez|fixé|réglé|défini|puesto|pon|ponemos|pusimos|setzt|setzen|setze|stellt|stellen)\b"
+                     rf"[^.\n]{{0,30}}?{_NOUN}{_QUALIFIER}[ \t]+(?:to|à|sur|auf|a|en)[ \t]+(?P<rest>[^\n]*)")
+# "Als Passwort für den Testnutzer haben wir X gewählt": "as the password", the value before the final participle
+_AS_FIRST = re.compile(rf"(?i)\b(?:als|comme|como|as)[ \t]+(?:(?:the|das|le|la|l['’]|el)[ \t]*)?{_NOUN}[^.\n]{{0,60}}?[ \t]"
+                       r"(?P<v>[^\s,;]+)[ \t]+(?:\w*ge\w+(?:t|en)|chosen|picked|used|choisi|pris|utilisé|elegido|elegida|usado|"
+                       r"usada|escogido)[ \t]*(?:$|[.;!?])", re.M)
 # "with marigoldsummer as the passphrase", "almendro como contraseña", "admin/cobaltfern as login": a value named
 # as the credential
 _AS_NOUN = re.compile(rf"(?i)(?P<v>[^\s,;:()]+)[ \t]+(?:as|als|comme|como)[ \t]+(?:(?:the|a|an|das|ein|le|la|l['’]|un|une|el|una)"
@@ -202,7 +214,9 @@ _ENTER = re.compile(
     rf"se[ \t]+abre|se[ \t]+desbloquea)[ \t]+(?:with|using|mit|avec|con)|"
     rf"(?:disarm|unlock|open|arm|désarmer|désactiver|ouvrir|déverrouiller|desarmar|desactivar|abrir|desbloquear)"
     rf"(?:[ \t]+(?:it|the\s+\w+|l['’]\w+|la\s+\w+|el\s+\w+))?[ \t]+(?:with|using|avec|con)|enter|type|punch(?:[ \t]+in)?|key[ \t]+in|dial|press|tap(?:[ \t]+in)?|input|tippen[ \t]+sie|tippe|geben[ \t]+sie|gib|"
-    rf"w(?:ä|ae)hlen[ \t]+sie|tapez|composez|saisissez|entrez|tape|compose|marca|marque|teclea|introduce|introduzca|pulsa|digita)"
+    rf"w(?:ä|ae)hlen[ \t]+sie|tapez|composez|saisissez|entrez|tape|compose|marca|marque|teclea|introduce|introduzca|pulsa|digita|"
+    # gerunds: "s'ouvre en tapant 3-8-1-5", "se abre marcando ...", "opens by typing ..."
+    rf"(?:en[ \t]+)?(?:tapant|composant|saisissant)|marcando|tecleando|introduciendo|(?:by[ \t]+)?(?:typing|entering|punching(?:[ \t]+in)?|keying[ \t]+in))"
     rf"(?:[ \t]+(?:the[ \t]+code|den[ \t]+code|le[ \t]+code|el[ \t]+c(?:ó|o)digo))?[ \t]+{_KEYED.format('v')}"
     rf"|{_KEYED.format('w')}[ \t]+(?:eingeben|eintippen|tippen|dr(?:ü|ue)cken|w(?:ä|ae)hlen)")
 _PLACE = re.compile(
@@ -214,7 +228,7 @@ _CODE_WORD = re.compile(r"(?i)(?:\bcodes?\b|\bc(?:ó|o)digos?\b|digicode|code\b|
 # a number that says where or when, not what to type: "room 4112", "ext. 4455", "in March 2025", "call 4455"
 _LOCATOR = frozenset("""
 room rooms raum zimmer salle sala floor etage étage planta building gebäude bâtiment edificio haus house ext ext.
-extension durchwahl poste tel tel. phone telefon téléphone teléfono call calling ring anrufen appelez llama llame
+extension extensión durchwahl poste tel tel. phone telefon téléphone teléfono call calling ring anrufen appelez llama llame
 llamar number nummer numéro número no no. nr nr. n° suite unit einheit plot page pages seite ticket issue case order version through bus line linie ligne línea
 in until since by from before after bis seit ab im depuis avant après desde hasta antes después en
 january february march april may june july august september october november december
@@ -222,6 +236,12 @@ januar februar märz mai juni juli oktober dezember janvier février mars avril 
 novembre décembre enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
 """.split())
 
+# a number right after a door, a gate or an entrance names which one ("next to door 2104", "Tor 3"), unless a colon or
+# a verb stands between
+_NUMBERED = re.compile(r"(?i)(?<![\w-])(?:doors?|gates?|entrance|entry|t(?:ü|ue)r|tor|eingang|portes?|portail|entr(?:é|e)e|"
+                       r"puertas?|port(?:ó|o)n|entrada)[ \t]+$")
+#: a number after this names which door or gate it is, for :mod:`screening.linked`.
+NUMBERED = _NUMBERED
 #: words naming a door, gate, keypad, lock, safe or alarm (a regular expression), for :mod:`screening.linked`.
 PLACE = _PLACE
 #: words before a number that make it a room, an extension, a page or a date, for :mod:`screening.linked`.
@@ -283,10 +303,16 @@ _ABSTRACT = re.compile(r"^\w{3,}(?:ness|ity|tion|sion|ment|ance|ence|ency|ancy|o
 _WEAK = re.compile(r"(?i)^\W*(?:secrets?|tokens?|keys?|claves?|secretos?|geheimnis|jetons?)\b")
 _WHERE = frozenset("1password keepass keepassxc bitwarden lastpass vault okta sso ldap n/a tbd tba".split())
 _MEASURE = re.compile(r"^\d{1,2}$")
+# determiners and possessives: a noun phrase after one names a kind of thing ("your birthday"), not a typed value
+_DETERMINER = frozenset("""the a an this that your my our their his her its same any some every each another something
+etwas quelque algo such solch solche tel telle tal
+der die das den dem ein eine einen dein deine ihr ihre unser unsere sein seine le la les un une votre vos ton ta mon ma
+notre son sa el los las una tu su mi nuestro nuestra""".split())
 # adverbs between a copula and its value: "is still werkseinstellung", "est toujours azerty", "ist jetzt 2468"
 _ADVERB = re.compile(r"(?i)^(?:(?:still|now|simply|just|currently|always|immer[ \t]+noch|noch[ \t]+immer|noch|jetzt|weiterhin|nun|"
-                     r"einfach|toujours|encore|désormais|maintenant|simplement|todav(?:í|i)a|a(?:ú|u)n|ahora|simplemente|siempre)"
-                     r"[ \t]+)+")
+                     r"einfach|toujours|encore|désormais|maintenant|simplement|todav(?:í|i)a|a(?:ú|u)n|ahora|simplemente|siempre|"
+                     # a time phrase: "bleibt bis Freitag morgenrot", "stays until Monday ..."
+                     r"(?:until|till|bis|jusqu['’]à|hasta)[ \t]+[\w.]+)[ \t]+)+")
 # a value described, not given: "absent ou expiré", "long and random", "optional or required"
 _COORDINATED = re.compile(r"(?i)^\s+(?:or|and|oder|und|ou|et|o|y)\s+[^\W\d_]+\s*(?:$|[.;!?])")
 # snake_case that names a field ("license_key", "db_password", "your_token"), not words joined by a typist
@@ -488,18 +514,31 @@ def _appositions(text: str) -> list[Finding]:
 
 
 def _named_values(text: str) -> list[Finding]:
-    """A value typed when a credential is asked for ("type X when it asks for the key"), or named as the credential
-    ("with X as the passphrase", "X como contraseña"): typed, or a word that is no word of everyday prose."""
+    """A value typed when a credential is asked for ("type X when it asks for the key"), named as the credential
+    ("with X as the passphrase", "X como contraseña", "als Passwort haben wir X gewählt") or a credential set to it
+    ("mis le mot de passe ... à X"). The construction says it is the value, so any word is one, but not a word after
+    a determiner ("your birthday as the PIN": a kind of value, not one) nor an ordinary word ("the same")."""
     found: list[Finding] = []
-    for m in [*_TYPE_WHEN.finditer(text), *_AS_NOUN.finditer(text)]:
-        v, start = m.group("v"), m.start("v")
+    for m in [*_TYPE_WHEN.finditer(text), *_AS_NOUN.finditer(text), *_AS_FIRST.finditer(text)]:
+        v, start = m.group("v").rstrip(".,;:!?"), m.start("v")
         if "/" in v.strip("/"):  # "admin/cobaltfern": a user and a password
             cut = v.rstrip("/").rindex("/") + 1
             v, start = v[cut:], start + cut
+        before = re.findall(r"[\w'’]+", text[max(0, start - 30):start])
+        # "your birthday as the PIN", "such as the master password", "as well as a complex password"
+        if v.lower() in _DETERMINER or before and before[-1].lower() in _DETERMINER | {"as", "so", "aussi", "tan"}:
+            continue
         span = _value(v, start, strict=True)
-        if span is None and v.isalpha() and len(v) >= 4 and not _ordinary(v) and not is_common(v):
+        w = v.lower()
+        if span is None and v.isalpha() and len(v) >= 4 and not _ABSTRACT.match(w) and not (
+                w in _FUNCTION or w in _PREDICATE or w in _INSTRUCTION or w in _WHERE):
             span = start, start + len(v)
         if span:
+            found.append(Finding("a credential", "secret", *span))
+    for m in _SET_TO.finditer(text):
+        span = _value(m.group("rest"), m.start("rest"), strict=False)
+        # "mis le mot de passe à jour" (updated): after "to", a word of everyday prose is an idiom, not a value
+        if span and not (text[span[0]:span[1]].isalpha() and is_common(text[span[0]:span[1]])):
             found.append(Finding("a credential", "secret", *span))
     return found
 
@@ -524,7 +563,8 @@ def _keyed_codes(text: str) -> list[Finding]:
         for start, end in typed + said:
             before = [] if (start, end) in typed else re.findall(r"[\w.°]+", s[:start])[-3:]
             if sum(c.isdigit() for c in s[start:end]) < 4 or any(w.lower() in _LOCATOR or w.lower() in _ID_CODES
-                                                                  for w in before):
+                                                                  for w in before) or (
+                    (start, end) not in typed and _NUMBERED.search(s[:start])):
                 continue
             found.append(Finding("a credential", "secret", sent.start() + start, sent.start() + end))
     return found

@@ -12,11 +12,13 @@ round, so it is development data now and held to the same bar here. ``heldout2.j
 second round was frozen: detection 0.531, false positives 0.016) was development data for the linked values of
 :mod:`screening.linked` (0.922 after it); ``heldout3.jsonl`` (batch 3) was written and committed before that module
 and measured once after it (0.922, false positives 0.016; 0.781 and 0.016 before). Both were development data for
-the third round (values given without "is" or ":": apposition, objects, "as the password", asides, adverbs) and are
-held to the 0.98 bar with the corpus. ``heldout4.jsonl`` (batch 4) was written and committed before the third round
-and measured before and after it (detection 0.719 then 0.891, false positives 0.031 both times): it is held to the
-figures measured, a floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
-docs/explanation/evaluation.md has the figures).
+the fourth round (values given without "is" or ":": apposition, objects, "as the password", asides, adverbs) and are
+held to the 0.98 bar with the corpus. ``heldout4.jsonl`` (batch 4) was written and committed before the fourth round
+and measured before and after it (detection 0.719 then 0.891, false positives 0.031 both times); it was then
+development data for the fifth (0.984, 0.000 after it) and is held to the 0.98 bar too. ``heldout5.jsonl`` (batch 5)
+was written and committed before the fifth round and measured before and after it (0.828, false positives 0.000
+both times): it is held to the figures measured, a floor against regressions, not a target
+(``bench/credential_screen.py`` prints every batch; docs/explanation/evaluation.md has the figures).
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def test_the_corpus_has_enough_of_each_kind_in_four_languages() -> None:
     assert {r["lang"] for r in ROWS} == {"en", "de", "fr", "es"}
 
 
-@pytest.mark.parametrize("corpus", ["statements.jsonl", "heldout.jsonl", "heldout2.jsonl", "heldout3.jsonl"])
+@pytest.mark.parametrize("corpus", ["statements.jsonl", "heldout.jsonl", "heldout2.jsonl", "heldout3.jsonl",
+                                    "heldout4.jsonl"])
 def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(corpus: str) -> None:
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
@@ -55,7 +58,7 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
     assert len(false) / len(looks) <= 0.02, false
 
 
-@pytest.mark.parametrize("corpus", ["heldout4.jsonl"])
+@pytest.mark.parametrize("corpus", ["heldout5.jsonl"])
 def test_the_latest_held_out_batch_keeps_the_figures_measured(corpus: str) -> None:
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
@@ -63,8 +66,8 @@ def test_the_latest_held_out_batch_keeps_the_figures_measured(corpus: str) -> No
     assert len(creds) >= 60 and len(looks) >= 60 and {r["lang"] for r in rows} == {"en", "de", "fr", "es"}
     missed = [t for t in creds if not flagged(t)]
     false = [t for t in looks if flagged(t)]
-    assert 1 - len(missed) / len(creds) >= 0.89, missed
-    assert len(false) / len(looks) <= 0.032, false
+    assert 1 - len(missed) / len(creds) >= 0.82, missed
+    assert len(false) / len(looks) <= 0.02, false
 
 
 @pytest.mark.parametrize("text, value", [
@@ -177,7 +180,7 @@ def test_technical_text_near_a_credential_noun_is_left_alone(text: str) -> None:
     assert mask(text) == text
 
 
-# -- values given without "is" or ":" (the third round: apposition, objects, "as the password", asides) -------------
+# -- values given without "is" or ":" (the fourth round: apposition, objects, "as the password", asides) -------------
 @pytest.mark.parametrize("text, value", [
     # a word right after its noun, ending the clause, that is no word of everyday prose
     ("The lobby kiosk has the password kumquat.", "kumquat"),
@@ -195,6 +198,14 @@ def test_technical_text_near_a_credential_noun_is_left_alone(text: str) -> None:
     ("Das Kennwort ist »grüne Wiese«.", "grüne Wiese"),
     ("Clave wifi: tortuga_azul", "tortuga_azul"),
     ("The archive safe opens on 31-17-22.", "31-17-22"),
+    # the fifth round: authenticating with, a time phrase after a copula, a setting verb, a German verb-final
+    # sentence, typing as a gerund, a word the construction names whatever its frequency
+    ("The reporting job authenticates with r3portPass! against the warehouse.", "r3portPass"),
+    ("Das WLAN-Passwort bleibt bis Montag holunderblüte.", "holunderblüte"),
+    ("Nous avons mis le mot de passe du serveur de démo à mirabellier.", "mirabellier"),
+    ("Als Kennwort für den Kiosk haben wir pflaumenbaum gewählt.", "pflaumenbaum"),
+    ("El candado del archivo se abre tecleando 4-0-7-7.", "4-0-7-7"),
+    ("Type limonada when the kiosk asks for its password.", "limonada"),
 ])
 def test_a_value_given_without_is_or_a_colon_is_left_out(text: str, value: str) -> None:
     assert value not in mask(text)
@@ -214,6 +225,13 @@ def test_a_value_given_without_is_or_a_colon_is_left_out(text: str, value: str) 
     "Surface trends in the core workflow of search and code navigation (such as #38440)",
     "Set `target_src_version` as the token field name.",
     "Use your birthday as the PIN.",
+    # a number naming which door; "mettre à jour" (update); something, not a value, chosen
+    "The alarm keypad hangs beside door 3107 in the east wing.",
+    "Nous avons mis le mot de passe à jour.",
+    "Als Passwort haben wir etwas Langes gewählt.",
+    # from the handbooks: "as" in comparisons and examples
+    "Jamf installs a screen lock requirement, as well as a complex password for the device.",
+    "You still need to memorize a few unique passwords, such as the master password for your password manager.",
 ])
 def test_look_alikes_of_values_given_without_is_are_left_alone(text: str) -> None:
     assert mask(text) == text
