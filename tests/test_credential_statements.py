@@ -17,8 +17,11 @@ held to the 0.98 bar with the corpus. ``heldout4.jsonl`` (batch 4) was written a
 and measured before and after it (detection 0.719 then 0.891, false positives 0.031 both times); it was then
 development data for the fifth (0.984, 0.000 after it) and is held to the 0.98 bar too. ``heldout5.jsonl`` (batch 5)
 was written and committed before the fifth round and measured before and after it (0.828, false positives 0.000
-both times): it is held to the figures measured, a floor against regressions, not a target
-(``bench/credential_screen.py`` prints every batch; docs/explanation/evaluation.md has the figures).
+both times); it was development data for the sixth (a verb of logging in links a value, "no word" reaches 12 words:
+0.922 after it) and is held to that figure. ``heldout6.jsonl`` (batch 6) was written and committed before the sixth
+round and measured before and after it (0.656 then 0.672, false positives 0.000): it is held to the figures
+measured, a floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
+docs/explanation/evaluation.md has the figures).
 """
 
 from __future__ import annotations
@@ -58,15 +61,15 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
     assert len(false) / len(looks) <= 0.02, false
 
 
-@pytest.mark.parametrize("corpus", ["heldout5.jsonl"])
-def test_the_latest_held_out_batch_keeps_the_figures_measured(corpus: str) -> None:
+@pytest.mark.parametrize("corpus, detection", [("heldout5.jsonl", 0.92), ("heldout6.jsonl", 0.67)])
+def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: float) -> None:
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
     looks = [r["text"] for r in rows if not r["credential"]]
     assert len(creds) >= 60 and len(looks) >= 60 and {r["lang"] for r in rows} == {"en", "de", "fr", "es"}
     missed = [t for t in creds if not flagged(t)]
     false = [t for t in looks if flagged(t)]
-    assert 1 - len(missed) / len(creds) >= 0.82, missed
+    assert 1 - len(missed) / len(creds) >= detection, missed
     assert len(false) / len(looks) <= 0.02, false
 
 
@@ -148,6 +151,12 @@ def test_look_alikes_of_the_new_constructions_are_left_alone(text: str) -> None:
 @pytest.mark.parametrize("text, value", [
     # no construction the statement reader knows: a verb of using, "still", "defaults to", a token in snake_case
     ("The lab NAS still uses the root password factorydefault from the installer.", "factorydefault"),
+    # the sixth round: a verb of logging in links a value as a noun does; a value that is no word reaches 12 words
+    # (a second clause: "... nie geändert und lautet X"); the words before a noun do not name its value ("office")
+    ("Sign in to the studio laptop with quillmarrowfen and lock it after.", "quillmarrowfen"),
+    ("En la tablet del almacén se entra con grullanevada.", "grullanevada"),
+    ("Das Standardpasswort des alten Routers wurde nie geändert und lautet routerfabrikneu.", "routerfabrikneu"),
+    ("The vault in the finance office has combination 41-28-17.", "41-28-17"),
     ("The root password on the lab NAS is still factorydefault.", "factorydefault"),
     ("Le mot de passe root du NAS du labo est toujours parametreusine.", "parametreusine"),
     ("The jira-bot service account logs in with the token jbt_8842aa91c7.", "jbt_8842aa91c7"),
@@ -172,6 +181,8 @@ def test_a_value_near_a_credential_noun_is_left_out_whatever_the_phrasing(text: 
     "To set up yubikey as your MFA for the cli session token, configure it in AWS.",
     "The access token is passed to the velero/velero-plugin-for-gcp:v1.4.0 image.",
     "Tokens expire after 3600 seconds; refresh them with the CLI.",
+    "Log in to the display in room 4012 with your badge.",
+    "Sign in to Grafana and open the troubleshooting dashboards for the kubernetes cluster.",
     "Le code postal de nos bureaux parisiens est 75011.",
     "Use code SPRING24 for 20% off the conference ticket.",
     "The API key is stored in 1Password under the team vault.",
