@@ -22,7 +22,10 @@ a rotation, where to find it) are made of words; a value is not. A token is a va
   case, digits, symbols) after a user or an e-mail address and a slash, noun or not.
 
 How far from the noun a value may stand depends on its evidence (:data:`REACH`); the word right before a noun names
-whose credential it is ("the Okta password", "gcloud secrets"), not a value. A quoted phrase of words is left to
+whose credential it is ("the Okta password", "gcloud secrets"), not a value, and the words before a noun do not
+name its value ("the branch office has combination 22-48-16": "office" is no postcode). A verb of logging in ("sign
+in to the booth Mac with X", "se entra con X", "connectez-vous ... avec X", "meldet sich ... an") links a value as a
+noun does, except a number ("log in to room 4012"); a number right after a door or a gate names which one. A quoted phrase of words is left to
 :mod:`screening.statements` (quoted words after "is" or ":"): beside a noun but not given by it, quotes mark a label
 or a search term ("type `guest wifi` in Slack").
 
@@ -39,16 +42,17 @@ from __future__ import annotations
 import re
 
 from .findings import Finding
-from .statements import CODE_NOUN, ID_CODES, LOCATOR, NOUN, PLACE
+from .statements import CODE_NOUN, ID_CODES, LOCATOR, NOUN, NUMBERED, PLACE
 from .vocabulary import is_word
 
 __all__ = ["find_linked_values", "REACH"]
 
 #: how far (in tokens, either side) a value may stand from the credential noun, by the strength of its evidence:
-#: a token mixing three kinds of character reaches across a clause, a number or a short mix a few words, a token
-#: that is merely no word only the words next to the noun. Chosen on the statement corpus, held-out batches 1-2 and
-#: the 18F and Meltano handbooks; checked on the Sourcegraph handbook (bench/credential_screen.py).
-REACH = {"strong": 10, "mixed": 8, "keypad": 8, "no word": 8}
+#: a token mixing three kinds of character reaches across a clause, a number or a short mix a few words, a run of
+#: lower-case letters that is no word across a second clause ("... was never changed and is still X"). Chosen on the
+#: statement corpus, held-out batches 1-2 and the 18F and Meltano handbooks, checked on the Sourcegraph handbook; the
+#: reach of "no word" raised from 8 to 12 on batches 1-5 (bench/credential_screen.py).
+REACH = {"strong": 10, "mixed": 8, "keypad": 8, "no word": 12}
 
 _NOUN_RE = re.compile(NOUN, re.I)
 _CODE_RE = re.compile(rf"(?i)(?<![\w-]){CODE_NOUN}(?![\w-])")
@@ -68,8 +72,19 @@ _TRAIL = ".,;:!?'’"
 _LEAD = "'’:¿¡"
 _POST = re.compile(r"(?i)\s+(?:de\s+|d['’]\s*)?(?P<w>[\w-]+)")
 _WIFI = re.compile(r"(?i)(?<![\w-])(?:wi-?fi|wlan|ssid|wpa2?)(?![\w-])")
+# derivation: a word with one of these is a word ("subaccounts", "referenceable", "multitenant")
+_PREFIX = re.compile(r"^(?:sub|re|un|non|pre|post|multi|inter|co|de|dis|over|under|auto|micro|anti|self|cross|super)")
+_SUFFIX = re.compile(r"(?:able|ible|ness|less|ful|ly|ity|ers?|ed|ing|s|es)$")
+# verbs of logging in, in the four languages
+_LOGIN = re.compile(r"(?i)\b(?:(?:log|sign)(?:s|ged|ging)?[ \t]+in(?:to)?(?![\w-])|einloggen|loggt[ \t]+sich|anmelden|"
+                    r"meldet[ \t]+sich|melde[ \t]+dich|meldet[ \t]+man[ \t]+sich|connecte[zr]?[ \t-]+vous|se[ \t]+connecte|"
+                    r"identifiez-vous|inici(?:a|e|ar)[ \t]+sesi(?:ó|o)n|se[ \t]+entra|entra[ \t]+como)\b")
 _VERB_PIN = re.compile(r"[Pp]ins?|Pins?")
 _KEY = re.compile(r"(?i)key|schl|cl")
+_PARTICIPLE = re.compile(r"^(?:\w{3,}ed|ge\w{3,}(?:t|en)|\w{3,}(?:é|ée|és|ées|ado|ada|ados|adas|ido|ida|idos|idas))$")
+_ASSIGNING = re.compile(r"^(?:set|changed|updated|reset|switched|moved|gesetzt|geändert|changée?|modifiée?|cambiad[oa]|"
+                        r"modificad[oa]|puest[oa])$")
+_PREPOSITIONS = frozenset("with to for by in at on mit an für von bei in avec à pour par en dans con a para por en".split())
 
 # not a value whatever its letters: a URL, an e-mail address, a path, a file, a placeholder, a variable, a version,
 # a time or a date, a number with a unit, an issue or a channel, a host and port, a setting, markdown
@@ -89,6 +104,10 @@ _PRODUCT = re.compile(r"^(?:[A-Z]{1,4}-?\d+[A-Z]?|\d+[A-Z]{1,3}|[A-Za-z]+\d|\d[A
 _TYPED = frozenset("!@#$%^&*+=~?")
 _SEPARATORS = re.compile(r"[-_:/.]")
 _RANDOM_RUN = re.compile(r"(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{10,}")
+_GROUPED = re.compile(r"^\d+(?:[ -]\d+)+$")
+_DAY, _MONTH = r"(?:0?[1-9]|[12]\d|3[01])", r"(?:0?[1-9]|1[0-2])"
+# a date written with dashes (day and month either way round, a year of two or four digits)
+_DATE = re.compile(rf"^(?:{_DAY}-{_MONTH}|{_MONTH}-{_DAY})-(?:19|20)?\d\d$|^(?:19|20)\d\d-{_MONTH}(?:-{_DAY})?$")
 _YEAR = re.compile(r"^(?:19|20)\d\d(?:\d{4})?$")  # a year, or a date written YYYYMMDD
 # "12 - 40 - 7": a combination written in spaced groups
 _GROUPS = re.compile(r"(?<![\w.,/:-])\d{1,3}(?:[ \t]+[-–][ \t]+\d{1,3}){2,5}(?![\w/-])")
@@ -113,6 +132,8 @@ def _keypad(token: str, before: list[str], after: str | None) -> bool:
         return False
     if any(w.lower().strip(_TRAIL) in ID_CODES or w.lower().strip(_TRAIL) in LOCATOR for w in before[-3:]):
         return False
+    if before and NUMBERED.search(before[-1] + " "):
+        return False  # "next to door 2104": which door
     # "3600 seconds", "5000 requests": a round number followed by a word is a quantity
     return not (token.endswith("00") and after is not None and after.isalpha() and is_word(after))
 
@@ -135,10 +156,13 @@ def _mixed(token: str) -> bool:
 
 
 def _not_a_word(token: str) -> bool:
-    """Lower-case letters, eight or more, that are no word of English, German, French or Spanish: a passphrase run
-    together (``bluebirdcanyonriver``, ``factorydefault``) or a made-up string; shorter ones are as often a tool's
-    name (``gcloud``, ``awscli``, ``yubikey``)."""
-    return len(token) >= 8 and token.isalpha() and token.islower() and not is_word(token)
+    """Lower-case letters, eight or more, that are no word of English, German, French or Spanish, nor a word with a
+    prefix or a suffix (``subaccounts``, ``referenceable``): a passphrase run together (``bluebirdcanyonriver``,
+    ``factorydefault``) or a made-up string; shorter ones are as often a tool's name (``gcloud``, ``yubikey``)."""
+    if len(token) < 8 or not token.isalpha() or not token.islower() or is_word(token):
+        return False
+    stem = _PREFIX.sub("", token)
+    return not any(len(w) >= 4 and is_word(w) for w in {stem, _SUFFIX.sub("", stem), _SUFFIX.sub("", token)})
 
 
 def _evidence(token: str, before: list[str], after: str | None, *, code_only: bool, in_code: bool) -> str | None:
@@ -149,6 +173,9 @@ def _evidence(token: str, before: list[str], after: str | None, *, code_only: bo
     reads like a command or a config line, where names of tools and commands are no words either (``gcloud``): a
     token that is merely no word does not count there.
     """
+    # digits in groups ("14-22-9"), which the shapes of versions and names ("alpine-3") would take, dates excepted
+    if _GROUPED.match(token) and not _DATE.match(token) and _keypad(token, before, after):
+        return "keypad"
     if _NOT_VALUE.match(token) or _VARIABLE.match(token) or _ISSUE.match(token) or _NOUN_RE.search(token):
         return None
     if _keypad(token, before, after):
@@ -215,11 +242,18 @@ def find_linked_values(text: str) -> list[Finding]:
         if nouns:
             found.extend(Finding("a credential", "secret", sent.start() + a, sent.start() + b)
                          for a, b in _sentence_values(s, nouns))
+        # "sign in to the booth Mac with studiolight", "se entra con luzestudio": a verb of logging in links a value
+        # as a credential noun does (not a number: "log in to room 4012")
+        logins = [(m.start(), m.end(), False) for m in _LOGIN.finditer(s)]
+        if logins:
+            found.extend(Finding("a credential", "secret", sent.start() + a, sent.start() + b)
+                         for a, b in _sentence_values(s, logins, keypad=False))
     return found
 
 
-def _sentence_values(s: str, nouns: list[tuple[int, int, bool]]) -> list[tuple[int, int]]:
-    """The ranges of ``s`` (one sentence) holding a value close enough to one of its ``nouns``."""
+def _sentence_values(s: str, nouns: list[tuple[int, int, bool]], *, keypad: bool = True) -> list[tuple[int, int]]:
+    """The ranges of ``s`` (one sentence) holding a value close enough to one of its ``nouns`` (``keypad=False``: not
+    a keypad code, for the verbs of logging in)."""
     tokens = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(s)]
     spans = [(_index(tokens, ns), _index(tokens, ne - 1), code) for ns, ne, code in nouns]
     code_spans = [m.span() for m in _CODE_SPAN.finditer(s)]
@@ -241,16 +275,34 @@ def _sentence_values(s: str, nouns: list[tuple[int, int, bool]]) -> list[tuple[i
             continue
         distance = min(d for d, _ in close)
         after_noun = any(i > last for _, last, _ in spans)
-        code_only = all(code for d, code in close if d <= REACH["strong"])
-        before = [t for _, _, t in tokens[max(0, i - 3):i]]
+        code_only = all(code for d, code in close if d <= max(REACH.values()))
+        # the words before the value that may name it (a room, an extension): not across its noun ("the branch office
+        # has combination 22-48-16": "office" names the vault, not the number)
+        noun_end = max((last for _, last, _ in spans if last < i), default=-1)
+        before = [t for _, _, t in tokens[max(0, i - 3, noun_end + 1):i]]
         after = tokens[i + 1][2].strip(_TRAIL) if i + 1 < len(tokens) else None
         in_code = code_like or any(a <= start < b for a, b in code_spans)
         kind = _evidence(token, before, after, code_only=code_only, in_code=in_code)
-        if kind == "no word" and not after_noun or kind == "keypad" and _REFERENCE.match(s, max(0, start - 1)):
-            continue  # a value that is only no word follows its noun; "(16256)" is a reference
+        if kind == "no word" and (not after_noun or _described(tokens, spans, i)) or \
+                kind == "keypad" and _REFERENCE.match(s, max(0, start - 1)):
+            continue  # a value that is only no word follows its noun, not a description of it; "(16256)" is a reference
+        if kind == "keypad" and (not keypad or i and NUMBERED.search(tokens[i - 1][2] + " ")):
+            continue  # "next to door 2104": which door; a verb of logging in links no number
         if kind and distance <= REACH[kind]:
             out.append((start + lead, start + lead + len(token)))
     return out
+
+
+def _described(tokens: list[tuple[int, int, str]], spans: list[tuple[int, int, bool]], i: int) -> bool:
+    """True when a participle stands between the nearest noun before token ``i`` and it, and the token is the object
+    of the preposition after it ("the alarm code is shared with keyholders", "das Passwort wird an Admins gesendet"):
+    the sentence says what happens to the credential, not what it is. "set to", "changed to" are assignments."""
+    last = max((last for _, last, _ in spans if last < i), default=None)
+    if last is None or i - last < 3:
+        return False
+    between = [t.lower().strip(_TRAIL) for _, _, t in tokens[last + 1:i]]
+    return any(_PARTICIPLE.match(w) and not _ASSIGNING.match(w) for w in between[:-1]) and \
+        between[-1] in _PREPOSITIONS
 
 
 def _index(tokens: list[tuple[int, int, str]], pos: int) -> int:

@@ -42,6 +42,24 @@ Looser constructions, each with its own guard:
   unless the words before it make it a room, an extension, a page or a date;
 - a shell or config variable named for a credential given a value (``ACME_TOKEN=...``), not a placeholder.
 
+Values given without "is" or ":", read from the grammar of the sentence (the value's frequency in everyday prose,
+:func:`screening.vocabulary.is_common`, tells a chosen word from the head of a compound: "the password kumquat." is
+a value, "the password expiry." and "token scopes" are not):
+
+- apposition: a word right after the noun that ends the clause ("das Passwort sofakissen.", "SSID X, key
+  sonnenallee" on a Wi-Fi line), not a common word, a plural of one, an adjective or abstract noun by its ending,
+  nor in a question ("Passwort vergessen?"); a typed value set off by commas ("the door code, 4512, also ...");
+- an aside between the noun and "is" (", which nobody changed,"), adverbs after it ("is still", "est toujours",
+  "ist immer noch"), a copula of staying ("stays", "bleibt", "reste", "sigue siendo");
+- the object of a typing verb when a credential is asked for ("type X when it asks for the key", "escribe X
+  cuando pida la clave"), a value named as the credential ("with X as the passphrase", "X como contraseña",
+  "admin/X as login", "als Passwort haben wir X gewählt"), and a credential set to it ("mis le mot de passe du compte
+  à X"): the construction says it is the value, so a common word counts too, but not one after a determiner ("your
+  birthday as the PIN") nor, after "to"/"à", a word of everyday prose ("mis à jour");
+- a time phrase after the copula ("bleibt bis Freitag X"), "authenticates with X", typing as a gerund ("en tapant",
+  "marcando", "by typing"); a number right after a door, a gate or an entrance names which one ("door 2104");
+- a value is not given when it is coordinated with another word ("absent ou expiré", "long and random").
+
 A finding covers the value (the agent drops the whole sentence holding it; passages reach a model
 with it replaced). Public: :func:`find_statements`.
 """
@@ -51,8 +69,9 @@ from __future__ import annotations
 import re
 
 from .findings import Finding
+from .vocabulary import is_common
 
-__all__ = ["find_statements", "value_span", "NOUN", "CODE_NOUN", "ID_CODES", "PLACE", "LOCATOR"]
+__all__ = ["find_statements", "value_span", "NOUN", "CODE_NOUN", "ID_CODES", "PLACE", "LOCATOR", "NUMBERED"]
 
 # -- credential nouns ---------------------------------------------------------------------------
 _WIFI = r"(?:wi-?fi|wlan|wpa2?|network|netzwerk|réseau|reseau|red)"
@@ -84,7 +103,9 @@ NOUN = _NOUN
 _QUALIFIER = (r"(?:[ \t]+(?:wi-?fi|wlan|vpn|admin|api|invit(?:é|e)s?|administra(?:teur|tor|dor)|root|master|principal|"
               r"partag(?:é|e)e?|compartid[oa]|shared|guest|gast|invitados))?"
               r"(?:[ \t]*\([^()\n]{1,40}\)|[ \t]+(?:for|of|to|on|at|in|für|fürs|zum|zur|des|der|vom|im|am|du|de|des|pour|au|aux|à|a|"
-              r"del|al|para|en)(?:[ \t]+[\w'’@./-]+){1,5}?)?")
+              r"del|al|para|en)(?:[ \t]+[\w'’@./-]+){1,5}?)?"
+              # an aside between commas: "the test user's password, which nobody changed, is ..."
+              r"(?:[ \t]*,[^,\n]{3,60},)?")
 _ASSIGN = (r"[ \t]*(?:\b(?:is|was|has\s+been|were|are)\s+(?:now\s+|still\s+|currently\s+)?(?:set|changed|updated|reset)\s+to\b|\bis\b|\bwas\b|\bare\b|"
            # "changed to 8812", "a été changé en 3317", "ha cambiado a 4321"; "the PIN? It's 2468"; "du wifi, c'est lavande"
            r"\b(?:has\s+|have\s+)?(?:changed|updated|reset|moved|switched)\s+to\b|"
@@ -92,11 +113,19 @@ _ASSIGN = (r"[ \t]*(?:\b(?:is|was|has\s+been|were|are)\s+(?:now\s+|still\s+|curr
            r"\?[ \t]*(?:it['’]s|it\s+is|that['’]s|c['’]est|es|das\s+ist|sie\s+lautet|er\s+lautet|lautet)\b:?|"
            r",[ \t]*(?:c['’]est|it['’]s|das\s+ist)\b|"
            r"\blautet\b|\blauten\b|\bist\b|\bheißt\b|\bwurde\s+(?:auf|zu)\b|"
+           # "the PIN stays 8080", "bleibt", "reste", "sigue siendo": a copula of staying
+           r"\b(?:stays|remains|bleibt|reste|demeure|sigue\s+siendo)\b|"
            r"\best\b(?:\s*:)?|\bsont\b|\bc['’]est\b|\bes\b(?:\s*:)?|\bson\b|\bera\b|"
            r":=|=|:(?=\s)|[ \t][-\u2013\u2014][ \t])[ \t]*")
 _STATEMENT = re.compile(rf"(?i){_NOUN}{_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
 # "log in with the password X", "the code 4711 opens the door": a noun and the value side by side
-_APPOSITION = re.compile(rf"(?i){_NOUN}[ \t]+(?P<rest>[\"'`“‘«][^\n]*|\S*(?:\d|[@#$%^&*+=~]|[!?](?=\S))[^\n]*)")
+_APPOSITION = re.compile(rf"(?i){_NOUN}[ \t]+(?P<rest>[\"'`“‘«»„][^\n]*|\S*(?:\d|[@#$%^&*+=~]|[!?](?=\S))[^\n]*)")
+# "the door code, 4512, also opens the shed": a value set off by commas right after its noun
+_APPOSITION_COMMA = re.compile(rf"(?i){_NOUN}[ \t]*,[ \t]*(?P<rest>[^,\n]+?)[ \t]*(?:,|$|[.;](?:\s|$))", re.M)
+# "das Passwort sofakissen.", "SSID LedgerlyGuest, key sonnenallee": a word right after its noun, ending the clause
+_APPOSITION_WORD = re.compile(
+    rf"(?i)(?P<noun>{_NOUN}|(?<![\w-])(?:keys?|schl(?:ü|ue)ssel|cl(?:é|e)s?)(?![\w-]))[ \t]+"
+    r"(?P<v>[^\W\d_]{4,})(?=[ \t]*(?:$|[.;,!)](?:\s|$)))", re.M)
 
 # -- "use X to log in" without a noun ---------------------------------------------------------------
 _USE = re.compile(
@@ -114,7 +143,9 @@ _CODE_NOUN = (r"(?:(?P<comp>[^\W\d_]{3,}?)(?:code|-pin)|codes?|keys?|schl(?:ü|u
               r"combinaisons?|combinaci(?:ó|o)n(?:es)?)")
 #: a bare code, a compound code or a combination (group ``comp``: a compound's first part), for :mod:`screening.tables`.
 CODE_NOUN = _CODE_NOUN
-_CODE = re.compile(rf"(?i)(?:(?P<pre>[\w-]+)\s+)?(?<![\w-]){_CODE_NOUN}(?![\w-]){_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
+_CODE = re.compile(rf"(?i)(?:(?P<pre>[\w-]+)\s+)?(?<![\w-])(?P<cn>{_CODE_NOUN})(?![\w-]){_QUALIFIER}{_ASSIGN}(?P<rest>[^\n]*)")
+# the word after a code noun, naming what kind of code it is ("código de descuento", "code postal")
+_POST = re.compile(r"(?i)\s+(?:de\s+|d['’]\s*)?(?P<w>[\w-]+)")
 _ID_CODES = frozenset("""
 status error exit response http return result reason source country area zip postal post postcode region language
 currency tax cost project product promo promotion discount coupon voucher booking reference tracking order invoice
@@ -138,7 +169,7 @@ _REVERSE = re.compile(rf"(?i)(?P<v>[^\s|]+)[ \t]+(?:is|ist|est|es)[ \t]+(?:the|o
 # "log in as admin with hunter2!", "sign in with admin / Winter2024!", "Shared Netflix login: a@b.test / popcorn42":
 # a user and a password side by side, the password shaped like one
 _LOGIN = re.compile(
-    r"(?i)(?:\b(?:log|sign)[ \t]*-?[ \t]*in(?:[ \t]+(?:to|on|at)[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+as[ \t]+\S+)?[ \t]+(?:with|using)|"
+    r"(?i)(?:\b(?:(?:log|sign)[ \t]*-?[ \t]*in|authenticat(?:es?|ing))(?:[ \t]+(?:to|on|at)[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+as[ \t]+\S+)?[ \t]+(?:with|using)|"
     r"\bconnecte[zr]?(?:-vous)?(?:[ \t]+(?:à|au|aux|sur|a)[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+en\s+tant\s+que[ \t]+\S+)?[ \t]+avec|"
     r"\binici(?:a|e|ar)[ \t]+sesi(?:ó|o)n(?:[ \t]+en[ \t]+[^,.;:\n]{1,40}?)?(?:[ \t]+como[ \t]+\S+)?[ \t]+con|"
     r"\bmelde[nt]?[ \t]+(?:dich|sie[ \t]+sich|euch)(?:[ \t]+(?:am|an|bei|im)[ \t]+[^,.;:\n]{1,40}?)?[ \t]+mit|"
@@ -152,6 +183,24 @@ _PAIR = re.compile(r"^(?P<user>[`'\"]?[^\s/|:`'\"]+[`'\"]?)[ \t]*(?:/|,?[ \t]+(?
 _WITH_CODE = re.compile(r"(?i)\b(?:with|using|mit|avec|con)\s+(?:the\s+|dem\s+|den\s+|le\s+|la\s+|el\s+)?(?:code|c(?:ó|o)digo|pin)\s+"
                         r"(?P<v>\d(?:[\d#*]|[ -](?=\d)){3,11})(?![\w-])")
 # "export ACME_TOKEN=...", "DB_PASSWORD: hunter2": a variable named for a credential, given a value
+# "type orangekettle42 when it asks for the key", "escribe X cuando pida la clave": what is typed when a credential is
+# asked for
+_TYPE_WHEN = re.compile(
+    rf"(?i)\b(?:type|enter|tippen[ \t]+sie|tippe|geben[ \t]+sie|gib|saisissez|tapez|entrez|escribe|introduce|teclea)[ \t]+"
+    rf"(?P<v>[^\s,;]+?)[.,;]?[ \t]+(?:when|once|if|whenever|wenn|sobald|falls|quand|lorsque|si|d(?:è|e)s[ \t]+que|cuando)\b"
+    rf"[^.\n]{{0,60}}?{_NOUN}")
+# "we set the password of the test account to X", "nous avons mis le mot de passe du compte test à X", "setzt das
+# Passwort auf X": a verb of setting before the noun, the value after "to"
+_SET_TO = re.compile(rf"(?i)\b(?:set|mis|mettez|fixé|réglé|défini|puesto|pon|ponemos|pusimos|setzt|setzen|setze|stellt|stellen)\b"
+                     rf"[^.\n]{{0,30}}?{_NOUN}{_QUALIFIER}[ \t]+(?:to|à|sur|auf|a|en)[ \t]+(?P<rest>[^\n]*)")
+# "Als Passwort für den Testnutzer haben wir X gewählt": "as the password", the value before the final participle
+_AS_FIRST = re.compile(rf"(?i)\b(?:als|comme|como|as)[ \t]+(?:(?:the|das|le|la|l['’]|el)[ \t]*)?{_NOUN}[^.\n]{{0,60}}?[ \t]"
+                       r"(?P<v>[^\s,;]+)[ \t]+(?:\w*ge\w+(?:t|en)|chosen|picked|used|choisi|pris|utilisé|elegido|elegida|usado|"
+                       r"usada|escogido)[ \t]*(?:$|[.;!?])", re.M)
+# "with marigoldsummer as the passphrase", "almendro como contraseña", "admin/cobaltfern as login": a value named
+# as the credential
+_AS_NOUN = re.compile(rf"(?i)(?P<v>[^\s,;:()]+)[ \t]+(?:as|als|comme|como)[ \t]+(?:(?:the|a|an|das|ein|le|la|l['’]|un|une|el|una)"
+                      rf"[ \t]*)?(?:[\w-]+[ \t]+)?(?:{_NOUN}|(?<![\w-])(?:logins?|credentials?)(?![\w-]))")
 _VARIABLE = re.compile(r"\b[A-Z][A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|PWD|SECRET|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY)[A-Z0-9_]*"
                        r"[ \t]*[=:][ \t]*[\"']?(?P<v>[^\s\"'`]{4,})")
 _NOT_GIVEN = re.compile(r"(?i)^(?:[$<{%\[(*]|\.\.\.|x{3,}|your|my[-_]|<|example|placeholder|changeme$|none$|null$|true$|false$)")
@@ -165,19 +214,21 @@ _ENTER = re.compile(
     rf"se[ \t]+abre|se[ \t]+desbloquea)[ \t]+(?:with|using|mit|avec|con)|"
     rf"(?:disarm|unlock|open|arm|désarmer|désactiver|ouvrir|déverrouiller|desarmar|desactivar|abrir|desbloquear)"
     rf"(?:[ \t]+(?:it|the\s+\w+|l['’]\w+|la\s+\w+|el\s+\w+))?[ \t]+(?:with|using|avec|con)|enter|type|punch(?:[ \t]+in)?|key[ \t]+in|dial|press|tap(?:[ \t]+in)?|input|tippen[ \t]+sie|tippe|geben[ \t]+sie|gib|"
-    rf"w(?:ä|ae)hlen[ \t]+sie|tapez|composez|saisissez|entrez|tape|compose|marca|marque|teclea|introduce|introduzca|pulsa|digita)"
+    rf"w(?:ä|ae)hlen[ \t]+sie|tapez|composez|saisissez|entrez|tape|compose|marca|marque|teclea|introduce|introduzca|pulsa|digita|"
+    # gerunds: "s'ouvre en tapant 3-8-1-5", "se abre marcando ...", "opens by typing ..."
+    rf"(?:en[ \t]+)?(?:tapant|composant|saisissant)|marcando|tecleando|introduciendo|(?:by[ \t]+)?(?:typing|entering|punching(?:[ \t]+in)?|keying[ \t]+in))"
     rf"(?:[ \t]+(?:the[ \t]+code|den[ \t]+code|le[ \t]+code|el[ \t]+c(?:ó|o)digo))?[ \t]+{_KEYED.format('v')}"
     rf"|{_KEYED.format('w')}[ \t]+(?:eingeben|eintippen|tippen|dr(?:ü|ue)cken|w(?:ä|ae)hlen)")
 _PLACE = re.compile(
     r"(?i)(?:\b(?:doors?|gates?|keypads?|key[ \t]+pad|(?:pad)?locks?|lockers?|safes?|alarms?|panel|entrance|entry|garage|cage|"
     r"cabinet|turnstile|tastenfeld|tastatur|schloss|schließfach|tresor|eingang|garage|portes?|portail|digicode|clavier|lockbox|"
-    r"cadenas|casier|coffre|alarme|entrée|parking|puertas?|port(?:ó|o)n|teclado|candado|taquilla|caja[ \t]+fuerte|"
+    r"cadenas|casier|coffre|alarme|alarmanlagen?|entrée|parking|puertas?|port(?:ó|o)n|teclado|candado|taquilla|caja[ \t]+fuerte|"
     r"alarma|entrada|garaje|cerradura)\b|(?:t(?:ü|ue)r|safe|schloss|tresor)\b|\btor\b)")
 _CODE_WORD = re.compile(r"(?i)(?:\bcodes?\b|\bc(?:ó|o)digos?\b|digicode|code\b|\bpins?\b|\bcombination|kombination|combinaison|combinaci)")
 # a number that says where or when, not what to type: "room 4112", "ext. 4455", "in March 2025", "call 4455"
 _LOCATOR = frozenset("""
 room rooms raum zimmer salle sala floor etage étage planta building gebäude bâtiment edificio haus house ext ext.
-extension durchwahl poste tel tel. phone telefon téléphone teléfono call calling ring anrufen appelez llama llame
+extension extensión durchwahl poste tel tel. phone telefon téléphone teléfono call calling ring anrufen appelez llama llame
 llamar number nummer numéro número no no. nr nr. n° suite unit einheit plot page pages seite ticket issue case order version through bus line linie ligne línea
 in until since by from before after bis seit ab im depuis avant après desde hasta antes después en
 january february march april may june july august september october november december
@@ -185,6 +236,12 @@ januar februar märz mai juni juli oktober dezember janvier février mars avril 
 novembre décembre enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
 """.split())
 
+# a number right after a door, a gate or an entrance names which one ("next to door 2104", "Tor 3"), unless a colon or
+# a verb stands between
+_NUMBERED = re.compile(r"(?i)(?<![\w-])(?:doors?|gates?|entrance|entry|t(?:ü|ue)r|tor|eingang|portes?|portail|entr(?:é|e)e|"
+                       r"puertas?|port(?:ó|o)n|entrada)[ \t]+$")
+#: a number after this names which door or gate it is, for :mod:`screening.linked`.
+NUMBERED = _NUMBERED
 #: words naming a door, gate, keypad, lock, safe or alarm (a regular expression), for :mod:`screening.linked`.
 PLACE = _PLACE
 #: words before a number that make it a room, an extension, a page or a date, for :mod:`screening.linked`.
@@ -246,10 +303,27 @@ _ABSTRACT = re.compile(r"^\w{3,}(?:ness|ity|tion|sion|ment|ance|ence|ency|ancy|o
 _WEAK = re.compile(r"(?i)^\W*(?:secrets?|tokens?|keys?|claves?|secretos?|geheimnis|jetons?)\b")
 _WHERE = frozenset("1password keepass keepassxc bitwarden lastpass vault okta sso ldap n/a tbd tba".split())
 _MEASURE = re.compile(r"^\d{1,2}$")
+# determiners and possessives: a noun phrase after one names a kind of thing ("your birthday"), not a typed value
+_DETERMINER = frozenset("""the a an this that your my our their his her its same any some every each another something
+etwas quelque algo such solch solche tel telle tal
+der die das den dem ein eine einen dein deine ihr ihre unser unsere sein seine le la les un une votre vos ton ta mon ma
+notre son sa el los las una tu su mi nuestro nuestra""".split())
+# adverbs between a copula and its value: "is still werkseinstellung", "est toujours azerty", "ist jetzt 2468"
+_ADVERB = re.compile(r"(?i)^(?:(?:still|now|simply|just|currently|always|immer[ \t]+noch|noch[ \t]+immer|noch|jetzt|weiterhin|nun|"
+                     r"einfach|toujours|encore|désormais|maintenant|simplement|todav(?:í|i)a|a(?:ú|u)n|ahora|simplemente|siempre|"
+                     # a time phrase: "bleibt bis Freitag morgenrot", "stays until Monday ..."
+                     r"(?:until|till|bis|jusqu['’]à|hasta)[ \t]+[\w.]+)[ \t]+)+")
+# a value described, not given: "absent ou expiré", "long and random", "optional or required"
+_COORDINATED = re.compile(r"(?i)^\s+(?:or|and|oder|und|ou|et|o|y)\s+[^\W\d_]+\s*(?:$|[.;!?])")
+# snake_case that names a field ("license_key", "db_password", "your_token"), not words joined by a typist
+# ("tortuga_verde")
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+_FIELD_PART = re.compile(r"^(?:pass\w*|pwd?|keys?|tokens?|secrets?|user\w*|names?|ids?|env|var|value|your|my|here|example|"
+                         r"placeholder|api|db|auth|client|access|private|public|logins?|account|app|service|host|url|path)$")
 # placeholders, variable and field names (``$DB_PASSWORD``, ``<password>``, ``license_key``), times and dates
 _PLACEHOLDER = re.compile(r"^(?:[$<{%\[(].*|[A-Z][A-Z0-9]*_[A-Z0-9_]+$|[a-z][a-z0-9]*(?:_[a-z0-9]+)+$|"
                           r"\d{1,2}:\d{2}(?::\d{2})?$|\d{4}-\d{2}-\d{2}$|\*{3,}|[xX•.]{4,}|%\w+%|\{\{.*\}\}|https?://\S*|\.\.\.)$")
-_QUOTED = re.compile(r"^[\"'`“‘«„]\s*(?P<v>[^\"'`”’»“\n]{1,80}?)\s*[\"'`”’»“]")
+_QUOTED = re.compile(r"^[\"'`“‘«„»›]\s*(?P<v>[^\"'`”’»“«‹›\n]{1,80}?)\s*[\"'`”’»“«‹]")
 _TOKEN = re.compile(r"^(?P<v>[^\s,;`]+?)(?P<trail>[.,;:!?)`'\"]*)(?=\s|$)")
 _SYMBOLS = frozenset("!@#$%^&*+=?~_/\\|")
 _RUN = re.compile(r"^(?P<v>[^\W\d_]+(?:\s+[^\W\d_]+){2,5})\s*(?:$|[.;!?])")
@@ -258,6 +332,14 @@ _LAST_PARTICIPLE = re.compile(r"^\s+(?:\w*ge\w+(?:t|en)|\w+(?:ed|é|ado|ida))\s*
 # a capital after a lower-case value starts the next sentence (a line's missing full stop, lines joined)
 _NEXT_SENTENCE = re.compile(r"^\s+[A-ZÄÖÜÀÂÉÈÊÎÔÛÇÁÍÓÚÑ]")
 _CLAUSE_END = re.compile(r"(?i)^(?:$|[ \t]*\n|[.;,!?)]|\s*[-\u2013\u2014(]|\s+(?:and|but|und|aber|et|mais|y|pero|or|oder|ou|o)\b)")
+
+
+def _placeholder(v: str, *, code: bool = False) -> bool:
+    """A placeholder, a variable or field name, a time or a date (``$DB_PASSWORD``, ``<password>``, ``license_key``);
+    ``code``: ``v`` is in back-ticks, where any snake_case is a name."""
+    if _SNAKE.match(v) and not code:
+        return any(_FIELD_PART.match(part) for part in v.split("_"))
+    return bool(_PLACEHOLDER.match(v))
 
 
 def _value_shaped(v: str) -> bool:
@@ -283,7 +365,7 @@ def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
     q = _QUOTED.match(rest)
     if q:
         v = q.group("v")
-        if _PLACEHOLDER.match(v) or v.lower() in _FUNCTION or (  # in code quotes with no noun: `curl` is a tool
+        if _placeholder(v, code=rest[0] == "`") or v.lower() in _FUNCTION or (  # in code quotes with no noun: `curl` is a tool
                 strict and not _value_shaped(v) and (" " in v.strip() or rest[0] == "`")):
             return None
         return offset + q.start("v"), offset + q.end("v")
@@ -291,7 +373,7 @@ def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
     if not m:
         return None
     v = m.group("v")
-    if (_PLACEHOLDER.match(v) or not any(c.isalnum() for c in v) or v.startswith(("//", "-")) or v.endswith("-")
+    if (_placeholder(v) or not any(c.isalnum() for c in v) or v.startswith(("//", "-")) or v.endswith("-")
             or re.search(r"[\[\]()<>{}|]|\*\*|^[_*].*[_*]$", v)):  # markdown links and emphasis, placeholders
         return None
     after = rest[m.end("v"):]
@@ -300,11 +382,12 @@ def _value(rest: str, offset: int, *, strict: bool) -> tuple[int, int] | None:
             return None  # "12 characters", "90 Tage"
         return offset, offset + len(v)
     if strict:  # no credential noun: a shaped value, or a lower-case word that is no ordinary word ("Okta", "SSO" are tools)
-        return (offset, offset + len(v)) if len(v) >= 6 and v.isalpha() and v.islower() and not _ordinary(v) else None
+        return (offset, offset + len(v)) if (len(v) >= 6 and v.isalpha() and v.islower() and not _ordinary(v)
+                                             and not is_common(v)) else None
     run = _RUN.match(rest)
     if run and not any(w.lower() in _FUNCTION or w.lower() in _INSTRUCTION or _PARTICIPLE.match(w) for w in run.group("v").split()):
         return offset, offset + len(run.group("v"))  # "is correct horse battery staple": a passphrase of words
-    if _ordinary(v) or not v.replace("-", "").isalpha() and not v.isalnum():
+    if _ordinary(v) or not v.replace("-", "").isalpha() and not v.isalnum() or _COORDINATED.match(after):
         return None
     if (not _CLAUSE_END.match(after) and not m.group("trail") and not _LAST_PARTICIPLE.match(after)
             and not _NEXT_SENTENCE.match(after)):
@@ -332,6 +415,9 @@ def find_statements(text: str) -> list[Finding]:
     for m in _STATEMENT.finditer(text):
         rest = m.group("rest")
         start = m.start("rest")
+        adverb = _ADVERB.match(rest)
+        if adverb:
+            rest, start = rest[adverb.end():], start + adverb.end()
         # "le code est le 4711", "the PIN is the 4711": an article before a shaped value
         art = re.match(r"(?i)(?:le|la|el|the|die|der|das)\s+(?=\S*\d)", rest)
         if art:
@@ -346,12 +432,15 @@ def find_statements(text: str) -> list[Finding]:
         if span and not _MEASURE.match(text[span[0]:span[1]]) and (
                 _typed(text[span[0]:span[1]]) or text[m.start("rest")] in "\"'`“‘«"):
             found.append(Finding("a credential", "secret", *span))
+    found.extend(_appositions(text))
+    found.extend(_named_values(text))
     for m in _CODE.finditer(text):
         pre = (m.group("pre") or "").lower()
         comp = (m.group("comp") or "").lower().rstrip("-")
         if comp and (comp in _ID_CODES or comp.removesuffix("s") in _ID_CODES or comp.removesuffix("es") in _ID_CODES):
             continue
-        if pre in _ID_CODES:
+        post = _POST.match(text, m.end("cn"))
+        if pre in _ID_CODES or post and post.group("w").lower() in _ID_CODES:
             continue
         span = _value(m.group("rest"), m.start("rest"), strict=True)
         value = text[span[0]:span[1]] if span else ""
@@ -398,6 +487,62 @@ def find_statements(text: str) -> list[Finding]:
     return found
 
 
+def _appositions(text: str) -> list[Finding]:
+    """A value right after its noun: set off by commas and typed ("the door code, 4512, also ..."), or a word that
+    ends the clause and is no word of everyday prose ("das Passwort sofakissen.", "SSID X, key sonnenallee")."""
+    found: list[Finding] = []
+    for m in _APPOSITION_COMMA.finditer(text):
+        rest = m.group("rest")
+        span = _value(rest, m.start("rest"), strict=True)
+        if span and span[1] - span[0] == len(rest.strip(" \t\"'`“”‘’«»")) and not _MEASURE.match(rest) and _typed(rest):
+            found.append(Finding("a credential", "secret", *span))
+    for m in _APPOSITION_WORD.finditer(text):
+        v, noun = m.group("v"), m.group("noun")
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        line_end = text.find("\n", m.end())
+        line = text[line_start:line_end if line_end >= 0 else len(text)]
+        sentence_end = re.search(r"[.!?](?=\s|$)|$", text[m.end():line_end if line_end >= 0 else len(text)])
+        question = sentence_end is not None and sentence_end.group(0) == "?"
+        keyed = bool(re.fullmatch(r"(?i)keys?|schl(?:ü|ue)ssel|cl(?:é|e)s?", noun))
+        weak = keyed or bool(_WEAK.match(noun))
+        plural = v.lower().endswith("s") and (is_common(v[:-1]) or v.lower().endswith("es") and is_common(v[:-2]))
+        if question or _ordinary(v) or _ABSTRACT.match(v.lower()) or is_common(v) or plural or (
+                weak and not re.search(rf"(?i)(?<![\w-]){_WIFI}(?![\w-])|\bssid\b", line)):
+            continue
+        found.append(Finding("a credential", "secret", m.start("v"), m.end("v")))
+    return found
+
+
+def _named_values(text: str) -> list[Finding]:
+    """A value typed when a credential is asked for ("type X when it asks for the key"), named as the credential
+    ("with X as the passphrase", "X como contraseña", "als Passwort haben wir X gewählt") or a credential set to it
+    ("mis le mot de passe ... à X"). The construction says it is the value, so any word is one, but not a word after
+    a determiner ("your birthday as the PIN": a kind of value, not one) nor an ordinary word ("the same")."""
+    found: list[Finding] = []
+    for m in [*_TYPE_WHEN.finditer(text), *_AS_NOUN.finditer(text), *_AS_FIRST.finditer(text)]:
+        v, start = m.group("v").rstrip(".,;:!?"), m.start("v")
+        if "/" in v.strip("/"):  # "admin/cobaltfern": a user and a password
+            cut = v.rstrip("/").rindex("/") + 1
+            v, start = v[cut:], start + cut
+        before = re.findall(r"[\w'’]+", text[max(0, start - 30):start])
+        # "your birthday as the PIN", "such as the master password", "as well as a complex password"
+        if v.lower() in _DETERMINER or before and before[-1].lower() in _DETERMINER | {"as", "so", "aussi", "tan"}:
+            continue
+        span = _value(v, start, strict=True)
+        w = v.lower()
+        if span is None and v.isalpha() and len(v) >= 4 and not _ABSTRACT.match(w) and not (
+                w in _FUNCTION or w in _PREDICATE or w in _INSTRUCTION or w in _WHERE):
+            span = start, start + len(v)
+        if span:
+            found.append(Finding("a credential", "secret", *span))
+    for m in _SET_TO.finditer(text):
+        span = _value(m.group("rest"), m.start("rest"), strict=False)
+        # "mis le mot de passe à jour" (updated): after "to", a word of everyday prose is an idiom, not a value
+        if span and not (text[span[0]:span[1]].isalpha() and is_common(text[span[0]:span[1]])):
+            found.append(Finding("a credential", "secret", *span))
+    return found
+
+
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\s|$)|\n|$)|[.!?]+")
 _NUMBER = re.compile(r"(?<![\w.,/:#-])(?P<v>\d(?:[\d#*]|[ -](?=\d)){3,9}#?)(?![\w/:-]|[.,]\d|\s*(?:%|€|\$|h\b|min\b))")
 
@@ -418,7 +563,8 @@ def _keyed_codes(text: str) -> list[Finding]:
         for start, end in typed + said:
             before = [] if (start, end) in typed else re.findall(r"[\w.°]+", s[:start])[-3:]
             if sum(c.isdigit() for c in s[start:end]) < 4 or any(w.lower() in _LOCATOR or w.lower() in _ID_CODES
-                                                                  for w in before):
+                                                                  for w in before) or (
+                    (start, end) not in typed and _NUMBERED.search(s[:start])):
                 continue
             found.append(Finding("a credential", "secret", sent.start() + start, sent.start() + end))
     return found

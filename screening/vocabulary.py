@@ -11,7 +11,9 @@ header, then one alphabetical list of words per centibel of frequency, most freq
 words at or above :data:`WORD_ZIPF`: about 0.1 s and 10-30 MB a language, against 0.4 s to import ``wordfreq``
 and 0.5-0.8 s a language through its lookup API. A language loads on the first token that needs it, in the order of
 :data:`LANGUAGES`, and a token found in one language reads no further, so a screen that meets no candidate value
-loads nothing and one that meets English words loads English only. Public: :func:`is_word`.
+loads nothing and one that meets English words loads English only. Public: :func:`is_word`, :func:`is_common`
+(a word of everyday prose, at or above :data:`COMMON_ZIPF`: "policy", "manager", "anything", not "lavande" or
+"sonnenallee", which a person may choose as a password).
 """
 
 from __future__ import annotations
@@ -25,13 +27,17 @@ from pathlib import Path
 
 import msgpack
 
-__all__ = ["LANGUAGES", "WORD_ZIPF", "is_word"]
+__all__ = ["LANGUAGES", "WORD_ZIPF", "COMMON_ZIPF", "is_word", "is_common"]
 
 #: the languages the statement screen reads (ISO 639-1), the likeliest first.
 LANGUAGES = ("en", "de", "fr", "es")
 #: the Zipf frequency from which a token counts as a word (about once in 30 million words), chosen on the
 #: statement corpus and the first two held-out batches (tests/data/credentials/); see bench/credential_screen.py.
 WORD_ZIPF = 1.5
+#: the Zipf frequency from which a word is one of everyday prose (about once in a million words: "policy", "reset",
+#: "expiry", "hunter"), not a rarer word someone picked as a password ("lavande" 3.2, "sonnenallee" 2.6, "pinecone" 2.1);
+#: chosen on the statement corpus and held-out batches 1-3 (bench/credential_screen.py).
+COMMON_ZIPF = 3.0
 
 _LOCK = threading.Lock()
 
@@ -49,8 +55,9 @@ def _data_dir() -> Path:
 
 
 @cache
-def _words(lang: str) -> frozenset[str]:
-    """The words of ``lang``'s ``large`` list with a Zipf frequency of at least :data:`WORD_ZIPF`.
+def _words(lang: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The words of ``lang``'s ``large`` list with a Zipf frequency of at least :data:`WORD_ZIPF`, and those of at
+    least :data:`COMMON_ZIPF`.
 
     Raises:
         ValueError: the file is not in the cBpack format this reads (a ``wordfreq`` release that changed it).
@@ -63,7 +70,9 @@ def _words(lang: str) -> frozenset[str]:
         raise ValueError(f"wordfreq's large_{lang} list is not in the cBpack format version 1: {header!r}")
     # bucket i (after the header) holds the words of frequency 10 ** (-i / 100), Zipf 9 - i / 100
     last = round((9 - WORD_ZIPF) * 100)
-    return frozenset(w for bucket in data[1:last + 2] for w in bucket)
+    common = round((9 - COMMON_ZIPF) * 100)
+    return (frozenset(w for bucket in data[1:last + 2] for w in bucket),
+            frozenset(w for bucket in data[1:common + 2] for w in bucket))
 
 
 @cache
@@ -71,4 +80,12 @@ def is_word(token: str) -> bool:
     """True when ``token`` (one token; case and Unicode composition do not matter) is an ordinary word of one of
     :data:`LANGUAGES`, i.e. its Zipf frequency there is at least :data:`WORD_ZIPF`."""
     word = unicodedata.normalize("NFC", token).casefold()
-    return any(word in _words(lang) for lang in LANGUAGES)
+    return any(word in _words(lang)[0] for lang in LANGUAGES)
+
+
+@cache
+def is_common(token: str) -> bool:
+    """True when ``token`` is a word of everyday prose in one of :data:`LANGUAGES` (Zipf frequency at least
+    :data:`COMMON_ZIPF`); a rarer word, a made-up one or a passphrase run together is not."""
+    word = unicodedata.normalize("NFC", token).casefold()
+    return any(word in _words(lang)[1] for lang in LANGUAGES)

@@ -26,6 +26,8 @@ WIFI_PASSWORD = "bluebirdcanyonriver"
 NAS_PASSWORD = "factorydefault"  # no construction the statement reader knows: found by screening.linked
 CONSOLE_PASSWORD = "tangerinewhisper"
 DOOR_CODE = "4711"
+KIOSK_PASSWORD = "kumquat"  # a word, given without "is": found by the apposition of screening.statements
+KIOSK_CODE = "5318"  # a door code set off by commas
 SSN = "536-90-4399"
 CARD = "4539 1488 0343 6467"
 
@@ -33,7 +35,7 @@ CARD = "4539 1488 0343 6467"
 SECRETS = [AWS_KEY_ID, AWS_SECRET, "wJalrXUtnFEMI", DB_PASSWORD, "hunter2", ADMIN_PASSWORD, "S3cr3t", CONN_PASSWORD,
            "Pa55w0rd", SLACK_TOKEN, "AbCdEfGhIjKlMnOp", GITHUB_TOKEN, "aBcDeFgHiJkLmNo", JWT, "SflKxwRJSMeKKF2QT4fw",
            SSN, "536904399", CARD, "4539148803436467", "0343 6467", WIFI_PASSWORD, CONSOLE_PASSWORD,
-           "bluebird", "tangerine", NAS_PASSWORD]
+           "bluebird", "tangerine", NAS_PASSWORD, KIOSK_PASSWORD, KIOSK_CODE]
 
 REPORTING = f"""---
 title: Reporting database and exporter
@@ -96,6 +98,12 @@ Ask the IT team for a personal account on the lab NAS instead of the root login.
 
 Der Türcode für den Serverraum lautet {DOOR_CODE}.
 Den Türcode bekommen Sie beim Facility-Team.
+
+## Lobby kiosk
+
+The lobby kiosk has the password {KIOSK_PASSWORD}.
+The bike room door code, {KIOSK_CODE}, also opens the kiosk cabinet.
+Ask the front desk for a kiosk session when you need one.
 """
 
 PARKING = """---
@@ -140,6 +148,7 @@ WIFI_QUESTIONS = [
     "what is the admin console password of the office access system?",
     "wie lautet der Türcode für den Serverraum?",
     "what is the root password of the lab NAS?",
+    "what is the password of the lobby kiosk?",
 ]
 
 #: Pages :func:`make_wiki` writes: the example wiki's 13 plus these three.

@@ -11,9 +11,17 @@ indexer's flag counts all use.
 round, so it is development data now and held to the same bar here. ``heldout2.jsonl`` (batch 2, written after the
 second round was frozen: detection 0.531, false positives 0.016) was development data for the linked values of
 :mod:`screening.linked` (0.922 after it); ``heldout3.jsonl`` (batch 3) was written and committed before that module
-and measured once after it (0.922, false positives 0.016; 0.781 and 0.016 before). Neither meets the 0.98 bar: both
-are held to the figures measured, a floor against regressions, not a target (``bench/credential_screen.py`` prints
-every batch; docs/explanation/evaluation.md has the figures).
+and measured once after it (0.922, false positives 0.016; 0.781 and 0.016 before). Both were development data for
+the fourth round (values given without "is" or ":": apposition, objects, "as the password", asides, adverbs) and are
+held to the 0.98 bar with the corpus. ``heldout4.jsonl`` (batch 4) was written and committed before the fourth round
+and measured before and after it (detection 0.719 then 0.891, false positives 0.031 both times); it was then
+development data for the fifth (0.984, 0.000 after it) and is held to the 0.98 bar too. ``heldout5.jsonl`` (batch 5)
+was written and committed before the fifth round and measured before and after it (0.828, false positives 0.000
+both times); it was development data for the sixth (a verb of logging in links a value, "no word" reaches 12 words:
+0.922 after it) and is held to that figure. ``heldout6.jsonl`` (batch 6) was written and committed before the sixth
+round and measured before and after it (0.656 then 0.672, false positives 0.000): it is held to the figures
+measured, a floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
+docs/explanation/evaluation.md has the figures).
 """
 
 from __future__ import annotations
@@ -41,7 +49,8 @@ def test_the_corpus_has_enough_of_each_kind_in_four_languages() -> None:
     assert {r["lang"] for r in ROWS} == {"en", "de", "fr", "es"}
 
 
-@pytest.mark.parametrize("corpus", ["statements.jsonl", "heldout.jsonl"])
+@pytest.mark.parametrize("corpus", ["statements.jsonl", "heldout.jsonl", "heldout2.jsonl", "heldout3.jsonl",
+                                    "heldout4.jsonl"])
 def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(corpus: str) -> None:
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
@@ -52,15 +61,15 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
     assert len(false) / len(looks) <= 0.02, false
 
 
-@pytest.mark.parametrize("corpus", ["heldout2.jsonl", "heldout3.jsonl"])
-def test_the_later_held_out_batches_keep_the_figures_measured(corpus: str) -> None:
+@pytest.mark.parametrize("corpus, detection", [("heldout5.jsonl", 0.92), ("heldout6.jsonl", 0.67)])
+def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: float) -> None:
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
     looks = [r["text"] for r in rows if not r["credential"]]
     assert len(creds) >= 60 and len(looks) >= 60 and {r["lang"] for r in rows} == {"en", "de", "fr", "es"}
     missed = [t for t in creds if not flagged(t)]
     false = [t for t in looks if flagged(t)]
-    assert 1 - len(missed) / len(creds) >= 0.92, missed
+    assert 1 - len(missed) / len(creds) >= detection, missed
     assert len(false) / len(looks) <= 0.02, false
 
 
@@ -142,6 +151,12 @@ def test_look_alikes_of_the_new_constructions_are_left_alone(text: str) -> None:
 @pytest.mark.parametrize("text, value", [
     # no construction the statement reader knows: a verb of using, "still", "defaults to", a token in snake_case
     ("The lab NAS still uses the root password factorydefault from the installer.", "factorydefault"),
+    # the sixth round: a verb of logging in links a value as a noun does; a value that is no word reaches 12 words
+    # (a second clause: "... nie geändert und lautet X"); the words before a noun do not name its value ("office")
+    ("Sign in to the studio laptop with quillmarrowfen and lock it after.", "quillmarrowfen"),
+    ("En la tablet del almacén se entra con grullanevada.", "grullanevada"),
+    ("Das Standardpasswort des alten Routers wurde nie geändert und lautet routerfabrikneu.", "routerfabrikneu"),
+    ("The vault in the finance office has combination 41-28-17.", "41-28-17"),
     ("The root password on the lab NAS is still factorydefault.", "factorydefault"),
     ("Le mot de passe root du NAS du labo est toujours parametreusine.", "parametreusine"),
     ("The jira-bot service account logs in with the token jbt_8842aa91c7.", "jbt_8842aa91c7"),
@@ -166,11 +181,70 @@ def test_a_value_near_a_credential_noun_is_left_out_whatever_the_phrasing(text: 
     "To set up yubikey as your MFA for the cli session token, configure it in AWS.",
     "The access token is passed to the velero/velero-plugin-for-gcp:v1.4.0 image.",
     "Tokens expire after 3600 seconds; refresh them with the CLI.",
+    "Log in to the display in room 4012 with your badge.",
+    "Sign in to Grafana and open the troubleshooting dashboards for the kubernetes cluster.",
     "Le code postal de nos bureaux parisiens est 75011.",
     "Use code SPRING24 for 20% off the conference ticket.",
     "The API key is stored in 1Password under the team vault.",
 ])
 def test_technical_text_near_a_credential_noun_is_left_alone(text: str) -> None:
+    assert mask(text) == text
+
+
+# -- values given without "is" or ":" (the fourth round: apposition, objects, "as the password", asides) -------------
+@pytest.mark.parametrize("text, value", [
+    # a word right after its noun, ending the clause, that is no word of everyday prose
+    ("The lobby kiosk has the password kumquat.", "kumquat"),
+    ("Gäste-WLAN Köln: SSID LedgerlyGast, Schlüssel holunder.", "holunder"),  # a word, if a rare one
+    # a typed value set off by commas; an aside between the noun and "is"; an adverb or a copula of staying
+    ("The bike room door code, 5318, also opens the kiosk cabinet.", "5318"),
+    ("The staging password, set by the vendor, is kumquat.", "kumquat"),
+    ("Le mot de passe est toujours mirabelle.", "mirabelle"),
+    ("Die PIN bleibt 8899.", "8899"),
+    # typed when a credential is asked for; named as the credential; a user and a password joined by a slash
+    ("Type rhubarbfield when the laptop asks for its password.", "rhubarbfield"),
+    ("Pick quincejam as the Wi-Fi passphrase.", "quincejam"),
+    ("Our old NAS still accepts root/pumpkinpatch as login.", "pumpkinpatch"),
+    # German quotes, words joined by an underscore, digits in groups by a safe
+    ("Das Kennwort ist »grüne Wiese«.", "grüne Wiese"),
+    ("Clave wifi: tortuga_azul", "tortuga_azul"),
+    ("The archive safe opens on 31-17-22.", "31-17-22"),
+    # the fifth round: authenticating with, a time phrase after a copula, a setting verb, a German verb-final
+    # sentence, typing as a gerund, a word the construction names whatever its frequency
+    ("The reporting job authenticates with r3portPass! against the warehouse.", "r3portPass"),
+    ("Das WLAN-Passwort bleibt bis Montag holunderblüte.", "holunderblüte"),
+    ("Nous avons mis le mot de passe du serveur de démo à mirabellier.", "mirabellier"),
+    ("Als Kennwort für den Kiosk haben wir pflaumenbaum gewählt.", "pflaumenbaum"),
+    ("El candado del archivo se abre tecleando 4-0-7-7.", "4-0-7-7"),
+    ("Type limonada when the kiosk asks for its password.", "limonada"),
+])
+def test_a_value_given_without_is_or_a_colon_is_left_out(text: str, value: str) -> None:
+    assert value not in mask(text)
+
+
+@pytest.mark.parametrize("text", [
+    # a common word or a plural after the noun is a compound, not a value; a question asks, it does not give
+    "Check the password expiry.",
+    "Ensure you grant the below bot token scopes",
+    "Passwort vergessen?",
+    # described, not given: coordinated adjectives, the object of a participle's preposition, a discount code
+    "HTTP 401 means your token is unavailable or revoked.",
+    "The alarm code is shared with keyholders only.",
+    "El código de descuento para la feria es FERIA25.",
+    # a variable then a name, an issue number near "code", a field name in back-ticks, a common word as the PIN
+    "mi2 check -src-license-key $LICENSE_KEY siteconfig.license-key",
+    "Surface trends in the core workflow of search and code navigation (such as #38440)",
+    "Set `target_src_version` as the token field name.",
+    "Use your birthday as the PIN.",
+    # a number naming which door; "mettre à jour" (update); something, not a value, chosen
+    "The alarm keypad hangs beside door 3107 in the east wing.",
+    "Nous avons mis le mot de passe à jour.",
+    "Als Passwort haben wir etwas Langes gewählt.",
+    # from the handbooks: "as" in comparisons and examples
+    "Jamf installs a screen lock requirement, as well as a complex password for the device.",
+    "You still need to memorize a few unique passwords, such as the master password for your password manager.",
+])
+def test_look_alikes_of_values_given_without_is_are_left_alone(text: str) -> None:
     assert mask(text) == text
 
 

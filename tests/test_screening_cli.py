@@ -125,12 +125,13 @@ def test_a_manifest_from_before_the_scan_gets_the_columns_and_is_backfilled(inde
 
 
 def test_a_credential_written_in_prose_is_never_printed_and_the_answer_says_where_to_get_it(indexed) -> None:
-    """Issue 24: a passphrase of plain words, a console password, a German door code and a password in a sentence of no
-    known construction ("still uses the root password X", :mod:`screening.linked`), asked for by ``chatops ask``."""
+    """Issue 24: a passphrase of plain words, a console password, a German door code, a password in a sentence of no
+    known construction ("still uses the root password X", :mod:`screening.linked`) and a kiosk's password and door
+    code given without "is" ("has the password kumquat", "the door code, 5318, also ..."), asked for by ``chatops ask``."""
     wiki, data = indexed
     page = (wiki / "company" / "guest-wifi.md").read_text(encoding="utf-8")
     for question, where in zip(WIFI_QUESTIONS, ["Ask reception", "Request a console account", "Facility-Team",
-                                                "personal account"]):
+                                                "personal account", "front desk"]):
         proc = run_chatops(["ask", question, "--json"], data, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr[-2000:]
         reply = json.loads(proc.stdout.strip().splitlines()[-1])
