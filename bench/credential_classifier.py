@@ -44,6 +44,7 @@ from index.embeddings import OnnxMiniLMEmbedder
 from screening import scan
 from screening.linked import _LOGIN
 from screening.statements import CODE_NOUN, NOUN, PLACE
+from screening.vocabulary import is_common, is_word
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "credentials"
@@ -53,11 +54,34 @@ _CONTEXT = [re.compile(NOUN, re.I), re.compile(rf"(?i)(?<![\w-]){CODE_NOUN}(?![\
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?;](?=\s|$)|$)", re.M)
 
 Scorer = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+_TOKEN = re.compile(r"[^\s\"“”„«»‘’`()\[\]{}<>|,;]+")
+_QUOTED = re.compile(r"[\"'`“‘«„][^\"'`”’»]{2,}[\"'`”’»“]")
+_DIM = 384  # the embedding's columns in a row of :func:`_Vectors.__call__`; the value features follow
 
 
 def in_context(sentence: str) -> bool:
     """True when ``sentence`` names a credential, a code, a door/keypad place or a login (the classifier's gate)."""
     return any(p.search(sentence) for p in _CONTEXT)
+
+
+def value_features(sentence: str) -> list[float]:
+    """Fifteen 0/1 features of ``sentence``: value-like tokens (a run of letters that is no word or no common word of
+    en/de/fr/es, a digit, letters mixed with digits or symbols, a quoted span), context (a credential noun, a code or
+    place, a login verb, ``:``/``=``) and their conjunctions (context and a value, a noun and a non-word...)."""
+    toks = [w for w in (t.strip(".,;:!?'’¿¡") for t in _TOKEN.findall(sentence)) if w]
+    nonword = any(w.isalpha() and len(w) >= 4 and not is_word(w) for w in toks)
+    uncommon = any(w.isalpha() and len(w) >= 4 and w.islower() and not is_common(w) for w in toks)
+    digit = any(any(c.isdigit() for c in w) for w in toks)
+    mixed = any((any(c.isdigit() for c in w) and any(c.isalpha() for c in w))
+                or (len(w) > 3 and any(c in "!@#$%^&*+=~" for c in w)) for w in toks)
+    quote = bool(_QUOTED.search(sentence))
+    noun = bool(_CONTEXT[0].search(sentence))
+    code = bool(_CONTEXT[1].search(sentence) or _CONTEXT[2].search(sentence))
+    login = bool(_CONTEXT[3].search(sentence))
+    value = nonword or uncommon or digit or mixed or quote
+    return [float(f) for f in (nonword, uncommon, digit, mixed, quote, noun, code, login,
+                               bool(re.search(r":\s|=", sentence)), (noun or code or login) and value, noun and value,
+                               code and digit, login and value, noun and nonword, noun and quote)]
 
 
 def logistic(x_train: np.ndarray, y_train: np.ndarray, x: np.ndarray, lam: float = 1e-3, steps: int = 1500) -> np.ndarray:
@@ -107,17 +131,24 @@ def _table(title: str, rows: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]
           f"{a[:, 3].max():.3f}   rules OR classifier {a[:, 4].min():.3f} / {a[:, 5].max():.3f}")
 
 
-def _load(text_of: Callable[[str], str]) -> list[tuple[int, str, int]]:
+def _load(text_of: Callable[[str], str]) -> list[tuple[int, str, int, str]]:
+    """(file index, text, 1 for a credential statement, language) for every row of :data:`FILES`."""
     rows = []
     for i, name in enumerate(FILES):
         for line in text_of(name).splitlines():
             r = json.loads(line)
-            rows.append((i, r["text"], int(r["credential"])))
+            rows.append((i, r["text"], int(r["credential"]), r["lang"]))
     return rows
 
 
+def auc(scores: np.ndarray, y: np.ndarray) -> float:
+    """The share of (statement, look-alike) pairs the scores order right (ties count half)."""
+    pos, neg = scores[y == 1][:, None], scores[y == 0][None, :]
+    return float((pos > neg).mean() + 0.5 * (pos == neg).mean())
+
+
 class _Vectors:
-    """Sentence vectors by text, embedded once per run."""
+    """Rows by text: the sentence vector (:data:`_DIM` columns) then :func:`value_features`, embedded once per run."""
 
     def __init__(self) -> None:
         self.model = OnnxMiniLMEmbedder(threads=1)
@@ -126,8 +157,9 @@ class _Vectors:
     def __call__(self, texts: list[str]) -> np.ndarray:
         new = list(dict.fromkeys(t for t in texts if t not in self.cache))
         if new:
-            self.cache.update(zip(new, self.model.embed(new)))
-        return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, self.model.dim), np.float32)
+            rows = np.hstack([self.model.embed(new), np.array([value_features(t) for t in new])])
+            self.cache.update(zip(new, rows))
+        return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, _DIM + 15))
 
 
 def leave_one_batch_out(vectors: _Vectors, scorers: dict[str, Scorer], fp: float) -> None:
@@ -137,13 +169,20 @@ def leave_one_batch_out(vectors: _Vectors, scorers: dict[str, Scorer], fp: float
     y = np.array([r[2] for r in rows])
     x = vectors([r[1] for r in rows])
     rule = np.array([bool(scan(r[1], ("secret",))) for r in rows])
+    lang_of = np.array([r[3] for r in rows])
     for name, scorer in scorers.items():
-        out = []
+        out, aucs = [], []
+        flags = np.zeros(len(y), bool)
         for b, fname in enumerate(FILES):
             tr, te = batch != b, batch == b
             th = threshold(scorer, x[tr], y[tr], batch[tr], fp)
-            out.append((fname, rule[te], scorer(x[tr], y[tr], x[te]) >= th, y[te]))
+            scores = scorer(x[tr], y[tr], x[te])
+            flags[te] = scores >= th
+            aucs.append(auc(scores, y[te]))
+            out.append((fname, rule[te], flags[te], y[te]))
         _table(f"leave one batch out, {name}, threshold at {fp:.0%} out-of-fold false positives", out)
+        by_lang = ", ".join(f"{lang} {flags[(lang_of == lang) & (y == 1)].mean():.2f}" for lang in ("en", "de", "fr", "es"))
+        print(f"  classifier alone: AUC per batch {', '.join(f'{a:.2f}' for a in aucs)}; detection by language {by_lang}")
 
 
 def time_forward(vectors: _Vectors, scorers: dict[str, Scorer], fp: float) -> None:
@@ -179,34 +218,61 @@ def time_forward(vectors: _Vectors, scorers: dict[str, Scorer], fp: float) -> No
         _table(f"time forward, {name}: the rules frozen before each batch, trained on the files of that commit", out)
 
 
-def handbooks(vectors: _Vectors, scorer: Scorer, fp: float) -> None:
-    """Chunks each handbook would newly flag, and the embedding cost of the gated sentences."""
+def handbooks(vectors: _Vectors, scorers: dict[str, Scorer], fp: float) -> None:
+    """Chunks each handbook would newly flag, the embedding cost, and a threshold set on the handbooks instead.
+
+    Per scorer (trained on every batch): the chunks flagged at the ``fp`` threshold that the rules leave alone (the
+    first sentences printed), then a threshold chosen on two handbooks (18F and Meltano: the highest score among
+    their sentences, so neither gets a new flag) and checked on the third (Sourcegraph's new flags) and on the
+    batches (leave one batch out: what the OR adds to the rules' detection, and its false positives, at that score).
+    """
     rows = _load(lambda n: (DATA / n).read_text(encoding="utf-8"))
     x = vectors([r[1] for r in rows])
     y = np.array([r[2] for r in rows])
     groups = np.array([r[0] for r in rows])
-    th = threshold(scorer, x, y, groups, fp)
+    rule = np.array([bool(scan(r[1], ("secret",))) for r in rows])
     chunker = Chunker()
-    model = OnnxMiniLMEmbedder(threads=1)
+    books: dict[str, tuple[list[str], list[tuple[int, str]], np.ndarray]] = {}
     for book in sorted(p for p in HANDBOOKS.iterdir() if p.is_dir()):
-        chunks: list[str] = [c.text for doc in FolderSource(book).scan() if hasattr(doc, "text")
-                             for c in chunker.chunk(doc)]
+        chunks = [c.text for doc in FolderSource(book).scan() if hasattr(doc, "text") for c in chunker.chunk(doc)]
         gated = [(i, s.group(0)) for i, text in enumerate(chunks) for s in _SENTENCE.finditer(text)
                  if in_context(s.group(0))]
         sentences = sum(1 for text in chunks for _ in _SENTENCE.finditer(text))
         t0 = time.perf_counter()
-        vec = model.embed([s for _, s in gated])
+        books[book.name] = (chunks, gated, vectors([s for _, s in gated]))
         spent = time.perf_counter() - t0
-        hit = scorer(x, y, vec) >= th if len(gated) else np.zeros(0, bool)
-        flagged = {gated[j][0] for j in np.flatnonzero(hit)}
-        new = [i for i in sorted(flagged) if not scan(chunks[i], ("secret",))]
         print(f"handbook {book.name}: {len(chunks)} chunks, {sentences} sentences, {len(gated)} in credential context "
               f"({len(gated) / max(len(chunks), 1):.2f} per chunk); embedding them {spent:.1f} s "
               f"({1000 * spent / max(len(gated), 1):.1f} ms per sentence, {1000 * spent / max(len(chunks), 1):.1f} ms "
-              f"per chunk; all sentences would take about {spent / max(len(gated), 1) * sentences:.0f} s); "
-              f"classifier flags {len(flagged)} chunks, {len(new)} of them not flagged by the rules")
-        for j in np.flatnonzero(hit)[:5]:
-            print(f"    {gated[j][1][:150]}")
+              f"per chunk; all sentences would take about {spent / max(len(gated), 1) * sentences:.0f} s)")
+
+    def new_flags(name: str, scores: np.ndarray, th: float) -> list[int]:
+        chunks, gated, _ = books[name]
+        hit = sorted({gated[j][0] for j in np.flatnonzero(scores >= th)})
+        return [i for i in hit if not scan(chunks[i], ("secret",))]
+
+    for label, scorer in scorers.items():
+        th = threshold(scorer, x, y, groups, fp)
+        scores = {name: scorer(x, y, b[2]) if len(b[1]) else np.zeros(0) for name, b in books.items()}
+        print(f"{label}, threshold at {fp:.0%} out-of-fold false positives:")
+        for name, (chunks, gated, _) in books.items():
+            print(f"  {name}: {len(new_flags(name, scores[name], th))} chunks newly flagged")
+            for j in np.flatnonzero(scores[name] >= th)[:4]:
+                print(f"      {gated[j][1].strip()[:140]}")
+        dev = [n for n in books if not n.startswith("sourcegraph")]
+        check = [n for n in books if n.startswith("sourcegraph")]
+        if not dev or not check:
+            continue
+        hb_th = max(float(scores[n].max(initial=0.0)) for n in dev) + 1e-9
+        gain, fps = [], []
+        for g in np.unique(groups):
+            flag = (scorer(x[groups != g], y[groups != g], x[groups == g]) >= hb_th) | rule[groups == g]
+            yy = y[groups == g]
+            gain.append(flag[yy == 1].mean() - rule[groups == g][yy == 1].mean())
+            fps.append(flag[yy == 0].mean())
+        print(f"  threshold {hb_th:.4f} (no new flag on {', '.join(dev)}): {len(new_flags(check[0], scores[check[0]], hb_th))} "
+              f"chunks newly flagged on {check[0]}; leave one batch out, the OR adds {np.mean(gain):.3f} detection on "
+              f"average (at most {np.max(gain):.3f}) at {np.mean(fps):.3f} false positives (at most {np.max(fps):.3f})")
 
 
 def main() -> None:
@@ -215,7 +281,10 @@ def main() -> None:
     parser.add_argument("--no-handbooks", action="store_true")
     parser.add_argument("--no-history", action="store_true", help="skip the time-forward evaluation")
     args = parser.parse_args()
-    scorers: dict[str, Scorer] = {"logistic regression": logistic, "7-NN": knn}
+    scorers: dict[str, Scorer] = {
+        "logistic regression on the embedding": lambda a, b, c: logistic(a[:, :_DIM], b, c[:, :_DIM]),
+        "7-NN on the embedding": lambda a, b, c: knn(a[:, :_DIM], b, c[:, :_DIM]),
+        "logistic regression on the embedding and value features": logistic}
     vectors = _Vectors()
     leave_one_batch_out(vectors, scorers, args.fp)
     if not args.no_history:
@@ -225,7 +294,7 @@ def main() -> None:
     if not HANDBOOKS.is_dir():
         print(f"handbooks: skipped ({HANDBOOKS} is absent)")
         return
-    handbooks(vectors, logistic, args.fp)
+    handbooks(vectors, {k: v for k, v in scorers.items() if k.startswith("logistic")}, args.fp)
 
 
 if __name__ == "__main__":
