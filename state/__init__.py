@@ -38,8 +38,24 @@ here through :class:`state.store.StateStore`:
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from .errors import SchemaTooNewError, StateStoreError
+
+if TYPE_CHECKING:  # the type checker sees the lazily imported names below as what they are
+    from .store import (
+        LEGACY_INDEX_ID,
+        NO_INDEX,
+        AuditEntry,
+        IndexJob,
+        McpToken,
+        PendingRecord,
+        ScheduledMessage,
+        StateStore,
+        StoredMessage,
+        SyncRun,
+        TurnRecord,
+    )
 
 __all__ = ["StateStore", "LEGACY_INDEX_ID", "NO_INDEX", "IndexJob", "StateStoreError", "SchemaTooNewError", "PendingRecord", "AuditEntry", "SyncRun", "StoredMessage",
            "ScheduledMessage", "TurnRecord", "McpToken"]
@@ -50,7 +66,7 @@ _STORE_NAMES = frozenset({"LEGACY_INDEX_ID", "NO_INDEX", "AuditEntry", "IndexJob
                           "StateStore", "StoredMessage", "SyncRun", "TurnRecord", "McpToken"})
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _STORE_NAMES:
         return getattr(importlib.import_module(".store", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import sqlalchemy as sa
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from .errors import StateStoreError
 
@@ -67,6 +69,15 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+# A NOT NULL column's time stays a datetime for the type checker; a nullable one may be None.
+@overload
+def aware(dt: datetime) -> datetime: ...
+
+
+@overload
+def aware(dt: None) -> None: ...
+
+
 def aware(dt: datetime | None) -> datetime | None:
     """``dt`` with its UTC zone put back (SQLite returns naive datetimes; every time in the store is UTC)."""
     if dt is not None and dt.tzinfo is None:
@@ -90,7 +101,7 @@ def principal_part(text: str) -> str:
     return (text or "").strip().lower()
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:  # pragma: no cover - trivial
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=30000")

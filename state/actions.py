@@ -93,8 +93,8 @@ class PendingActions(Concern):
             key=r["key"], tool=r["tool"], args=json.loads(r["args"]), requester=r["requester"],
             platform=r["platform"], channel_id=r["channel_id"], thread_id=r["thread_id"], summary=r["summary"],
             status=r["status"], result=json.loads(r["result"]) if r["result"] else None,
-            created_at=_aware(r["created_at"]), expires_at=_aware(r["expires_at"]),  # type: ignore[arg-type]
-            updated_at=_aware(r["updated_at"]))  # type: ignore[arg-type]
+            created_at=_aware(r["created_at"]), expires_at=_aware(r["expires_at"]),
+            updated_at=_aware(r["updated_at"]))
 
     def transition_pending(self, key: str, from_status: str, to_status: str,
                            result: dict[str, Any] | None = None) -> bool:

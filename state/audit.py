@@ -50,5 +50,5 @@ class AuditTrail(Concern):
         if action:
             q = q.where(t.c.action == action)
         with self.engine.connect() as conn:
-            return [AuditEntry(r["id"], _aware(r["at"]), r["actor"], r["platform"], r["action"], r["target"],  # type: ignore[arg-type]
+            return [AuditEntry(r["id"], _aware(r["at"]), r["actor"], r["platform"], r["action"], r["target"],
                                r["outcome"], json.loads(r["detail"])) for r in conn.execute(q).mappings()]

@@ -114,5 +114,5 @@ class IndexJobs(Concern):
             return None
         return IndexJob(id=int(r["id"]), index_id=r["index_id"], source=r["source"], full=bool(r["full"]),
                         requested_by=r["requested_by"], status=r["status"], owner=r["owner"],
-                        result=json.loads(r["result"] or "[]"), created_at=_aware(r["created_at"]),  # type: ignore[arg-type]
+                        result=json.loads(r["result"] or "[]"), created_at=_aware(r["created_at"]),
                         started_at=_aware(r["started_at"]), finished_at=_aware(r["finished_at"]))

@@ -32,8 +32,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 from .errors import SchemaTooNewError, StateStoreError
 
@@ -99,11 +100,11 @@ def _engine(url: str) -> sa.Engine:
     engine = sa.create_engine(url, poolclass=NullPool, connect_args={"timeout": 30})
 
     @sa.event.listens_for(engine, "connect")
-    def _no_implicit_transactions(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+    def _no_implicit_transactions(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:  # pragma: no cover - trivial
         dbapi_conn.isolation_level = None
 
     @sa.event.listens_for(engine, "begin")
-    def _begin_immediate(conn) -> None:  # pragma: no cover - trivial
+    def _begin_immediate(conn: sa.Connection) -> None:  # pragma: no cover - trivial
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine

@@ -65,8 +65,8 @@ class ScheduledMessage:
 def _scheduled(r: Any) -> ScheduledMessage:
     return ScheduledMessage(
         key=r["key"], platform=r["platform"], user_id=r["user_id"], channel_id=r["channel_id"],
-        at=_aware(r["at"]), text=r["text"], status=r["status"], attempts=int(r["attempts"]),  # type: ignore[arg-type]
-        error=r["error"], created_at=_aware(r["created_at"]))  # type: ignore[arg-type]
+        at=_aware(r["at"]), text=r["text"], status=r["status"], attempts=int(r["attempts"]),
+        error=r["error"], created_at=_aware(r["created_at"]))
 
 
 class Outbox(Concern):

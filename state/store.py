@@ -71,7 +71,8 @@ def _via(part: str, method: Callable[Concatenate[Any, _P], _R]) -> Callable[Conc
 
     @functools.wraps(method)
     def delegate(self: StateStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        return getattr(getattr(self, part), name)(*args, **kwargs)
+        bound: Callable[_P, _R] = getattr(getattr(self, part), name)  # the concern's own method, bound
+        return bound(*args, **kwargs)
 
     return delegate
 

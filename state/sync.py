@@ -120,7 +120,7 @@ class SyncState(Concern):
         if index_id is not None:
             q = q.where(t.c.index_id == index_id)
         with self.engine.connect() as conn:
-            return [SyncRun(r["id"], r["source"], _aware(r["started_at"]), _aware(r["finished_at"]),  # type: ignore[arg-type]
+            return [SyncRun(r["id"], r["source"], _aware(r["started_at"]), _aware(r["finished_at"]),
                             r["status"], json.loads(r["summary"]), r["error"], r["index_id"])
                     for r in conn.execute(q).mappings()]
 
@@ -132,4 +132,4 @@ class SyncState(Concern):
         if index_id is not None:
             q = q.where(t.c.index_id == index_id)
         with self.engine.connect() as conn:
-            return {s: _aware(at) for s, at in conn.execute(q) if at is not None}  # type: ignore[misc]
+            return {s: _aware(at) for s, at in conn.execute(q) if at is not None}

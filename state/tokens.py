@@ -101,5 +101,5 @@ class McpTokens(Concern):
 
     @staticmethod
     def _mcp_token(r: Any) -> McpToken:
-        return McpToken(r["token_id"], r["email"], r["label"], r["created_by"], _aware(r["created_at"]),  # type: ignore[arg-type]
+        return McpToken(r["token_id"], r["email"], r["label"], r["created_by"], _aware(r["created_at"]),
                         _aware(r["last_used_at"]), _aware(r["revoked_at"]))
