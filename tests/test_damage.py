@@ -155,6 +155,29 @@ def test_damaged_qdrant_storage_stops_readers_and_sync_rebuilds_it(data: Path, w
     assert _cited(data, "dense")
 
 
+def test_a_dense_collection_of_named_vectors_stops_readers_and_sync_rebuilds_it(data: Path, wiki: Path) -> None:
+    """The embedded dense collection made again with a named vector (the shared index's layout, as another
+    store would make it): readers exit 2 saying so (not an AttributeError's traceback), sync rebuilds it."""
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(data / "index" / "qdrant"))
+    try:
+        [collection] = [c.name for c in client.get_collections().collections]
+        dim = client.get_collection(collection).config.params.vectors.size  # one unnamed vector: VectorParams
+        client.delete_collection(collection)
+        client.create_collection(collection, vectors_config={"dense": models.VectorParams(
+            size=dim, distance=models.Distance.COSINE)})
+    finally:
+        client.close()
+    _assert_usage_error(_chatops(["ask", QUESTION], data),
+                        f"the Qdrant collection {collection!r} does not hold the one unnamed vector of the vector "
+                        "index", "chatops index SOURCE")
+    proc = _chatops(["sync"], data, CHATOPS_SOURCES=f"folder:{wiki}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rebuilt the damaged dense" in proc.stdout and "in dense" in proc.stdout
+    assert _cited(data, "dense")
+
+
 def test_both_stores_deleted_pages_are_indexed_again(data: Path, wiki: Path) -> None:
     shutil.rmtree(data / "index" / "whoosh")
     shutil.rmtree(data / "index" / "qdrant")

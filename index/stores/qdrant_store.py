@@ -185,10 +185,15 @@ class QdrantStore(QdrantCollection):
         """True when the existing collection is usable as it is (a subclass may answer False to have it made again).
 
         Raises:
-            IndexCorruptError: when its vectors are not the embedder's size.
+            IndexCorruptError: when it has no one unnamed vector (named ones: another store's layout), or its
+                vectors are not the embedder's size.
         """
-        # the collection has one unnamed vector (VectorParams), not a dict of named ones
-        self._check_dim(info.config.params.vectors.size)  # type: ignore[union-attr]
+        vectors = info.config.params.vectors
+        if not isinstance(vectors, models.VectorParams):  # named vectors (the shared index's layout), or none
+            raise IndexCorruptError(
+                f"the Qdrant collection {self.collection!r} does not hold the one unnamed vector of {self.WHAT} "
+                f"(another store made it, e.g. the shared index's named vectors); {REBUILD_STORE}")
+        self._check_dim(vectors.size)
         return True
 
     def _check_dim(self, size: int | None) -> None:
