@@ -23,7 +23,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import sqlalchemy as sa
@@ -31,6 +31,9 @@ import sqlalchemy as sa
 from core.errors import EmbeddingError
 from .faults import is_sqlite_damage, quarantine
 from core.models import content_hash
+
+if TYPE_CHECKING:  # the API's client is made (and openai imported) by the caller that chose it
+    from openai import OpenAI
 
 __all__ = ["Embedder", "OnnxMiniLMEmbedder", "OpenAIEmbedder", "EmbeddingCache", "CachedEmbedder", "LOCAL_MODEL_ID",
            "LOCAL_MODEL_SHA256"]
@@ -79,7 +82,7 @@ def _read_verified(path: Path, expected_sha256: str | None) -> bytes:
 def _normalise(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (x / norms).astype(np.float32)
+    return np.asarray(x / norms, dtype=np.float32)  # (x / norms is a new array: no copy needed)
 
 
 class OnnxMiniLMEmbedder:
@@ -220,7 +223,7 @@ class OpenAIEmbedder:
         EmbeddingError: when the API call fails after the client's own retries.
     """
 
-    def __init__(self, model: str, client, dim: int | None = None, batch_size: int = 128) -> None:
+    def __init__(self, model: str, client: OpenAI, dim: int | None = None, batch_size: int = 128) -> None:
         self.model_id = f"openai:{model}"
         self._model = model
         self._client = client

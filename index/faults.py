@@ -17,13 +17,19 @@ and builds messages that name the file and say what to do. SQLite error codes ar
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import ChatopsError, DiskFullError, IndexCorruptError, IndexError_
+
+if TYPE_CHECKING:  # SQLAlchemy is imported when guard_engine runs, not with this module
+    import sqlalchemy as sa
+    from sqlalchemy.engine import ExceptionContext
 
 __all__ = [
     "causes", "reason", "is_disk_full", "is_sqlite_damage", "storage_error", "StoreGuard", "guard_engine",
@@ -88,7 +94,7 @@ def reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def storage_error(exc: BaseException, what: str, path: Path | str, fix: str,
+def storage_error(exc: BaseException, what: str, path: str | os.PathLike[str], fix: str,
                   damage: Callable[[BaseException], bool] = lambda e: True) -> ChatopsError | None:
     """The user-facing error for a failure reading or writing ``what`` at ``path``, or ``None``.
 
@@ -133,7 +139,7 @@ class StoreGuard:
             server maps the client's errors here), or ``None`` to go on with :func:`storage_error`.
     """
 
-    def __init__(self, what: str, path: Path | str, fix: str,
+    def __init__(self, what: str, path: str | os.PathLike[str], fix: str,
                  damage: Callable[[BaseException], bool] = lambda e: True,
                  translate: Callable[[BaseException], ChatopsError | None] | None = None) -> None:
         self.what, self.path, self.fix, self._damage, self._translate = what, path, fix, damage, translate
@@ -157,14 +163,14 @@ class StoreGuard:
             raise mapped from exc
 
 
-def guard_engine(engine, what: str, path: Path | str, fix: str) -> None:
+def guard_engine(engine: sa.Engine, what: str, path: str | os.PathLike[str], fix: str) -> None:
     """Make a SQLAlchemy ``engine`` raise :func:`storage_error`'s errors (disk full, damaged file).
 
     Other database errors are left as they are.
     """
     import sqlalchemy as sa
 
-    def handle(context) -> None:
+    def handle(context: ExceptionContext) -> None:
         mapped = storage_error(context.original_exception, what, path, fix, damage=lambda e: False)
         if mapped is not None:
             raise mapped from context.original_exception

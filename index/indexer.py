@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from screening import flag_chunks
 
@@ -61,7 +62,7 @@ class IndexReport:
     failed_pages: list[str] = field(default_factory=list)
     repair: RepairReport = field(default_factory=RepairReport)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
         out = {k: getattr(self, k) for k in self.__slots__}
         out["repair"] = self.repair.as_dict()

@@ -57,9 +57,9 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from core.access import Access
 from core.errors import IndexCorruptError, IndexOutdatedError
@@ -87,6 +87,8 @@ SCHEMA_VERSION = "8"
 ACCESS_SCHEMA = 7
 
 log = logging.getLogger(__name__)
+
+_S = TypeVar("_S")  # a store that _open_store opens
 
 #: The manifest file of an index kept on this machine, in its folder.
 MANIFEST_FILE = "manifest.sqlite"
@@ -310,7 +312,7 @@ class KnowledgeIndex:
                 "tell who may read what and is not used; rebuild it with `chatops index --full SOURCE...` "
                 "(every source), then start the bot again")
         if self.keyword.outdated or (has_pages and recorded != (embedder.model_id, SCHEMA_VERSION)):
-            if self.shared and not repair:  # every replica answers from it: only a writer may empty it
+            if self.shared and qdrant_url and not repair:  # every replica answers from it: only a writer may empty it
                 self.close()
                 raise IndexOutdatedError(
                     f"the shared index {shared_index_id(qdrant_url, collection)} (Qdrant collection {collection!r}) was "
@@ -363,7 +365,7 @@ class KnowledgeIndex:
 
         return LocalDenseStore(dim, self.path / "qdrant", collection=collection)
 
-    def _open_store(self, name: str, folder: Path, open_store, repair: bool):
+    def _open_store(self, name: str, folder: Path, open_store: Callable[[], _S], repair: bool) -> _S:
         try:
             return open_store()
         except IndexCorruptError as exc:

@@ -32,19 +32,27 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry
 
 from core.access import PUBLIC_TOKEN, Access
 from core.errors import IndexCorruptError, IndexUnavailableError
 from state.index_manifest import SCOPE_LENGTH, index_manifest_tables
 
 from .faults import REBUILD_INDEX, guard_engine, storage_error
+
+if TYPE_CHECKING:  # the dialects are imported on the first write (see _upsert)
+    from sqlalchemy.dialects.postgresql import Insert as PgInsert
+    from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
 
 __all__ = ["Manifest", "PageEntry", "VERSION_KEY"]
 
@@ -54,12 +62,13 @@ VERSION_KEY = "index_version"
 _INSERTS = {"sqlite": "sqlalchemy.dialects.sqlite", "postgresql": "sqlalchemy.dialects.postgresql"}
 
 
-def _upsert(dialect: str):
+def _upsert(dialect: str) -> Callable[[sa.Table], SqliteInsert | PgInsert]:
     """``insert`` of ``dialect`` (imported on the first write: a reader of a SQLite manifest does not load
     SQLAlchemy's PostgreSQL dialect)."""
     import importlib
 
-    return importlib.import_module(_INSERTS[dialect]).insert
+    insert: Callable[[sa.Table], SqliteInsert | PgInsert] = importlib.import_module(_INSERTS[dialect]).insert
+    return insert
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +99,7 @@ class PageEntry:
         return self.access is None or not self.access.tokens()
 
 
-def _access_columns(access: Access | None) -> dict:
+def _access_columns(access: Access | None) -> dict[str, str | None]:
     if access is None:
         return {"access_tokens": None, "access_unresolved": None}
     return {"access_tokens": json.dumps(list(access.tokens())), "access_unresolved": access.unresolved}
@@ -161,7 +170,7 @@ _REBUILD_STATE = ("restore the state database from a backup (it also holds sync 
                   "audit log), or move it away and rebuild the index with `chatops sync --full`")
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:  # pragma: no cover - trivial
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")  # as the state store's own connections: readers never block the writer
     cur.execute("PRAGMA busy_timeout=30000")
@@ -189,7 +198,7 @@ def _open_database(url: str, tables: Iterable[sa.Table]) -> sa.Engine:
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_pragmas)
 
-    def unavailable(context) -> None:
+    def unavailable(context: ExceptionContext) -> None:
         exc = context.original_exception
         mapped = storage_error(exc, "the shared index's manifest in the state database", where, _REBUILD_STATE,
                                damage=lambda e: False)
@@ -316,12 +325,12 @@ class Manifest:
             return [self._entry(r) for r in rows]
 
     @staticmethod
-    def _entry(r) -> PageEntry:
+    def _entry(r: sa.RowMapping) -> PageEntry:
         return PageEntry(r["doc_key"], r["source"], r["doc_id"], r["hash"], tuple(json.loads(r["chunk_ids"])),
                          r["sensitive_chunks"], r["injection_chunks"],
                          _access_of(r["access_tokens"], r["access_unresolved"]))
 
-    def _row(self, e: PageEntry, now: datetime) -> dict:
+    def _row(self, e: PageEntry, now: datetime) -> dict[str, Any]:
         """The ``pages`` row of ``e`` (with its scope and chunk count in the state database)."""
         row = {**self._key, "doc_key": e.doc_key, "source": e.source, "doc_id": e.doc_id, "hash": e.hash,
                "chunk_ids": json.dumps(list(e.chunk_ids)), "indexed_at": now,
@@ -456,7 +465,7 @@ class Manifest:
         with self.engine.begin() as conn:
             self._put(conn, key, value)
 
-    def _put(self, conn: sa.Connection, key: str, value: str, on_conflict: sa.ColumnElement | None = None) -> None:
+    def _put(self, conn: sa.Connection, key: str, value: str, on_conflict: sa.ColumnElement[str] | None = None) -> None:
         """Insert the metadata row ``key`` = ``value``, or when it exists set its value to ``on_conflict``
         (default: ``value``): one atomic statement, so concurrent writers neither collide nor lose an update."""
         insert = _upsert(conn.dialect.name)(self.meta).values(**self._key, key=key, value=value)

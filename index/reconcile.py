@@ -65,7 +65,7 @@ class RepairReport:
         parts.extend(f"rebuilt the damaged {r}" for r in self.rebuilt)
         return "; ".join(parts)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int | list[str]]:
         """JSON-ready dict (``pages_forgotten`` as a count)."""
         return {"bm25_added": self.bm25_added, "dense_added": self.dense_added, "bm25_removed": self.bm25_removed,
                 "dense_removed": self.dense_removed, "pages_forgotten": len(self.pages_forgotten),

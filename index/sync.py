@@ -452,7 +452,7 @@ def _alive(pid: int) -> bool:
 class _Renewer:
     """Renews the run's lock at most every 25 calls (or when forced)."""
 
-    def __init__(self, store, lock: str, owner: str, ttl: timedelta) -> None:
+    def __init__(self, store: SyncState, lock: str, owner: str, ttl: timedelta) -> None:
         self.store, self.lock, self.owner, self.ttl = store, lock, owner, ttl
         self.n = 0
 

@@ -12,10 +12,12 @@ question, the caller's expansion terms and the feedback terms of the viewer's ow
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 
 import numpy as np
 
@@ -49,13 +51,13 @@ def feedback_terms(chunks: Sequence[Chunk], query_terms: set[str], analyze: Call
     tfs = [Counter(t for t in analyze(f"{c.title} {' '.join(c.section_path)} {_screened(c.text)}")
                    if len(t) > 2 and not t.isdigit()) for c in chunks]
     weight_of = idf({t for tf in tfs for t in tf if t not in query_terms})
-    weights: Counter[str] = Counter()
+    weights: dict[str, float] = {}  # float sums, not counts: ranked below as Counter.most_common ranks
     for tf in tfs:
         length = sum(tf.values()) or 1
         for t, f in tf.items():
             if t not in query_terms:
-                weights[t] += (f / length) * weight_of[t]
-    return [t for t, _ in weights.most_common(n_terms)]
+                weights[t] = weights.get(t, 0) + (f / length) * weight_of[t]
+    return [t for t, _ in heapq.nlargest(n_terms, weights.items(), key=itemgetter(1))]
 
 
 @lru_cache(maxsize=4096)

@@ -11,9 +11,17 @@ the stores are imported on first use (PEP 562) rather than with the package.
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from .base import ChunkStore
 from .records import StoredChunk, chunk_from_record, chunk_to_record
+
+if TYPE_CHECKING:  # the type checker sees the lazily imported names below as what they are
+    from .dense_snapshot import LocalDenseStore
+    from .qdrant_hybrid import HybridHits, HybridKeywordView, QdrantHybridStore
+    from .qdrant_sparse import QdrantSparseStore
+    from .qdrant_store import QdrantStore
+    from .whoosh_store import WhooshStore
 
 __all__ = ["ChunkStore", "WhooshStore", "QdrantStore", "QdrantSparseStore", "QdrantHybridStore", "HybridKeywordView",
            "HybridHits", "StoredChunk", "chunk_to_record", "chunk_from_record", "LocalDenseStore"]
@@ -23,7 +31,7 @@ _HOMES = {"WhooshStore": ".whoosh_store", "QdrantStore": ".qdrant_store", "Qdran
           "LocalDenseStore": ".dense_snapshot"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _HOMES:
         return getattr(importlib.import_module(_HOMES[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,11 +21,17 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from whoosh import scoring
 from whoosh.util.numeric import byte_to_length
+
+if TYPE_CHECKING:  # Whoosh ships no types: these name what is passed (the type checker sees Any)
+    from whoosh.matching import Matcher
+    from whoosh.reading import IndexReader
+    from whoosh.searching import Searcher
 
 __all__ = ["TERM_CACHE", "WARM_POSTINGS", "SnapshotScorer", "Unsupported", "bitset_mask"]
 
@@ -41,7 +47,7 @@ class Unsupported(Exception):
     """The index holds something the array path does not read; the caller runs Whoosh itself."""
 
 
-def bitset_mask(docs, size: int) -> np.ndarray:
+def bitset_mask(docs: Iterable[int], size: int) -> np.ndarray:
     """A boolean array of ``size`` documents, True for the document numbers in ``docs`` (a Whoosh
     :class:`~whoosh.idsets.BitSet`, read from its bytes, or any iterable of document numbers)."""
     bits = getattr(docs, "bits", None)
@@ -69,7 +75,7 @@ class SnapshotScorer:
         Unsupported: when the weighting is not BM25F or a segment's field lengths cannot be read.
     """
 
-    def __init__(self, searcher, fieldname: str) -> None:
+    def __init__(self, searcher: Searcher, fieldname: str) -> None:
         w = searcher.weighting
         if type(w) is not scoring.BM25F:
             raise Unsupported(f"weighting {type(w).__name__}")
@@ -163,7 +169,7 @@ class SnapshotScorer:
         return [(int(cand[i]), float(s[i])) for i in order]
 
 
-def _leaf_lengths(leaf, fieldname: str, n: int) -> np.ndarray:
+def _leaf_lengths(leaf: IndexReader, fieldname: str, n: int) -> np.ndarray:
     """Each document's field length in one segment, as Whoosh's ``doc_field_length`` decodes it."""
     from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
 
@@ -179,7 +185,7 @@ def _leaf_lengths(leaf, fieldname: str, n: int) -> np.ndarray:
     return _LENGTHS[raw]
 
 
-def _leaf_postings(m) -> tuple[np.ndarray, np.ndarray]:
+def _leaf_postings(m: Matcher) -> tuple[np.ndarray, np.ndarray]:
     """All of a leaf matcher's document numbers and weights: for Whoosh 3 postings a block at a time, the
     block's delta-coded ids summed by NumPy (what ``W3LeafMatcher._read_ids`` does one id at a time)."""
     ids, ws = [], []

@@ -29,22 +29,28 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from core.access import Viewer
+from core.errors import IndexCorruptError
 from core.models import Chunk
 
 from .local_dense import DenseMirror, MirrorPoint
 from .snapshot_io import SNAPSHOT_FORMAT, SnapshotRow, row_bytes, snapshot_file, store_digest, write_snapshot
 from .records import StoredChunk, chunk_from_record, point_id, viewer_sources, viewer_tokens
 
+if TYPE_CHECKING:  # loaded only when the snapshot cannot answer (see _open_store)
+    from .qdrant_store import QdrantStore
+
 __all__ = ["LocalDenseStore", "SnapshotRow", "snapshot_file", "store_digest", "write_snapshot", "SNAPSHOT_FORMAT"]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 class _Snapshot:
@@ -79,13 +85,13 @@ class _Snapshot:
             self._con.close()
             raise
 
-    def payloads(self, point_ids: list[str]) -> dict[str, dict]:
+    def payloads(self, point_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The payloads of ``point_ids`` that the snapshot holds.
 
         Raises:
             ValueError: a payload does not match its checksum (the snapshot is damaged).
         """
-        found: dict[str, dict] = {}
+        found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(point_ids), 500):
             part = point_ids[start:start + 500]
             marks = ",".join("?" * len(part))
@@ -119,7 +125,7 @@ class LocalDenseStore:
         self.dim = dim
         self.path = Path(path)
         self.collection = collection
-        self._store = None  # the QdrantStore, once opened
+        self._store: QdrantStore | None = None  # once opened
         self._snap: _Snapshot | None = None
         self._lock_file: IO[str] | None = None
         self._switch = threading.RLock()
@@ -163,7 +169,7 @@ class LocalDenseStore:
         self._lock_file = lock_file
         return opened
 
-    def _open_store(self):
+    def _open_store(self) -> QdrantStore:
         from .qdrant_store import QdrantStore
 
         with self._switch:
@@ -173,14 +179,14 @@ class LocalDenseStore:
                 self._store.snapshot_on_close = True  # the next reader finds a current snapshot
             return self._store
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:  # whatever the store's attribute is
         # Everything the snapshot does not answer (writes, the client, the mirror) is the store's.
         if name.startswith("__") or name in {"_store", "_snap", "_lock_file", "_switch"}:
             raise AttributeError(name)
         return getattr(self._open_store(), name)
 
-    def _read(self, name: str, snapshot_call, *args, **kwargs):
-        """``snapshot_call(snapshot)`` while the snapshot serves; the store's ``name`` otherwise, and when the
+    def _read(self, snapshot_call: Callable[[_Snapshot], _T], store_call: Callable[[QdrantStore], _T]) -> _T:
+        """``snapshot_call(snapshot)`` while the snapshot serves; ``store_call(store)`` otherwise, and when the
         snapshot turns out damaged."""
         with self._switch:
             if self._snap is not None:
@@ -188,7 +194,7 @@ class LocalDenseStore:
                     return snapshot_call(self._snap)
                 except (ValueError, sqlite3.Error, json.JSONDecodeError) as exc:
                     log.warning("the dense store's snapshot in %s is damaged (%s); opening the store", self.path, exc)
-        return getattr(self._open_store(), name)(*args, **kwargs)
+        return store_call(self._open_store())
 
     def search(self, query: np.ndarray, limit: int = 50, *, viewer: Viewer) -> list[StoredChunk]:
         """As :meth:`QdrantStore.search` in local mode: the mirror's access-filtered ranking, then the hits' chunks."""
@@ -200,28 +206,32 @@ class LocalDenseStore:
             payloads = snap.payloads([h[0] for h in hits]) if hits else {}
             return [StoredChunk(chunk_from_record(payloads[pid]), score) for pid, score in hits if pid in payloads]
 
-        return self._read("search", run, query, limit, viewer=viewer)
+        return self._read(run, lambda store: store.search(query, limit, viewer=viewer))
 
-    def _by_chunk(self, snap: _Snapshot, chunk_ids: Iterable[str]) -> dict[str, dict]:
+    def _by_chunk(self, snap: _Snapshot, chunk_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         payloads = snap.payloads([point_id(c) for c in dict.fromkeys(chunk_ids)])
         return {p["chunk_id"]: p for p in payloads.values() if p}
 
     def chunks(self, chunk_ids: Iterable[str]) -> dict[str, Chunk]:
         """The stored chunks among ``chunk_ids`` (unknown ids are absent)."""
         ids = list(chunk_ids)
-        return self._read("chunks", lambda s: {c: chunk_from_record(p) for c, p in self._by_chunk(s, ids).items()}, ids)
+        return self._read(lambda s: {c: chunk_from_record(p) for c, p in self._by_chunk(s, ids).items()},
+                          lambda store: store.chunks(ids))
 
     def get(self, chunk_id: str) -> Chunk | None:
         """The stored chunk with ``chunk_id``, or ``None``."""
-        return self._read("get", lambda s: (lambda p: chunk_from_record(p) if p else None)(
-            self._by_chunk(s, [chunk_id]).get(chunk_id)), chunk_id)
+        def run(snap: _Snapshot) -> Chunk | None:
+            record = self._by_chunk(snap, [chunk_id]).get(chunk_id)
+            return chunk_from_record(record) if record else None
+
+        return self._read(run, lambda store: store.get(chunk_id))
 
     def fetch(self, chunk_ids: list[str]) -> dict[str, tuple[Chunk, np.ndarray]]:
         """Stored chunks and vectors by chunk id (unknown ids are absent)."""
         def run(snap: _Snapshot) -> dict[str, tuple[Chunk, np.ndarray]]:
             return {c: (chunk_from_record(p), snap.vectors[point_id(c)]) for c, p in self._by_chunk(snap, chunk_ids).items()}
 
-        return self._read("fetch", run, chunk_ids) if chunk_ids else {}
+        return self._read(run, lambda store: store.fetch(chunk_ids)) if chunk_ids else {}
 
     def vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors of ``chunk_ids`` (unknown ids are absent)."""
@@ -229,11 +239,11 @@ class LocalDenseStore:
             pids = dict.fromkeys(point_id(c) for c in chunk_ids)
             return {snap.chunk_id_of[pid]: snap.vectors[pid] for pid in pids if snap.chunk_id_of.get(pid)}
 
-        return self._read("vectors", run, chunk_ids)
+        return self._read(run, lambda store: store.vectors(chunk_ids))
 
     def chunk_ids(self) -> set[str]:
         """Every chunk id stored."""
-        return self._read("chunk_ids", lambda s: {c for c in s.chunk_id_of.values() if c})
+        return self._read(lambda s: {c for c in s.chunk_id_of.values() if c}, lambda store: store.chunk_ids())
 
     @property
     def count(self) -> int:
@@ -244,7 +254,7 @@ class LocalDenseStore:
         return self._open_store().count
 
     @property
-    def damage(self):
+    def damage(self) -> IndexCorruptError | None:
         """The store's first write damage (:attr:`QdrantStore.damage`); ``None`` while the snapshot serves."""
         return self._store.damage if self._store is not None else None
 
@@ -270,7 +280,7 @@ class LocalDenseStore:
             self._lock_file = None
 
 
-def _unlock(lock_file) -> None:
+def _unlock(lock_file: IO[str]) -> None:
     import fcntl
 
     with contextlib.suppress(OSError, ValueError):

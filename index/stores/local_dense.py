@@ -28,10 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["DenseMirror", "MirrorPoint"]
+if TYPE_CHECKING:  # types only: this module must not load qdrant-client (dense_snapshot's readers go without it)
+    from qdrant_client.conversions.common_types import PointId
+    from qdrant_client.models import Record, VectorStructOutput
+
+__all__ = ["DenseMirror", "MirrorPoint", "dense_vector"]
 
 @dataclass(frozen=True, slots=True)
 class MirrorPoint:
@@ -233,7 +238,8 @@ class DenseMirror:
         self._n = len(keep)
 
 
-def scroll_points(scroll: Callable[[object], tuple[list, object]], name: str | None = None) -> Iterator[MirrorPoint]:
+def scroll_points(scroll: Callable[[PointId | None], tuple[list[Record], PointId | None]], name: str | None = None,
+                  ) -> Iterator[MirrorPoint]:
     """Every point from a Qdrant ``scroll`` page function (``offset -> (points, next offset)``) as
     :class:`MirrorPoint` (payload keys ``access``, the access tokens, and ``doc_key``); ``name``: the
     collection's dense vector is the named one (``None``: its one unnamed vector)."""
@@ -242,7 +248,20 @@ def scroll_points(scroll: Callable[[object], tuple[list, object]], name: str | N
         points, offset = scroll(offset)
         for p in points:
             payload = p.payload or {}
-            yield MirrorPoint(str(p.id), np.asarray(p.vector if name is None else p.vector[name], dtype=np.float32),
-                              tuple(payload.get("access") or ()), str(payload.get("doc_key") or ""))
+            yield MirrorPoint(str(p.id), dense_vector(p.vector, name), tuple(payload.get("access") or ()),
+                              str(payload.get("doc_key") or ""))
         if offset is None:
             return
+
+
+def dense_vector(vector: VectorStructOutput | None, name: str | None) -> np.ndarray:
+    """A returned point's dense ``vector`` as float32: its one unnamed vector, or the named one ``name``.
+
+    Raises:
+        TypeError: when ``name`` is given and the point's vectors are not named.
+    """
+    if name is None:
+        return np.asarray(vector, dtype=np.float32)
+    if not isinstance(vector, dict):
+        raise TypeError(f"the point's vectors are not named (wanted {name!r})")
+    return np.asarray(vector[name], dtype=np.float32)

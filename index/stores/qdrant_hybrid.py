@@ -52,7 +52,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from qdrant_client import models
@@ -237,9 +237,8 @@ class QdrantHybridStore(QdrantStore):
                               for p in responses.pop(0).points)
         if keyword is not None:
             found = matched(responses[0])
-            # qdrant-client types payload as optional; the query asks for it
-            hits.bm25.extend(StoredChunk(chunk_from_record(p.payload), float(p.score)) for p in found)  # type: ignore[arg-type]
-            ids = {str(p.id): p.payload["chunk_id"] for p in found}  # type: ignore[index]  # payload asked for, as above
+            hits.bm25.extend(StoredChunk(chunk_from_record(p.payload), p.score) for p in found)
+            ids = {p.id: p.payload["chunk_id"] for p in found}
             hits.cosines.update((ids[str(p.id)], float(p.score)) for p in responses[1].points if str(p.id) in ids)
         return hits
 
@@ -255,7 +254,7 @@ class HybridKeywordView(SparseBM25):
     store closes it).
     """
 
-    def __init__(self, store: QdrantHybridStore, counts: TermCounts, **encoding) -> None:
+    def __init__(self, store: QdrantHybridStore, counts: TermCounts, **encoding: Any) -> None:
         super().__init__(counts, **encoding)
         self._store = store
 

@@ -32,14 +32,15 @@ import httpx
 import numpy as np
 from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import QdrantException
+from qdrant_client.conversions.common_types import PointId
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from core.access import Access, Viewer
 from core.errors import IndexCorruptError, IndexLockedError, IndexUnavailableError
 from index.faults import REBUILD_STORE, StoreGuard, causes, storage_error
 from core.models import Chunk
-from .snapshot_io import store_digest, write_snapshot
-from .local_dense import DenseMirror, MirrorPoint, scroll_points
+from .snapshot_io import SnapshotRow, store_digest, write_snapshot
+from .local_dense import DenseMirror, MirrorPoint, dense_vector, scroll_points
 from .records import StoredChunk, chunk_from_record, chunk_to_record, point_id, viewer_sources, viewer_tokens
 
 __all__ = ["QdrantCollection", "QdrantStore", "point_id", "open_client", "server_errors", "connect", "access_filter", "qdrant_location",
@@ -211,9 +212,9 @@ class QdrantStore(QdrantCollection):
         """The point of chunk ``c``: its id (:func:`point_id`), its vector, its record as payload."""
         return models.PointStruct(id=point_id(c.chunk_id), vector=vector.tolist(), payload=chunk_to_record(c))
 
-    def _dense_of(self, vector) -> np.ndarray:
+    def _dense_of(self, vector: models.VectorStructOutput | None) -> np.ndarray:
         """The dense vector of a returned point's ``vector`` (the named one, :attr:`DENSE`, when named)."""
-        return np.asarray(vector if self.DENSE is None else vector[self.DENSE], dtype=np.float32)
+        return dense_vector(vector, self.DENSE)
 
     @property
     def _with_dense(self) -> bool | list[str]:
@@ -387,9 +388,10 @@ class QdrantStore(QdrantCollection):
                 log.debug("no snapshot of %s: %s", folder, exc)
         super().close()
 
-    def _snapshot_rows(self) -> list:
+    def _snapshot_rows(self) -> list[SnapshotRow]:
         """Every point (id, payload, vector) in scroll order, as the snapshot keeps them."""
-        rows, offset = [], None
+        rows: list[SnapshotRow] = []
+        offset: PointId | None = None
         while True:
             points, offset = self.client.scroll(self.collection, limit=1000, offset=offset, with_payload=True,
                                                 with_vectors=True)
@@ -498,7 +500,7 @@ def connect(url: str | None, api_key: str | None, path: str | os.PathLike[str] |
     except IndexLockedError:
         raise
     except Exception as exc:
-        if url:
+        if url or path is None:  # a server (path is None only with a url: returned above otherwise)
             if isinstance(exc, (RuntimeError, ValueError)):
                 raise
             raise IndexCorruptError(f"cannot open {what} at {url} ({type(exc).__name__}: {exc}); "
@@ -532,11 +534,10 @@ def access_filter(viewer: Viewer, store: str) -> models.Filter | None:
     sources = viewer_sources(viewer)
     if sources is not None and not sources:
         return None
-    allowed = models.Filter(must=[models.FieldCondition(key="access", match=models.MatchAny(any=tokens))])
+    must: list[models.Condition] = [models.FieldCondition(key="access", match=models.MatchAny(any=tokens))]
     if sources is not None:
-        # must is the list made just above (qdrant-client types it as a list, one condition or None)
-        allowed.must.append(models.FieldCondition(key="source", match=models.MatchAny(any=sources)))  # type: ignore[union-attr]
-    return allowed
+        must.append(models.FieldCondition(key="source", match=models.MatchAny(any=sources)))
+    return models.Filter(must=must)
 
 
 def qdrant_location(url: str | None) -> tuple[str | None, Path | None]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from core.access import PUBLIC_TOKEN, Access, Viewer
 from core.models import Chunk
@@ -31,7 +33,7 @@ def point_id(chunk_id: str) -> str:
     return str(uuid.UUID(hex=chunk_id[:32].ljust(32, "0")))
 
 
-def chunk_to_record(c: Chunk) -> dict:
+def chunk_to_record(c: Chunk) -> dict[str, Any]:
     """Flatten a chunk into JSON-safe fields (section path joined with ``\\x1f``).
 
     The access is kept as ``access`` (the list of :meth:`core.access.Access.tokens`, the terms
@@ -46,7 +48,7 @@ def chunk_to_record(c: Chunk) -> dict:
     }
 
 
-def access_from_record(r: dict) -> Access:
+def access_from_record(r: Mapping[str, Any]) -> Access:
     """The :class:`Access` of a record: ``access`` tokens (a list, or a ``\\x1f``-joined string) and
     ``access_unresolved``. A record without an ``access`` field (stored before access control) is
     readable by nobody."""
@@ -63,7 +65,7 @@ def access_from_record(r: dict) -> Access:
     return Access(principals=frozenset(tokens))
 
 
-def chunk_from_record(r: dict) -> Chunk:
+def chunk_from_record(r: Mapping[str, Any]) -> Chunk:
     """Inverse of :func:`chunk_to_record`."""
     sp = r.get("section_path") or ""
     ts = r.get("updated_at") or ""

@@ -13,6 +13,7 @@ import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 SNAPSHOT_FORMAT = "1"
 
 #: One point as the snapshot keeps it: Qdrant id, its payload (the chunk record), its vector.
-SnapshotRow = tuple[str, dict, np.ndarray]
+SnapshotRow = tuple[str, dict[str, Any], np.ndarray]
 
 
 def snapshot_file(folder: str | os.PathLike[str], collection: str) -> Path:

@@ -51,7 +51,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from qdrant_client import QdrantClient, models
 
@@ -62,7 +62,7 @@ from .qdrant_store import access_filter
 from .records import StoredChunk, chunk_from_record
 from .whoosh_store import analyzer, bm25f_content
 
-__all__ = ["SparseBM25", "TermCounts", "term_index", "sparse_vector", "matched", "RECORD", "VECTOR", "K1", "B", "DF_TTL", "FACET_LIMIT"]
+__all__ = ["SparseBM25", "TermCounts", "term_index", "sparse_vector", "matched", "Matched", "RECORD", "VECTOR", "K1", "B", "DF_TTL", "FACET_LIMIT"]
 
 VECTOR = "bm25"  #: the name of the collection's sparse vector
 K1, B = 1.2, 0.75  #: BM25's saturation and length normalisation (the Whoosh store's)
@@ -98,7 +98,7 @@ class TermCounts:
     """
 
     def __init__(self, client: QdrantClient, collection: str, *, server: bool,
-                 guard: Callable[[], AbstractContextManager], lock: AbstractContextManager,
+                 guard: Callable[[], AbstractContextManager[None]], lock: AbstractContextManager[Any],
                  ttl: float = DF_TTL, facet_limit: int = FACET_LIMIT) -> None:
         self.client = client
         self.collection = collection
@@ -299,7 +299,7 @@ class SparseBM25:
         raise NotImplementedError
 
     def _keyword_points(self, query: str, limit: int, boosts: Mapping[str, float] | None, viewer: Viewer,
-                        with_payload: models.WithPayloadInterface) -> list[models.ScoredPoint]:
+                        with_payload: models.WithPayloadInterface) -> list[Matched]:
         request = self.keyword_request(query, limit, boosts, viewer, with_payload)
         if request is None:
             return []
@@ -318,19 +318,27 @@ class SparseBM25:
         Raises:
             ValueError: when ``viewer`` is not a :class:`Viewer`.
         """
-        # qdrant-client types payload as optional; the query asks for it
-        return [(p.payload["chunk_id"], float(p.score))  # type: ignore[index]
+        return [(p.payload["chunk_id"], p.score)
                 for p in self._keyword_points(query, limit, boosts, viewer, ["chunk_id"])]
 
     def search(self, query: str, limit: int = 50, boosts: dict[str, float] | None = None, *,
                viewer: Viewer) -> list[StoredChunk]:
         """BM25 search returning the stored chunks ``viewer`` may read with their scores, best first
         (see :meth:`search_ids`)."""
-        # qdrant-client types payload as optional; the query asks for it
-        return [StoredChunk(chunk_from_record(p.payload), float(p.score))  # type: ignore[arg-type]
+        return [StoredChunk(chunk_from_record(p.payload), p.score)
                 for p in self._keyword_points(query, limit, boosts, viewer, RECORD)]
 
 
-def matched(response: models.QueryResponse) -> list[models.ScoredPoint]:
+@dataclass(frozen=True, slots=True)
+class Matched:
+    """A point of a BM25 response (see :func:`matched`): its id, its payload (the fields the query asked for) and
+    its score."""
+
+    id: str
+    payload: dict[str, Any]
+    score: float
+
+
+def matched(response: models.QueryResponse) -> list[Matched]:
     """The points of a BM25 response that hold a query term (a positive score) and a payload."""
-    return [p for p in response.points if p.payload and p.score > 0]
+    return [Matched(str(p.id), p.payload, float(p.score)) for p in response.points if p.payload and p.score > 0]

@@ -39,6 +39,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace as dc_replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from whoosh import fields, index, scoring
@@ -46,8 +47,13 @@ from whoosh.analysis import RegexTokenizer, StemmingAnalyzer
 from whoosh.idsets import BitSet
 from whoosh.query import And, Or, Prefix, Term
 
+if TYPE_CHECKING:  # Whoosh ships no types: these name what is passed (the type checker sees Any)
+    from whoosh.columns import ColumnReader
+    from whoosh.searching import Searcher
+    from whoosh.writing import IndexWriter
+
 from core.access import Access, Viewer
-from core.errors import IndexLockedError
+from core.errors import IndexCorruptError, IndexLockedError
 from index.faults import REBUILD_STORE, StoreGuard
 from core.models import Chunk
 from .bm25_arrays import SnapshotScorer, Unsupported, bitset_mask
@@ -74,7 +80,7 @@ def analyzer() -> StemmingAnalyzer:
     return StemmingAnalyzer(expression=TOKEN_PATTERN)
 
 
-class _PreloadedOr(Or):
+class _PreloadedOr(Or):  # type: ignore[misc]  # Or is Any: Whoosh ships no types
     """OR query whose matcher preloads each term's postings into arrays (Whoosh's ARRAY_MATCHER)
     instead of a binary tree of union matchers: same scores, about half the time per query."""
 
@@ -145,7 +151,7 @@ class WhooshStore:
                     self._ix = index.create_in(str(self.path), _schema())  # empty and old: start it new
             else:
                 self._ix = index.create_in(str(self.path), _schema())
-        self._searcher = None
+        self._searcher: Searcher | None = None
 
     def _newest(self, pattern: str) -> Path:
         """The one file of the index folder matching ``pattern`` (the newest of several), else the folder (to
@@ -160,7 +166,7 @@ class WhooshStore:
         return "access" not in self._ix.schema
 
     @property
-    def damage(self):
+    def damage(self) -> IndexCorruptError | None:
         """The first :class:`IndexCorruptError` a read or write ran into, else ``None``."""
         return self._guard.damage
 
@@ -187,7 +193,7 @@ class WhooshStore:
         self._invalidate()
 
     @staticmethod
-    def _add(writer, c: Chunk) -> None:
+    def _add(writer: IndexWriter, c: Chunk) -> None:
         rec = chunk_to_record(c)
         writer.add_document(
             chunk_id=rec["chunk_id"], doc_key=rec["doc_key"], source=rec["source"],
@@ -247,7 +253,7 @@ class WhooshStore:
             writer.commit()
         self._invalidate()
 
-    def _writer(self):
+    def _writer(self) -> IndexWriter:
         from whoosh.writing import LockError
 
         try:
@@ -274,7 +280,7 @@ class WhooshStore:
                 self._searcher.close()
                 self._searcher = None
 
-    def _get_searcher(self):
+    def _get_searcher(self) -> Searcher:
         with self._guard(), self._lock:
             if self._searcher is None:
                 self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=0.75, K1=1.2))
@@ -346,10 +352,10 @@ class WhooshStore:
             return [(col[hit.docnum], float(hit.score)) for hit in results]
 
     @staticmethod
-    def _array_scorer(searcher) -> SnapshotScorer | None:
+    def _array_scorer(searcher: Searcher) -> SnapshotScorer | None:
         """The searcher's :class:`~index.stores.bm25_arrays.SnapshotScorer` (made on first use, kept with
         the snapshot), or ``None`` when the index holds something it does not read (Whoosh then ranks)."""
-        scorer = getattr(searcher, "_chatops_bm25", None)
+        scorer: SnapshotScorer | bool | None = getattr(searcher, "_chatops_bm25", None)  # False: not readable
         if scorer is None:
             try:
                 scorer = SnapshotScorer(searcher, "content")
@@ -357,10 +363,10 @@ class WhooshStore:
                 log.info("BM25 ranks with Whoosh's own matchers (%s not read by the array path)", exc)
                 scorer = False
             searcher._chatops_bm25 = scorer
-        return scorer or None
+        return scorer if isinstance(scorer, SnapshotScorer) else None
 
     @staticmethod
-    def _allowed_mask(searcher, allowed: BitSet) -> np.ndarray:
+    def _allowed_mask(searcher: Searcher, allowed: BitSet) -> np.ndarray:
         """``allowed`` (one of :meth:`_allowed_docs`' sets) as a boolean array, kept with it."""
         masks: dict[int, tuple[BitSet, np.ndarray]] | None = getattr(searcher, "_chatops_masks", None)
         if masks is None:
@@ -381,7 +387,7 @@ class WhooshStore:
         return [StoredChunk(found[cid], score) for cid, score in hits if cid in found]
 
     @staticmethod
-    def _allowed_docs(searcher, tokens: Sequence[str], sources: Sequence[str] | None = None) -> BitSet:
+    def _allowed_docs(searcher: Searcher, tokens: Sequence[str], sources: Sequence[str] | None = None) -> BitSet:
         """The documents readable with any of ``tokens`` (and, for a scoped viewer, of one of ``sources``:
         their ``doc_key`` starts with ``<source>:``), as a bit set kept with ``searcher``.
 
@@ -391,7 +397,8 @@ class WhooshStore:
         snapshot and token set (a write makes a new searcher, and with it a new cache); at most
         ``ALLOWED_CACHE`` token sets are kept, the oldest dropped first.
         """
-        cache: dict[tuple, BitSet] | None = getattr(searcher, "_chatops_allowed", None)
+        cache: dict[tuple[tuple[str, ...], tuple[str, ...] | None], BitSet] | None = getattr(
+            searcher, "_chatops_allowed", None)
         if cache is None:
             cache = searcher._chatops_allowed = {}
         key = (tuple(sorted(set(tokens))), None if sources is None else tuple(sorted(set(sources))))
@@ -407,24 +414,24 @@ class WhooshStore:
         return docs
 
     @staticmethod
-    def _id_column(searcher):
+    def _id_column(searcher: Searcher) -> ColumnReader:
         col = getattr(searcher, "_chatops_ids", None)
         if col is None:
             col = searcher._chatops_ids = searcher.reader().column_reader("chunk_id")
         return col
 
     @staticmethod
-    def _frequencies(searcher) -> Callable[[str], int]:
+    def _frequencies(searcher: Searcher) -> Callable[[str], int]:
         """The snapshot's document frequency of a ``content`` term, remembered with the snapshot (a look-up in
         Whoosh's term table costs tens of microseconds; pseudo-relevance feedback and the gate ask for the same
         terms again and again); at most :data:`DF_CACHE` terms, least recently used dropped first."""
-        df = getattr(searcher, "_chatops_df", None)
+        df: Callable[[str], int] | None = getattr(searcher, "_chatops_df", None)
         if df is None:
             df = searcher._chatops_df = functools.lru_cache(maxsize=DF_CACHE)(
                 lambda term: searcher.doc_frequency("content", term))
         return df
 
-    def query_terms(self, query: str, searcher=None) -> list[str]:
+    def query_terms(self, query: str, searcher: Searcher | None = None) -> list[str]:
         """The terms a query is run with: analysed, de-duplicated, frequent ones pruned, bounded."""
         searcher = searcher or self._get_searcher()
         df = self._frequencies(searcher)
@@ -456,7 +463,8 @@ class WhooshStore:
         """Number of chunks in the index."""
         searcher = self._get_searcher()
         with self._guard():
-            return searcher.doc_count()
+            n: int = searcher.doc_count()
+            return n
 
     @property
     def count(self) -> int:
