@@ -74,7 +74,8 @@ def log_handler(fmt: str = "auto", secrets: tuple[str, ...] = (), stream: TextIO
             redacted ``exc_text``): redact it here too."""
 
             def formatException(self, ei) -> str:  # noqa: N802 - logging's name
-                return redact(super().formatException(ei), secrets)
+                text = super().formatException(ei)  # a list of lines only with exc_info_as_array, not set here
+                return redact(text if isinstance(text, str) else "\n".join(text), secrets)
 
         handler.setFormatter(RedactingJsonFormatter(
             "%(asctime)s %(levelname)s %(name)s %(message)s",

@@ -120,22 +120,22 @@ def storage_to_markdown(storage: str) -> str:
         a.replace_with(NavigableString(a.get_text()))
     for img in soup.find_all("ac:image"):
         text = NavigableString(_image_text(img))
-        if img.parent is soup or img.parent.name in _BLOCK_PARENTS:
+        if img.parent is soup or (img.parent is not None and img.parent.name in _BLOCK_PARENTS):
             p = soup.new_tag("p")  # a block-level image is a paragraph of its own
             p.append(text)
             img.replace_with(p)
         else:
             img.replace_with(text)
     for img in soup.find_all("img"):
-        alt = (img.get("alt") or "").strip()
+        alt = _attr(img, "alt").strip()
         img.replace_with(NavigableString(f"[image: {alt}]" if alt else ""))
     for tl in soup.find_all("ac:task-list"):
         _rewrite_tasks(soup, tl)
     for emo in soup.find_all(["ac:emoticon"]):
-        fallback = emo.get("ac:emoji-fallback") or ""
+        fallback = _attr(emo, "ac:emoji-fallback")
         emo.replace_with(NavigableString(fallback if not fallback.startswith(":") else ""))
     for t in soup.find_all("time"):
-        t.replace_with(NavigableString(t.get("datetime") or t.get_text()))
+        t.replace_with(NavigableString(_attr(t, "datetime") or t.get_text()))
     for tag in soup.find_all(["ac:placeholder", "ac:parameter"]):
         tag.decompose()
     for tag in soup.find_all(True):
@@ -147,6 +147,15 @@ def storage_to_markdown(storage: str) -> str:
     return render_markdown(soup, blocks)
 
 
+def _attr(tag: Tag, name: str) -> str:
+    """The value of ``tag``'s attribute ``name``; "" when it has none (a multi-valued one, ``class``, joined by
+    spaces: no attribute read here is one)."""
+    value = tag.get(name)
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else " ".join(value)
+
+
 def _param(macro: Tag, name: str) -> str:
     for p in macro.find_all("ac:parameter", recursive=False):
         if p.get("ac:name") == name:
@@ -155,7 +164,7 @@ def _param(macro: Tag, name: str) -> str:
 
 
 def _rewrite_macro(soup: BeautifulSoup, macro: Tag, placeholder) -> None:
-    name = (macro.get("ac:name") or "").strip().lower()
+    name = _attr(macro, "ac:name").strip().lower()
     if name in CODE_MACROS:
         body = macro.find("ac:plain-text-body")
         code = body.get_text() if body else ""
@@ -215,25 +224,25 @@ def _link_text(link: Tag) -> str:
         return plain.get_text()
     page = link.find(["ri:page", "ri:blog-post"])
     if page is not None:
-        return page.get("ri:content-title") or ""
+        return _attr(page, "ri:content-title")
     att = link.find("ri:attachment")
     if att is not None:
-        return att.get("ri:filename") or ""
+        return _attr(att, "ri:filename")
     space = link.find("ri:space")
     if space is not None:
-        return space.get("ri:space-key") or ""
+        return _attr(space, "ri:space-key")
     url = link.find("ri:url")
     if url is not None:
-        return url.get("ri:value") or ""
-    return (link.get("ac:anchor") or "").strip()
+        return _attr(url, "ri:value")
+    return _attr(link, "ac:anchor").strip()
 
 
 def _image_text(img: Tag) -> str:
-    alt = (img.get("ac:alt") or img.get("ac:title") or "").strip()
+    alt = (_attr(img, "ac:alt") or _attr(img, "ac:title")).strip()
     if not alt:
         att = img.find("ri:attachment")
         url = img.find("ri:url")
-        alt = (att.get("ri:filename") if att is not None else (url.get("ri:value") if url is not None else "")) or ""
+        alt = _attr(att, "ri:filename") if att is not None else (_attr(url, "ri:value") if url is not None else "")
     return f"[image: {alt.strip()}]" if alt.strip() else ""
 
 

@@ -145,6 +145,7 @@ def find_secrets(text: str) -> list[Finding]:
                 else:  # the group is a prefix ("ghp"): the whole match is the token
                     found.append(Finding(kind, "secret", *_trim(text, m.start(), m.end())))
     for m in _EXTRA.finditer(text):
+        assert m.lastgroup is not None  # every alternative of _EXTRA is a named group, t<i>
         found.append(Finding(_EXTRA_TOKENS[int(m.lastgroup[1:])][1], "secret", m.start(), m.end()))
     for m in _AWS_SECRET.finditer(text):
         v = m.group("v")
