@@ -252,13 +252,13 @@ class SlackBot:
 
     async def ready(self) -> tuple[bool, str]:
         """Readiness: ``auth.test`` succeeded (tried again here while it has not)."""
-        if self.identity is None:
+        identity = self.identity
+        if identity is None:
             try:
-                await self.check_auth()
+                identity = await self.check_auth()
             except Exception as exc:  # noqa: BLE001
                 return False, f"auth.test failed: {api_error_code(exc)}"
-        # check_auth() set identity or raised
-        return True, f"@{self.identity.get('user')} in {self.identity.get('team')}"  # type: ignore[union-attr]
+        return True, f"@{identity.get('user')} in {identity.get('team')}"
 
     async def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until no background work is running; False when ``timeout`` passed first."""

@@ -55,6 +55,10 @@ class KbCommand:
     since: str = ""
 
 
+#: The commands of one word, and the kind each is.
+_ONE_WORD: dict[str, Kind] = {"help": "help", "-h": "help", "--help": "help", "status": "status", "sources": "sources"}
+
+
 def parse_kb(text: str | None) -> KbCommand:
     """Parse the text after ``/kb`` (see the module docstring). Never raises."""
     text = (text or "").strip()
@@ -62,9 +66,8 @@ def parse_kb(text: str | None) -> KbCommand:
     if not words:
         return KbCommand("help")
     head = words[0].lower()
-    if len(words) == 1 and head in {"help", "status", "sources", "-h", "--help"}:
-        # head is one of the kinds in the set just checked
-        return KbCommand("help" if head in {"-h", "--help"} else head)  # type: ignore[arg-type]
+    if len(words) == 1 and head in _ONE_WORD:
+        return KbCommand(_ONE_WORD[head])
     if head == "report" and (len(words) == 1 or (len(words) == 2 and looks_like_period(words[1]))):
         return KbCommand("report", since=words[1] if len(words) == 2 else "")
     if head in {"reindex", "re-index"}:

@@ -269,7 +269,7 @@ class Conversations:
         async with self.threads.lock(event["channel"], thread_ts):
             if self.threads.known_absent(event["channel"], thread_ts):
                 return "ignored: a thread the bot is not part of (remembered)"
-            info = await self.threads.read(event["channel"], thread_ts, ts, bot_user_id, bot_id,
+            info = await self.threads.read(event["channel"], thread_ts, ts or "", bot_user_id, bot_id,
                                            requester=event.get("user", ""))
         if not info.bot_participated:
             return "ignored: a thread the bot is not part of"

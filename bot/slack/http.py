@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -95,7 +96,7 @@ _ASSISTANT_THREAD = {"user_id": str, "channel_id": str, "thread_ts": str, "conte
 _INTERACTION = {"user": dict, "team": dict, "channel": dict, "container": dict, "message": dict, "view": dict,
                 "enterprise": dict, "state": dict, "actions": list, "callback_id": str, "trigger_id": str,
                 "response_url": str, "api_app_id": str}
-_PARTS = {"user": {"id": str, "username": str, "name": str, "team_id": str},
+_PARTS: dict[str, Mapping[str, type]] = {"user": {"id": str, "username": str, "name": str, "team_id": str},
           "team": {"id": str, "domain": str}, "channel": {"id": str, "name": str},
           "container": {"type": str, "channel_id": str, "message_ts": str, "thread_ts": str, "is_ephemeral": bool},
           "message": _MESSAGE,
@@ -104,7 +105,7 @@ _ACTION = {"action_id": str, "block_id": str, "value": str, "type": str, "action
 _TYPE_NAMES = {str: "a string", int: "a number", bool: "true or false", list: "an array", dict: "an object"}
 
 
-def _check_fields(obj: dict[str, Any], where: str, kinds: dict[str, type]) -> None:
+def _check_fields(obj: dict[str, Any], where: str, kinds: Mapping[str, type]) -> None:
     for name, kind in kinds.items():
         value = obj.get(name)
         wrong = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
@@ -112,7 +113,7 @@ def _check_fields(obj: dict[str, Any], where: str, kinds: dict[str, type]) -> No
             raise BadRequest(f"{where}.{name} is not {_TYPE_NAMES[kind]}")
 
 
-def _check_objects(items: Any, where: str, kinds: dict[str, type]) -> None:
+def _check_objects(items: Any, where: str, kinds: Mapping[str, type]) -> None:
     for i, item in enumerate(items or []):
         if not isinstance(item, dict):
             raise BadRequest(f"{where}[{i}] is not an object")

@@ -135,7 +135,7 @@ class LiveTurn:
             if not self.ts:
                 started = await self.client.chat_startStream(
                     channel=self.channel, thread_ts=self.thread_ts, markdown_text=piece,
-                    **_recipient(self.user_id, self.team_id))
+                    recipient_user_id=self.user_id or None, recipient_team_id=self.team_id or None)
                 self.ts = str(started.get("ts") or "")
             else:
                 await self.client.chat_appendStream(channel=self.channel, ts=self.ts, markdown_text=piece)
@@ -213,10 +213,6 @@ class LiveTurn:
                         api_error_code(exc))
 
 
-def _recipient(user_id: str, team_id: str) -> dict[str, str]:
-    return {k: v for k, v in (("recipient_user_id", user_id), ("recipient_team_id", team_id)) if v}
-
-
 class AnswerStreamer:
     """Streams replies into threads (see the module docstring)."""
 
@@ -237,10 +233,10 @@ class AnswerStreamer:
             return False
         body, blocks = parts
         pieces = stream_pieces(body, self.piece)
-        recipient = _recipient(user_id, team_id)
-        try:
-            started = await self.client.chat_startStream(channel=channel, thread_ts=thread_ts,
-                                                         markdown_text=pieces[0], **recipient)
+        try:  # (slack_sdk leaves out the arguments that are None: an empty recipient is not sent)
+            started = await self.client.chat_startStream(channel=channel, thread_ts=thread_ts, markdown_text=pieces[0],
+                                                         recipient_user_id=user_id or None,
+                                                         recipient_team_id=team_id or None)
         except Exception as exc:  # noqa: BLE001 - nothing shown yet: the caller posts instead
             log.info("chat.startStream failed in %s (%s); posting the answer instead", channel, api_error_code(exc))
             return False

@@ -25,6 +25,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from cachetools import FIFOCache, TTLCache
 from slack_sdk.errors import SlackApiError
@@ -129,11 +130,11 @@ class ThreadHistory:
         cursor = None
         try:
             for _ in range(self.pages):
-                kwargs = {"channel": channel, "ts": thread_ts, "limit": self.limit}
-                if cursor:
-                    kwargs["cursor"] = cursor
-                resp = await self.client.conversations_replies(**kwargs)
-                messages.extend(m for m in resp.get("messages", []) or [] if isinstance(m, dict))
+                # (slack_sdk leaves out the arguments that are None: the first page is asked without a cursor)
+                resp = await self.client.conversations_replies(channel=channel, ts=thread_ts, limit=self.limit,
+                                                               cursor=cursor or None)
+                page: list[Any] = resp.get("messages") or []
+                messages.extend(m for m in page if isinstance(m, dict))
                 cursor = (resp.get("response_metadata") or {}).get("next_cursor")
                 if not cursor or not resp.get("has_more", bool(cursor)):
                     break
