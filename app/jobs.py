@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from connectors.base import IncrementalSource, Source
 from connectors.config import ConfluenceConfig, Schedule
@@ -51,6 +51,9 @@ __all__ = ["IndexJobs", "JobResult", "RunLog", "parse_sources", "load_sources_co
            "cli_sources_list", "cli_sources_remove"]
 
 log = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def parse_sources(value: str) -> list:
@@ -254,7 +257,7 @@ class IndexJobs:
                 results = self.run(job.source or None, full=job.full)
             except Exception as exc:  # noqa: BLE001 - recorded on the job; the worker goes on
                 results = [JobResult(job.source or "*", "failed", None, f"{type(exc).__name__}: {exc}")]
-            status = "done" if all(r.status == "ok" for r in results) else "failed"
+            status: Literal["done", "failed"] = "done" if all(r.status == "ok" for r in results) else "failed"
             self.store.finish_index_job(job.id, owner, status, [r.as_dict() for r in results])
             log.info("index job %d (%s, requested by %s): %s", job.id, job.source or "every source",
                      job.requested_by or "?", status)
@@ -334,7 +337,8 @@ class RunLog:
         :class:`~index.indexer.IndexReport` (and ``pages=``, the source's pages in the index after it).
         The run is recorded with a :class:`SyncSummary` of mode ``index``. An exception records the
         run as failed and propagates."""
-        run_id = self._call(self.store.start_run, source, index_id=self.index_id) if self.store else None
+        store = self.store
+        run_id = self._call(store.start_run, source, index_id=self.index_id) if store else None
         done: list[SyncSummary] = []
 
         def record(rep: IndexReport, pages: int | None = None) -> None:
@@ -343,19 +347,16 @@ class RunLog:
         try:
             yield record
         except BaseException as exc:
-            if run_id is not None:
-                # run_id is only set when there is a store
-                self._call(self.store.finish_run, run_id, "failed",  # type: ignore[union-attr]
-                           SyncSummary(mode="index").as_dict(), error=f"{type(exc).__name__}: {exc}")
+            if store is not None and run_id is not None:
+                self._call(store.finish_run, run_id, "failed", SyncSummary(mode="index").as_dict(),
+                           error=f"{type(exc).__name__}: {exc}")
             raise
-        if run_id is not None and done:
+        if store is not None and run_id is not None and done:
             summary = done[-1]
-            # run_id is only set when there is a store
-            self._call(self.store.finish_run, run_id, "ok", summary.as_dict(),  # type: ignore[union-attr]
-                       error="; ".join(summary.errors[:5]))
+            self._call(store.finish_run, run_id, "ok", summary.as_dict(), error="; ".join(summary.errors[:5]))
 
     @staticmethod
-    def _call(fn, *args, **kwargs):
+    def _call(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R | None:
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - bookkeeping never fails the index run it records
@@ -520,8 +521,8 @@ def cli_status(settings, as_json: bool = False) -> int:
         manifest.close()
         store.close()
     if as_json:
-        out = [{**row, "last_summary": row["last_summary"].as_dict() if row["last_summary"] else {}} for row in rows]
-        print(json.dumps(out, ensure_ascii=False, default=str))
+        rows_out = [{**row, "last_summary": row["last_summary"].as_dict() if row["last_summary"] else {}} for row in rows]
+        print(json.dumps(rows_out, ensure_ascii=False, default=str))
         return 0
     from .layout import SectionPrinter
 

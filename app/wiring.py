@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from agent.agent import Agent
 from agent.gate import GateConfig
@@ -82,6 +83,14 @@ def open_index(settings: Settings, embedder: CachedEmbedder | None = None, repai
                           qdrant_url=settings.qdrant_url, qdrant_api_key=settings.qdrant_api_key,
                           collection=settings.qdrant_collection, keyword_index=settings.keyword_index, repair=repair,
                           database_url=_shared_manifest_database(settings), rebuild_manifest=repair and full)
+
+
+@overload
+def open_index_manifest(settings: Settings, create: Literal[True] = True) -> Manifest: ...
+
+
+@overload
+def open_index_manifest(settings: Settings, create: bool) -> Manifest | None: ...
 
 
 def open_index_manifest(settings: Settings, create: bool = True) -> Manifest | None:

@@ -31,14 +31,18 @@ import logging
 import socket
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from app.settings import Settings
+
+if TYPE_CHECKING:  # prometheus_client is imported when the metrics are set up
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.registry import Collector
 
 __all__ = ["WebAdapter", "ReadinessCheck", "create_app", "serve", "ServeError", "ServerThread", "ADAPTERS_KEY",
            "metrics_registry"]
@@ -46,6 +50,7 @@ __all__ = ["WebAdapter", "ReadinessCheck", "create_app", "serve", "ServeError", 
 log = logging.getLogger(__name__)
 
 ReadinessCheck = Callable[[], Awaitable[tuple[bool, str]]]
+_T = TypeVar("_T")
 
 READINESS_TIMEOUT = 5.0
 
@@ -80,9 +85,9 @@ class WebAdapter(Protocol):
         ...
 
 
-ADAPTERS_KEY = web.AppKey("chatops_adapters", list)
-CHECKS_KEY = web.AppKey("chatops_checks", dict)
-METRICS_KEY = web.AppKey("chatops_metrics", object)
+ADAPTERS_KEY: web.AppKey[list[WebAdapter]] = web.AppKey("chatops_adapters", list)
+CHECKS_KEY: web.AppKey[dict[str, ReadinessCheck]] = web.AppKey("chatops_checks", dict)
+METRICS_KEY: web.AppKey[CollectorRegistry] = web.AppKey("chatops_metrics")
 
 
 class _ClientErrorsWithoutTrace(logging.Filter):
@@ -133,7 +138,8 @@ async def _run_check(check: ReadinessCheck) -> tuple[bool, str]:
 
 
 async def _readyz(request: web.Request) -> web.Response:
-    checks: dict[str, ReadinessCheck] = dict(request.app[CHECKS_KEY])
+    configured = request.app[CHECKS_KEY]
+    checks = dict(configured)
     for adapter in request.app[ADAPTERS_KEY]:
         checks[adapter.name] = adapter.ready
     names = list(checks)
@@ -144,7 +150,7 @@ async def _readyz(request: web.Request) -> web.Response:
                              status=200 if ready else 503)
 
 
-def metrics_registry(collectors: Sequence[Any] = ()) -> Any:
+def metrics_registry(collectors: Sequence[Collector] = ()) -> CollectorRegistry:
     """A :class:`prometheus_client.CollectorRegistry` for one app: the process-wide ``chatops_*`` metrics
     (:data:`telemetry.metrics.PROCESS_METRICS`), the process and Python runtime collectors, and ``collectors``
     (e.g. :class:`app.metrics.StoreCollector`, bound to this app's index and store).
@@ -272,10 +278,9 @@ class ServerThread:
         await site.start()
         self.port = self._runner.addresses[0][1]
 
-    def call(self, coro: Awaitable[Any], timeout: float | None = 30) -> Any:
+    def call(self, coro: Coroutine[Any, Any, _T], timeout: float | None = 30) -> _T:
         """Run ``coro`` on the server's loop and return its result (raises what it raises)."""
-        # run_coroutine_threadsafe takes a coroutine: every caller passes one (typed here as any awaitable)
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)  # type: ignore[arg-type]
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def stop(self, timeout: float = 30) -> None:
         """Run the app's clean-up, stop the loop and join the thread."""

@@ -473,7 +473,7 @@ def adopt_legacy(manifest: Manifest, store: SyncState, index_id: str | None) -> 
 
 
 def sources_status(manifest: Manifest, store: SyncState, names: Iterable[str], next_runs: Mapping[str, datetime | None] | None = None,
-                   schedules: Mapping[str, str] | None = None, *, index_id: str | None) -> list[dict[str, Any]]:
+                   schedules: Mapping[str, str | None] | None = None, *, index_id: str | None) -> list[dict[str, Any]]:
     """Per source: pages and chunks indexed, the last run into this index, its summary, and the next scheduled run.
 
     Args:
