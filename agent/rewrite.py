@@ -162,8 +162,8 @@ def decompose(question: str, min_words: int = 1, context: bool = True) -> list[s
         return parts
     # A part that leans on the first ("who should lead it") or says almost nothing borrows the first
     # part's key words as context; one that names its own topic ("when do I submit expenses") does not.
-    context = " ".join(keywords[0])
-    return [p if i == 0 or (len(keywords[i]) >= 2 and not _PRONOUN.search(p)) else f"{p} {context}"
+    first = " ".join(keywords[0])
+    return [p if i == 0 or (len(keywords[i]) >= 2 and not _PRONOUN.search(p)) else f"{p} {first}"
             for i, p in enumerate(parts)]
 
 

@@ -60,8 +60,8 @@ class ServerMemory:
         key = self.key(base_url, model)
         with self._lock:
             data = self._read()
-            entry = data.get(key) if isinstance(data.get(key), dict) else {}
-            data[key] = {**entry, **facts}
+            entry = data.get(key)
+            data[key] = {**(entry if isinstance(entry, dict) else {}), **facts}
             tmp = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
