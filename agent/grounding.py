@@ -205,7 +205,7 @@ class _Holdings:
 
     def has(self, fact: Fact) -> bool:
         if fact.kind == "number":
-            return _key(fact.value) in self.numbers()  # type: ignore[arg-type]
+            return _key(fact.value) in self.numbers()  # type: ignore[arg-type]  # a number fact's value is a float
         if fact.kind == "time":
             return fact.value in self.times()
         if fact.kind == "date":

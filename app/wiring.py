@@ -9,7 +9,7 @@ from typing import Literal, overload
 from agent.agent import Agent
 from agent.gate import GateConfig
 from agent.planner import ActionConfig, RuleBasedPlanner
-from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
+from index.embeddings import CachedEmbedder, Embedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
 from core.errors import EmbeddingError
 from index.knowledge import MANIFEST_FILE, KnowledgeIndex, StoredChunks, open_manifest, open_stored_chunks
 from index.manifest import Manifest
@@ -36,6 +36,7 @@ def build_embedder(settings: Settings, verify_cache: bool = False, lazy_model: b
     Raises:
         EmbeddingError: when an API model is named but no OpenAI key or base URL is set.
     """
+    inner: Embedder
     if settings.embedding_model in ("", "local"):
         # chatops ask embeds a few texts: a graph not optimised loads 0.3-0.7 s sooner and runs them as fast
         inner = OnnxMiniLMEmbedder(lazy=lazy_model, optimize=not lazy_model)

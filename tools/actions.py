@@ -217,10 +217,14 @@ class ActionTool(Protocol):
 
     name: ClassVar[str]
     description: ClassVar[str]
-    Args: ClassVar[type[BaseModel]]
     side_effect: ClassVar[bool]
     permission: ClassVar[str]
     words: ClassVar[ActionWords]
+
+    @property
+    def Args(self) -> type[BaseModel]:  # noqa: N802 - read-only here, so a tool's own model (a subclass) fits
+        """The pydantic model of the arguments."""
+        ...
 
     def intent(self, text: str) -> float:
         """How surely ``text`` asks for this action: 0.0 (not at all) to 1.0; from
@@ -232,12 +236,14 @@ class ActionTool(Protocol):
         """Read ``request`` into validated arguments, or one clarifying question. Never raises for odd input."""
         ...
 
-    def preview(self, args: BaseModel, viewer_tz: str | None = None) -> Preview:
-        """Describe ``args`` for the person who will confirm (times in ``viewer_tz`` when given)."""
+    def preview(self, args: Any, viewer_tz: str | None = None) -> Preview:
+        """Describe ``args`` (an instance of the tool's own ``Args``: a subclass, so Any here) for the person who
+        will confirm (times in ``viewer_tz`` when given)."""
         ...
 
-    def execute(self, args: BaseModel, key: str, ctx: ToolContext) -> ActionResult:
-        """Do the action once for ``key`` (a repeat with the same key does nothing new and returns ok)."""
+    def execute(self, args: Any, key: str, ctx: ToolContext) -> ActionResult:
+        """Do the action once for ``key`` with ``args`` (the tool's own ``Args``, as for :meth:`preview`); a repeat
+        with the same key does nothing new and returns ok."""
         ...
 
     def close(self) -> None:

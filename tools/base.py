@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from .actions import ACTION_METHODS, ActionWords
+from .actions import ACTION_METHODS, ActionTool, ActionWords
 from .context import ToolContext
 from .errors import ToolArgumentError, ToolPermissionError
 
@@ -34,8 +34,8 @@ class Tool(Protocol):
     side_effect: ClassVar[bool]
     permission: ClassVar[str]
 
-    def run(self, args: BaseModel, ctx: ToolContext) -> Any:
-        """Run with validated ``args``."""
+    def run(self, args: Any, ctx: ToolContext) -> Any:
+        """Run with validated ``args`` (an instance of the tool's own ``Args``, a subclass: so Any here)."""
         ...
 
 
@@ -43,9 +43,9 @@ class ToolRegistry:
     """Tools by name, validated as they are registered."""
 
     def __init__(self) -> None:
-        self._tools: dict[str, Tool] = {}
+        self._tools: dict[str, Tool | ActionTool] = {}
 
-    def register(self, tool: Tool) -> Tool:
+    def register(self, tool: Tool | ActionTool) -> Tool | ActionTool:
         """Add ``tool``.
 
         Raises:
@@ -73,7 +73,7 @@ class ToolRegistry:
         self._tools[name] = tool
         return tool
 
-    def get(self, name: str) -> Tool:
+    def get(self, name: str) -> Tool | ActionTool:
         """The tool called ``name``; raises ``KeyError`` listing the known names."""
         try:
             return self._tools[name]
@@ -119,7 +119,8 @@ class ToolRegistry:
         tool = self.get(name)
         if tool.permission == "admin" and not ctx.is_admin:
             raise ToolPermissionError(f"{name} is for admins only")
-        if tool.side_effect:
+        # (an action tool is registered only with side_effect: the isinstance check tells the type checker so)
+        if tool.side_effect or isinstance(tool, ActionTool):
             raise ValueError(f"{name} has side effects: propose it as a pending action, never call it directly")
         return tool.run(self.validate(name, raw), ctx)
 

@@ -125,7 +125,7 @@ class LLMPlanner:
         self.search: KnowledgeSearch = search
         self.llm: LLMClient = llm
         self.fallback: Planner = fallback
-        self.gate: EvidenceGate = fallback.gate
+        self.gate: EvidenceGate = fallback.gate  # type: ignore[attr-defined]  # the rule planner's; Planner has none
         self.config: LLMPlannerConfig = config or LLMPlannerConfig()
         # The rule planner's gate and stop rule; retries pool their hits with the evidence so far, and the
         # model is asked even when the gate passed (it may find that the passages do not answer).
