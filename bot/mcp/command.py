@@ -67,7 +67,7 @@ def serve_mcp(settings: Settings, as_user: str | None, http: bool, host: str, po
               "`chatops index folder:PATH` or `chatops sync` fills it (or set CHATOPS_DATA_DIR to the data dir you "
               "indexed into)", file=sys.stderr, flush=True)
     try:
-        if not http:
+        if caller_of is not None:  # stdio (set above exactly when not http)
             import anyio
 
             from .server import build_server
