@@ -20,13 +20,14 @@ without a lead-in under its heading, in bold), a table row with its header row (
 sentence with its whole paragraph (for a sentence continuing a list item: the item's sentences) when
 that is short (``paragraph_chars``), else with the sentence before it when that one holds question terms the
 unit lacks (the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
-next one when the unit is a lead-in ending in ":" (or both fit in ``neighbour_chars``). Further units come from the
+next one when the unit is a lead-in ending in ":" (or both fit in ``neighbour_chars``); a lead-in ending in ":" with a
+fenced code block right below it comes with the block's body (the command it introduces), shown as a code block. Further units come from the
 page already quoted while they add a specific term no quoted unit holds, state the type the question asks for
 (a question asking for none gives no unit this pass) or score within ``other_page_margin`` of the best, up to
 ``max_units``; a unit of another page only (once) when it states the asked type, scores within
 ``other_page_margin`` of the best and holds a specific term no quoted unit holds: another page answers what
 the first did not, never the same fact again. A multi-part question gets this per part, each from its own
-support; a part with no support or no unit that speaks to it is named in a closing line ("Nothing found on: ...").
+support (the passages the part's gate accepted and every retrieved passage of the first one's page); a part with no support or no unit that speaks to it is named in a closing line ("Nothing found on: ...").
 
 Every quoted piece becomes a citation whose quote is its exact text in the chunk (:mod:`agent.citations`
 checks it), and nothing :mod:`screening` flags is ever a unit.
@@ -47,7 +48,8 @@ from .rewrite import definition_target, defines
 from .models import Citation
 from .terms import KeyTerms
 from .text import Span, display_text
-from .units import Unit, is_list_item, item_start, list_block, next_list_item, paragraph_of, quotable, units_of
+from .units import (Unit, code_after, is_code, is_list_item, item_start, list_block, next_list_item, paragraph_of,
+                    quotable, units_of)
 
 __all__ = ["Composer", "ComposerConfig", "Draft", "PartEvidence", "Similarity"]
 
@@ -112,7 +114,9 @@ class PartEvidence:
         terms: its key terms.
         evidence: its passages, the supporting ones first.
         supported: whether the gate accepted its evidence (an unsupported part is only named).
-        support: the chunk ids the gate accepted (empty: any of ``evidence``).
+        support: the chunk ids the gate accepted (empty: any of ``evidence``); the part is answered from these and
+            from every passage of ``evidence`` on the page of the first of them (the sentence that answers may sit
+            in a passage of that page the gate did not count).
     """
 
     text: str
@@ -196,7 +200,7 @@ class Composer:
             if not part.supported:
                 unanswered.append(part.text)
                 continue
-            ranked = self.rank(part.text, part.terms, part.evidence, part.support)
+            ranked = self.rank(part.text, part.terms, part.evidence, _with_first_page(part.evidence, part.support))
             picks = self._pick(ranked, part.terms, quoted)
             if not picks:
                 unanswered.append(part.text)
@@ -275,7 +279,7 @@ class Composer:
         para = [p for p in paragraph_of(text, u.span) if quotable(text, p)]
         if len(para) > 1 and sum(len(p.text) for p in para) <= self.config.paragraph_chars:
             items = _list_led_by(text, para[-1])
-            return ([*para, *items[: self.config.list_items]], "list") if items else (para, "prose")
+            return ([*para, *items[: self.config.list_items]], "list") if items else (self._with_code(text, para), "prose")
         spans = [u.span]
         before, after = u.before, u.after  # neither a question nor flagged (agent.units.quotable)
         if before is not None:
@@ -286,7 +290,15 @@ class Composer:
                                   or len(u.span.text) + len(after.text) <= self.config.neighbour_chars):
             spans.append(after)
         items = _list_led_by(text, u.span) if after is None else []
-        return ([*spans, *items[: self.config.list_items]], "list") if items else (spans, "prose")
+        return ([*spans, *items[: self.config.list_items]], "list") if items else (self._with_code(text, spans), "prose")
+
+    def _with_code(self, text: str, spans: list[Span]) -> list[Span]:
+        """``spans`` and, when the last one is a lead-in ending in ":" with a fenced code block right below it
+        ("... using the `/genie` command:"), the block's body (up to ``neighbour_chars``)."""
+        if not spans[-1].text.rstrip().endswith(":"):
+            return spans
+        code = code_after(text, spans[-1], self.config.neighbour_chars)
+        return [*spans, code] if code is not None else spans
 
     @staticmethod
     def _leads_list(u: Unit) -> bool:
@@ -344,6 +356,13 @@ def _list_led_by(text: str, span: Span) -> list[Span]:
     return items if lead is not None and lead.start == span.start else []
 
 
+def _with_first_page(evidence: list[Evidence], support: frozenset[str]) -> frozenset[str]:
+    """``support`` (chunk ids) and the ids of every passage of ``evidence`` on the page of its first supporting
+    passage; empty (any passage) when ``support`` is."""
+    page = next((e.chunk.doc_id for e in evidence if e.chunk.chunk_id in support), None)
+    return support | {e.chunk.chunk_id for e in evidence if e.chunk.doc_id == page} if page is not None else support
+
+
 def _said(text: str) -> str:
     """A span's words, normalised: two pages made from one template say the same thing once."""
     return " ".join(re.findall(r"\w+", text.lower()))
@@ -384,4 +403,5 @@ def _show(text: str, spans: list[Span], shape: str, n: int) -> str:
                 prose = True
         out[-1] += f" [{n}]"
         return "\n".join(out)
-    return " ".join(display_text(sp.text) for sp in spans) + f" [{n}]"
+    shown = " ".join(display_text(sp.text) for sp in spans if not is_code(text, sp)) + f" [{n}]"
+    return shown + "".join(f"\n```\n{sp.text}\n```" for sp in spans if is_code(text, sp))

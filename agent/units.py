@@ -20,13 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from connectors.fences import FenceTracker
 from tools.knowledge_search import Evidence
 
 from .screen import span_flagged
 from .text import Span, sentence_spans
 
 __all__ = ["Unit", "units_of", "table_header", "list_block", "paragraph_of", "next_list_item", "is_list_item",
-           "item_start", "quotable"]
+           "item_start", "quotable", "code_after", "is_code"]
 
 UnitKind = Literal["sentence", "item", "row"]
 
@@ -258,3 +259,42 @@ def units_of(evidence: list[Evidence], analyze: Callable[[str], list[str]], wind
 def _analysed(analyze: Callable[[str], list[str]], text: str) -> tuple[str, ...]:
     """``analyze(text)``, cached (the same chunks come back turn after turn)."""
     return tuple(analyze(text))
+
+
+def code_after(text: str, span: Span, max_chars: int) -> Span | None:
+    """The body of the fenced code block right below ``span`` (a lead-in such as "run this command:"), without its
+    fence lines: the block must start on the line after ``span``'s (a blank line between allowed), be closed, hold
+    at most ``max_chars`` characters and be :func:`quotable`; else None."""
+    eol = text.find("\n", span.end)
+    if eol < 0 or text[span.end:eol].strip():
+        return None
+    pos = eol + 1
+    if text.startswith("\n", pos):
+        pos += 1
+    fence = FenceTracker()
+    line_end = text.find("\n", pos)
+    if line_end < 0 or not fence.feed(text[pos:line_end]):
+        return None
+    start = line_end + 1
+    cur = start
+    while fence.inside:
+        end = text.find("\n", cur)
+        line = text[cur:] if end < 0 else text[cur:end]
+        fence.feed(line)
+        if not fence.inside:  # ``line`` closed the block
+            body = text[start:max(start, cur - 1)]
+            sp = Span(start, start + len(body), body)
+            ok = body.strip() and len(body) <= max_chars and quotable(text, sp)
+            return sp if ok else None
+        if end < 0:
+            return None
+        cur = end + 1
+    return None
+
+
+def is_code(text: str, span: Span) -> bool:
+    """Whether ``span`` starts a fenced code block's body (the line above it is an opening fence)."""
+    if span.start == 0 or text[span.start - 1] != "\n":
+        return False
+    prev = text.rfind("\n", 0, span.start - 1) + 1
+    return FenceTracker().feed(text[prev:span.start - 1])

@@ -4,6 +4,8 @@ written for these tests.
 - A list item of several sentences is quoted whole (the figure in its second sentence with it), and a sentence
   that continues an item is never taken for the lead-in of the next list.
 - A second page is quoted only for what the first did not say: the same fact on another page is not cited.
+- A lead-in ending in ":" is quoted with the fenced code block right below it (the command it introduces), shown as
+  a code block.
 """
 
 from __future__ import annotations
@@ -40,11 +42,24 @@ OFFSITES = """# Offsite planning
 Team dinners during an offsite are reimbursed up to $65 per person, drinks included.
 """
 
+VPN = """# Office VPN
+
+## Connecting from a terminal
+
+The office VPN gives access to the build farm and the staging hosts. To connect from a terminal, run this command:
+
+```
+vpnctl connect --profile office-eu
+```
+
+The session ends after twelve hours.
+"""
 
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
-    pages = {"it/work-phones.md": PHONES, "finance/team-dinners.md": DINNERS, "company/offsites.md": OFFSITES}
+    pages = {"it/work-phones.md": PHONES, "finance/team-dinners.md": DINNERS, "company/offsites.md": OFFSITES,
+             "it/office-vpn.md": VPN}
     with agent_over_wiki(tmp_path_factory.mktemp("spans"), embedder, pages) as rt:
         yield rt
 
@@ -69,3 +84,12 @@ def test_a_second_page_saying_the_same_thing_is_not_cited(runtime: Runtime) -> N
     assert not reply.refused, reply.text
     assert "$65 per person" in reply.text
     assert len({c.doc_id for c in reply.citations}) == 1, reply.citations
+
+
+def test_a_lead_in_is_quoted_with_the_command_in_the_code_block_below_it(runtime: Runtime) -> None:
+    reply = ask(runtime, "whats the command to connect to the office vpn from a terminal?")
+    assert not reply.refused, reply.text
+    assert "To connect from a terminal, run this command: [1]\n```\nvpnctl connect --profile office-eu\n```" \
+        in reply.text, reply.text
+    # the command is cited verbatim, as its own quote (the agent re-checks every quote against the passage)
+    assert "vpnctl connect --profile office-eu" in {c.quote for c in reply.citations}, reply.citations

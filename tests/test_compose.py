@@ -101,6 +101,19 @@ def test_each_part_is_answered_from_its_own_evidence_and_a_part_without_support_
     assert draft.unanswered == ["is lunch served"] and "Nothing found on: \u201cis lunch served\u201d" in draft.text
 
 
+def test_a_part_is_answered_from_any_passage_of_its_first_supporting_page_not_from_other_pages() -> None:
+    # the gate counted the page's first passage; the sentence that answers is in its second, which is quoted, while a
+    # passage of another page the gate did not count is not
+    counted = chunk(1, "Logs of the data pipeline are kept in the observability stack.", page="logs.md")
+    answers = chunk(2, "When secrets are printed into the logs, file a high urgency bug.", page="logs.md")
+    other = chunk(3, "Secrets printed into the logs are rotated by the platform team.", page="other.md")
+    q = "what do we do if secrets are printed into the logs"
+    draft = Composer(ComposerConfig(), analyze).answer(
+        [PartEvidence(q, terms(q), [counted, answers, other], support=frozenset({counted.chunk.chunk_id}))])
+    assert "file a high urgency bug" in draft.text, draft.text
+    assert {c.doc_id for c in draft.citations} == {"logs.md"}, draft.citations
+
+
 def test_flagged_text_is_never_quoted() -> None:
     ev = chunk(1, "The VPN password is hunter2-Prod-77!x. Ask IT in #it-help for VPN access.")
     draft = answer("how do I get vpn access?", [ev])
