@@ -19,8 +19,8 @@ that is short (``paragraph_chars``), else with its next one, the other items by 
 without a lead-in under its heading, in bold), a table row with its header row (as a small Markdown table), a
 sentence with its whole paragraph (for a sentence continuing a list item: the item's sentences) when
 that is short (``paragraph_chars``), else with the sentence before it when that one holds question terms the
-unit lacks (the topic sentence an answer leans on) or when the unit opens by pointing back ("It must be ..."), and with the
-next one when the unit is a lead-in ending in ":" (or both fit in ``neighbour_chars``); a lead-in ending in ":" with a
+unit lacks (the topic sentence an answer leans on: "It must be ..." after the sentence naming the passcode), and with
+the next one when the unit is a lead-in ending in ":" (or both fit in ``neighbour_chars``); a lead-in ending in ":" with a
 fenced code block right below it comes with the block's body (the command it introduces), shown as a code block. Further units come from the
 page already quoted while they add a specific term no quoted unit holds, state the type the question asks for
 (a question asking for none gives no unit this pass) or score within ``other_page_margin`` of the best, up to
@@ -56,8 +56,6 @@ __all__ = ["Composer", "ComposerConfig", "Draft", "PartEvidence", "Similarity"]
 #: ``similarity(question, texts) -> cosines`` (shape ``(len(texts),)``), e.g. the bundled embedding model's.
 Similarity = Callable[[str, Sequence[str]], np.ndarray]
 
-_POINTS_BACK = re.compile(r"(?:It|They|This|That|These|Those|Such|Otherwise|Therefore|Thus|Hence|In that case|If so|"
-                          r"If not)\b")
 _ORDERED = re.compile(r"\s*\d{1,3}[.)]\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 # "how do I request access?", "what are the steps": a procedure, answered by its steps.
@@ -284,9 +282,9 @@ class Composer:
         before, after = u.before, u.after  # neither a question nor flagged (agent.units.quotable)
         if before is not None:
             lacking = set(terms.specific) - u.terms
-            if _POINTS_BACK.match(u.span.text) or (lacking & set(self.analyze(before.text))):
+            if lacking & set(self.analyze(before.text)):
                 spans.insert(0, before)  # a question ("Moving abroad?") is never quoted, not even as context
-        if after is not None and (u.span.text.rstrip().endswith(":") or _POINTS_BACK.match(after.text)
+        if after is not None and (u.span.text.rstrip().endswith(":")
                                   or len(u.span.text) + len(after.text) <= self.config.neighbour_chars):
             spans.append(after)
         items = _list_led_by(text, u.span) if after is None else []

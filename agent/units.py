@@ -4,7 +4,7 @@ A unit is one sentence of a paragraph, one item of a bulleted or numbered list, 
 table (:func:`agent.text.sentence_spans` cuts them, verbatim). The evidence gate judges units, not chunks,
 and the composer quotes the units it chose with what makes them readable on their own: a list item comes
 with its list's lead-in line and its sibling items, a table row with its table's header row, a sentence with
-the sentence before it when it opens by pointing back ("This means ...").
+the sentence before it when that one names what it lacks ("It must be ..." after the sentence naming the passcode).
 
 Each unit carries two sets of analysed terms: its own (``terms``) and those of the context every unit of its
 chunk inherits (page title, section headings) plus, for a list item its lead-in line and for a table row its
