@@ -25,7 +25,9 @@ fenced code block right below it comes with the block's body (the command it int
 page already quoted while they add a specific term no quoted unit holds, state the type the question asks for
 (a question asking for none gives no unit this pass) or score within ``other_page_margin`` of the best, up to
 ``max_units``; a unit of another page only (once) when it states the asked type, scores within
-``other_page_margin`` of the best and holds a specific term no quoted unit holds: another page answers what
+``other_page_margin`` of the best and holds in its own words a specific term no quoted unit holds (not only in
+its page's title or headings: a page titled "New teammate setup" says nothing new about a new hire's laptop):
+another page answers what
 the first did not, never the same fact again. A multi-part question gets this per part, each from its own
 support (the passages the part's gate accepted and every retrieved passage of the first one's page); a part with no support or no unit that speaks to it is named in a closing line ("Nothing found on: ...").
 
@@ -232,8 +234,9 @@ class Composer:
             # as good an answer as the best: the asked type, and a score within other_page_margin of the best's
             close = s.typed == best.typed and sum(s.score[1:]) >= sum(best.score[1:]) - cfg.other_page_margin
             if u.ev.chunk.doc_id != page:
-                # Another page only for what the quoted one leaves out: a part of the question it does not speak to.
-                if other_page or not out or not close or not (have - covered):
+                # Another page only for what the quoted one leaves out: a part of the question it does not speak to,
+                # said in the unit's own words (its title, headings and neighbours say what the page is about).
+                if other_page or not out or not close or not ((u.terms & spec) - covered):
                     continue
                 other_page = True
             elif out and not (have - covered) and not ((s.typed and s.asked) or close):

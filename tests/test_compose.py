@@ -80,6 +80,15 @@ def test_another_page_is_quoted_only_when_its_unit_is_as_good() -> None:
     assert {c.doc_id for c in draft.citations} == {"travel.md"}, draft.text
 
 
+def test_another_page_is_not_quoted_for_a_question_term_only_its_title_or_heading_holds() -> None:
+    laptop = chunk(1, "Order your laptop through the IT portal before your start date.", page="laptops.md")
+    # its title holds "setup" (a question term the quoted unit lacks), its own words do not
+    setup = Chunk(f"c{2:031d}", "folder", "setup.md", "Workstation setup", ("Setup",), "",
+                  "Visit the portal page to read the laptop requirements before your start date.")
+    draft = answer("how do i order a laptop for setup?", [laptop, Evidence(setup, 0.5, {"dense": 2, "bm25": 2}, {}, 0.5)])
+    assert {c.doc_id for c in draft.citations} == {"laptops.md"}, draft.text
+
+
 def test_the_similarity_bridges_a_paraphrase() -> None:
     on_words = chunk(1, "The gym is on the second floor next to the kitchen.")
     paraphrase = chunk(2, "The wellness stipend covers fitness classes up to $50 a month.")
