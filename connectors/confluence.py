@@ -69,7 +69,7 @@ from .confluence_rest import ConfluencePages
 from .confluence_times import UNKNOWN_TZ_WIDENING, cql_time, parse_confluence_time, server_time
 from .errors import SourceUnavailableError
 from .folder import SkippedPage
-from .http import HttpClient, RetryPolicy
+from .http import HttpBackedSource, HttpClient, RetryPolicy
 from core.models import Document, Tombstone
 from .cursor import RETRY_DOCS, CursorUpdate
 
@@ -92,7 +92,7 @@ def confluence_anchor(deployment: str, title: str, heading: str) -> str:
         return quote(re.sub(r"\s+", "-", heading.strip()), safe=safe)
     return quote(re.sub(r"\s+", "", title) + "-" + re.sub(r"\s+", "", heading), safe=safe)
 
-class ConfluenceSource:
+class ConfluenceSource(HttpBackedSource):
     """One configured Confluence site and its spaces (see the module docstring).
 
     Args:
@@ -147,20 +147,6 @@ class ConfluenceSource:
 
     def __repr__(self) -> str:
         return f"ConfluenceSource({self.cfg.base_url!r}, {self.deployment}, spaces={self.cfg.spaces})"
-
-    @property
-    def calls(self) -> int:
-        """HTTP requests sent so far (retries included)."""
-        return self.http.calls
-
-    @property
-    def retries(self) -> int:
-        """HTTP requests sent again after a failure, so far (of :attr:`calls`)."""
-        return self.http.retries
-
-    def close(self) -> None:
-        """Close the HTTP client."""
-        self.http.close()
 
     # -- the Source protocol (one-off full index) -------------------------------------------------
     def scan(self) -> Iterator[Document | SkippedPage]:

@@ -39,7 +39,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from .errors import SourceUnavailableError
 
 __all__ = [
-    "RetryPolicy", "HttpClient", "HttpStatusError", "SourceAuthError", "RetryableHTTPError",
+    "RetryPolicy", "HttpClient", "HttpBackedSource", "HttpStatusError", "SourceAuthError", "RetryableHTTPError",
     "parse_retry_after", "DEFAULT_TIMEOUT", "USER_AGENT",
 ]
 
@@ -288,6 +288,27 @@ class HttpClient:
             retry_after = parse_retry_after(resp.headers.get("Retry-After"))
             raise RetryableHTTPError(f"HTTP {resp.status_code}", resp.status_code, retry_after)
         return resp
+
+
+class HttpBackedSource:
+    """What every source that talks HTTP through one :class:`HttpClient` (``self.http``) reports and releases:
+    the request counters the sync engine reads (:class:`connectors.base.IncrementalSource`) and ``close``."""
+
+    http: HttpClient
+
+    @property
+    def calls(self) -> int:
+        """HTTP requests sent so far (retries included)."""
+        return self.http.calls
+
+    @property
+    def retries(self) -> int:
+        """HTTP requests sent again after a failure, so far (of :attr:`calls`)."""
+        return self.http.retries
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self.http.close()
 
 
 def decode_json(resp: httpx.Response, service: str) -> Any:

@@ -41,7 +41,7 @@ from bs4 import BeautifulSoup, NavigableString
 from .config import MediaWikiConfig, audience_access
 from .errors import SourceUnavailableError
 from .folder import SkippedPage
-from .http import HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json, parse_retry_after
+from .http import HttpBackedSource, HttpClient, HttpStatusError, RetryPolicy, SourceAuthError, decode_json, parse_retry_after
 from core.models import Document, Tombstone
 from .storage_format import fenced_block, render_markdown
 from .cursor import RETRY_DOCS, CursorUpdate
@@ -120,7 +120,7 @@ def mediawiki_html_to_markdown(html: str) -> str:
     return render_markdown(root, blocks)
 
 
-class MediaWikiSource:
+class MediaWikiSource(HttpBackedSource):
     """One wiki's configured namespaces (see the module docstring).
 
     Args:
@@ -160,20 +160,6 @@ class MediaWikiSource:
 
     def __repr__(self) -> str:
         return f"MediaWikiSource({self.api_url!r}, namespaces={self.cfg.namespaces})"
-
-    @property
-    def calls(self) -> int:
-        """HTTP requests sent so far (retries included)."""
-        return self.http.calls
-
-    @property
-    def retries(self) -> int:
-        """HTTP requests sent again after a failure, so far (of :attr:`calls`)."""
-        return self.http.retries
-
-    def close(self) -> None:
-        """Close the HTTP client."""
-        self.http.close()
 
     # -- API plumbing ------------------------------------------------------------------------------
     def api(self, params: Mapping[str, Any], post: bool = False) -> dict[str, Any]:
