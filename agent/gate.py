@@ -54,6 +54,7 @@ Policy (``GateConfig``):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -90,6 +91,7 @@ class GateConfig:
     margin_rank: int = 5
     require_type: bool = True
     require_type_span: bool = True
+    topical_clarity: float = 1.0
     calibrated: str = "default"
 
     def __post_init__(self) -> None:
@@ -261,6 +263,16 @@ class EvidenceGate:
         if cfg.require_specific and not spec_ok and (not paraphrase or beside):
             return refuse(f"no supporting passage mentions {terms.words(specific[:1])[0]!r}, "
                           "the question's most specific term")
+        # A topic of the closest passages (a term they hold far more often than the corpus does) heads a
+        # section beside the support, which does not mention it: the corpus has a section on that part of the
+        # question, and the support answers another part ("dress" quoted, "code" of conduct beside it).
+        clarity = self.topicality(evidence, terms)
+        aside = [t for t in specific[1:] if t not in covered and clarity[t][1] >= cfg.topical_clarity
+                 and any(t in self.headings(e) for e in considered if e not in support)]
+        features["topical_beside"] = terms.words(aside)
+        if cfg.require_specific and aside:
+            return refuse(f"a section on {terms.words(aside[:1])[0]!r}, a topic of the closest passages, was found "
+                          "beside the support, which does not mention it")
         # The sentence about what was asked must state the answer: a page that names the term in one sentence
         # and a number in another is a near miss ("the 401k plan" beside "a 3-month waiting period").
         span_typed = not specific or not spec_ok or any(reads[e.chunk.chunk_id].typed_specific for e in support)
@@ -286,6 +298,32 @@ class EvidenceGate:
             return GateVerdict(True, [e], terms.coverage(own_terms), True, terms.missing(own_terms),
                                f"one source, {why} (single-source exception)", top_cos, features)
         return refuse(f"only {len(support)} supporting passage, {cfg.min_citations} needed")
+
+    def topicality(self, evidence: list[Evidence], terms: KeyTerms) -> dict[str, tuple[float, float]]:
+        """How much each of the question's specific terms is a topic of the passages closest in meaning.
+
+        Returns ``{term: (p_R, clarity)}``: ``p_R`` is the share of the ``considered`` passages closest by
+        cosine whose title, headings or text hold the term, and ``clarity = p_R * ln(p_R / p_C)`` (0 when
+        ``p_R`` is 0) its contribution to the query clarity score (Cronen-Townsend et al. 2002) of a
+        relevance model over those passages (Lavrenko & Croft 2001), in nats, against its corpus share
+        ``p_C = (df + 0.5) / N = 1 / expm1(idf)`` read back from its IDF weight. A chat word rare in the
+        corpus ("gross", "chip") that the closest passages do not use scores 0, however rare.
+        """
+        close = sorted((e for e in evidence if e.cosine is not None), key=lambda e: -(e.cosine or 0.0))
+        close = close[: self.config.considered]
+        held = []
+        for e in close:
+            context, sentences = self._sentences(e)
+            got = set(context)
+            for _, st in sentences:
+                got |= st
+            held.append(got)
+        out = {}
+        for t in terms.specific:
+            p_r = sum(t in h for h in held) / len(held) if held else 0.0
+            p_c = 1.0 / math.expm1(terms.weights[t]) if terms.weights[t] > 0 else 1.0
+            out[t] = (p_r, p_r * math.log(p_r / p_c) if p_r > 0 else 0.0)
+        return out
 
     def _strong_paraphrase(self, evidence: list[Evidence]) -> tuple[bool, float]:
         """The paraphrase route: the closest passage stands out from the ``margin_rank``-th closest by at
