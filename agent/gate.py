@@ -25,6 +25,13 @@ Policy (``GateConfig``):
   what was asked, in the user's own word, and it is not what answers; the closest passages that
   do are about something else (a near miss, not a paraphrase). A term found only in a passage's
   body is not enough for this (an incidental example such as "a $6 usb cable" appears in tables).
+- **A topic of the closest passages beside the support makes a near miss.** A specific term other than the
+  most specific one, which no supporting passage mentions, refuses when a passage in the window that does not
+  support has it in its section headings and it is a *topic* of the passages closest in meaning: its
+  relevance-model clarity over the ``considered`` closest passages (:meth:`EvidenceGate.topicality`) is at
+  least ``topical_clarity`` nats ("dress code" answered from sections on how people dress, with Code of
+  Conduct sections beside them). A chat word rare in the corpus ("gross", "chip") that the closest passages
+  do not use scores 0, however rare; the same rule over every specific term refused such paraphrases.
 - **The answer type must be quoted** (:mod:`agent.answertype`): a question asking how many, how
   much, how long, when, who or where needs a supporting sentence that states a number, an amount, a
   period, a time, a person or a place (a budget or price question: a sum of money, not a bare

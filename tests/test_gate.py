@@ -319,3 +319,14 @@ def test_a_passage_that_stands_out_from_the_median_answers_alone_below_the_seman
     assert not GATE.judge([ev("Gym fees count as wellness.", 0.46, 1), *crowded], q).sufficient
     below = GATE.judge([ev("Gym fees count as wellness.", 0.42, 1), *FILLER], q)  # under the relevance floor
     assert not below.sufficient
+
+
+def test_a_term_the_closest_passages_use_is_their_topic_and_a_rare_chat_word_they_do_not_is_not() -> None:
+    question = "someone keeps making gross comments on zoom, who do I report it to?"
+    words = set(analyze(question))
+    q = key_terms(question, analyze, lambda t: 5.0 if t in words else 9.0)  # each in 1 chunk in 150; others in none
+    close = [ev(f"Report harassment to People Ops, note {i}.", 0.5 - 0.01 * i, 1 + i) for i in range(8)]
+    topics = GATE.topicality([*close, *FILLER], q)
+    assert topics["gross"] == (0.0, 0.0)  # as rare in the corpus as any, not a topic of these
+    share, clarity = topics["report"]
+    assert share == 1.0 and clarity > GateConfig().topical_clarity
