@@ -28,7 +28,7 @@ from index.embeddings import CachedEmbedder, EmbeddingCache, OnnxMiniLMEmbedder
 from connectors.folder import FolderSource
 from index.knowledge import KnowledgeIndex
 from index.indexer import Indexer
-from tests.test_llm_planner import Brain  # (the tests' scripted model)
+from tests.llm_script import Brain  # (the tests' scripted model)
 from tests.standins.openai import OpenAIStandIn
 
 ROOT = Path(__file__).resolve().parents[1]

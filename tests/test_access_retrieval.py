@@ -277,7 +277,7 @@ def test_the_turn_log_and_trace_record_the_access_context_never_the_principals(r
 def test_the_llm_never_receives_a_passage_the_viewer_may_not_read_and_answers_are_cached_per_access(
         restricted, tmp_path) -> None:
     from tests.standins.openai import OpenAIStandIn
-    from tests.test_llm_planner import Brain, kind, make_agent
+    from tests.llm_script import Brain, kind, make_agent
 
     with OpenAIStandIn(Brain()) as llm:
         agent = make_agent(restricted, llm.base_url, tmp_path)

@@ -36,7 +36,7 @@ from agent.llm.latency import MAX_AGE_S, LatencyMeter
 from agent.llm.prompts import REWRITE_SCHEMA
 from tests.standins.openai import OpenAIStandIn, chat, json_reply
 from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
-from tests.test_llm_planner import DEFAULTS, Brain, kind
+from tests.llm_script import DEFAULTS, Brain, kind
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 

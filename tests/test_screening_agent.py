@@ -34,7 +34,7 @@ from agent.models import Citation, Reply
 from state import StateStore
 from state.store import sqlite_url
 from tools.knowledge_search import Evidence
-from tests.test_llm_planner import Brain, first_sentence, kind, passages
+from tests.llm_script import Brain, first_sentence, kind, passages
 from tests.helpers import public_viewer
 
 

@@ -25,7 +25,7 @@ from state.store import sqlite_url
 
 from tests.standins.openai import OpenAIStandIn, chat, json_reply
 from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
-from tests.test_llm_planner import Brain, first_sentence, make_agent, passages
+from tests.llm_script import Brain, first_sentence, make_agent, passages
 
 ALICE = "UALICE01"
 QUESTION = "how do I declare an incident?"

@@ -20,7 +20,7 @@ import pytest
 from tests.helpers import WIKI, cli_environment, run_chatops, seed_embedding_cache
 from tests.standins.openai import OpenAIStandIn
 from tests.standins.otlp import OtlpStandin
-from tests.test_llm_planner import Brain
+from tests.llm_script import Brain
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
