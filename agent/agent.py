@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from telemetry.timing import Timed, timed
+from tools.knowledge_search import Evidence
 
 from . import messages
 from .citations import MARKER, validate_citations
@@ -50,7 +51,7 @@ def turn_outcome(reply: Reply) -> str:
     return "answered" if reply.citations else "replied"
 
 
-def access_context(turn: Turn) -> dict:
+def access_context(turn: Turn) -> dict[str, Any]:
     """The turn's access context for audit: ``principals`` (how many; never who), ``audience`` and
     ``public_only``; ``{"principals": None, "audience": "", "public_only": None}`` without a viewer."""
     v = turn.viewer
@@ -154,7 +155,7 @@ class Agent:
                 log.exception("turn observer %r failed for trace %s", observer, trace.trace_id)
         return reply
 
-    def _guard(self, reply: Reply, evidence, screen: ScreenResult | None = None) -> Reply:
+    def _guard(self, reply: Reply, evidence: list[Evidence], screen: ScreenResult | None = None) -> Reply:
         with reply.trace.timed("validate"):
             check = validate_citations(reply.text, reply.citations, evidence)
             reply.trace.step("validate_citations", **check.as_dict())

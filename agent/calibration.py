@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from core.access import Access, Viewer
+from index.knowledge import KnowledgeIndex
+from index.manifest import Manifest
 from tools.context import ToolContext
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
 from telemetry.timing import timed
@@ -255,7 +257,7 @@ def _checked(record: Any, where: Any) -> dict[str, Any] | None:
     return record
 
 
-def index_calibration(manifest, index_dir: str | Path) -> dict[str, Any] | None:
+def index_calibration(manifest: Manifest, index_dir: str | Path) -> dict[str, Any] | None:
     """The stored calibration of an index: from its ``manifest`` (an :class:`index.manifest.Manifest`) when
     that lives in the state database (a shared index), else from the file in ``index_dir``; None when
     absent or unreadable."""
@@ -270,7 +272,7 @@ def index_calibration(manifest, index_dir: str | Path) -> dict[str, Any] | None:
         return None
 
 
-def store_calibration(index, record: dict[str, Any]) -> str:
+def store_calibration(index: KnowledgeIndex, record: dict[str, Any]) -> str:
     """Keep ``record`` where :func:`index_calibration` reads it for ``index`` (a
     :class:`index.knowledge.KnowledgeIndex`): its manifest for a shared index, else the file
     (:func:`save_calibration`); returns where, for messages."""
@@ -304,7 +306,7 @@ def describe(record: dict[str, Any] | None) -> str:
             f"{e.get('false_refusal')}, near-miss refusal {e.get('near_miss_refusal')}")
 
 
-def calibrate_index(index, force: bool = False, change: float = 0.1) -> dict[str, Any] | None:
+def calibrate_index(index: KnowledgeIndex, force: bool = False, change: float = 0.1) -> dict[str, Any] | None:
     """Calibrate the gate for ``index`` (a :class:`index.knowledge.KnowledgeIndex`) and store the result.
 
     Without ``force``, only when the index changed substantially since the stored calibration: none

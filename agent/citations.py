@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from tools.knowledge_search import Evidence
 
@@ -32,7 +33,7 @@ class CitationCheck:
         """True when nothing was rejected and no marker dangles."""
         return not self.rejected and not self.dangling_markers
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Trace-friendly dict."""
         return {"valid": len(self.valid), "rejected": [{"n": c.n, "reason": r} for c, r in self.rejected],
                 "dangling_markers": self.dangling_markers}

@@ -64,6 +64,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tools.knowledge_search import Evidence
 
@@ -147,9 +148,9 @@ class GateVerdict:
     missing: list[str] = field(default_factory=list)
     reason: str = ""
     top_cosine: float = 0.0
-    features: dict = field(default_factory=dict)
+    features: dict[str, Any] = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Trace-friendly dict."""
         return {"sufficient": self.sufficient, "support": [e.chunk.chunk_id for e in self.support],
                 "coverage": round(self.coverage, 3), "single_source": self.single_source,
@@ -173,7 +174,8 @@ class EvidenceGate:
     def __init__(self, config: GateConfig, analyze: Callable[[str], list[str]]) -> None:
         self.config = config
         self.analyze = analyze
-        self._cache: dict[tuple, tuple[frozenset[str], list[tuple[str, frozenset[str]]]]] = {}
+        self._cache: dict[tuple[str, str, tuple[str, ...], str],
+                          tuple[frozenset[str], list[tuple[str, frozenset[str]]]]] = {}
 
     def headings(self, e: Evidence) -> set[str]:
         """Analysed terms of chunk ``e``'s section headings (not its page title)."""

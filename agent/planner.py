@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
@@ -62,11 +62,11 @@ from tools.actions import ActionRequest, ActionTool, Clarification, recognise
 from tools.base import ToolContext, ToolRegistry
 from tools.dates import valid_timezone
 from tools.fusion import reciprocal_rank_fusion
-from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs
+from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs, SearchResult
 
 from . import messages
 from .citations import MARKER, validate_citations
-from .compose import Composer, ComposerConfig, PartEvidence
+from .compose import Composer, ComposerConfig, PartEvidence, Similarity
 from .gate import EvidenceGate, GateConfig, GateVerdict
 from .loop import Attempt, EvidenceLoop
 from tools.identifiers import identifiers, is_code
@@ -76,7 +76,7 @@ from .rewrite import (decompose, defines, definition_target, followup_question, 
 from .router import RuleRouter, is_action_answer, split_request
 from .terms import KeyTerms, chunk_terms, key_terms
 
-__all__ = ["Planner", "RuleBasedPlanner", "PlannerConfig", "ActionConfig"]
+__all__ = ["Planner", "FallbackPlanner", "RuleBasedPlanner", "PlannerConfig", "ActionConfig"]
 
 
 class Planner(Protocol):
@@ -84,6 +84,20 @@ class Planner(Protocol):
 
     def plan(self, turn: Turn, trace: Trace) -> tuple[Reply, list[Evidence]]:
         """Plan and run the turn."""
+        ...
+
+
+class FallbackPlanner(Planner, Protocol):
+    """A planner another one falls back to and borrows from: its evidence gate (the same thresholds and stop
+    rule for both) and its action-route check (:meth:`RuleBasedPlanner.recognises_request`)."""
+
+    @property
+    def gate(self) -> EvidenceGate:
+        """The evidence gate this planner judges retrieved passages with."""
+        ...
+
+    def recognises_request(self, turn: Turn) -> bool:
+        """True when this planner would send ``turn`` to the action route."""
         ...
 
 
@@ -481,7 +495,7 @@ class RuleBasedPlanner:
                            ctx: ToolContext) -> list[Evidence]:
         """For "what's X?": search the bare term too, and put passages that define it first."""
         with trace.timed("retrieve"):
-            res = self.tools.call("knowledge.search",
+            res: SearchResult = self.tools.call("knowledge.search",
                                   KnowledgeSearchArgs(query=term, k=self.config.k, retriever="bm25",
                                                       dense_query=question),
                                   ctx)
@@ -508,11 +522,11 @@ class RuleBasedPlanner:
         """Search each query; several (a decomposed question) are fused with RRF, the whole first.
         ``into`` (optional) receives each query's own hits, by query."""
         with trace.timed("retrieve"):
-            results = []
+            results: list[SearchResult] = []
             for q in queries:
                 args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, retriever=self.retriever,
                                            dense_query=dense_query[:4000] if dense_query else None)
-                res = self.tools.call("knowledge.search", args, ctx)
+                res: SearchResult = self.tools.call("knowledge.search", args, ctx)
                 results.append(res)
                 if into is not None:
                     into[q] = list(res.evidence)
@@ -555,15 +569,16 @@ def closest_page(evidence: list[Evidence]) -> tuple[str, str, str, str] | None:
     return c.title, c.url, channel, owner
 
 
-def similarity_of(search: KnowledgeSearch):
+def similarity_of(search: KnowledgeSearch) -> Similarity:
     """``similarity(question, texts) -> cosines`` under the index's embedding model (its cache keeps each text's
     vector, so a passage is embedded once across turns)."""
     import numpy as np
 
-    def similarity(question: str, texts) -> "np.ndarray":
+    def similarity(question: str, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        return search.index.embedder.embed(list(texts)) @ search.embed_query(question)
+        cosines: np.ndarray = search.index.embedder.embed(list(texts)) @ search.embed_query(question)
+        return cosines
 
     return similarity
 

@@ -282,7 +282,8 @@ def code_after(text: str, span: Span, max_chars: int) -> Span | None:
         line = text[cur:] if end < 0 else text[cur:end]
         fence.feed(line)
         if not fence.inside:  # ``line`` closed the block
-            body = text[start:max(start, cur - 1)]
+            # mypy keeps the loop condition's narrowing of fence.inside across feed(), which changed it
+            body = text[start:max(start, cur - 1)]  # type: ignore[unreachable]  # see above
             sp = Span(start, start + len(body), body)
             ok = body.strip() and len(body) <= max_chars and quotable(text, sp)
             return sp if ok else None

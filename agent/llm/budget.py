@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["TurnBudget", "Usage", "BudgetExceeded"]
 
@@ -34,7 +35,7 @@ class Usage:
         """Prompt plus completion tokens."""
         return self.prompt_tokens + self.completion_tokens
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """Trace-friendly dict."""
         return {"calls": self.calls, "failed": self.failed, "timeouts": self.timeouts, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "total_tokens": self.total_tokens, "cost_usd": round(self.cost_usd, 6), "capped": self.capped}

@@ -115,7 +115,7 @@ class LLMResult:
 
 
 def build_openai_client(api_key: str | None, base_url: str | None, azure_endpoint: str | None = None,
-                        azure_api_version: str | None = None, timeout: float = 30.0):
+                        azure_api_version: str | None = None, timeout: float = 30.0) -> openai.OpenAI:
     """An ``openai.OpenAI`` client, or ``openai.AzureOpenAI`` when an Azure endpoint is given."""
     if azure_endpoint:
         return openai.AzureOpenAI(api_key=api_key, azure_endpoint=azure_endpoint,
@@ -137,7 +137,7 @@ class LLMClient:
         memory: where capabilities and latencies are kept across processes (this process only by default).
     """
 
-    def __init__(self, client, max_attempts: int = 3, retry_after_cap: float = 10.0,
+    def __init__(self, client: openai.OpenAI, max_attempts: int = 3, retry_after_cap: float = 10.0,
                  price_in: float = 0.0, price_out: float = 0.0, *, json_schema: Mode = "auto",
                  tools: Mode = "auto", latency: LatencyMeter | None = None,
                  memory: ServerMemory | None = None) -> None:
@@ -239,10 +239,11 @@ class LLMClient:
         return ok
 
     # -- calls -----------------------------------------------------------------------------------
-    def chat(self, model: str, messages: list[dict], budget: TurnBudget, *, tools: list[dict] | None = None,
-             schema: dict | None = None, schema_name: str = "result", temperature: float = 0.0,
-             max_tokens: int = 800, on_delta: Callable[[str], None] | None = None,
-             tool_choice: str = "auto", reserve_s: float = 0.0) -> LLMResult:
+    def chat(self, model: str, messages: list[dict[str, Any]], budget: TurnBudget, *,
+             tools: list[dict[str, Any]] | None = None, schema: dict[str, Any] | None = None,
+             schema_name: str = "result", temperature: float = 0.0, max_tokens: int = 800,
+             on_delta: Callable[[str], None] | None = None, tool_choice: str = "auto",
+             reserve_s: float = 0.0) -> LLMResult:
         """:meth:`_chat` in a ``chatops.llm`` span when tracing is on (model, schema name and tokens as
         attributes, never the messages)."""
         with span("chatops.llm", {"chatops.llm.model": model,
@@ -254,10 +255,11 @@ class LLMClient:
                                "chatops.llm.completion_tokens": result.completion_tokens})
             return result
 
-    def _chat(self, model: str, messages: list[dict], budget: TurnBudget, *, tools: list[dict] | None = None,
-              schema: dict | None = None, schema_name: str = "result", temperature: float = 0.0,
-              max_tokens: int = 800, on_delta: Callable[[str], None] | None = None,
-              tool_choice: str = "auto", reserve_s: float = 0.0) -> LLMResult:
+    def _chat(self, model: str, messages: list[dict[str, Any]], budget: TurnBudget, *,
+              tools: list[dict[str, Any]] | None = None, schema: dict[str, Any] | None = None,
+              schema_name: str = "result", temperature: float = 0.0, max_tokens: int = 800,
+              on_delta: Callable[[str], None] | None = None, tool_choice: str = "auto",
+              reserve_s: float = 0.0) -> LLMResult:
         """One completion. With ``schema`` the reply is asked to be JSON matching it and ``data`` holds the
         JSON value read from it (None when there is none: validating is the caller's job). With ``tools``
         the calls are read from ``tool_calls`` and, when there are none, from JSON in the text.
@@ -453,7 +455,7 @@ def server_schema(schema: Any) -> Any:
     return schema
 
 
-def _with_format(base: dict[str, Any], form: str | None, schema: dict | None, name: str) -> dict[str, Any]:
+def _with_format(base: dict[str, Any], form: str | None, schema: dict[str, Any] | None, name: str) -> dict[str, Any]:
     """``base`` with the structured-output request of ``form`` (the schema in the prompt for ``prompt``), the
     schema as :func:`server_schema` leaves it."""
     if form is None or schema is None:

@@ -33,6 +33,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -199,7 +200,7 @@ class LatencyMeter:
             fits = [n for x in models.values() if (n := x.affordable(seconds, prompt_chars)) is not None]
             return min(fits) if fits else None
 
-    def snapshot(self, model: str) -> dict:
+    def snapshot(self, model: str) -> dict[str, Any]:
         """What was measured for ``model``, as JSON: ``{"calls": [[seconds, completion tokens, prompt tokens],
         ...], "prompt_chars": n, "prompt_tokens": n, "measured_at": unix seconds}`` (the timeout floor is this
         process's own: it is not carried over)."""
@@ -208,7 +209,7 @@ class LatencyMeter:
             return {"calls": [[round(s, 3), c, p] for s, c, p in m.calls], "prompt_chars": m.prompt_chars,
                     "prompt_tokens": m.prompt_tokens, "measured_at": round(m.measured_at, 3)}
 
-    def seed(self, model: str, snapshot: dict) -> None:
+    def seed(self, model: str, snapshot: dict[str, Any]) -> None:
         """Start ``model``'s measurements from a :meth:`snapshot` (another process's); malformed entries are
         ignored, and a snapshot without ``measured_at`` (written before it was kept) counts as expired."""
         snapshot = snapshot if isinstance(snapshot, dict) else {}

@@ -69,16 +69,17 @@ grounding of the draft), :mod:`.proposals` (an action call to a pending action) 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from tools.base import ToolContext, ToolRegistry
 from tools.errors import ToolArgumentError
-from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs
+from tools.knowledge_search import Evidence, KnowledgeSearch, KnowledgeSearchArgs, SearchResult
 
 from .. import messages
 from ..gate import EvidenceGate
 from ..loop import Attempt, EvidenceLoop, merge
 from ..models import Reply, Trace, Turn
-from ..planner import Planner, closest_page
+from ..planner import FallbackPlanner, closest_page
 from ..terms import key_terms
 from . import prompts
 from .budget import BudgetExceeded, TurnBudget
@@ -113,19 +114,20 @@ class LLMPlanner:
     Args:
         tools: the registry (``knowledge.search`` required; side-effect tools become pending actions).
         llm: the budgeted client.
-        fallback: the rule-based planner (its gate and analyzer are reused).
+        fallback: the rule-based planner (its gate and its action-route check are reused: :class:`FallbackPlanner`).
         config: models and budgets.
     """
 
-    def __init__(self, tools: ToolRegistry, llm: LLMClient, fallback: Planner, config: LLMPlannerConfig | None = None) -> None:
+    def __init__(self, tools: ToolRegistry, llm: LLMClient, fallback: FallbackPlanner,
+                 config: LLMPlannerConfig | None = None) -> None:
         search = tools.get("knowledge.search")
         if not isinstance(search, KnowledgeSearch):
             raise TypeError("the LLM planner needs knowledge.search to be a KnowledgeSearch")
         self.tools: ToolRegistry = tools
         self.search: KnowledgeSearch = search
         self.llm: LLMClient = llm
-        self.fallback: Planner = fallback
-        self.gate: EvidenceGate = fallback.gate  # type: ignore[attr-defined]  # the rule planner's; Planner has none
+        self.fallback: FallbackPlanner = fallback
+        self.gate: EvidenceGate = fallback.gate
         self.config: LLMPlannerConfig = config or LLMPlannerConfig()
         # The rule planner's gate and stop rule; retries pool their hits with the evidence so far, and the
         # model is asked even when the gate passed (it may find that the passages do not answer).
@@ -134,7 +136,7 @@ class LLMPlanner:
         self.steps: StructuredSteps = StructuredSteps(llm, self.config)
         self.router: Router = Router(tools, llm, self.steps, self.config)
         self.citer: Citer = Citer(search.analyze)
-        self._answers: ExpiringCache = ExpiringCache(self.config.answer_cache_ttl_s)
+        self._answers: ExpiringCache[tuple[Reply, list[Evidence]]] = ExpiringCache(self.config.answer_cache_ttl_s)
 
     # -- entry point ---------------------------------------------------------------------------
     def plan(self, turn: Turn, trace: Trace) -> tuple[Reply, list[Evidence]]:
@@ -208,9 +210,8 @@ class LLMPlanner:
 
     # -- routing -------------------------------------------------------------------------------
     def _tool_recognises(self, turn: Turn) -> bool:
-        """Whether the fallback planner, when it can tell, sends this turn to the action route."""
-        check = getattr(self.fallback, "recognises_request", None)
-        return bool(check(turn)) if callable(check) else False
+        """Whether the fallback planner sends this turn to the action route."""
+        return self.fallback.recognises_request(turn)
 
     # -- knowledge -----------------------------------------------------------------------------
     def _knowledge(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget,
@@ -237,9 +238,9 @@ class LLMPlanner:
         def reflect(retry: int, attempts: list[Attempt]) -> str | None:
             last = attempts[-1]
             reflection = self.steps.reflect(question, last.evidence, trace, budget)
-            if reflection is None or (reflection["sufficient"] and last.verdict.sufficient):
+            if reflection is None or (reflection.sufficient and last.verdict.sufficient):
                 return None
-            return reflection["next_query"].strip()
+            return reflection.next_query.strip()
 
         run = self.loop.run(first, terms, retrieve, reflect, trace)
         evidence, verdict, searched = run.chosen.evidence, run.chosen.verdict, run.searched
@@ -256,7 +257,7 @@ class LLMPlanner:
             self._answers.put(cache_key, (reply, evidence))
         return reply, evidence
 
-    def _retrieve(self, queries: list[str], rw: dict, question: str, trace: Trace, attempt: int,
+    def _retrieve(self, queries: list[str], rw: dict[str, Any], question: str, trace: Trace, attempt: int,
                   ctx: ToolContext) -> list[Evidence]:
         with trace.timed("retrieve"):
             lists: list[list[Evidence]] = []
@@ -266,7 +267,7 @@ class LLMPlanner:
                 args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, expansion=expansion,
                                            dense_query=(rw.get("hypothetical_answer") or None) if i == 0 else None,
                                            cosine_to=question[:4000], prf=not expansion)
-                res = self.tools.call("knowledge.search", args, ctx)
+                res: SearchResult = self.tools.call("knowledge.search", args, ctx)
                 lists.append(res.evidence)
                 trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
                                       "expansion": args.expansion, "hyde": bool(args.dense_query),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["ROUTER_SYSTEM", "router_system", "ROUTE_JSON_SYSTEM", "route_json_system", "ROUTE_SCHEMA", "repair_output", "REPAIR_SYSTEM", "REWRITE_SYSTEM", "REWRITE_SCHEMA", "REFLECT_SYSTEM", "REFLECT_SCHEMA",
            "ANSWER_SYSTEM", "CLAIMS_SYSTEM", "CLAIMS_SCHEMA", "COMPLIANCE_SYSTEM", "COMPLIANCE_SCHEMA",
@@ -65,7 +66,7 @@ ROUTE_SCHEMA = {
 }
 
 
-def repair_output(error: str, schema: dict) -> str:
+def repair_output(error: str, schema: dict[str, Any]) -> str:
     """The one repair round's request: what was wrong with the reply, and the schema it must match."""
     return (f"Your reply could not be used: {error}. Reply again with one JSON object only, no prose, "
             f"matching this JSON schema: {json.dumps(schema, separators=(',', ':'))}")

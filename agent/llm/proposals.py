@@ -4,7 +4,7 @@ round), never run; the confirmation runs it."""
 from __future__ import annotations
 
 import json
-from typing import cast
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -21,7 +21,7 @@ from .routing import tool_fn_name
 __all__ = ["propose_call"]
 
 
-def propose_call(tools: ToolRegistry, llm: LLMClient, model: str, call: dict, turn: Turn, ctx: ToolContext,
+def propose_call(tools: ToolRegistry, llm: LLMClient, model: str, call: dict[str, Any], turn: Turn, ctx: ToolContext,
                  trace: Trace, budget: TurnBudget) -> PendingAction | None:
     """Validate a side-effect call's arguments and turn it into a pending action (never run it).
 
@@ -66,5 +66,5 @@ def propose_call(tools: ToolRegistry, llm: LLMClient, model: str, call: dict, tu
     return pending
 
 
-def _dump(args: BaseModel) -> dict:
+def _dump(args: BaseModel) -> dict[str, Any]:
     return args.model_dump(mode="json")

@@ -68,7 +68,7 @@ class SentenceRelease:
                 self._judge(m.group(0))
                 self._done = m.end()
                 if self._stopped:
-                    return
+                    return  # type: ignore[unreachable]  # _judge may set it; mypy keeps the narrowing above
         except Exception:  # noqa: BLE001 - releasing early is a nicety; the final answer decides
             log.debug("releasing a sentence failed; releasing stops", exc_info=True)
             self._stopped = True

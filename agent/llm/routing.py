@@ -46,13 +46,13 @@ class Router:
         self.llm = llm
         self.steps = steps
         self.config = config
-        self._routes = ExpiringCache(config.route_cache_ttl_s)
+        self._routes: ExpiringCache[dict[str, Any]] = ExpiringCache(config.route_cache_ttl_s)
 
-    def _tool_specs(self) -> list[dict]:
+    def _tool_specs(self) -> list[dict[str, Any]]:
         return [{"type": "function", "function": {"name": tool_fn_name(s["name"]), "description": s["description"],
                                                   "parameters": s["parameters"]}} for s in self.tools.schemas()]
 
-    def route(self, turn: Turn, trace: Trace, budget: TurnBudget, with_others: bool = True) -> dict:
+    def route(self, turn: Turn, trace: Trace, budget: TurnBudget, with_others: bool = True) -> dict[str, Any]:
         """One routing call: the system prompt, other participants' messages as one quoted block (when
         ``with_others``), the requester's own earlier messages as user turns, then the message."""
         key = text_key(turn.text) if not turn.history else None
@@ -88,7 +88,8 @@ class Router:
             self._routes.put(key, decision)
         return decision
 
-    def _route_by_tools(self, turn: Turn, msgs: list[dict], trace: Trace, budget: TurnBudget) -> dict | None:
+    def _route_by_tools(self, turn: Turn, msgs: list[dict[str, Any]], trace: Trace,
+                        budget: TurnBudget) -> dict[str, Any] | None:
         """Route by tool calling; None when the model turns out not to call tools (route by JSON instead)."""
         model = self.config.planner_model
         try:
@@ -107,7 +108,7 @@ class Router:
             return {"search": turn.text, "actions": [], "content": "", "chitchat": False}
         return {"search": None, "actions": [], "content": res.content.strip(), "chitchat": False}
 
-    def _from_tool_calls(self, res: LLMResult, turn: Turn, trace: Trace) -> dict:
+    def _from_tool_calls(self, res: LLMResult, turn: Turn, trace: Trace) -> dict[str, Any]:
         names = {tool_fn_name(n): n for n in self.tools.names()}
         names.update({n: n for n in self.tools.names()})
         decision: dict[str, Any] = {"search": None, "actions": [], "content": res.content.strip(), "chitchat": False}
@@ -128,7 +129,8 @@ class Router:
                 decision["actions"].append({"tool": tool, "arguments": call.arguments})
         return decision
 
-    def _route_by_json(self, turn: Turn, msgs: list[dict], trace: Trace, budget: TurnBudget) -> dict:
+    def _route_by_json(self, turn: Turn, msgs: list[dict[str, Any]], trace: Trace,
+                       budget: TurnBudget) -> dict[str, Any]:
         """Route by a JSON decision (:class:`Route`) for a model that does not call tools; an invalid decision
         (after one repair) searches."""
         actions = [(tool_fn_name(t.name), t.description) for t in self.tools.actions()]

@@ -8,7 +8,7 @@ The steps: the query rewrite, reflection on the evidence, the claim check and th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -23,6 +23,8 @@ from .client import LLMClient, LLMResult
 from .compliance import reasons, scan
 from .plan_config import STEP_PROMPT_CHARS, STEP_TOKENS, LLMPlannerConfig
 from .structured import Claims, ComplianceVerdict, Reflection, Rewrite
+
+_M = TypeVar("_M", bound=BaseModel)
 
 __all__ = ["StructuredSteps", "others"]
 
@@ -45,8 +47,8 @@ class StructuredSteps:
         self.config = config
 
     # -- the call they share ---------------------------------------------------------------------
-    def ask(self, step: str, out: type[BaseModel], msgs: list[dict], schema: dict, trace: Trace,
-            budget: TurnBudget, max_tokens: int = 400, before_answer: str | None = None) -> Any:
+    def ask(self, step: str, out: type[_M], msgs: list[dict[str, Any]], schema: dict[str, Any], trace: Trace,
+            budget: TurnBudget, max_tokens: int = 400, before_answer: str | None = None) -> _M | None:
         """One structured call validated into ``out``; one repair round on an invalid reply, then None
         (the caller's deterministic fallback), recorded as ``invalid_output``. ``before_answer`` (the step's
         key in :data:`STEP_TOKENS`): the answer's predicted time is kept free (the call's ``max_tokens`` is
@@ -105,7 +107,7 @@ class StructuredSteps:
         return False
 
     # -- the steps -------------------------------------------------------------------------------
-    def rewrite(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget) -> dict:
+    def rewrite(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget) -> dict[str, Any]:
         """The standalone question, sub-queries, expansion keywords and a hypothetical answer (HyDE) for
         ``query``; without the model (no budget, too slow, invalid output) the question as asked."""
         # A follow-up question may lean on anyone's message in the thread (context, not instructions).
@@ -132,7 +134,7 @@ class StructuredSteps:
         trace.step("rewrite", **out)
         return out
 
-    def reflect(self, question: str, evidence: list[Evidence], trace: Trace, budget: TurnBudget) -> dict | None:
+    def reflect(self, question: str, evidence: list[Evidence], trace: Trace, budget: TurnBudget) -> Reflection | None:
         """The model's verdict on the evidence (relevant? sufficient? missing? next query?), or None when it
         was skipped or invalid."""
         if (not budget.allows("reflection", tokens=2500, reserve=1)
@@ -146,9 +148,8 @@ class StructuredSteps:
             prompts.REFLECT_SCHEMA, trace, budget, max_tokens=200, before_answer="reflect")
         if got is None:
             return None
-        verdict: dict = got.model_dump()
-        trace.step("reflect", **verdict)
-        return verdict
+        trace.step("reflect", **got.model_dump())
+        return got
 
     def check_claims(self, sentences: list[tuple[str, set[int]]], citations: list[Citation],
                      shown: list[Evidence], trace: Trace, budget: TurnBudget
@@ -188,7 +189,7 @@ class StructuredSteps:
         return [r for r in got.reasons][:5] or ["flagged by the reviewer"]
 
 
-def _validated(out: type[BaseModel], res: LLMResult) -> Any:
+def _validated(out: type[_M], res: LLMResult) -> _M:
     if res.data is None:
         raise ValueError("the reply held no JSON object")
     return out.model_validate(res.data)

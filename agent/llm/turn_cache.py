@@ -6,27 +6,29 @@ import hashlib
 import re
 import threading
 import time
-from typing import Any
+from typing import Generic, TypeVar
+
+_V = TypeVar("_V")
 
 from cachetools import TTLCache
 
 __all__ = ["ExpiringCache", "text_key"]
 
 
-class ExpiringCache:
+class ExpiringCache(Generic[_V]):
     """A small LRU cache whose entries expire after ``ttl`` seconds (``cachetools.TTLCache`` on the monotonic
-    clock, behind a lock: turns run on several threads)."""
+    clock, behind a lock: turns run on several threads), of values of one type."""
 
     def __init__(self, ttl: float, size: int = 512) -> None:
-        self._d: TTLCache[str, Any] = TTLCache(maxsize=size, ttl=ttl, timer=time.monotonic)
+        self._d: TTLCache[str, _V] = TTLCache(maxsize=size, ttl=ttl, timer=time.monotonic)
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> _V | None:
         """The value under ``key``, or None when absent or expired."""
         with self._lock:
             return self._d.get(key)
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: _V) -> None:
         """Keep ``value`` under ``key`` for the cache's ``ttl``."""
         with self._lock:
             self._d[key] = value
