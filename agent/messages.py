@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from tools.actions import ActionWords, Preview
+import re
 
-__all__ = ["refusal", "ACCESS_REFUSAL", "CHITCHAT", "EMPTY", "ACTION_UNAVAILABLE", "truncated_note", "COMPLIANCE_REFUSAL",
+from tools.actions import ActionWords, Preview
+from tools.knowledge_search import Evidence
+
+__all__ = ["refusal", "closest_page", "ACCESS_REFUSAL", "CHITCHAT", "EMPTY", "ACTION_UNAVAILABLE", "truncated_note", "COMPLIANCE_REFUSAL",
            "action_preview", "question_refused_note", "withheld_note", "withheld_refusal"]
 
 CHITCHAT = ("Hi! I answer questions from the company knowledge base, always with links to my sources. "
@@ -19,6 +22,27 @@ ACTION_UNAVAILABLE = "That looks like a request for an action, but no action too
 #: nothing that was found, so it cannot reveal that a restricted page exists (issue 11).
 ACCESS_REFUSAL = ("I couldn't find anything you can see about that here. "
                   "Ask me in a DM if it may be in a restricted space.")
+
+
+_CHANNEL = re.compile(r"(?<![\w&#/])#[a-z][\w-]{2,}")
+#: A page's own statement of who owns it: a labelled line ("Owner: Platform team", "**DRI:** Jane Doe",
+#: "| Maintainer | @jane |"), the metadata convention of wiki pages and runbook templates. Only names, handles and
+#: channels are taken (letters, digits, ``@#.'&(),-``): no markup or Slack mention syntax reaches a reply.
+_OWNER = re.compile(r"^[ \t>*_|-]*(?:owners?|maintainers?|maintained by|dri|point of contact|contact)[ \t*_]*[:|]"
+                    r"[ \t*_]*([\w@#.'&(), -]{2,80}?)[ \t*_|.]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def closest_page(evidence: list[Evidence]) -> tuple[str, str, str, str] | None:
+    """``(title, url, channel, owner)`` of the first passage of ``evidence`` (searched with the asker's access, so
+    a page they may read) for a refusal: the first Slack-style channel (``#name``) and the first owner line
+    ("Owner: ...") that the retrieved passages of that page name ("" when none); None when nothing was found."""
+    if not evidence:
+        return None
+    c = evidence[0].chunk
+    texts = [e.chunk.text for e in evidence if e.chunk.doc_id == c.doc_id]
+    channel = next((m.group() for t in texts for m in [_CHANNEL.search(t)] if m), "")
+    owner = next((m.group(1).strip() for t in texts for m in [_OWNER.search(t)] if m), "")
+    return c.title, c.url, channel, owner
 
 
 def refusal(searched: list[str], closest: tuple[str, str, str, str] | None = None) -> str:

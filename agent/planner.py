@@ -52,7 +52,6 @@ requester's meeting. Follow-up questions may lean on anyone's message in the thr
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -383,7 +382,7 @@ class RuleBasedPlanner:
             return self._answer_parts(parts, trace, route, searched), list(shown.values())
         trace.gate = best.verdict.as_dict()
         if not best.verdict.sufficient:
-            return Reply(messages.refusal(searched, closest_page(attempts[0].evidence)), refused=True, route=route,
+            return Reply(messages.refusal(searched, messages.closest_page(attempts[0].evidence)), refused=True, route=route,
                          searched=searched), list(shown.values())
         with trace.timed("answer"):
             ordered = best.verdict.support + [e for e in best.evidence if e not in best.verdict.support]
@@ -398,7 +397,7 @@ class RuleBasedPlanner:
                    parts=max(1, len(asked)), unanswered=draft.unanswered)
         if not draft.text:
             trace.step("refuse", reason="no passage holds a unit that answers it")
-            return Reply(messages.refusal(searched, closest_page(best.evidence)), refused=True,
+            return Reply(messages.refusal(searched, messages.closest_page(best.evidence)), refused=True,
                          route=route, searched=searched), list(shown.values())
         reply = Reply(draft.text, draft.citations, route=route, searched=searched)
         return reply, list(shown.values())
@@ -446,7 +445,7 @@ class RuleBasedPlanner:
         trace.step("answer", quotes=len(draft.citations), sources=len({c.chunk_id for c in draft.citations}),
                    parts=len(parts), unanswered=draft.unanswered)
         if not draft.text:
-            return Reply(messages.refusal(searched, closest_page(parts[0].evidence)), refused=True, route=route,
+            return Reply(messages.refusal(searched, messages.closest_page(parts[0].evidence)), refused=True, route=route,
                          searched=searched)
         return Reply(draft.text, draft.citations, route=route, searched=searched)
 
@@ -546,27 +545,6 @@ class RuleBasedPlanner:
                 trace.queries.append({"attempt": attempt, "query": queries[0], "fused_from": len(queries),
                                       "retriever": self.retriever, "hits": [e.as_dict() for e in evidence]})
         return evidence
-
-
-_CHANNEL = re.compile(r"(?<![\w&#/])#[a-z][\w-]{2,}")
-#: A page's own statement of who owns it: a labelled line ("Owner: Platform team", "**DRI:** Jane Doe",
-#: "| Maintainer | @jane |"), the metadata convention of wiki pages and runbook templates. Only names, handles and
-#: channels are taken (letters, digits, ``@#.'&(),-``): no markup or Slack mention syntax reaches a reply.
-_OWNER = re.compile(r"^[ \t>*_|-]*(?:owners?|maintainers?|maintained by|dri|point of contact|contact)[ \t*_]*[:|]"
-                    r"[ \t*_]*([\w@#.'&(), -]{2,80}?)[ \t*_|.]*$", re.IGNORECASE | re.MULTILINE)
-
-
-def closest_page(evidence: list[Evidence]) -> tuple[str, str, str, str] | None:
-    """``(title, url, channel, owner)`` of the first passage of ``evidence`` (searched with the asker's access, so
-    a page they may read) for a refusal: the first Slack-style channel (``#name``) and the first owner line
-    ("Owner: ...") that the retrieved passages of that page name ("" when none); None when nothing was found."""
-    if not evidence:
-        return None
-    c = evidence[0].chunk
-    texts = [e.chunk.text for e in evidence if e.chunk.doc_id == c.doc_id]
-    channel = next((m.group() for t in texts for m in [_CHANNEL.search(t)] if m), "")
-    owner = next((m.group(1).strip() for t in texts for m in [_OWNER.search(t)] if m), "")
-    return c.title, c.url, channel, owner
 
 
 def similarity_of(search: KnowledgeSearch) -> Similarity:

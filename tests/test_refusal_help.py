@@ -17,7 +17,7 @@ import pytest
 
 from agent.messages import refusal
 from agent.models import Reply, Turn
-from agent.planner import closest_page
+from agent.messages import closest_page
 from app.jobs import IndexJobs
 from app.settings import Settings
 from app.wiring import build_agent

@@ -79,7 +79,8 @@ from .. import messages
 from ..gate import EvidenceGate
 from ..loop import Attempt, EvidenceLoop, merge
 from ..models import Reply, Trace, Turn
-from ..planner import FallbackPlanner, closest_page
+from ..messages import closest_page
+from ..planner import FallbackPlanner
 from ..terms import key_terms
 from . import prompts
 from .budget import BudgetExceeded, TurnBudget
