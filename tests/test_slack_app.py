@@ -8,6 +8,10 @@ interactions. The assertions are on what reaches the stand-in: the thread, the b
 ephemeral versus public, the refusals, one answer per event, the stored feedback, the audit log, the
 status codes; and, over an index of a folder planted with a link to a secret outside it, that a mention
 asking for the secret gets no reply quoting it.
+
+One module over 600 lines on purpose: its tests share one module-scoped harness (the app, the stand-in and
+the index, started once), and the last test checks every Web API call the others made against the manifest's
+scopes; split, each part would start its own harness and the scope check would see only its part.
 """
 
 from __future__ import annotations
