@@ -147,9 +147,13 @@ def test_a_decomposed_question_searches_each_part(wiki_index, tmp_path) -> None:
             Turn(viewer=public_viewer(), text="how often do laptops get replaced, and if i quit how long do i have to send mine back?"))
     searched = [q["query"] for q in reply.trace.queries]
     assert "how often are laptops replaced" in searched and "how long to return laptop after leaving" in searched
-    first = reply.trace.queries[0]
-    assert first["hyde"] is True and first["expansion"] == ["refresh", "offboarding"]
-    assert any(q.get("fused_from") == 3 for q in reply.trace.queries)
+    # The question is searched as written first (HyDE keeps the query's own embedding), then with the model's
+    # hypothetical passage and keywords, then each part; the four lists are fused.
+    own, hyde = reply.trace.queries[0], reply.trace.queries[1]
+    assert own["query"] == hyde["query"] == "laptop refresh cycle and returning the laptop when leaving"
+    assert own["hyde"] is False and own["expansion"] == []
+    assert hyde["hyde"] is True and hyde["expansion"] == ["refresh", "offboarding"]
+    assert any(q.get("fused_from") == 4 for q in reply.trace.queries)
 
 
 def test_a_side_effect_tool_is_proposed_and_left_pending(wiki_index, tmp_path) -> None:

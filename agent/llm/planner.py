@@ -15,7 +15,8 @@ One turn:
    answer passage used as the dense query (HyDE; Gao et al. 2022, "Precise Zero-Shot Dense
    Retrieval without Relevance Labels"). Cosines the gate reads are always measured against the
    standalone question, never against the hypothetical passage.
-3. **Retrieve** each query with ``knowledge.search``; fuse the lists by RRF.
+3. **Retrieve** each query with ``knowledge.search``, and the standalone question on its own as well (no
+   hypothetical passage, no model keywords; its list first) when the model gave either; fuse the lists by RRF.
 4. **Reflect** (structured output: relevant? sufficient? missing? next query?) and retry at
    most ``max_retries`` times with the suggested query, each retry's hits pooled with the evidence
    so far, in the rule-based planner's loop (:class:`agent.loop.EvidenceLoop`: its gate, its stop
@@ -262,12 +263,19 @@ class LLMPlanner:
                   ctx: ToolContext) -> list[Evidence]:
         with trace.timed("retrieve"):
             lists: list[list[Evidence]] = []
-            for i, q in enumerate(queries):
-                # The model's expansion keywords replace offline pseudo-relevance feedback when it gave some.
-                expansion = rw.get("expansion", [])[:6]
-                args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, expansion=expansion,
-                                           dense_query=(rw.get("hypothetical_answer") or None) if i == 0 else None,
-                                           cosine_to=question[:4000], prf=not expansion)
+            # The model's expansion keywords replace offline pseudo-relevance feedback when it gave some, and its
+            # hypothetical passage is the first query's dense query. The question is also searched on its own (the
+            # offline planner's search), its list fused first: HyDE keeps the query's own embedding beside the
+            # hypothetical documents' (Gao et al. 2022), so a weak model's passage or keywords add
+            # candidates without taking the question's own away.
+            expansion = rw.get("expansion", [])[:6]
+            hyde = rw.get("hypothetical_answer") or None
+            searches = [(q, expansion, hyde if i == 0 else None) for i, q in enumerate(queries)]
+            if expansion or hyde:
+                searches.insert(0, (queries[0], [], None))
+            for q, more_terms, dense_query in searches:
+                args = KnowledgeSearchArgs(query=q[:4000], k=self.config.k, expansion=more_terms,
+                                           dense_query=dense_query, cosine_to=question[:4000], prf=not more_terms)
                 res: SearchResult = self.tools.call("knowledge.search", args, ctx)
                 lists.append(res.evidence)
                 trace.queries.append({"attempt": attempt, "query": q, "feedback_terms": res.feedback_terms,
