@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.llm_script import PASSAGE, first_sentence
 from tests.standins.openai import OpenAIStandIn, Response, chat, error, json_reply
 
 from agent.llm import prompts
@@ -38,18 +39,6 @@ from connectors.folder import FolderSource
 from index.indexer import Indexer
 
 ROOT = Path(__file__).resolve().parents[1]
-
-PASSAGE = re.compile(r'<passage n="(\d+)" source="[^"]*">\n(.*?)\n</passage>', re.S)
-
-
-def first_sentence(text: str) -> str:
-    """The first prose sentence of a passage."""
-    for line in text.splitlines():
-        line = line.strip().lstrip("-*0123456789. ").strip()
-        if len(line) > 30 and not line.startswith(("#", "|", "`")):
-            return re.split(r"(?<=[.!?])\s", line)[0]
-    return text.strip().splitlines()[0]
-
 
 class LlamaCppLike:
     """The scripted small model behind a server that ignores tools and rejects ``json_schema``."""
@@ -81,7 +70,7 @@ class LlamaCppLike:
                               completion_tokens=25)
         if system == prompts.ANSWER_SYSTEM:
             ps = PASSAGE.findall(last)[:2]
-            return chat(" ".join(f"{first_sentence(t)} [{n}]" for n, t in ps) or "INSUFFICIENT",
+            return chat(" ".join(f"{first_sentence(t)} [{n}]" for n, _, t in ps) or "INSUFFICIENT",
                         completion_tokens=60)
         if system == prompts.CLAIMS_SYSTEM:
             n = len(re.findall(r"Claim (\d+):", last))
