@@ -342,7 +342,9 @@ def test_two_client_processes_see_each_others_writes_through_one_standin_process
             assert store.count == 2
             store.close()
             server.reset()
-            assert server.requests == []
+            # qdrant-client probes ``GET /`` for the server's version from a daemon thread it starts when a client
+            # opens, so that probe may land after the reset; everything else must be gone from the log
+            assert [r for r in server.requests if r.path != "/"] == []
     finally:
         for p in procs:
             if p.poll() is None:
