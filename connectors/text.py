@@ -3,7 +3,8 @@
 The chunker reads Markdown whose ``#`` lines are the headings. Connectors call
 :func:`clean_markdown` on Markdown sources and :func:`html_to_markdown` on HTML, so every
 document reaches the chunker in the same shape: headings as ATX lines, links reduced to their
-text, images as ``[image: alt]``, no inline HTML, no template shortcodes.
+text, images as ``[image: alt]``, no inline HTML, no template shortcodes. Inline Markdown is read
+by markdown-it-py (:mod:`connectors.markdown_inline`), never by regexes.
 
 HTML nested deeper than :data:`MAX_HTML_DEPTH` elements (``markdownify`` recurses per element, so
 about 400 nested ``<div>`` raise ``RecursionError``) is flattened first by
@@ -20,6 +21,7 @@ from markdown_it import MarkdownIt
 from markdownify import markdownify
 
 from .fences import FenceTracker
+from .markdown_inline import clean_inline, parse_blocks, plain_inline
 from .templates import strip_templates
 
 __all__ = ["clean_markdown", "html_to_markdown", "flatten_deep_html", "slugify", "first_heading", "FenceTracker",
@@ -36,26 +38,17 @@ _BLOCK_TAGS = frozenset({
 _KEPT_BLOCKS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre"})
 _NOT_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
 
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
-_REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
-_LINK_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+\S+.*$")
 _TEMPLATE_LINE = re.compile(r"^\s*(?:\{%.*?%\}|\{\{.*?\}\}|\{#.*?#\}|\s)+$")
 _HARD_BREAK = re.compile(r"(?: {2,}|\\)$")
 _QUOTE_MARKS = re.compile(r"^\s*(?:>\s?)*")
 # Block structure only: inline parsing (emphasis, links) is not needed to find paragraphs' lines.
 _PARSER = MarkdownIt("commonmark", {"html": True}).enable("table").disable(["inline", "text_join"])
+# Comments go before template lines are dropped and paragraphs joined, as text: one may span blank lines
+# (CommonMark then sees no comment, only its pieces) or hide a paragraph, a heading or template tags.
+# Template syntax (Jinja/Liquid/Hugo, _TEMPLATE_LINE) is no Markdown at all: markdown-it has no token for it.
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _ATX = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BLANKS = re.compile(r"\n{3,}")
-
-
-def _html_fragment_to_text(fragment: str) -> str:
-    """Inline HTML inside Markdown: keep the readable text, drop the tags."""
-    if "<" not in fragment:
-        return fragment
-    return _HTML_TAG.sub("", fragment)
 
 
 def join_soft_breaks(md: str) -> str:
@@ -144,8 +137,10 @@ def clean_markdown(md: str) -> str:
     drops HTML comments and template syntax (:func:`connectors.templates.strip_templates`: Hugo
     shortcodes, Liquid/Jinja tags, unexpanded wiki templates; a line that held only template tags
     goes), joins each paragraph's soft-wrapped lines into one (:func:`join_soft_breaks`), then
-    reduces links to their text, images to ``[image: alt]``, and drops inline HTML tags and
-    reference-link definitions.
+    renders each line's inline syntax as CommonMark reads it (markdown-it-py,
+    :func:`connectors.markdown_inline.clean_inline`): links (inline, reference, shortcut) become
+    their label, images ``[image: alt]``, inline HTML goes, code spans stay as written; link
+    reference definitions (all their lines) go. Lines stay lines: block structure is untouched.
 
     Args:
         md: Markdown text (front matter already removed).
@@ -164,19 +159,17 @@ def clean_markdown(md: str) -> str:
                                                and not strip_templates(line).strip())]
         stage.append(strip_templates(_HTML_COMMENT.sub("", "\n".join(kept))))
     joined = join_soft_breaks("\n".join(stage))
+    # Link reference definitions (for reference links, and their lines go); none without a "]:".
+    tokens, env = parse_blocks(joined) if "]:" in joined else ([], {})
+    definitions = {i for tok in tokens if tok.type == "definition" and tok.map for i in range(*tok.map)}
     out: list[str] = []
+    first = 0  # the line number of the segment's first line in ``joined``
     for code, lines in _split_fenced(joined):
         if code:
             out.extend(lines)
-            continue
-        for line in lines:
-            if _LINK_DEF.match(line):
-                continue
-            line = _IMAGE.sub(lambda m: f"[image: {m.group(1).strip()}]" if m.group(1).strip() else "", line)
-            line = _LINK.sub(r"\1", line)
-            line = _REF_LINK.sub(r"\1", line)
-            line = _html_fragment_to_text(line)
-            out.append(line.rstrip())
+        else:
+            out.extend(clean_inline(line, env).rstrip() for i, line in enumerate(lines, first) if i not in definitions)
+        first += len(lines)
     text = "\n".join(out)
     return _BLANKS.sub("\n\n", text).strip()
 
@@ -298,8 +291,12 @@ def first_heading(md: str) -> str:
 
 
 def strip_inline(text: str) -> str:
-    """Remove Markdown emphasis and code markers from a heading or title."""
-    return re.sub(r"[*_`]+", "", text).strip()
+    """A heading or title without its Markdown inline syntax (:func:`connectors.markdown_inline.plain_inline`).
+
+    Emphasis markers and code spans' backticks go (``snake_case`` and a lone ``*`` are text and stay),
+    links keep their label, inline HTML goes; leading and trailing spaces go.
+    """
+    return plain_inline(text)
 
 
 def slugify(heading: str) -> str:

@@ -248,6 +248,34 @@ def test_clean_markdown_reduces_links_images_comments_and_shortcodes() -> None:
     assert "https://" not in out
 
 
+def test_clean_markdown_reads_inline_syntax_as_commonmark_does() -> None:
+    """The cases the former regexes mangled (issue 27): each line is what a CommonMark reader shows."""
+    md = ("Name it `<project>-partners` and write `![Alt](URL)` or `[text](link)`.\n\n"
+          "[![Build status](https://ci/badge.svg)](https://ci/builds) and [](https://empty) end.\n\n"
+          "Open the [\\[COPY\\] checklist](https://docs/x) and the [FAR [2.101]](https://far) part.\n\n"
+          "Use [Cloudflare for SaaS] via the [bucket](<https://storage/a b>).\n\n"
+          "Write to <https://www.tsp.gov> or [Ledgerly][missing].\n\n"
+          "[Cloudflare for SaaS]:\n  https://cloudflare.example/saas\n")
+    out = clean_markdown(md)
+    assert "Name it `<project>-partners` and write `![Alt](URL)` or `[text](link)`." in out  # code untouched
+    assert "[image: Build status] and  end." in out  # a badge's link and an empty link
+    assert "Open the \\[COPY\\] checklist and the FAR [2.101] part." in out  # brackets inside a label
+    assert "Use Cloudflare for SaaS via the bucket." in out  # shortcut reference, <destination>
+    assert "Write to <https://www.tsp.gov> or Ledgerly." in out  # autolink as written; undefined reference
+    assert "cloudflare.example" not in out  # a definition over two lines goes whole
+
+
+def test_folder_page_heading_paths_are_plain_text(tmp_path: Path) -> None:
+    from index.chunker import Chunker
+    (tmp_path / "tokens.md").write_text("# Tokens\n\nIntro.\n\n## `SRC_SESSION_KEY` &amp; **rotation**\n\nRotate it.\n\n"
+                                        "## Q: what if it leaks? **\n\nRevoke it.\n")
+    doc = next(d for d in FolderSource(tmp_path).scan() if isinstance(d, Document))
+    paths = [c.section_path for c in Chunker().chunk(doc)]
+    assert ("SRC_SESSION_KEY & rotation",) in paths  # underscores kept, entity read, markers gone
+    assert ("Q: what if it leaks?",) in paths  # a stray closing run goes too
+    assert slugify("`SRC_SESSION_KEY` rotation") == "src_session_key-rotation"
+
+
 def test_clean_markdown_keeps_links_and_tags_in_fenced_code() -> None:
     md = "Intro with [a link](http://x).\n\n```html\n<b>[keep](http://a)</b>\n![img](b.png)\n```\n\nAfter [b](http://y)."
     out = clean_markdown(md)
