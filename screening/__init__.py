@@ -14,10 +14,6 @@ scanner. The modules:
   root password factorydefault"): a token that is not language (mixed letters and digits or symbols, a keypad code,
   a run of letters that is no word of en/de/fr/es by :mod:`screening.vocabulary`'s ``wordfreq`` frequencies); part
   of the ``secret`` category.
-- :mod:`screening.slots`: a credential cue (the vocabulary's stems, compounds and inflections included: "VPN-Schlüssel",
-  "clé pré-partagée", "Empfangs-iPad-Code") and a filled value slot after it in the same sentence: a shaped token, or
-  a word after a copula, a colon or a verb of setting that is no frequent word ("heißt seit 2019 pelikan"); part of
-  the ``secret`` category.
 - :mod:`screening.vocabulary`: is a token a word of English, German, French or Spanish (``wordfreq``).
 - :mod:`screening.tables`: a value in a Markdown table's credential column (``| User | Password |``) or beside
   a first cell naming a credential; part of the ``secret`` category.

@@ -45,7 +45,7 @@ from .findings import Finding
 from .statements import CODE_NOUN, ID_CODES, LOCATOR, NOUN, NUMBERED, PLACE
 from .vocabulary import is_word
 
-__all__ = ["find_linked_values", "evidence", "REACH", "LOGIN", "CODE_SPAN", "CODE_LIKE"]
+__all__ = ["find_linked_values", "REACH"]
 
 #: how far (in tokens, either side) a value may stand from the credential noun, by the strength of its evidence:
 #: a token mixing three kinds of character reaches across a clause, a number or a short mix a few words, a run of
@@ -64,10 +64,9 @@ _DIGIT = re.compile(r"\d")
 # a sentence: up to ". ", "! ", "? ", "; " or a line end (a full stop inside a token, as in a URL, does not end it)
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?;](?=\s|$)|$)", re.M)
 _TOKEN = re.compile(r"[^\s\"“”„«»‘’`()\[\]{}<>|,;]+")
-#: a Markdown code span, and a sentence that reads like a command or a config line, for :mod:`screening.slots`.
-CODE_SPAN = _CODE_SPAN = re.compile(r"`[^`\n]*`")
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
 # a shell command or a config line: "$(gcloud secrets ...)", "--project", "key: value # comment", "{...}"
-CODE_LIKE = _CODE_LIKE = re.compile(r"\$[\w({]|(?:^|\s)--?[a-z]|[{}=]|^\s*[\w.-]+:\s*(?:#|$)|\s#\s", re.M)
+_CODE_LIKE = re.compile(r"\$[\w({]|(?:^|\s)--?[a-z]|[{}=]|^\s*[\w.-]+:\s*(?:#|$)|\s#\s", re.M)
 _REFERENCE = re.compile(r"\(\d+\)|\(\d+\s|\s\d+\)")
 _TRAIL = ".,;:!?'’"
 _LEAD = "'’:¿¡"
@@ -77,8 +76,7 @@ _WIFI = re.compile(r"(?i)(?<![\w-])(?:wi-?fi|wlan|ssid|wpa2?)(?![\w-])")
 _PREFIX = re.compile(r"^(?:sub|re|un|non|pre|post|multi|inter|co|de|dis|over|under|auto|micro|anti|self|cross|super)")
 _SUFFIX = re.compile(r"(?:able|ible|ness|less|ful|ly|ity|ers?|ed|ing|s|es)$")
 # verbs of logging in, in the four languages
-#: verbs of logging in, in the four languages (a compiled expression), for :mod:`screening.slots`.
-LOGIN = _LOGIN = re.compile(r"(?i)\b(?:(?:log|sign)(?:s|ged|ging)?[ \t]+in(?:to)?(?![\w-])|einloggen|loggt[ \t]+sich|anmelden|"
+_LOGIN = re.compile(r"(?i)\b(?:(?:log|sign)(?:s|ged|ging)?[ \t]+in(?:to)?(?![\w-])|einloggen|loggt[ \t]+sich|anmelden|"
                     r"meldet[ \t]+sich|melde[ \t]+dich|meldet[ \t]+man[ \t]+sich|connecte[zr]?[ \t-]+vous|se[ \t]+connecte|"
                     r"identifiez-vous|inici(?:a|e|ar)[ \t]+sesi(?:ó|o)n|se[ \t]+entra|entra[ \t]+como)\b")
 _VERB_PIN = re.compile(r"[Pp]ins?|Pins?")
@@ -167,7 +165,7 @@ def _not_a_word(token: str) -> bool:
     return not any(len(w) >= 4 and is_word(w) for w in {stem, _SUFFIX.sub("", stem), _SUFFIX.sub("", token)})
 
 
-def evidence(token: str, before: list[str], after: str | None, *, code_only: bool, in_code: bool) -> str | None:
+def _evidence(token: str, before: list[str], after: str | None, *, code_only: bool, in_code: bool) -> str | None:
     """What makes ``token`` a value (a key of :data:`REACH`), or None.
 
     ``code_only``: the nearest noun is a bare code, a combination or a place (a door, a keypad): only digits or a
@@ -284,7 +282,7 @@ def _sentence_values(s: str, nouns: list[tuple[int, int, bool]], *, keypad: bool
         before = [t for _, _, t in tokens[max(0, i - 3, noun_end + 1):i]]
         after = tokens[i + 1][2].strip(_TRAIL) if i + 1 < len(tokens) else None
         in_code = code_like or any(a <= start < b for a, b in code_spans)
-        kind = evidence(token, before, after, code_only=code_only, in_code=in_code)
+        kind = _evidence(token, before, after, code_only=code_only, in_code=in_code)
         if kind == "no word" and (not after_noun or _described(tokens, spans, i)) or \
                 kind == "keypad" and _REFERENCE.match(s, max(0, start - 1)):
             continue  # a value that is only no word follows its noun, not a description of it; "(16256)" is a reference

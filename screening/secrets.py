@@ -22,7 +22,7 @@ Our own patterns cover what a wiki page writes in sentences:
 - a whole private key block (the plugin flags the header line only);
 - a credential given in a sentence, whatever the value looks like (:mod:`screening.statements`), or in a
   table's credential column (:mod:`screening.tables`), or a value that is not language near a credential noun
-  whatever the phrasing (:mod:`screening.linked`), or a credential cue with a filled value slot (:mod:`screening.slots`);
+  whatever the phrasing (:mod:`screening.linked`);
 - tokens the plugins' shapes do not cover (npm ``npm_`` tokens, an Azure ``AccountKey=`` in a connection
   string whatever its length, Slack ``xox?-`` tokens without digit groups, GitHub
   fine-grained ``github_pat_`` tokens, ``sk-``/``pk-`` API keys, Google API keys).
@@ -54,7 +54,6 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from .findings import Finding
 from .linked import find_linked_values
-from .slots import find_slot_values
 from .statements import find_statements
 from .tables import find_table_values
 
@@ -161,6 +160,5 @@ def find_secrets(text: str) -> list[Finding]:
     found.extend(find_statements(text))
     found.extend(find_table_values(text))
     found.extend(find_linked_values(text))
-    found.extend(find_slot_values(text))
     found.extend(Finding("a private key", "secret", m.start(), m.end()) for m in _PRIVATE_BLOCK.finditer(text))
     return found

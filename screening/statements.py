@@ -71,7 +71,7 @@ import re
 from .findings import Finding
 from .vocabulary import is_common
 
-__all__ = ["find_statements", "value_span", "NOUN", "CODE_NOUN", "ID_CODES", "PLACE", "LOCATOR", "NUMBERED", "PREDICATE"]
+__all__ = ["find_statements", "value_span", "NOUN", "CODE_NOUN", "ID_CODES", "PLACE", "LOCATOR", "NUMBERED"]
 
 # -- credential nouns ---------------------------------------------------------------------------
 _WIFI = r"(?:wi-?fi|wlan|wpa2?|network|netzwerk|réseau|reseau|red)"
@@ -222,7 +222,7 @@ _ENTER = re.compile(
 _PLACE = re.compile(
     r"(?i)(?:\b(?:doors?|gates?|keypads?|key[ \t]+pad|(?:pad)?locks?|lockers?|safes?|alarms?|panel|entrance|entry|garage|cage|"
     r"cabinet|turnstile|tastenfeld|tastatur|schloss|schließfach|tresor|eingang|garage|portes?|portail|digicode|clavier|lockbox|"
-    r"cadenas|casiers?|coffre|alarme|alarmanlagen?|entrée|parking|puertas?|port(?:ó|o)n|teclado|candado|taquillas?|caja[ \t]+fuerte|"
+    r"cadenas|casier|coffre|alarme|alarmanlagen?|entrée|parking|puertas?|port(?:ó|o)n|teclado|candado|taquilla|caja[ \t]+fuerte|"
     r"alarma|entrada|garaje|cerradura)\b|(?:t(?:ü|ue)r|safe|schloss|tresor)\b|\btor\b)")
 _CODE_WORD = re.compile(r"(?i)(?:\bcodes?\b|\bc(?:ó|o)digos?\b|digicode|code\b|\bpins?\b|\bcombination|kombination|combinaison|combinaci)")
 # a number that says where or when, not what to type: "room 4112", "ext. 4455", "in March 2025", "call 4455"
@@ -300,8 +300,6 @@ _ABSTRACT = re.compile(r"^\w{3,}(?:ness|ity|tion|sion|ment|ance|ence|ency|ancy|o
                        r"eral|ial|ual|ary|ory|heit|keit|lich|isch|ité|eux|euse|dad|ción|sión|ble|ivo|iva)$")
 # where a credential is kept or handed out (a value in a password cell or after "password:" names a place, not a value)
 # nouns that name a credential only sometimes ("the secret to ...", "the key is ...", "la clave es ...")
-#: predicate adjectives and participles said of a credential ("required", "geheim"), for :mod:`screening.slots`.
-PREDICATE = _PREDICATE
 _WEAK = re.compile(r"(?i)^\W*(?:secrets?|tokens?|keys?|claves?|secretos?|geheimnis|jetons?)\b")
 _WHERE = frozenset("1password keepass keepassxc bitwarden lastpass vault okta sso ldap n/a tbd tba".split())
 _MEASURE = re.compile(r"^\d{1,2}$")

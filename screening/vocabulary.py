@@ -11,17 +11,14 @@ header, then one alphabetical list of words per centibel of frequency, most freq
 words at or above :data:`WORD_ZIPF`: about 0.1 s and 10-30 MB a language, against 0.4 s to import ``wordfreq``
 and 0.5-0.8 s a language through its lookup API. A language loads on the first token that needs it, in the order of
 :data:`LANGUAGES`, and a token found in one language reads no further, so a screen that meets no candidate value
-loads nothing and one that meets English words loads English only. Without wordfreq or its lists the screen fails
-closed: every token is taken for no word (a warning is logged). Public: :func:`is_word`, :func:`is_common`
+loads nothing and one that meets English words loads English only. Public: :func:`is_word`, :func:`is_common`
 (a word of everyday prose, at or above :data:`COMMON_ZIPF`: "policy", "manager", "anything", not "lavande" or
-"sonnenallee", which a person may choose as a password), :func:`is_everyday` (one of the most frequent words, at or
-above :data:`EVERYDAY_ZIPF`).
+"sonnenallee", which a person may choose as a password).
 """
 
 from __future__ import annotations
 
 import gzip
-import logging
 import threading
 import unicodedata
 from functools import cache
@@ -30,7 +27,7 @@ from pathlib import Path
 
 import msgpack
 
-__all__ = ["LANGUAGES", "WORD_ZIPF", "COMMON_ZIPF", "EVERYDAY_ZIPF", "is_word", "is_common", "is_everyday"]
+__all__ = ["LANGUAGES", "WORD_ZIPF", "COMMON_ZIPF", "is_word", "is_common"]
 
 #: the languages the statement screen reads (ISO 639-1), the likeliest first.
 LANGUAGES = ("en", "de", "fr", "es")
@@ -41,14 +38,8 @@ WORD_ZIPF = 1.5
 #: "expiry", "hunter"), not a rarer word someone picked as a password ("lavande" 3.2, "sonnenallee" 2.6, "pinecone" 2.1);
 #: chosen on the statement corpus and held-out batches 1-3 (bench/credential_screen.py).
 COMMON_ZIPF = 3.0
-#: the Zipf frequency from which a word is one of the most frequent few thousand of its language (about once in
-#: 10,000 words: "strict", "random", "weak", "below", "admin" is 3.9), which a sentence uses as a word even where a
-#: value could stand ("the key is random"); a rarer word in that place is one chosen ("the password is pelican" 3.1).
-#: Chosen on the statement corpus and held-out batches 1-6 (bench/credential_screen.py).
-EVERYDAY_ZIPF = 4.0
 
 _LOCK = threading.Lock()
-_LOG = logging.getLogger(__name__)
 
 
 def _data_dir() -> Path:
@@ -64,32 +55,24 @@ def _data_dir() -> Path:
 
 
 @cache
-def _words(lang: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """The words of ``lang``'s ``large`` list with a Zipf frequency of at least :data:`WORD_ZIPF`, those of at least
-    :data:`COMMON_ZIPF` and those of at least :data:`EVERYDAY_ZIPF`.
-
-    When wordfreq or its list is missing, three empty sets and a warning: the screen then fails closed, taking every
-    token for no word (more flagged, nothing let through).
+def _words(lang: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The words of ``lang``'s ``large`` list with a Zipf frequency of at least :data:`WORD_ZIPF`, and those of at
+    least :data:`COMMON_ZIPF`.
 
     Raises:
         ValueError: the file is not in the cBpack format this reads (a ``wordfreq`` release that changed it).
     """
-    try:
-        with _LOCK:  # one thread reads a list; the others wait for it rather than read it too
-            # decompressed whole: msgpack reading through a GzipFile takes ten times as long
-            raw = (_data_dir() / f"large_{lang}.msgpack.gz").read_bytes()
-    except (ModuleNotFoundError, FileNotFoundError) as exc:
-        _LOG.warning("no word list for %s (%s): every token counts as no word", lang, exc)
-        return frozenset(), frozenset(), frozenset()
-    data = msgpack.unpackb(gzip.decompress(raw), raw=False)
+    with _LOCK:  # one thread reads a list; the others wait for it rather than read it too
+        # decompressed whole: msgpack reading through a GzipFile takes ten times as long
+        data = msgpack.unpackb(gzip.decompress((_data_dir() / f"large_{lang}.msgpack.gz").read_bytes()), raw=False)
     header = data[0]
     if not isinstance(header, dict) or header.get("format") != "cB" or header.get("version") != 1:
         raise ValueError(f"wordfreq's large_{lang} list is not in the cBpack format version 1: {header!r}")
     # bucket i (after the header) holds the words of frequency 10 ** (-i / 100), Zipf 9 - i / 100
-    last, common, everyday = (round((9 - zipf) * 100) for zipf in (WORD_ZIPF, COMMON_ZIPF, EVERYDAY_ZIPF))
+    last = round((9 - WORD_ZIPF) * 100)
+    common = round((9 - COMMON_ZIPF) * 100)
     return (frozenset(w for bucket in data[1:last + 2] for w in bucket),
-            frozenset(w for bucket in data[1:common + 2] for w in bucket),
-            frozenset(w for bucket in data[1:everyday + 2] for w in bucket))
+            frozenset(w for bucket in data[1:common + 2] for w in bucket))
 
 
 @cache
@@ -106,11 +89,3 @@ def is_common(token: str) -> bool:
     :data:`COMMON_ZIPF`); a rarer word, a made-up one or a passphrase run together is not."""
     word = unicodedata.normalize("NFC", token).casefold()
     return any(word in _words(lang)[1] for lang in LANGUAGES)
-
-
-@cache
-def is_everyday(token: str) -> bool:
-    """True when ``token`` is one of the most frequent words of one of :data:`LANGUAGES` (Zipf frequency at least
-    :data:`EVERYDAY_ZIPF`: "strict", "random", "below"), which a sentence uses as a word wherever it stands."""
-    word = unicodedata.normalize("NFC", token).casefold()
-    return any(word in _words(lang)[2] for lang in LANGUAGES)

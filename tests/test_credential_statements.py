@@ -19,11 +19,11 @@ development data for the fifth (0.984, 0.000 after it) and is held to the 0.98 b
 was written and committed before the fifth round and measured before and after it (0.828, false positives 0.000
 both times); it was development data for the sixth (a verb of logging in links a value, "no word" reaches 12 words:
 0.922 after it) and is held to that figure. ``heldout6.jsonl`` (batch 6) was written and committed before the sixth
-round and measured before and after it (0.656 then 0.672, false positives 0.000); it was development data for the
-seventh (the slot reading of :mod:`screening.slots`: 0.922 after it, batch 5 0.953). ``heldout7.jsonl`` (batch 7)
-was written and committed before the seventh round and measured before and after it (0.594 / 0.000, then 0.656 /
-0.031: two look-alikes flagged). The latest batches are held to the figures measured, a floor against regressions,
-not a target (``bench/credential_screen.py`` prints every batch; docs/explanation/evaluation.md has the figures).
+round and measured before and after it (0.656 then 0.672, false positives 0.000). ``heldout7.jsonl`` (batch 7) was
+written and committed before a seventh round (a cue and a value slot, tried on branch h-sec5 and not kept: 0.656 /
+0.031 on it) and measured with this screen at 0.594 / 0.000. The latest batches are held to the figures measured, a
+floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
+docs/explanation/evaluation.md has the figures).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
 
 
 @pytest.mark.parametrize("corpus, detection, false_positives", [
-    ("heldout5.jsonl", 0.95, 0.02), ("heldout6.jsonl", 0.92, 0.02), ("heldout7.jsonl", 0.65, 0.04)])
+    ("heldout5.jsonl", 0.92, 0.02), ("heldout6.jsonl", 0.67, 0.02), ("heldout7.jsonl", 0.59, 0.02)])
 def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: float, false_positives: float) -> None:
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
