@@ -19,8 +19,10 @@ development data for the fifth (0.984, 0.000 after it) and is held to the 0.98 b
 was written and committed before the fifth round and measured before and after it (0.828, false positives 0.000
 both times); it was development data for the sixth (a verb of logging in links a value, "no word" reaches 12 words:
 0.922 after it) and is held to that figure. ``heldout6.jsonl`` (batch 6) was written and committed before the sixth
-round and measured before and after it (0.656 then 0.672, false positives 0.000): it is held to the figures
-measured, a floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
+round and measured before and after it (0.656 then 0.672, false positives 0.000). ``heldout7.jsonl`` (batch 7) was
+written and committed before a seventh round (a cue and a value slot, tried on branch h-sec5 and not kept: 0.656 /
+0.031 on it) and measured with this screen at 0.594 / 0.000. The latest batches are held to the figures measured, a
+floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
 docs/explanation/evaluation.md has the figures).
 """
 
@@ -61,8 +63,9 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
     assert len(false) / len(looks) <= 0.02, false
 
 
-@pytest.mark.parametrize("corpus, detection", [("heldout5.jsonl", 0.92), ("heldout6.jsonl", 0.67)])
-def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: float) -> None:
+@pytest.mark.parametrize("corpus, detection, false_positives", [
+    ("heldout5.jsonl", 0.92, 0.02), ("heldout6.jsonl", 0.67, 0.02), ("heldout7.jsonl", 0.59, 0.02)])
+def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: float, false_positives: float) -> None:
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
     looks = [r["text"] for r in rows if not r["credential"]]
@@ -70,7 +73,7 @@ def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: fl
     missed = [t for t in creds if not flagged(t)]
     false = [t for t in looks if flagged(t)]
     assert 1 - len(missed) / len(creds) >= detection, missed
-    assert len(false) / len(looks) <= 0.02, false
+    assert len(false) / len(looks) <= false_positives, false
 
 
 @pytest.mark.parametrize("text, value", [
