@@ -11,7 +11,11 @@ the real ``chatops`` console script once per question and times each process fro
   (``qdrant-client``) as every ``ask`` did before, and writes a new snapshot for the next one.
 
 Each line gives the median, p95 and best of ``--runs`` runs (warm disk: every file read is in the page cache
-after the first run). Then one run of each of the first two kinds again, in-process with timers around the
+after the first run), in wall seconds and in CPU seconds (the process's user + system time, which the machine's
+other jobs stretch far less than the wall time; ONNX Runtime's two threads can make it exceed the wall time).
+The processes inherit ``PYTHONDONTWRITEBYTECODE``: with it set, a checkout whose modules were never compiled
+(``make install`` compiles them) compiles every module it imports on every run; the line ``bytecode`` says how many
+of the checkout's modules ``chatops ask`` imported had no current ``.pyc``. Then one run of each of the first two kinds again, in-process with timers around the
 same calls ``chatops ask`` makes (imports, settings, opening the index, loading the model, answering,
 printing), and the modules it imported (``qdrant_client``, the chat platforms' SDKs, ``onnxruntime``).
 The load average is printed first: on a shared machine, compare best-of-N figures.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -33,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,8 +124,22 @@ s = time.perf_counter()
 rc = cli.main(["ask", sys.argv[1]])
 t_main = time.perf_counter() - s
 watched = sorted(m for m in %r if m in sys.modules)
+import importlib.util, os
+def compiled(path):  # a current .pyc (Python's own check: the source's mtime and size in the header)
+    try:
+        with open(importlib.util.cache_from_source(path), "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return False
+    st = os.stat(path)
+    return (int.from_bytes(head[4:8], "little") != 0 or (int.from_bytes(head[8:12], "little"),
+            int.from_bytes(head[12:16], "little")) == (int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF))
+own = [m.__file__ for m in list(sys.modules.values())
+       if (getattr(m, "__file__", None) or "").startswith(sys.argv[2]) and m.__file__.endswith(".py")
+       and not m.__file__.startswith(sys.prefix)]  # not the venv's packages (pip compiled those)
 print(json.dumps({"rc": rc, "imports": t_imports, "main": t_main, "times": times, "modules": len(sys.modules),
-                  "watched": watched}), file=sys.stderr)
+                  "watched": watched, "own": len(own), "uncompiled": sum(not compiled(f) for f in own)}),
+      file=sys.stderr)
 """ % (WATCHED,)
 
 
@@ -131,15 +151,29 @@ def environment(data: Path, root: Path = ROOT) -> dict[str, str]:
     return env
 
 
-def ask(question: str, data: Path, root: Path = ROOT) -> tuple[float, str]:
-    """One ``chatops ask`` process (the code of the checkout ``root``): wall seconds and stdout."""
-    start = time.perf_counter()
+@dataclass(frozen=True)
+class Run:
+    """One ``chatops ask`` process: wall and CPU (user + system) seconds, and what it printed."""
+
+    wall: float
+    cpu: float
+    stdout: str
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def ask(question: str, data: Path, root: Path = ROOT) -> Run:
+    """One ``chatops ask`` process (the code of the checkout ``root``)."""
+    cpu, start = _children_cpu(), time.perf_counter()
     proc = subprocess.run([str(CHATOPS), "ask", question], env=environment(data, root), cwd=data.parent,
                           capture_output=True, text=True, timeout=300)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"chatops ask failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return elapsed, proc.stdout
+    return Run(elapsed, _children_cpu() - cpu, proc.stdout)
 
 
 def restore_cache(data: Path, pristine: Path) -> None:
@@ -151,15 +185,20 @@ def snapshot_files(data: Path) -> list[Path]:
     return list((data / "index" / "qdrant").glob("chatops-snapshot-*.sqlite"))
 
 
-def summary(label: str, times: list[float]) -> str:
+def summary(label: str, times: list[float], cpu: list[float] | None = None) -> str:
+    """``label``: median, p95 and best of ``times`` (seconds), then of ``cpu`` when given."""
     ordered = sorted(times)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return (f"  {label:34} median {statistics.median(ordered):5.2f} s   p95 {p95:5.2f} s   best {ordered[0]:5.2f} s"
+    line = (f"  {label:34} median {statistics.median(ordered):5.2f} s   p95 {p95:5.2f} s   best {ordered[0]:5.2f} s"
             f"   ({len(ordered)} runs)")
+    if cpu:
+        line += f"   CPU median {statistics.median(cpu):5.2f} s best {min(cpu):5.2f} s"
+    return line
 
 
 def breakdown(question: str, data: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-c", BREAKDOWN, question], env=environment(data), cwd=data.parent,
+    proc = subprocess.run([sys.executable, "-c", BREAKDOWN, question, str(ROOT)], env=environment(data),
+                          cwd=data.parent,
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise SystemExit(f"breakdown run failed: {proc.stderr[-2000:]}")
@@ -178,6 +217,8 @@ def show_breakdown(label: str, b: dict, startup: float) -> None:
             print(f"    {'  of which: load the embedding model':52} {model:5.2f} s")
     print(f"    {'the rest (agent wiring, turn, closing)':52} {max(b['main'] - sum(t.values()), 0.0):5.2f} s")
     print(f"    loaded: {', '.join(b['watched']) or 'none'} (of {', '.join(WATCHED)})")
+    print(f"    bytecode: {b['uncompiled']} of the checkout's {b['own']} modules it imported had no current .pyc"
+          f" (PYTHONDONTWRITEBYTECODE {'set' if os.environ.get('PYTHONDONTWRITEBYTECODE') else 'unset'})")
 
 
 def main() -> None:
@@ -196,6 +237,7 @@ def main() -> None:
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     tmp = None if args.data else tempfile.TemporaryDirectory(prefix="chatops-ask-bench-")
     data = args.data or Path(tmp.name) / "data"
+    data.parent.mkdir(parents=True, exist_ok=True)
     try:
         seed = args.cache / "embeddings.sqlite"
         if seed.is_file():
@@ -214,22 +256,22 @@ def main() -> None:
         startup = min(_python_startup() for _ in range(3))
         print(f"python start-up (python -c pass, best of 3): {startup:.2f} s")
         print("chatops ask, one process per question:")
-        first, _ = ask(QUESTIONS[0], data)
-        print(f"  {'first run (after chatops index)':34} {first:5.2f} s")
+        first = ask(QUESTIONS[0], data)
+        print(f"  {'first run (after chatops index)':34} {first.wall:5.2f} s   CPU {first.cpu:5.2f} s")
         new = []
         for i in range(args.runs):
             restore_cache(data, pristine)
-            new.append(ask(QUESTIONS[i % len(QUESTIONS)], data)[0])
-        print(summary("new question (loads the model)", new))
+            new.append(ask(QUESTIONS[i % len(QUESTIONS)], data))
+        print(summary("new question (loads the model)", [r.wall for r in new], [r.cpu for r in new]))
         ask(QUESTIONS[0], data)
-        repeated = [ask(QUESTIONS[0], data)[0] for _ in range(args.runs)]
-        print(summary("repeated question (cached vector)", repeated))
+        repeated = [ask(QUESTIONS[0], data) for _ in range(args.runs)]
+        print(summary("repeated question (cached vector)", [r.wall for r in repeated], [r.cpu for r in repeated]))
         stale = []
         for _ in range(max(2, args.runs // 2)):
             for f in snapshot_files(data):
                 f.unlink()
-            stale.append(ask(QUESTIONS[0], data)[0])
-        print(summary("stale snapshot (opens qdrant-client)", stale))
+            stale.append(ask(QUESTIONS[0], data))
+        print(summary("stale snapshot (opens qdrant-client)", [r.wall for r in stale], [r.cpu for r in stale]))
         if args.baseline:
             compare(args.baseline.resolve(), data, pristine, args.runs)
         print("breakdown (one run each, in-process timers around chatops ask's own calls):")
@@ -247,20 +289,20 @@ def compare(baseline: Path, data: Path, pristine: Path, runs: int) -> None:
     """This checkout against ``baseline``, runs alternating on the same data dir (the same answers are checked)."""
     print(f"alternating with the baseline {baseline} (same data dir, same load):")
     for kind in ("new question", "repeated question"):
-        times: dict[str, list[float]] = {"baseline": [], "this checkout": []}
+        runs_of: dict[str, list[Run]] = {"baseline": [], "this checkout": []}
         for i in range(runs):
             question = QUESTIONS[i % len(QUESTIONS)] if kind == "new question" else QUESTIONS[0]
             answers = []
             for label, root in (("baseline", baseline), ("this checkout", ROOT)):
                 if kind == "new question":
                     restore_cache(data, pristine)
-                elapsed, out = ask(question, data, root)
-                times[label].append(elapsed)
-                answers.append(out)
+                run = ask(question, data, root)
+                runs_of[label].append(run)
+                answers.append(run.stdout)
             if answers[0] != answers[1]:
                 raise SystemExit(f"the answers to {question!r} differ between the baseline and this checkout")
-        for label, values in times.items():
-            print(summary(f"{kind}, {label}", values))
+        for label, values in runs_of.items():
+            print(summary(f"{kind}, {label}", [r.wall for r in values], [r.cpu for r in values]))
 
 
 def onnx_probe(saved: Path, runs: int) -> None:
