@@ -111,6 +111,7 @@ class GateConfig:
     topical_clarity: float = 1.0
     kin_cosine: float | None = 0.6
     kin_k: int = 5
+    kin_closeness: float = 0.5
     calibrated: str = "default"
 
     def __post_init__(self) -> None:
@@ -344,6 +345,8 @@ class EvidenceGate:
         out = {}
         for t in absent:
             others = terms.words(x for x in terms.weights if x != t)
+            if not others or self.kin.closeness(terms.words([t])[0], others) < self.config.kin_closeness:
+                continue
             ks = self.kin.kin(terms.words([t])[0], others, texts, set(terms.weights))
             if ks and not any(k.stem in covered for k in ks):
                 out[t] = ks

@@ -93,6 +93,12 @@ class KinFinder:
                     out[w] = stem
         return out
 
+    def closeness(self, term: str, others: Sequence[str]) -> float:
+        """The cosine of ``term`` to the closest of ``others`` (-1.0 when there are none)."""
+        if not others:
+            return -1.0
+        return float((self.vectors(list(others)) @ self.vectors([term])[0]).max())
+
     def kin(self, term: str, others: Sequence[str], texts: Iterable[str], exclude: set[str]) -> list[Kin]:
         """The kin of the question word ``term`` among the words of ``texts``, nearest first.
 
