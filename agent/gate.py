@@ -19,18 +19,14 @@ Policy (``GateConfig``):
   page on the 401k plan). Only a *paraphrase with a strong signal* passes without it: the closest
   passage is at least ``relevance_floor`` close and stands out from the ``margin_rank``-th closest by
   at least ``paraphrase_margin`` (:meth:`EvidenceGate._strong_paraphrase`). Terms the corpus does not
-  contain at all (typos, chat words, a paraphrase's own words) are left to the dense similarity.
+  contain at all (typos, chat words, a paraphrase's own words) are left to the dense similarity
+  (holding them to the corpus's nearest words by the embedding model was measured and dropped: the
+  paraphrases' words are as close to corpus words as a near miss's; ``docs/explanation/evaluation.md``).
   Not even that passes when a passage in the window that does *not* support has the term in its
   section headings ("FSA and HSA" for "how much goes into my HSA?"): the corpus has a section on
   what was asked, in the user's own word, and it is not what answers; the closest passages that
   do are about something else (a near miss, not a paraphrase). A term found only in a passage's
   body is not enough for this (an incidental example such as "a $6 usb cable" appears in tables).
-- **An absent word the corpus says in its own words must be quoted through them** (``kin_cosine``,
-  :mod:`agent.kin`): when an absent informative term has *kin* among the retrieved passages' words (a word
-  embedded alone by the index's model at least ``kin_cosine`` close to the term, at most ``kin_k``, none
-  closer to another question word), a supporting sentence or its headings must hold one of them ("what day of
-  the month is payday?" answered from a sentence on writing dates, with "pay" in the window: a near miss). A
-  term without kin (a chat word, a concept the window lacks) is left to the dense similarity.
 - **A topic of the closest passages beside the support makes a near miss.** A specific term other than the
   most specific one, which no supporting passage mentions, refuses when a passage in the window that does not
   support has it in its section headings and it is a *topic* of the passages closest in meaning: its
@@ -68,16 +64,13 @@ Policy (``GateConfig``):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from tools.knowledge_search import Evidence
 
 from .answertype import mask_numbers, states_type
-from .kin import Kin, KinFinder
 from .terms import KeyTerms
 from .text import sentence_spans
 
@@ -109,9 +102,6 @@ class GateConfig:
     require_type: bool = True
     require_type_span: bool = True
     topical_clarity: float = 1.0
-    kin_cosine: float | None = 0.6
-    kin_k: int = 5
-    kin_closeness: float = 0.5
     calibrated: str = "default"
 
     def __post_init__(self) -> None:
@@ -181,16 +171,11 @@ class EvidenceGate:
     Args:
         config: thresholds.
         analyze: the index analyzer (text to stemmed terms), to read chunk terms the same way.
-        embed: the index's embedder (texts to unit vectors), for the kin of absent terms
-            (``kin_cosine``; without it, or with ``kin_cosine`` None, absent terms are left to the dense similarity).
     """
 
-    def __init__(self, config: GateConfig, analyze: Callable[[str], list[str]],
-                 embed: Callable[[Sequence[str]], np.ndarray] | None = None) -> None:
+    def __init__(self, config: GateConfig, analyze: Callable[[str], list[str]]) -> None:
         self.config = config
         self.analyze = analyze
-        self.kin = (KinFinder(embed, analyze, config.kin_cosine, config.kin_k)
-                    if embed is not None and config.kin_cosine is not None else None)
         self._cache: dict[tuple[str, str, tuple[str, ...], str],
                           tuple[frozenset[str], list[tuple[str, frozenset[str]]]]] = {}
 
@@ -289,14 +274,6 @@ class EvidenceGate:
         if cfg.require_specific and not spec_ok and (not paraphrase or beside):
             return refuse(f"no supporting passage mentions {terms.words(specific[:1])[0]!r}, "
                           "the question's most specific term")
-        # An absent term whose kin (the corpus's own words for it) the window holds must be quoted through one
-        # of them: the corpus talks about it, in other words, and the support does not ("payday": "pay").
-        unkin = self.unquoted_kin(evidence, terms, covered)
-        features["absent_kin"] = {terms.words([t])[0]: [k.word for k in ks] for t, ks in unkin.items()}
-        if cfg.require_specific and unkin:
-            t, ks = next(iter(unkin.items()))
-            return refuse(f"no supporting passage mentions {terms.words([t])[0]!r} or the corpus's words for it "
-                          f"({', '.join(k.word for k in ks[:3])})")
         # A topic of the closest passages (a term they hold far more often than the corpus does) heads a
         # section beside the support, which does not mention it: the corpus has a section on that part of the
         # question, and the support answers another part ("dress" quoted, "code" of conduct beside it).
@@ -332,25 +309,6 @@ class EvidenceGate:
             return GateVerdict(True, [e], terms.coverage(own_terms), True, terms.missing(own_terms),
                                f"one source, {why} (single-source exception)", top_cos, features)
         return refuse(f"only {len(support)} supporting passage, {cfg.min_citations} needed")
-
-    def unquoted_kin(self, evidence: list[Evidence], terms: KeyTerms, covered: set[str]) -> dict[str, list[Kin]]:
-        """The absent informative terms with kin among the words of ``evidence`` (:mod:`agent.kin`) none of
-        which ``covered`` holds, each with its kin, nearest first; ``{}`` without a kin finder."""
-        if self.kin is None:
-            return {}
-        absent = [t for t in terms.informative if t in terms.absent]
-        if not absent:
-            return {}
-        texts = [f"{e.chunk.title}\n{' '.join(e.chunk.section_path)}\n{e.chunk.text}" for e in evidence]
-        out = {}
-        for t in absent:
-            others = terms.words(x for x in terms.weights if x != t)
-            if not others or self.kin.closeness(terms.words([t])[0], others) < self.config.kin_closeness:
-                continue
-            ks = self.kin.kin(terms.words([t])[0], others, texts, set(terms.weights))
-            if ks and not any(k.stem in covered for k in ks):
-                out[t] = ks
-        return out
 
     def topicality(self, evidence: list[Evidence], terms: KeyTerms) -> dict[str, tuple[float, float]]:
         """How much each of the question's specific terms is a topic of the passages closest in meaning.

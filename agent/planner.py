@@ -170,7 +170,7 @@ class RuleBasedPlanner:
         self.tools = tools
         self.search = search
         self.router = RuleRouter(self._is_request)
-        self.gate = EvidenceGate(gate or GateConfig(), search.analyze, search.index.embedder.embed)
+        self.gate = EvidenceGate(gate or GateConfig(), search.analyze)
         self.answerer = Composer(answer or ComposerConfig(), search.analyze, similarity_of(search))
         self.config = config or PlannerConfig()
         self.loop = EvidenceLoop(self.gate, self.config.max_retries)
