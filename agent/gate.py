@@ -19,7 +19,9 @@ Policy (``GateConfig``):
   page on the 401k plan). Only a *paraphrase with a strong signal* passes without it: the closest
   passage is at least ``relevance_floor`` close and stands out from the ``margin_rank``-th closest by
   at least ``paraphrase_margin`` (:meth:`EvidenceGate._strong_paraphrase`). Terms the corpus does not
-  contain at all (typos, chat words, a paraphrase's own words) are left to the dense similarity.
+  contain at all (typos, chat words, a paraphrase's own words) are left to the dense similarity
+  (holding them to the corpus's nearest words by the embedding model was measured and dropped: the
+  paraphrases' words are as close to corpus words as a near miss's; ``docs/explanation/evaluation.md``).
   Not even that passes when a passage in the window that does *not* support has the term in its
   section headings ("FSA and HSA" for "how much goes into my HSA?"): the corpus has a section on
   what was asked, in the user's own word, and it is not what answers; the closest passages that

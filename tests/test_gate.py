@@ -330,3 +330,15 @@ def test_a_term_the_closest_passages_use_is_their_topic_and_a_rare_chat_word_the
     assert topics["gross"] == (0.0, 0.0)  # as rare in the corpus as any, not a topic of these
     share, clarity = topics["report"]
     assert share == 1.0 and clarity > GateConfig().topical_clarity
+
+
+def test_a_chat_word_no_page_holds_never_refuses_even_beside_a_synonym() -> None:
+    # "huge" is on no page; "large", its nearest corpus word by the embedding model (0.81), is in a passage beside
+    # the support. Holding an absent word to such kin refused this question (issue 22, measured and dropped).
+    df = {"pr": 50, "size": 30, "max": 20, "larg": 10, "refactor": 5}
+    q = corpus_terms("is there a max size for PRs? mine is getting huge", df)
+    assert "huge" in q.absent
+    v = GATE.judge([ev("Keep PRs under a max size of 400 changed lines.", 0.47, 1),
+                    ev("Split a PR over the size limit into smaller ones.", 0.45, 2),
+                    ev("Large refactors need a design doc first.", 0.30, 3), *FILLER], q)
+    assert v.sufficient, v.reason
