@@ -5,17 +5,22 @@ chunks; an unsplittable run of text hard-cut), section paths that follow the hea
 lines inside fenced code that are not headings, section anchors in chunk URLs, chunk ids that stay
 the same when other parts of the page change, and the validation of ``ChunkerConfig``; and bounded
 work per page: long runs of tiny sibling sections packed up to ``max_chars`` (short runs chunked as
-before), the per-page chunk cap, and a 1 MB page with 50,000 headings (no quadratic step).
+before), the per-page chunk cap, and a 1 MB page with 50,000 headings (no quadratic step); and the chunks of a
+fixed page pinned to the index's schema version (a change in how pages are cut must bump it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import re
+from pathlib import Path
 
 import pytest
 
 from index.chunker import MAX_CHUNKS_PER_PAGE, SIBLING_RUN, Chunker, ChunkerConfig
+from index.knowledge import SCHEMA_VERSION
 from core.errors import ChunkLimitError
 from connectors.folder import FolderSource
 from core.models import Chunk, Document
@@ -356,3 +361,46 @@ def test_smaller_config_gives_smaller_chunks() -> None:
     chunks = Chunker(cfg).chunk(_doc("## Policy\n\n" + "\n\n".join(_sentences(f"P{i}", 2) for i in range(10))))
     assert len(chunks) >= 5
     assert all(len(c.text) <= 200 for c in chunks)
+
+
+# -- the schema version ------------------------------------------------------------------------------
+
+#: A page with what the clean-up and the chunker read: headings with entities, emphasis and code, the three kinds
+#: of links, an image, inline HTML, code spans holding ``<...>``, a table, fenced code with a ``#`` line, nesting.
+PINNED_PAGE = """# Release&nbsp;guide
+
+Intro with a [link](https://example.com/x "t"), an ![diagram](d.png) and <b>bold</b> HTML.
+
+## &nbsp;&nbsp; Paging *the* `on-call`
+
+Type `/genie alert <description of incident> for [@team]` in Slack, see [the policy][pol] or [pol].
+
+[pol]: https://example.com/policy
+
+| Step | Who |
+|------|-----|
+| Page | `<lead>` |
+
+```
+# not a heading <kept>
+```
+
+### Escalation &amp; __handover__
+
+""" + _sentences("Escalation", 30) + "\n"
+
+#: Schema version -> the fingerprint of :data:`PINNED_PAGE`'s chunks under it.
+PINNED_CHUNKS = {"9": "1b4ef579dc6ee283"}
+
+
+def test_chunker_output_is_pinned_to_the_schema_version(tmp_path: Path) -> None:
+    """An incremental run re-chunks only the pages whose content hash changed: when the folder clean-up or the
+    chunker cuts pages differently, :data:`index.knowledge.SCHEMA_VERSION` must change too (so indexes built before
+    are rebuilt), or an index updated in place keeps old chunks that one built afresh does not have."""
+    (tmp_path / "release.md").write_text(PINNED_PAGE, encoding="utf-8")
+    docs = [d for d in FolderSource(tmp_path, url_base="https://wiki.example/").scan() if isinstance(d, Document)]
+    rows = [[c.chunk_id, c.title, list(c.section_path), c.url, c.text] for d in docs for c in Chunker().chunk(d)]
+    got = hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+    assert PINNED_CHUNKS.get(SCHEMA_VERSION) == got, (
+        f"the pinned page is now cut into other chunks (fingerprint {got}; schema {SCHEMA_VERSION} pins "
+        f"{PINNED_CHUNKS.get(SCHEMA_VERSION)}): bump SCHEMA_VERSION in index/knowledge.py and pin {got} under it")
