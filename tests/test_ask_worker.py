@@ -253,6 +253,40 @@ def test_auto_without_a_terminal_starts_no_worker(data: Path) -> None:
     assert not _workers(data)
 
 
+def test_auto_at_a_terminal_starts_one(data: Path) -> None:
+    """stdin and stdout on a pseudo-terminal, ``ASK_WORKER`` unset (``auto``): a person at a shell gets a worker."""
+    import pty
+    import subprocess
+
+    from tests.helpers import chatops_command, cli_environment
+
+    controller, terminal = pty.openpty()
+    printed: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            printed.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        proc = subprocess.run([*chatops_command(), "ask", QUESTION], cwd=data.parent, env=cli_environment(data),
+                              stdin=terminal, stdout=terminal, stderr=subprocess.PIPE, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        ready_worker(data)
+    finally:
+        os.close(terminal)
+        reader.join(5)
+        os.close(controller)
+    assert b"[1]" in b"".join(printed)
+
+
 def test_no_worker_flag_and_off_start_none(data: Path) -> None:
     ask(data, QUESTION, "--no-worker")
     ask(data, ASK_WORKER="off")

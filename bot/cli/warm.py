@@ -118,9 +118,9 @@ def _setting(name: str, default: str) -> str:
         try:
             from dotenv import dotenv_values
 
-            for key, value in dotenv_values(".env", encoding="utf-8").items():
-                if key.lower() == name and value is not None:
-                    return value
+            for entry, found in dotenv_values(".env", encoding="utf-8").items():
+                if entry.lower() == name and found is not None:
+                    return found
         except Exception:  # an unreadable .env: the settings will say what is wrong with it
             pass
     return default

@@ -256,7 +256,7 @@ class Worker:
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                     settings = self._settings()
                 why = "settings" if settings is None else ""
-            if why:
+            if why or settings is None:
                 log.info("stale request (%s differs): exiting", why)
                 self.close()  # the socket goes first, so the client's next worker can bind it
                 self._send(conn, {"status": "stale", "why": why})
