@@ -165,6 +165,32 @@ def test_a_page_edited_and_reindexed_is_in_the_workers_next_answer(tmp_path: Pat
         _kill_workers(data)
 
 
+def test_the_worker_answers_each_viewer_with_their_own_access(tmp_path: Path, embedding_cache_dir: Path) -> None:
+    """tests/acl_corpus (an HR page only the group hr may read, as in tests/test_access_cli.py): one worker answers
+    Hana (hr), Bob and an asker without ``--as`` in turn; only Hana's answers quote the page, each as the process's."""
+    corpus = ROOT / "tests" / "acl_corpus"
+    config = {"CHATOPS_CONFIG": str(corpus / "chatops.yml")}
+    question = "what is the salary band for a senior engineer?"
+    data = seed_embedding_cache(tmp_path / "data", embedding_cache_dir / "embeddings.sqlite")
+    try:
+        index = run_chatops(["index", f"folder:{corpus / 'handbook'}?name=handbook",
+                             f"folder:{corpus / 'hr'}?name=hr&audience=hr"], data, cwd=tmp_path, **config)
+        assert index.returncode == 0, index.stderr[-3000:]
+        ask(data, question, "--as", "hana@example.com", **config)
+        ready_worker(data)
+        for n, viewer in enumerate([("--as", "hana@example.com"), ("--as", "bob@example.com"), (),
+                                    ("--as", "hana@example.com"), ()], start=1):
+            reply = ask(data, question, *viewer, **config)
+            assert answered(data) == n
+            same_answer(reply, ask(data, question, *viewer, "--no-worker", **config))
+            quoted = "salary-bands.md" in {c["doc_id"] for c in reply["citations"]}
+            assert quoted == (viewer == ("--as", "hana@example.com")), (viewer, reply["text"])
+            if not quoted:
+                assert "98,000" not in json.dumps(reply) and "salary-bands" not in json.dumps(reply)
+    finally:
+        _kill_workers(data)
+
+
 def test_the_idle_timeout_stops_the_worker_and_removes_its_socket(data: Path) -> None:
     ask(data, ASK_WORKER_IDLE_SECONDS="2")
     ready_worker(data)

@@ -25,9 +25,9 @@ answers ``{"status": "stale"}`` and exits when any of those that the settings ar
 
 Fail safe (:func:`ask_worker` returns ``None`` and the client answers itself): no socket; a socket nobody listens on
 (removed when no worker holds the lock, so it never blocks the next one); a peer that is another user; no
-``accepted`` within :data:`ACCEPT_TIMEOUT` s or no answer within :data:`ANSWER_TIMEOUT` s (the worker is then sent
-SIGTERM, when its command line in ``/proc`` is a worker's); a reply that is not what was expected; ``stale``.
-Never an exception.
+``accepted`` within :data:`ACCEPT_TIMEOUT` s (a worker busy with another question); no answer within
+:data:`ANSWER_TIMEOUT` s after ``accepted``, or a reply that is not what was expected (the worker is then sent
+SIGTERM, when its command line in ``/proc`` is a worker's); ``stale``. Never an exception.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ MAX_LINE = 16 * 1024 * 1024
 ACCEPT_TIMEOUT = 3.0
 #: Seconds the worker may take to answer (a new question loads nothing: 0.1-1 s on a loaded machine).
 ANSWER_TIMEOUT = 30.0
+#: ``ask-worker.log`` is started afresh past this size, bytes.
+MAX_LOG = 1024 * 1024
 #: The longest socket path bound or connected directly (AF_UNIX allows 107 bytes); longer: relative to its folder.
 _SUN_PATH = 100
 
@@ -284,7 +286,11 @@ def ask_worker(ask: dict, where: Place | None = None) -> Reply | None:
             return None
         request = {**fingerprint(), "stderr_tty": sys.stderr.isatty(), "ask": ask}
         conn.sendall(json.dumps(request).encode("utf-8", "surrogateescape") + b"\n")
-        first = read_line(conn)
+        try:
+            first = read_line(conn)
+        except TimeoutError:
+            pid = 0  # busy with another question, or starting to hang: leave it (its next client may stop it)
+            return None
         if first.get("status") != "accepted":
             pid = 0  # stale: the worker exits by itself
             return None
@@ -325,6 +331,9 @@ def start_worker(where: Place | None = None) -> bool:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return False  # a worker is alive (or starting)
+    with contextlib.suppress(OSError):
+        if where.log.stat().st_size > MAX_LOG:
+            where.log.unlink()  # one line per start, question and exit: a fresh log now and then
     with open(where.log, "ab") as log:
         subprocess.Popen([sys.executable, "-m", "bot.cli.warm_worker"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, close_fds=True)

@@ -91,12 +91,14 @@ class _Captured(io.StringIO):
         return self._tty
 
 
-def _argv(ask: dict) -> list[str]:
+def _argv(ask: Any) -> list[str]:
     """``chatops ask``'s command line from the request's arguments (parsed again by the real parser).
 
     Raises:
-        ValueError: an argument of the wrong type.
+        ValueError: not an object of arguments, or an argument of the wrong type.
     """
+    if not isinstance(ask, dict):
+        raise ValueError("no ask arguments")
     question, history, retriever = ask.get("question"), ask.get("history") or [], ask.get("retriever") or "hybrid"
     as_user = ask.get("as_user")
     if not (isinstance(question, str) and isinstance(history, list) and all(isinstance(h, str) for h in history)
@@ -261,12 +263,13 @@ class Worker:
                 self.close()  # the socket goes first, so the client's next worker can bind it
                 self._send(conn, {"status": "stale", "why": why})
                 return False
+            argv = _argv(request.get("ask"))
             self._send(conn, {"status": "accepted", "pid": os.getpid()})
-            rc = self._run(request["ask"], settings, out, err)
+            rc = self._run(argv, settings, out, err)
             conn.settimeout(warm.ANSWER_TIMEOUT)
             self._send(conn, {"status": "ok", "rc": rc, "stdout": out.getvalue(), "stderr": err.getvalue()})
             log.info("answered pid %d (exit %d) in %.3f s", pid, rc, time.perf_counter() - start)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError) as exc:
             log.warning("dropped a request: %s", exc)
         except Exception:  # a bug on the ask path: the client answers itself (and shows it)
             log.exception("failed to answer; the client answers itself")
@@ -282,8 +285,8 @@ class Worker:
             return None
         return settings if settings_digest(settings) == self.digest else None
 
-    def _run(self, ask: dict, settings: Settings, out: _Captured, err: _Captured) -> int:
-        """``chatops ask`` with these arguments and settings, its output in ``out`` and ``err``: its exit status."""
+    def _run(self, argv: list[str], settings: Settings, out: _Captured, err: _Captured) -> int:
+        """``chatops ask`` with this command line and settings, its output in ``out`` and ``err``: its exit status."""
         from ..terminal import install
         from .asking import ask_here
         from .run import run_command
@@ -291,7 +294,7 @@ class Worker:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 with install():
-                    args = self.parser.parse_args(_argv(ask))
+                    args = self.parser.parse_args(argv)
             except SystemExit as exc:  # argparse's own error (printed to err)
                 return int(exc.code or 0) if isinstance(exc.code, int) else 2
             with install(as_json=bool(args.json)):
