@@ -191,6 +191,17 @@ def test_the_worker_answers_each_viewer_with_their_own_access(tmp_path: Path, em
         _kill_workers(data)
 
 
+def test_a_bot_package_in_the_working_directory_is_not_the_workers_code(data: Path) -> None:
+    """The worker runs the modules ``chatops`` runs (``python -P``), not a ``bot/`` the asker's folder holds."""
+    fake = data.parent / "bot"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise SystemExit('not chatops')\n")
+    first = ask(data)
+    ready_worker(data)
+    same_answer(first, ask(data))
+    assert answered(data) == 1
+
+
 def test_the_idle_timeout_stops_the_worker_and_removes_its_socket(data: Path) -> None:
     ask(data, ASK_WORKER_IDLE_SECONDS="2")
     ready_worker(data, listening=False)  # (on a loaded machine it may be gone before this looks)

@@ -335,6 +335,7 @@ def start_worker(where: Place | None = None) -> bool:
         if where.log.stat().st_size > MAX_LOG:
             where.log.unlink()  # one line per start, question and exit: a fresh log now and then
     with open(where.log, "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "bot.cli.warm_worker"], stdin=subprocess.DEVNULL,
+        # -P: the modules this command runs, not a bot/ package that the working directory may hold
+        subprocess.Popen([sys.executable, "-P", "-m", "bot.cli.warm_worker"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, close_fds=True)
     return True
