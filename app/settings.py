@@ -30,6 +30,12 @@ class Settings(BaseSettings):
                                                     "URL (e.g. http://otel-collector:4318); spans of turns, searches, "
                                                     "LLM calls and syncs go to ENDPOINT/v1/traces. Unset: no tracing.")
     otel_service_name: str = Field("chatops", description="The service.name of the exported spans.")
+    ask_worker: Literal["auto", "on", "off"] = Field(
+        "auto", description="chatops ask's warm worker, a background process per data dir that keeps the imports "
+        "and the embedding model loaded and answers the next questions (docs/reference/cli.md): auto (when stdin "
+        "and stdout are a terminal), on (scripts too), off. chatops ask --no-worker turns it off for one question.")
+    ask_worker_idle_seconds: float = Field(300.0, gt=0, description="The ask worker exits after this many seconds "
+                                           "without a question.")
     embedding_model: str = Field("local", description="'local' (bundled all-MiniLM-L6-v2 int8 ONNX) or an "
                                  "OpenAI embeddings model name such as text-embedding-3-small.")
     openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")

@@ -25,19 +25,24 @@ __all__ = ["build_embedder", "open_index", "open_index_manifest", "open_index_ch
 log = logging.getLogger(__name__)
 
 
-def build_embedder(settings: Settings, verify_cache: bool = False, lazy_model: bool = False) -> CachedEmbedder:
+def build_embedder(settings: Settings, verify_cache: bool = False, lazy_model: bool = False,
+                   model: Embedder | None = None) -> CachedEmbedder:
     """The configured embedder wrapped in the on-disk embedding cache.
 
     ``verify_cache=True`` (indexing runs, through :func:`open_index` with ``repair``) checks the whole
     cache file on open and rebuilds a damaged one; other commands skip that full read. ``lazy_model=True``
     (``chatops ask`` and ``chat``) loads the local model on the first text the cache does not hold, not now, and
     without optimising its graph (a few texts to embed: see :class:`index.embeddings.OnnxMiniLMEmbedder`).
+    ``model``: an embedder already built from these settings (``chatops ask``'s warm worker keeps one loaded),
+    used instead of building one; the cache is opened anew.
 
     Raises:
         EmbeddingError: when an API model is named but no OpenAI key or base URL is set.
     """
     inner: Embedder
-    if settings.embedding_model in ("", "local"):
+    if model is not None:
+        inner = model
+    elif settings.embedding_model in ("", "local"):
         # chatops ask embeds a few texts: a graph not optimised loads 0.3-0.7 s sooner and runs them as fast
         inner = OnnxMiniLMEmbedder(lazy=lazy_model, optimize=not lazy_model)
     else:

@@ -9,6 +9,10 @@ the real ``chatops`` console script once per question and times each process fro
 - ``repeated question``: the same question again (its vector is cached: no model is loaded);
 - ``stale snapshot``: the dense store's snapshot removed first, so the process opens local-mode Qdrant
   (``qdrant-client``) as every ``ask`` did before, and writes a new snapshot for the next one.
+- ``warm worker``: with ``ASK_WORKER=on``, a first ``chatops ask`` starts the data dir's ask worker
+  (``bot/cli/warm_worker.py``), then new and repeated questions as above are answered by it; the times are the
+  client's (``chatops ask`` from start to exit; the worker's own CPU is not in them: its log line per question
+  gives its time), and the answers are checked equal to a ``--no-worker`` process's. The worker is stopped after.
 
 Each line gives the median, p95 and best of ``--runs`` runs (warm disk: every file read is in the page cache
 after the first run), in wall seconds and in CPU seconds (the process's user + system time, which the machine's
@@ -165,11 +169,12 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def ask(question: str, data: Path, root: Path = ROOT) -> Run:
-    """One ``chatops ask`` process (the code of the checkout ``root``)."""
+def ask(question: str, data: Path, root: Path = ROOT, *options: str, **settings: str) -> Run:
+    """One ``chatops ask`` process (the code of the checkout ``root``; ``options`` after ``ask``, ``settings`` in its
+    environment)."""
     cpu, start = _children_cpu(), time.perf_counter()
-    proc = subprocess.run([str(CHATOPS), "ask", question], env=environment(data, root), cwd=data.parent,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([str(CHATOPS), "ask", *options, question], env={**environment(data, root), **settings},
+                          cwd=data.parent, capture_output=True, text=True, timeout=300)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"chatops ask failed ({proc.returncode}): {proc.stderr[-2000:]}")
@@ -272,6 +277,7 @@ def main() -> None:
                 f.unlink()
             stale.append(ask(QUESTIONS[0], data))
         print(summary("stale snapshot (opens qdrant-client)", [r.wall for r in stale], [r.cpu for r in stale]))
+        warm_worker(data, pristine, args.runs)
         if args.baseline:
             compare(args.baseline.resolve(), data, pristine, args.runs)
         print("breakdown (one run each, in-process timers around chatops ask's own calls):")
@@ -283,6 +289,38 @@ def main() -> None:
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def warm_worker(data: Path, pristine: Path, runs: int) -> None:
+    """New and repeated questions answered by the ask worker (``ASK_WORKER=on``): the client's wall and CPU time."""
+    log, sock = data / "run" / "ask-worker.log", data / "run" / "ask.sock"
+    ask(QUESTIONS[0], data, ROOT, ASK_WORKER="on")  # answers itself, starts the worker
+    deadline = time.monotonic() + 120
+    while not (sock.exists() and log.exists() and " ready in " in log.read_text()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the ask worker did not start: {log.read_text() if log.exists() else 'no log'}")
+        time.sleep(0.1)
+    pid = int(log.read_text().rsplit(" ready in ", 1)[0].rsplit("pid ", 1)[1])
+    try:
+        served = log.read_text().count(" answered pid ")
+        new, repeated = [], []
+        for i in range(runs):
+            restore_cache(data, pristine)
+            new.append(ask(QUESTIONS[i % len(QUESTIONS)], data, ROOT, ASK_WORKER="on"))
+        print(summary("warm worker, new question", [r.wall for r in new], [r.cpu for r in new]))
+        repeated = [ask(QUESTIONS[0], data, ROOT, ASK_WORKER="on") for _ in range(runs)]
+        print(summary("warm worker, repeated question", [r.wall for r in repeated], [r.cpu for r in repeated]))
+        answered = log.read_text().count(" answered pid ") - served
+        if answered != 2 * runs:
+            raise SystemExit(f"the worker answered {answered} of {2 * runs} questions: {log.read_text()[-2000:]}")
+        if repeated[-1].stdout != ask(QUESTIONS[0], data, ROOT, "--no-worker", ASK_WORKER="on").stdout:
+            raise SystemExit("the worker's answer differs from the process's")
+        took = [float(line.rsplit(" in ", 1)[1].split()[0]) for line in log.read_text().splitlines()
+                if " answered pid " in line][-2 * runs:]
+        print(f"    the worker's own time per question: new median {statistics.median(took[:runs]):.2f} s, "
+              f"repeated median {statistics.median(took[runs:]):.2f} s (wall, its log)")
+    finally:
+        os.kill(pid, 15)
 
 
 def compare(baseline: Path, data: Path, pristine: Path, runs: int) -> None:

@@ -12,22 +12,57 @@ from .settings import ConfigError, load_settings
 
 if TYPE_CHECKING:
     from app.settings import Settings
+    from index.embeddings import Embedder
 
-__all__ = ["cmd_ask", "cmd_chat", "cli_access", "empty_index_message"]
+__all__ = ["cmd_ask", "ask_here", "cmd_chat", "cli_access", "empty_index_message"]
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    """``chatops ask QUESTION [--history H]... [--json]``."""
+    """``chatops ask QUESTION [--history H]... [--json] [--no-worker]``.
+
+    With the warm ask worker enabled (``ASK_WORKER``, :func:`.warm.enabled`: by default only at a terminal), the
+    worker of this data dir answers first, before anything heavy is imported here; when none answers (none
+    running, other settings or code, a timeout, anything unexpected) this process answers itself, exactly as
+    without a worker, and then starts one in the background for the next question.
+    """
+    from . import warm
+
+    if warm.enabled(args.no_worker):
+        served = warm.ask_worker({"question": args.question, "history": list(args.history or ()),
+                                  "json": bool(args.json), "retriever": args.retriever, "as_user": args.as_user})
+        if served is not None:
+            sys.stdout.write(served.stdout)
+            sys.stderr.write(served.stderr)
+            return served.rc
+    settings = load_settings(answers_on_stdout=True, terminal=True)
+    rc = ask_here(args, settings)
+    if warm.enabled(args.no_worker, settings.ask_worker):
+        warm.start_worker()
+    return rc
+
+
+def ask_here(args: argparse.Namespace, settings: Settings, model: Embedder | None = None) -> int:
+    """Answer ``chatops ask``'s question in this process, with these settings, and print it: what ``chatops ask``
+    runs, and what the warm worker runs for it (``model``: its embedding model, loaded once; the embedding cache
+    and the index are opened for this question and closed after it).
+
+    Raises:
+        ConfigError: the index is empty (and the question needed it), or ``--as`` is not an e-mail address.
+    """
     from agent.models import HistoryMessage
     from app.inbound import InboundMessage
     from app.layout import sections
     from app.turns import build_turn
-    from app.wiring import build_agent
+    from app.wiring import build_agent, build_embedder, open_index
 
     from ..cli_actions import cli_propose, cli_user
     from ..console import render_reply
 
-    settings = load_settings(answers_on_stdout=True, terminal=True)
-    rt = build_agent(settings, retriever=args.retriever, lazy_model=True)  # a cached question needs no model
+    embedder = build_embedder(settings, lazy_model=True, model=model)  # a cached question needs no model
+    try:
+        rt = build_agent(settings, open_index(settings, embedder), retriever=args.retriever)
+    except BaseException:
+        embedder.cache.close()
+        raise
     try:
         empty = rt.index.stats()["pages"] == 0
         user = cli_user()
@@ -43,6 +78,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         pending = cli_propose(settings, rt.tools, reply.pending_action, turn) if reply.pending_action else ""
     finally:
         rt.close()
+        embedder.cache.close()  # (the worker lives on: nothing stays open from one question to the next)
     if empty and not reply.pending_action and reply.route in {"knowledge", "followup"}:
         # Nothing to answer from: say so and how to fix it (a meeting request still works without an index).
         raise ConfigError(empty_index_message(settings))

@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
     pa.add_argument("--as", dest="as_user", metavar="EMAIL", help="answer as this person would see it in a DM "
                     "(their own access); without it, public pages only")
+    pa.add_argument("--no-worker", action="store_true", help="answer in this process: do not ask or start the warm "
+                    "ask worker (ASK_WORKER=auto|on|off; auto uses one when stdin and stdout are a terminal)")
     pa.set_defaults(func=cmd_ask)
     pc = _command(sub, "chat", "a console conversation with thread memory",
                   "A conversation in the terminal: earlier messages are the thread's history. /new starts a new "

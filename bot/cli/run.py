@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 
 from core.errors import ChatopsError
 from index.faults import is_disk_full, is_sqlite_damage, storage_error
@@ -13,7 +14,7 @@ from index.faults import is_disk_full, is_sqlite_damage, storage_error
 from .parser import build_parser
 from .settings import ConfigError
 
-__all__ = ["main"]
+__all__ = ["main", "run_command"]
 
 log = logging.getLogger("chatops")
 
@@ -73,13 +74,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Run the parsed command; map the errors a user can fix to a one-line message and exit 2."""
+    return run_command(args, args.func)
+
+
+def run_command(args: argparse.Namespace, func: Callable[[argparse.Namespace], int | None]) -> int:
+    """Run ``func(args)`` (the parsed command's function; the ask worker passes its own, :mod:`.warm_worker`); map
+    the errors a user can fix to a one-line message and exit 2."""
     bad = _undecodable_argument(args)
     if bad is not None:
         print(f"chatops: {bad}", file=sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        return int(func(args) or 0)
     except (ChatopsError, ConfigError) as exc:
         print(f"chatops: {exc}", file=sys.stderr)
         return 2
