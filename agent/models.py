@@ -105,9 +105,8 @@ class Turn:
         if bad:
             raise TypeError(f"Turn.history takes HistoryMessage entries (who wrote each message), got "
                             f"{type(bad[0]).__name__}; wrap the requester's own text with HistoryMessage.own(text)")
-        if not isinstance(self.history, tuple):
-            # a runtime guard: typed callers pass a tuple; an untyped caller's list is made one
-            object.__setattr__(self, "history", tuple(self.history))  # type: ignore[unreachable]
+        # a runtime guard: typed callers pass a tuple (kept as is); an untyped caller's list is made one
+        object.__setattr__(self, "history", tuple(self.history))
 
     @property
     def own_history(self) -> tuple[str, ...]:

@@ -286,7 +286,7 @@ class ActionService:
         self.store.audit(user_id, rec.platform, rec.tool, target=key, outcome="ok", detail={**detail, **out})
         return ActionOutcome("done", result.message, self.store.get_pending(key), out)
 
-    def _fail(self, rec: PendingRecord, user_id: str, message: str, error: str, detail: dict) -> ActionOutcome:
+    def _fail(self, rec: PendingRecord, user_id: str, message: str, error: str, detail: dict[str, Any]) -> ActionOutcome:
         self.store.transition_pending(rec.key, "executing", "failed", {"error": error, "message": message})
         self.store.audit(user_id, rec.platform, rec.tool, target=rec.key, outcome="failed",
                          detail={**detail, "error": error})

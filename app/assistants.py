@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -185,7 +186,7 @@ class AssistantService:
         clock: seconds since the epoch (tests may pass their own).
     """
 
-    def __init__(self, runtime: Runtime, store: StateStore, clock=time.time) -> None:
+    def __init__(self, runtime: Runtime, store: StateStore, clock: Callable[[], float] = time.time) -> None:
         self.runtime = runtime
         self.store = store
         self.clock = clock

@@ -10,6 +10,8 @@ import json
 
 from state.migrate import SchemaStatus, status, upgrade
 
+from .settings import Settings
+
 __all__ = ["cli_db"]
 
 
@@ -25,7 +27,7 @@ def _describe(st: SchemaStatus) -> str:
     return f"revision {st.current}, behind the head {st.head} (run chatops db upgrade)"
 
 
-def cli_db(settings, op: str, as_json: bool = False) -> int:
+def cli_db(settings: Settings, op: str, as_json: bool = False) -> int:
     """Run ``chatops db OP`` (``upgrade`` or ``current``) on the settings' state database.
 
     Returns:

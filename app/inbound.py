@@ -117,11 +117,10 @@ class InboundMessage:
             raise ValueError(f"channel_kind must be one of {sorted(CHANNEL_KINDS)} or empty, got {self.channel_kind!r}")
         if self.sent_at is not None and self.sent_at.utcoffset() is None:
             raise ValueError("sent_at must be an aware datetime (with a time zone)")
-        if not isinstance(self.history, tuple):
-            object.__setattr__(self, "history", tuple(self.history))
-        if not isinstance(self.mentions, tuple):
-            object.__setattr__(self, "mentions", tuple(self.mentions))
-        if self.audience_members is not None and not isinstance(self.audience_members, tuple):
+        # a caller may pass lists for the tuple fields: tuple() makes them tuples (a tuple is kept as is)
+        object.__setattr__(self, "history", tuple(self.history))
+        object.__setattr__(self, "mentions", tuple(self.mentions))
+        if self.audience_members is not None:
             object.__setattr__(self, "audience_members", tuple(self.audience_members))
         bad = [h for h in self.history if not isinstance(h, HistoryMessage)]
         if bad:

@@ -26,15 +26,15 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from connectors.base import IncrementalSource, Source
-from connectors.config import ConfluenceConfig, Schedule
-from connectors.factory import build_source
+from connectors.config import ConfluenceConfig, Schedule, SourceConfig
+from connectors.factory import BuiltSource, build_source
 from connectors.errors import SourceSpecError
 from connectors.sources import parse_source_spec
 from index.indexer import IndexReport
@@ -44,6 +44,7 @@ from index.sync import SyncEngine, adopt_legacy, holder_is_gone, sources_status
 from state import StateStore, StateStoreError
 
 from .config import ChatopsConfig, parse_config
+from .settings import Settings
 from .sources_file import load_sources_config, split_specs
 from .wiring import Runtime
 
@@ -56,7 +57,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def parse_sources(value: str) -> list:
+def parse_sources(value: str) -> list[BuiltSource]:
     """Parse ``CHATOPS_SOURCES`` into connector objects.
 
     Raises:
@@ -114,7 +115,7 @@ class IndexJobs:
         next_run_times: set with it: a callable giving ``{source: next fire time or None}`` for ``status()``.
     """
 
-    def __init__(self, runtime: Runtime, store: StateStore, sources: list | ChatopsConfig | None = None,
+    def __init__(self, runtime: Runtime, store: StateStore, sources: Sequence[Source | SourceConfig] | ChatopsConfig | None = None,
                  default_schedule: Schedule | None = None, *, writes: bool = True) -> None:
         self.writes = writes
         self.runtime = runtime
@@ -135,13 +136,14 @@ class IndexJobs:
                 configs.append(s)
         self.config = sources if isinstance(sources, ChatopsConfig) else parse_config(
             {"sources": [c.model_dump(mode="python") for c in configs]})
-        self._built: dict[str, Any] = {}
+        self._built: dict[str, BuiltSource] = {}
         self.engine = SyncEngine(runtime.index, store, lock_ttl=timedelta(minutes=30), write_lock=self._write)
         if writes:
             adopt_legacy(runtime.index.manifest, store, runtime.index.index_id)  # cursors from before 0004
 
     @classmethod
-    def from_settings(cls, runtime: Runtime, store: StateStore, settings=None, *, writes: bool = True) -> IndexJobs:
+    def from_settings(cls, runtime: Runtime, store: StateStore, settings: Settings | None = None, *,
+                      writes: bool = True) -> IndexJobs:
         """Jobs for the sources of ``CHATOPS_CONFIG`` and ``CHATOPS_SOURCES`` (see :func:`load_sources_config`).
 
         Raises:
@@ -176,7 +178,7 @@ class IndexJobs:
                     out[name] = every
         return out
 
-    def source(self, name: str):
+    def source(self, name: str) -> Source:
         """The connector for ``name``, built from its config entry on first use and kept.
 
         Raises:
@@ -268,7 +270,7 @@ class IndexJobs:
         """Next scheduled run per source (empty without a running scheduler)."""
         return self.next_run_times() if self.next_run_times is not None else {}
 
-    def status(self) -> list[dict]:
+    def status(self) -> list[dict[str, Any]]:
         """Per source: pages and chunks indexed, the last run, its outcome and summary, the next run.
 
         Keys: ``source``, ``pages``, ``chunks``, ``last_run``, ``last_status``, ``last_summary`` (a
@@ -323,7 +325,7 @@ class RunLog:
         self.index_id = index_id
 
     @classmethod
-    def open(cls, settings, index_id: str) -> RunLog:
+    def open(cls, settings: Settings, index_id: str) -> RunLog:
         """A log on the settings' state store (``DATABASE_URL`` or the data dir's SQLite) for the index ``index_id``."""
         try:
             return cls(StateStore(settings.state_url), index_id)
@@ -369,7 +371,7 @@ class RunLog:
             self.store.close()
 
 
-def cli_sources_list(settings, as_json: bool = False) -> int:
+def cli_sources_list(settings: Settings, as_json: bool = False) -> int:
     """``chatops sources list [--json]``: every source in the index or the configuration, one line each.
 
     Reads only the manifest and the state store (works while ``chatops serve`` holds the index).
@@ -401,7 +403,7 @@ def cli_sources_list(settings, as_json: bool = False) -> int:
     return 0
 
 
-def cli_sources_remove(settings, name: str, yes: bool = False) -> int:
+def cli_sources_remove(settings: Settings, name: str, yes: bool = False) -> int:
     """``chatops sources remove NAME --yes``: delete NAME's pages from both indexes, forget its cursor and runs
     (this index's: other indexes sharing the state store keep theirs, and their pages).
 
@@ -441,7 +443,7 @@ def cli_sources_remove(settings, name: str, yes: bool = False) -> int:
     return 0
 
 
-def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) -> int:
+def cli_sync(settings: Settings, source: str | None, full: bool, as_json: bool = False) -> int:
     """``chatops sync [--source NAME] [--full] [--json]``: run the sync jobs once, print one line per source.
 
     Returns:
@@ -491,7 +493,7 @@ def cli_sync(settings, source: str | None, full: bool, as_json: bool = False) ->
     return 0 if all(r.status == "ok" for r in results) else 1
 
 
-def cli_status(settings, as_json: bool = False) -> int:
+def cli_status(settings: Settings, as_json: bool = False) -> int:
     """``chatops status [--json]``: per source, pages and chunks indexed, the last run and its summary.
 
     Reads only the index manifest and the state store, so it works while ``chatops serve`` holds the index (it
@@ -548,7 +550,7 @@ def cli_status(settings, as_json: bool = False) -> int:
     return 0
 
 
-def flag_lines(row: dict) -> list[str]:
+def flag_lines(row: dict[str, Any]) -> list[str]:
     """The index-time scan's counts of a :func:`~index.sync.sources_status` row, and its pages whose read
     access is unresolved, one line each (none when clean)."""
     lines = []

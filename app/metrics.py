@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -99,13 +99,13 @@ class StoreCollector(Collector):
     is where the failure shows.
     """
 
-    def __init__(self, manifest: Manifest, store: StateStore, clock=time.time, *, index_id: str | None = None) -> None:
+    def __init__(self, manifest: Manifest, store: StateStore, clock: Callable[[], float] = time.time, *, index_id: str | None = None) -> None:
         self.index_id = index_id
         self.manifest = manifest
         self.store = store
         self.clock = clock
 
-    def describe(self) -> Iterator:
+    def describe(self) -> Iterator[GaugeMetricFamily]:
         """Nothing: the registry need not run the queries when this collector is registered."""
         return iter(())
 

@@ -38,6 +38,7 @@ from state import StateStore, TurnRecord
 if TYPE_CHECKING:  # the index and NumPy are imported when a report is built, not when this module is
     from index.knowledge import StoredChunks
     from index.manifest import Manifest
+    from numpy.typing import ArrayLike
 
     from .settings import Settings
 
@@ -241,7 +242,8 @@ class GapReport:
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (times as ISO 8601 strings, ``answer_rate`` included)."""
-        return _jsonable({**asdict(self), "answer_rate": self.answer_rate})
+        out: dict[str, Any] = _jsonable({**asdict(self), "answer_rate": self.answer_rate})  # a dict stays a dict
+        return out
 
 
 def _jsonable(value: Any) -> Any:
@@ -310,7 +312,7 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().split()).rstrip("?!. ")
 
 
-def average_linkage_clusters(distances, threshold: float) -> list[int]:
+def average_linkage_clusters(distances: ArrayLike, threshold: float) -> list[int]:
     """Flat clusters of average-linkage (UPGMA) agglomerative clustering cut at ``threshold``: a cluster label
     per point, points with the same label in one cluster (labels are small integers, in no particular order).
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from jinja2 import Environment, select_autoescape
 
 from .layout import section_path
-from .report import GapReport
+from .report import GapReport, PageUse
 
 __all__ = ["render_text", "render_html", "summary_markdown", "period_text", "rate_text"]
 
@@ -199,7 +199,7 @@ def _safe_href(url: str) -> str:
 def render_html(report: GapReport) -> str:
     """The report as one self-contained HTML page (see the module docstring)."""
 
-    def age(use) -> str:
+    def age(use: PageUse) -> str:
         return "unknown" if use.age_days is None else f"{use.age_days} days ago"
 
     template = _ENV.from_string(_TEMPLATE)

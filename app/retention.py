@@ -18,6 +18,8 @@ from datetime import datetime, timedelta, timezone
 from state import NO_INDEX, StateStore
 from state.retention import Cutoffs, ForgetReport, forget_user, purge
 
+from .settings import Settings
+
 __all__ = ["RetentionPolicy", "Retention", "RetentionReport", "RUN_SOURCE", "status_line", "cli_purge",
            "cli_forget"]
 
@@ -36,7 +38,7 @@ class RetentionPolicy:
     feedback_days: int = 365
 
     @classmethod
-    def from_settings(cls, settings) -> RetentionPolicy:
+    def from_settings(cls, settings: Settings) -> RetentionPolicy:
         """The policy of ``RETENTION_DAYS_CONVERSATIONS``, ``RETENTION_DAYS_AUDIT``, ``RETENTION_DAYS_FEEDBACK``."""
         return cls(settings.retention_days_conversations, settings.retention_days_audit,
                    settings.retention_days_feedback)
@@ -81,7 +83,7 @@ class Retention:
         self.purge_calendar = purge_calendar
 
     @classmethod
-    def from_settings(cls, store: StateStore, settings) -> Retention:
+    def from_settings(cls, store: StateStore, settings: Settings) -> Retention:
         """The job of the settings' policy, with the local calendar when ``CALENDAR_BACKEND=local``."""
         from .wiring import purge_calendar
 
@@ -131,7 +133,7 @@ def status_line(store: StateStore) -> str:
     return f"retention: last run {when} ok: deleted {_counts(r.summary.get('purged') or {})}"
 
 
-def cli_purge(settings, as_json: bool = False) -> int:
+def cli_purge(settings: Settings, as_json: bool = False) -> int:
     """``chatops purge [--json]``: the daily purge, once; prints the rows deleted per table.
 
     Returns:
@@ -157,7 +159,7 @@ def cli_purge(settings, as_json: bool = False) -> int:
     return 0 if report.status == "ok" else 1
 
 
-def cli_forget(settings, user_id: str, yes: bool = False, as_json: bool = False) -> int:
+def cli_forget(settings: Settings, user_id: str, yes: bool = False, as_json: bool = False) -> int:
     """``chatops forget --user ID --yes [--json]``: delete what one person wrote or asked for
     (:func:`state.retention.forget_user`), audit it under a pseudonym, print the counts.
 

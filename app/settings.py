@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -132,13 +132,14 @@ class Settings(BaseSettings):
 
     @field_validator("privacy_url", "terms_url")
     @classmethod
-    def _https(cls, v: str | None, info) -> str | None:
+    def _https(cls, v: str | None, info: ValidationInfo) -> str | None:
         from urllib.parse import urlsplit
 
+        name = info.field_name or ""  # pydantic names the field for a field validator
         v = (v or "").strip() or None
         if v is not None and (urlsplit(v).scheme != "https" or not urlsplit(v).netloc):
-            raise ValueError(f"{info.field_name.upper()} must be an https:// URL (Teams links only https pages), "
-                             f"e.g. https://intranet.example.com/chatops/{info.field_name.split('_')[0]}; got {v[:80]!r}")
+            raise ValueError(f"{name.upper()} must be an https:// URL (Teams links only https pages), "
+                             f"e.g. https://intranet.example.com/chatops/{name.split('_')[0]}; got {v[:80]!r}")
         return v
 
     # LLM planner (on when OPENAI_API_KEY, OPENAI_BASE_URL or AZURE_OPENAI_ENDPOINT is set)
@@ -257,10 +258,11 @@ class Settings(BaseSettings):
 
     @field_validator("retention_days_conversations", "retention_days_audit", "retention_days_feedback")
     @classmethod
-    def _retention_days(cls, v: int, info) -> int:
+    def _retention_days(cls, v: int, info: ValidationInfo) -> int:
+        name = info.field_name or ""  # pydantic names the field for a field validator
         if v < 1:
-            raise ValueError(f"{info.field_name.upper()} must be a whole number of days, 1 or more (e.g. "
-                             f"{cls.model_fields[info.field_name].default}); there is no 'keep forever': to keep "
+            raise ValueError(f"{name.upper()} must be a whole number of days, 1 or more (e.g. "
+                             f"{cls.model_fields[name].default}); there is no 'keep forever': to keep "
                              "rows for a very long time write a large number such as 36500")
         return v
 
@@ -290,16 +292,17 @@ class Settings(BaseSettings):
 
     @field_validator("chatops_data_dir", "chatops_cache_dir", "calendar_ics_dir")
     @classmethod
-    def _folder(cls, v: Path | None, info) -> Path | None:
+    def _folder(cls, v: Path | None, info: ValidationInfo) -> Path | None:
         """A folder setting must name a folder, or a path that can become one (no file on the way)."""
         if v is None:
             return v
+        name = info.field_name or ""  # pydantic names the field for a field validator
         for p in (v, *v.parents):
             if p.exists():
                 if not p.is_dir():
                     what = "is a file" if p == v else f"is below {p}, which is a file"
-                    raise ValueError(f"{info.field_name.upper()}={v} {what}, not a folder; point "
-                                     f"{info.field_name.upper()} at a folder (it is created when missing)")
+                    raise ValueError(f"{name.upper()}={v} {what}, not a folder; point "
+                                     f"{name.upper()} at a folder (it is created when missing)")
                 break
         return v
 

@@ -13,6 +13,7 @@ from connectors.config_file import ConfigFileError
 from connectors.sources import spec_to_config
 
 from .config import DEFAULT_CONFIG_FILE, ChatopsConfig, load_config
+from .settings import Settings
 
 __all__ = ["load_sources_config", "split_specs"]
 
@@ -34,7 +35,7 @@ def split_specs(value: str) -> list[str]:
     return out
 
 
-def load_sources_config(settings) -> ChatopsConfig:
+def load_sources_config(settings: Settings) -> ChatopsConfig:
     """The sources file (if any) plus ``CHATOPS_SOURCES`` specs, as one validated config.
 
     ``CHATOPS_CONFIG`` unset reads ``./chatops.yml`` when it exists (no file: no sources from it);

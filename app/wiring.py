@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Literal, overload
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from agent.agent import Agent
 from agent.gate import GateConfig
-from agent.planner import ActionConfig, RuleBasedPlanner
+from agent.planner import ActionConfig, FallbackPlanner, Planner, RuleBasedPlanner
+from core.access import Viewer
 from index.embeddings import CachedEmbedder, Embedder, EmbeddingCache, OnnxMiniLMEmbedder, OpenAIEmbedder
 from core.errors import EmbeddingError
 from index.knowledge import MANIFEST_FILE, KnowledgeIndex, StoredChunks, open_manifest, open_stored_chunks
@@ -18,6 +21,9 @@ from tools.knowledge_search import KnowledgeSearch, SearchConfig
 
 from .access import AccessPolicy, access_policy, unreadable_citations
 from .settings import Settings
+
+if TYPE_CHECKING:  # the LLM planner is imported when it is built (settings.llm_enabled)
+    from agent.llm.planner import LLMPlanner
 
 __all__ = ["build_embedder", "open_index", "open_index_manifest", "open_index_chunks", "build_agent",
            "register_action_tools", "Runtime"]
@@ -148,7 +154,7 @@ class Runtime:
     agent: Agent
     access: AccessPolicy = AccessPolicy()
 
-    def unreadable_citations(self, citations, viewer) -> list:
+    def unreadable_citations(self, citations: Iterable[Any], viewer: Viewer) -> list[Any]:
         """The citations whose stored chunk ``viewer`` may not read (a chunk that is gone counts as
         unreadable): :func:`app.access.unreadable_citations` over this index, for "Share in channel"."""
         return unreadable_citations(citations, viewer, self.index.dense.get)
@@ -196,7 +202,7 @@ def register_action_tools(tools: ToolRegistry, settings: Settings) -> ToolRegist
     return tools
 
 
-def purge_calendar(settings: Settings, before) -> int | None:
+def purge_calendar(settings: Settings, before: datetime) -> int | None:
     """Retention of the local calendar (``CALENDAR_BACKEND=local``): delete its events, rows and ``.ics``
     files, that ended before ``before`` (aware datetime); ``None`` for Google (its events are Google's)."""
     if settings.calendar_backend != "local":
@@ -223,9 +229,8 @@ def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriev
     tools.register(search)
     register_action_tools(tools, settings)
     actions = ActionConfig(default_timezone=settings.default_timezone)
-    planner = RuleBasedPlanner(tools, gate=gate, retriever=retriever, actions=actions)
-    if settings.llm_enabled:
-        planner = build_llm_planner(settings, tools, planner)
+    rules = RuleBasedPlanner(tools, gate=gate, retriever=retriever, actions=actions)
+    planner: Planner = build_llm_planner(settings, tools, rules) if settings.llm_enabled else rules
     agent = Agent(planner, min_citations=settings.min_citations, max_question_chars=settings.max_question_chars)
     return Runtime(settings, index, search, tools, agent, access_policy(settings))
 
@@ -234,7 +239,7 @@ def build_agent(settings: Settings, index: KnowledgeIndex | None = None, retriev
 LLM_SERVERS_FILE = "llm-servers.json"
 
 
-def build_llm_planner(settings: Settings, tools: ToolRegistry, fallback):
+def build_llm_planner(settings: Settings, tools: ToolRegistry, fallback: FallbackPlanner) -> LLMPlanner:
     """The tool-first LLM planner over ``tools``, falling back to ``fallback`` (the rule-based one)."""
     from agent.llm.client import LLMClient, build_openai_client
     from agent.llm.memory import ServerMemory

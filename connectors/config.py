@@ -26,13 +26,16 @@ import os
 import re
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Annotated, Any, Literal, Self, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, Union
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from core.access import Access, group, normalise, user
 from .errors import ConnectorError
+
+if TYPE_CHECKING:  # APScheduler ships no types (Any to mypy); imported when a schedule is built
+    from apscheduler.triggers.base import BaseTrigger
 
 __all__ = [
     "SourcesConfig", "SourceConfig", "ConfluenceConfig", "MediaWikiConfig", "FolderConfig", "Schedule",
@@ -102,7 +105,7 @@ class Schedule(StrictModel):
                 raise ValueError(f"cron {self.cron!r} is not a 5-field crontab (minute hour day month weekday): {exc}")
         return self
 
-    def trigger(self, timezone: str = "UTC"):
+    def trigger(self, timezone: str = "UTC") -> BaseTrigger:
         """The APScheduler 3.x trigger (``IntervalTrigger`` or ``CronTrigger``) in ``timezone``."""
         from apscheduler.triggers.cron import CronTrigger
         from apscheduler.triggers.interval import IntervalTrigger

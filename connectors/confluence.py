@@ -197,7 +197,7 @@ class ConfluenceSource(HttpBackedSource):
         """
         self.access.reset()
         wanted = {k for k in known if k.startswith("page/")}
-        listed: list[tuple[dict, str]] = []
+        listed: list[tuple[dict[str, Any], str]] = []
         if self.deployment == "cloud":
             for space_id in self.pages.v2_space_ids():
                 for page, _resp in self.pages.v2_list(space_id, sort="id", body=False):
@@ -257,7 +257,7 @@ class ConfluenceSource(HttpBackedSource):
             "spaces": list(self.cfg.spaces),
         }, listed=len(state.live))
 
-    def _full_listing(self, state: _RunState | dict) -> Iterator[Document | SkippedPage]:
+    def _full_listing(self, state: _RunState | dict[str, Any]) -> Iterator[Document | SkippedPage]:
         st = state if isinstance(state, _RunState) else _RunState({})
         if self.deployment == "cloud":
             for space_id, key in self.pages.v2_space_ids().items():
@@ -293,7 +293,7 @@ class ConfluenceSource(HttpBackedSource):
                     if mod is not None and mod < since:
                         break
                     self._consider(page, mod, seen_prev, todo, st)
-            live_lists: Iterator[Iterator[tuple[dict, httpx.Response]]] = (
+            live_lists: Iterator[Iterator[tuple[dict[str, Any], httpx.Response]]] = (
                 self.pages.v2_list(sid, sort="id", body=False) for sid in spaces)
         else:
             cql = (f'type=page AND space in ({self.pages.cql_spaces()}) AND lastmodified >= '

@@ -102,7 +102,7 @@ class ConfluencePages:
         self._space_keys = found
         return found
 
-    def v2_list(self, space_id: str, sort: str, body: bool) -> Iterator[tuple[dict, httpx.Response]]:
+    def v2_list(self, space_id: str, sort: str, body: bool) -> Iterator[tuple[dict[str, Any], httpx.Response]]:
         first: dict[str, Any] = {"status": "current", "sort": sort, "limit": self.cfg.page_size}
         if body:
             first["body-format"] = "storage"
@@ -147,7 +147,7 @@ class ConfluencePages:
     def cql_spaces(self) -> str:
         return ",".join(f'"{k}"' for k in self.cfg.spaces)
 
-    def v1_search(self, cql: str, expand: str, limit: int) -> Iterator[tuple[dict, httpx.Response]]:
+    def v1_search(self, cql: str, expand: str, limit: int) -> Iterator[tuple[dict[str, Any], httpx.Response]]:
         first: dict[str, Any] = {"cql": cql, "limit": limit, "start": 0}
         if expand:
             first["expand"] = expand

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeAlias
+
+import httpx
 
 from .config import (
     ConfluenceConfig, FolderConfig, MediaWikiConfig, SourceConfig, audience_access, credential_vars, require_env,
@@ -13,10 +16,14 @@ from .folder import FolderSource
 from .http import RetryPolicy
 from .mediawiki import MediaWikiSource
 
-__all__ = ["build_source"]
+__all__ = ["build_source", "BuiltSource"]
+
+#: What :func:`build_source` returns: the connector of one config entry.
+BuiltSource: TypeAlias = FolderSource | ConfluenceSource | MediaWikiSource
 
 
-def build_source(cfg: SourceConfig, *, environ: Mapping[str, str] | None = None, client=None, policy=None):
+def build_source(cfg: SourceConfig, *, environ: Mapping[str, str] | None = None, client: httpx.Client | None = None,
+                 policy: RetryPolicy | None = None) -> BuiltSource:
     """Build the connector a config entry describes.
 
     Args:

@@ -276,7 +276,7 @@ class FolderSource:
     def _read(self, path: Path, doc_id: str) -> Document:
         data, mtime_s = read_regular_file(self.root, path, MAX_FILE_BYTES)
         raw = data.decode("utf-8")
-        meta: dict = {}
+        meta: dict[str, object] = {}
         permalink = None
         if path.suffix.lower() in HTML_SUFFIXES:
             title, body = html_to_markdown(raw)
@@ -301,7 +301,7 @@ class FolderSource:
 _URL_SAFE = "/:%#?=&+,;@!$'()*~"
 
 
-def _permalink(value, doc_id: str) -> str | None:
+def _permalink(value: object, doc_id: str) -> str | None:
     """A front matter ``permalink`` usable as a link, else ``None`` (a pattern with Jekyll variables such as
     ``/:title/`` is not resolved here: the page falls back to the template or its path)."""
     if not isinstance(value, str) or not value.strip():

@@ -146,7 +146,7 @@ class RetryPolicy:
         """
         if retry_after is not None:
             return min(self.retry_after_max, max(self.retry_after_min, retry_after))
-        cap = min(self.backoff_max, self.backoff_initial * (2 ** (attempt - 1)))
+        cap = min(self.backoff_max, self.backoff_initial * (2.0 ** (attempt - 1)))
         return cap * random.uniform(0.5, 1.0)
 
 

@@ -32,11 +32,11 @@ import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypedDict, cast
 from urllib.parse import quote
 
 import httpx
-from bs4 import BeautifulSoup, NavigableString
+from bs4 import BeautifulSoup, NavigableString, Tag
 
 from .config import MediaWikiConfig, audience_access
 from .errors import SourceUnavailableError
@@ -53,6 +53,26 @@ log = logging.getLogger(__name__)
 
 _AUTH_CODES = {"readapidenied", "assertuserfailed", "assertbotfailed", "notloggedin", "permissiondenied"}
 _INFO_BATCH = 50
+
+
+class _SiteGeneral(TypedDict, total=False):
+    """The keys of ``meta=siteinfo&siprop=general`` read here (the wiki sends many more)."""
+
+    server: str  # "https://wiki.acme.com" ($wgServer)
+    articlepath: str  # "/index.php/$1" ($wgArticlePath)
+
+
+class _Namespace(TypedDict, total=False):
+    """One entry of ``siprop=namespaces`` (keyed by the namespace id as a string)."""
+
+    name: str  # the local name, "" for the main namespace
+
+
+class _SiteInfo(TypedDict):
+    """``meta=siteinfo&siprop=general|namespaces``'s ``query`` object (formatversion 2)."""
+
+    general: _SiteGeneral
+    namespaces: dict[str, _Namespace]
 
 
 class MediaWikiApiError(HttpStatusError):
@@ -96,7 +116,7 @@ def mediawiki_html_to_markdown(html: str) -> str:
             tag.decompose()
     blocks: list[str] = []
 
-    def placeholder(block: str):
+    def placeholder(block: str) -> Tag:
         p = soup.new_tag("p")
         p.string = f"CHATOPSBLOCK{len(blocks)}X"
         blocks.append(block)
@@ -155,7 +175,7 @@ class MediaWikiSource(HttpBackedSource):
         self.http = HttpClient(cfg.api_url, "MediaWiki", timeout=cfg.timeout_seconds, policy=policy,
                                auth_hint=hint, client=client)
         self._logged_in = False
-        self._site: dict[str, Any] | None = None
+        self._site: _SiteInfo | None = None
         self._anchors: dict[str, dict[str, str]] = {}
 
     def __repr__(self) -> str:
@@ -204,7 +224,7 @@ class MediaWikiSource(HttpBackedSource):
             data = decode_json(resp, "MediaWiki")
             err = data.get("error") if isinstance(data, dict) else None
             if not err:
-                return data
+                return cast(dict[str, Any], data)  # decode_json's Any: an Action API answer is an object
             code = str(err.get("code", ""))
             if code == "maxlag" and lag_tries < self.http.policy.attempts - 1:
                 lag_tries += 1
@@ -247,11 +267,11 @@ class MediaWikiSource(HttpBackedSource):
                 f"auth.password_env of source {self.name!r}", 401, self.api_url)
         self._logged_in = True
 
-    def site(self) -> dict[str, Any]:
+    def site(self) -> _SiteInfo:
         """``meta=siteinfo`` (general, namespaces), fetched once per source object."""
         if self._site is None:
             data = self.api({"action": "query", "meta": "siteinfo", "siprop": "general|namespaces"})
-            self._site = data["query"]
+            self._site = cast(_SiteInfo, data["query"])
         return self._site
 
     def page_url(self, title: str) -> str:

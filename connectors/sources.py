@@ -19,9 +19,14 @@ A spec becomes the same validated config entry as a ``chatops.yml`` source
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from .errors import SourceSpecError
+
+if TYPE_CHECKING:
+    from .config import SourceConfig
+    from .factory import BuiltSource
 
 __all__ = ["parse_source_spec", "spec_to_config", "default_source_name"]
 
@@ -48,7 +53,7 @@ def default_source_name(kind: str, location: str) -> str:
     return folder_source_name(location)
 
 
-def spec_to_config(spec: str):
+def spec_to_config(spec: str) -> SourceConfig:
     """Turn a spec string into a validated config entry (:data:`connectors.config.SourceConfig`).
 
     Raises:
@@ -77,7 +82,7 @@ def spec_to_config(spec: str):
     if unknown:
         allowed = ", ".join(f"{o}=" for o in sorted(_OPTIONS[kind]))
         raise SourceSpecError(f"unknown option(s) {', '.join(sorted(unknown))} in {spec!r}; use {allowed}")
-    data: dict = {"type": kind, "name": params.get("name") or default_source_name(kind, location)}
+    data: dict[str, Any] = {"type": kind, "name": params.get("name") or default_source_name(kind, location)}
     if "audience" in params:
         entries = [e.strip() for v in multi["audience"] for e in v.split("|") if e.strip()]
         data["audience"] = "public" if entries == ["public"] else entries
@@ -111,7 +116,7 @@ def spec_to_config(spec: str):
         raise SourceSpecError(f"source spec {spec!r} is invalid:\n{format_errors(exc, {})}") from None
 
 
-def parse_source_spec(spec: str):
+def parse_source_spec(spec: str) -> BuiltSource:
     """Build a source from a spec string.
 
     Returns:
@@ -122,14 +127,13 @@ def parse_source_spec(spec: str):
         SourceSpecError: for an unknown type or a malformed spec, saying what is accepted.
         MissingCredentialError: when a Confluence/MediaWiki spec's credential variables are unset.
     """
-    from .config import audience_access
+    from .config import FolderConfig, audience_access
     from .factory import build_source
     from .folder import FolderSource
 
-    kind = spec.partition(":")[0]
-    if kind == "folder":
+    cfg = spec_to_config(spec)
+    if isinstance(cfg, FolderConfig):  # a folder: spec
         # Kept exactly as before the connectors arrived (messages name name= and url_base=).
-        cfg = spec_to_config(spec)
         return FolderSource(cfg.path, name=cfg.name, url_base=cfg.url_base, access=audience_access(cfg.audience),
                             url_template=cfg.url_template, exclude=cfg.exclude)
-    return build_source(spec_to_config(spec))
+    return build_source(cfg)

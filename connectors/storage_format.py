@@ -24,6 +24,7 @@ section path.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 from markdownify import markdownify
@@ -163,7 +164,7 @@ def _param(macro: Tag, name: str) -> str:
     return ""
 
 
-def _rewrite_macro(soup: BeautifulSoup, macro: Tag, placeholder) -> None:
+def _rewrite_macro(soup: BeautifulSoup, macro: Tag, placeholder: Callable[[str], Tag]) -> None:
     name = _attr(macro, "ac:name").strip().lower()
     if name in CODE_MACROS:
         body = macro.find("ac:plain-text-body")

@@ -17,6 +17,7 @@ reads as written, and quoted raw it makes an answer look broken. Two cleaners, b
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .fences import FenceTracker
 
@@ -65,7 +66,7 @@ def _output(m: re.Match[str]) -> str:
 _CODE_SPAN = re.compile(r"(`+)[^`\n].*?\1", re.S)
 
 
-def _outside_code_spans(text: str, fn) -> str:
+def _outside_code_spans(text: str, fn: Callable[[str], str]) -> str:
     """``fn`` applied to the parts of ``text`` outside inline code spans (```{{ x }}``` stays)."""
     if "`" not in text:
         return fn(text)
