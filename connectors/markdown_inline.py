@@ -61,7 +61,8 @@ def _parser(**options: bool) -> MarkdownIt:
     md.inline.ruler.at("backticks", _keep_source(backtick, "code_inline"))
     md.inline.ruler.at("autolink", _keep_source(autolink, "link_open"))
     # Only the text is rendered: no URL is normalised, and none is refused (``javascript:`` links too
-    # are links, reduced to their label).
+    # are links, reduced to their label). markdown-it-py declares these as methods; assigning them on the
+    # instance is how it is configured (its docs do the same), hence the two ignores.
     md.normalizeLink = md.normalizeLinkText = lambda url: url  # type: ignore[method-assign,assignment]
     md.validateLink = lambda url: True  # type: ignore[method-assign]
     return md
