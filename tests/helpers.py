@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -158,3 +159,27 @@ def agent_over_wiki(root: Path, embedder: Any, pages: dict[str, str]) -> Iterato
         yield build_agent(Settings(chatops_data_dir=root / "data"), index=index)
     finally:
         index.close()
+
+
+def read_terminal(controller: int) -> tuple[threading.Thread, bytearray]:
+    """Read a pseudo-terminal's controller side (``pty.openpty()[0]``) on a daemon thread until every writer has
+    closed the terminal (EIO or end of file), so a child writing to it never blocks on a full buffer.
+
+    Returns:
+        the started thread (join it after closing the terminal side) and the bytes read, filled in as they come.
+    """
+    received = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: every writer closed the terminal
+                return
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    return reader, received

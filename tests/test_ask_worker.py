@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, run_chatops, seed_embedding_cache, wait_for
+from tests.helpers import ROOT, read_terminal, run_chatops, seed_embedding_cache, wait_for
 
 from bot.cli import warm
 
@@ -298,20 +298,7 @@ def test_auto_at_a_terminal_starts_one(data: Path) -> None:
     from tests.helpers import chatops_command, cli_environment
 
     controller, terminal = pty.openpty()
-    printed: list[bytes] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(controller, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            printed.append(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    reader, printed = read_terminal(controller)
     try:
         proc = subprocess.run([*chatops_command(), "ask", QUESTION], cwd=data.parent, env=cli_environment(data),
                               stdin=terminal, stdout=terminal, stderr=subprocess.PIPE, timeout=300)
@@ -321,7 +308,7 @@ def test_auto_at_a_terminal_starts_one(data: Path) -> None:
         os.close(terminal)
         reader.join(5)
         os.close(controller)
-    assert b"[1]" in b"".join(printed)
+    assert b"[1]" in printed
 
 
 def test_no_worker_flag_and_off_start_none(data: Path) -> None:

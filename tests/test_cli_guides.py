@@ -24,7 +24,6 @@ import re
 import struct
 import subprocess
 import termios
-import threading
 from pathlib import Path
 
 import pytest
@@ -36,7 +35,8 @@ from agent.terms import key_terms
 from app.layout import PATH_SEPARATOR, SECTION_BREAK, SectionPrinter, section_path, sections
 from bot.console import render_reply
 
-from tests.helpers import EVAL_FILE, WIKI, WIKI_PAGES, chatops_command, cli_environment, run_chatops, seed_embedding_cache
+from tests.helpers import (EVAL_FILE, WIKI, WIKI_PAGES, chatops_command, cli_environment, read_terminal, run_chatops,
+                           seed_embedding_cache)
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -53,20 +53,7 @@ def run_on_terminal(args: list[str], data_dir: Path, cwd: Path, timeout: float =
     except OSError as exc:  # a container without /dev/ptmx
         pytest.skip(f"no pseudo-terminal available: {exc}")
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # a new pty is 0 columns wide
-    received = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: every writer closed the terminal
-                return
-            if not chunk:
-                return
-            received.extend(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    reader, received = read_terminal(master)
     try:
         proc = subprocess.run([*chatops_command(), *args], cwd=cwd, env=cli_environment(data_dir, **extra_env), stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=slave, text=True, timeout=timeout)
