@@ -323,3 +323,20 @@ def test_the_code_version_covers_every_package_of_the_distribution() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     include = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
     assert sorted(warm.PACKAGES) == sorted(p.rstrip("*") for p in include)
+
+
+def test_two_lines_in_one_packet_are_both_read() -> None:
+    """The worker's "accepted" and its answer may reach the client in one read: the second line is kept for the next
+    call (a reader that dropped it waited for the answer timeout, then answered locally)."""
+    client, worker = socket.socketpair()
+    with client, worker, client.makefile("rb") as stream:
+        client.settimeout(5)
+        worker.sendall(b'{"status": "accepted", "pid": 1}\n{"status": "ok", "rc": 0}\n[1, 2\n')
+        assert warm.read_line(stream) == {"status": "accepted", "pid": 1}
+        assert warm.read_line(stream) == {"status": "ok", "rc": 0}
+        with pytest.raises(ValueError):
+            warm.read_line(stream)  # not a JSON object line
+        worker.sendall(b'{"no": "newline"}')
+        worker.shutdown(socket.SHUT_WR)
+        with pytest.raises(ValueError, match="closed before a full line"):
+            warm.read_line(stream)

@@ -42,6 +42,7 @@ import struct
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import BinaryIO
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,26 +213,17 @@ def peer(conn: socket.socket) -> tuple[int, int]:
     return pid, uid
 
 
-def read_line(conn: socket.socket) -> dict:
-    """One JSON object line from ``conn`` (its timeout applies to each read).
+def read_line(stream: BinaryIO) -> dict:
+    """One JSON object line from ``stream`` (a socket's ``makefile("rb")``: buffered, so a line that arrives in the
+    same packet as the one before it is kept for the next call; the socket's timeout applies to each read).
 
     Raises:
         OSError: the connection failed or timed out. ValueError: no full line, too long, or not a JSON object.
     """
-    chunks, size = [], 0
-    while True:
-        chunk = conn.recv(65536)
-        if not chunk:
-            raise ValueError("the connection closed before a full line")
-        end = chunk.find(b"\n")
-        if end >= 0:
-            chunks.append(chunk[:end])
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_LINE:
-            raise ValueError("line too long")
-    value = json.loads(b"".join(chunks))
+    line = stream.readline(MAX_LINE + 1)
+    if not line.endswith(b"\n"):
+        raise ValueError("line too long" if len(line) > MAX_LINE else "the connection closed before a full line")
+    value = json.loads(line)
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
     return value
@@ -279,6 +271,7 @@ def ask_worker(ask: dict, where: Place | None = None) -> Reply | None:
     if conn is None:
         return None
     pid = 0
+    stream = conn.makefile("rb")  # closed with the socket below (the socket's file stays open while it is)
     try:
         pid, uid = peer(conn)
         if uid != os.getuid():
@@ -287,7 +280,7 @@ def ask_worker(ask: dict, where: Place | None = None) -> Reply | None:
         request = {**fingerprint(), "stderr_tty": sys.stderr.isatty(), "ask": ask}
         conn.sendall(json.dumps(request).encode("utf-8", "surrogateescape") + b"\n")
         try:
-            first = read_line(conn)
+            first = read_line(stream)
         except TimeoutError:
             pid = 0  # busy with another question, or starting to hang: leave it (its next client may stop it)
             return None
@@ -295,7 +288,7 @@ def ask_worker(ask: dict, where: Place | None = None) -> Reply | None:
             pid = 0  # stale: the worker exits by itself
             return None
         conn.settimeout(ANSWER_TIMEOUT)
-        done = read_line(conn)
+        done = read_line(stream)
         if done.get("status") != "ok" or not isinstance(done.get("rc"), int) or not all(
                 isinstance(done.get(k), str) for k in ("stdout", "stderr")):
             raise ValueError("a malformed reply")
@@ -304,6 +297,7 @@ def ask_worker(ask: dict, where: Place | None = None) -> Reply | None:
     except (OSError, ValueError):  # timed out, crashed, or not our protocol: answer locally
         return None
     finally:
+        stream.close()
         conn.close()
         if pid > 0:  # a worker that hung or spoke nonsense: stop it, the next question starts a sound one
             _stop(pid)

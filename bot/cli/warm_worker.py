@@ -251,7 +251,8 @@ class Worker:
             if uid != os.getuid():
                 log.warning("refused a connection from uid %d", uid)
                 return True
-            request = warm.read_line(conn)
+            with conn.makefile("rb") as stream:
+                request = warm.read_line(stream)
             start = time.perf_counter()
             why = self.stale(request)
             out, err = _Captured(), _Captured(bool(request.get("stderr_tty")))
