@@ -74,6 +74,19 @@ class Brain:
         return DEFAULTS[step](req)
 
 
+def pigeon_claims(req: dict) -> Response:
+    """A claim check that calls every claim about a "carrier pigeon" unsupported and every other claim supported."""
+    body = req["messages"][-1]["content"]
+    return json_reply({"verdicts": [{"claim": int(m.group(1)), "supported": "pigeon" not in m.group(2)}
+                                    for m in re.finditer(r"Claim (\d+): (.*)", body)]})
+
+
+def all_supported(req: dict) -> Response:
+    """A claim check that calls every claim supported."""
+    body = req["messages"][-1]["content"]
+    return json_reply({"verdicts": [{"claim": int(n), "supported": True} for n in re.findall(r"Claim (\d+):", body)]})
+
+
 def default_answer(req: dict) -> Response:
     ps = passages(req)
     return chat(" ".join(f"{first_sentence(t)} [{n}]" for n, _, t in ps[:2]))

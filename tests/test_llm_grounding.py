@@ -18,9 +18,10 @@ from connectors.folder import FolderSource
 from index.indexer import Indexer
 from tests.helpers import WIKI, public_viewer
 from tests.llm_script import (
-    Brain, TicketCreate, assert_citations_verbatim, default_answer, first_sentence, kind, make_agent, passages,
+    Brain, TicketCreate, all_supported, assert_citations_verbatim, default_answer, first_sentence, kind, make_agent,
+    passages, pigeon_claims,
 )
-from tests.standins.openai import OpenAIStandIn, chat, json_reply, tool_call
+from tests.standins.openai import OpenAIStandIn, chat, tool_call
 
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
@@ -32,13 +33,7 @@ def test_the_claim_check_removes_an_unsupported_sentence(wiki_index, tmp_path) -
         return chat(f"{first_sentence(t1)} [{n1}] Incidents are also announced by carrier pigeon [{n1}]. "
                     f"{first_sentence(t2)} [{n2}]")
 
-    def claims(req):
-        body = req["messages"][-1]["content"]
-        verdicts = [{"claim": int(m.group(1)), "supported": "pigeon" not in m.group(2)}
-                    for m in re.finditer(r"Claim (\d+): (.*)", body)]
-        return json_reply({"verdicts": verdicts})
-
-    brain = Brain(answer=answer, claims=claims)
+    brain = Brain(answer=answer, claims=pigeon_claims)
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text="how do I declare an incident?"))
     assert "pigeon" not in reply.text and not reply.refused
@@ -83,12 +78,7 @@ def test_a_released_sentence_a_later_check_drops_is_not_in_the_final_answer(wiki
         return chat(f"Incidents are also announced by carrier pigeon [{n1}]. {first_sentence(t1)} [{n1}] "
                     f"{first_sentence(t2)} [{n2}]")
 
-    def claims(req):
-        body = req["messages"][-1]["content"]
-        return json_reply({"verdicts": [{"claim": int(m.group(1)), "supported": "pigeon" not in m.group(2)}
-                                        for m in re.finditer(r"Claim (\d+): (.*)", body)]})
-
-    brain = Brain(answer=answer, claims=claims)
+    brain = Brain(answer=answer, claims=pigeon_claims)
     pieces: list[str] = []
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
@@ -96,12 +86,6 @@ def test_a_released_sentence_a_later_check_drops_is_not_in_the_final_answer(wiki
             lambda name, data: pieces.append(data["text"]) if name == "answer_text" else None)
     assert "pigeon" in pieces[0] and "pigeon" not in reply.text and not reply.refused
     assert not reply.text.startswith("".join(pieces))
-
-
-def all_supported(req):
-    """A claim check that calls every claim supported."""
-    body = req["messages"][-1]["content"]
-    return json_reply({"verdicts": [{"claim": int(n), "supported": True} for n in re.findall(r"Claim (\d+):", body)]})
 
 
 def pto_passage(req: dict) -> tuple[int, str]:

@@ -25,7 +25,7 @@ from state.store import sqlite_url
 
 from tests.standins.openai import OpenAIStandIn, chat, json_reply
 from tests.standins.slack import BOT_USER_ID, TEAM_ID, SlackHarness
-from tests.llm_script import Brain, first_sentence, make_agent, passages
+from tests.llm_script import Brain, all_supported, first_sentence, make_agent, passages, pigeon_claims
 
 ALICE = "UALICE01"
 QUESTION = "how do I declare an incident?"
@@ -50,22 +50,11 @@ def pigeon_answer(req: dict):
                 f"Nobody cites this. {first_sentence(t2)} [{n2}] See the runbook [{n2}].")
 
 
-def pigeon_claims(req: dict):
-    body = req["messages"][-1]["content"]
-    return json_reply({"verdicts": [{"claim": int(m.group(1)), "supported": "pigeon" not in m.group(2)}
-                                    for m in re.finditer(r"Claim (\d+): (.*)", body)]})
-
-
 def invented_figure_answer(req: dict):
     (n1, _, t1), (n2, _, t2) = passages(req)[:2]
     assert "9999" not in t1
     return chat(f"{first_sentence(t1)} [{n1}] Incidents must be declared within 9999 minutes [{n1}]. "
                 f"{first_sentence(t2)} [{n2}] See the runbook [{n2}].")
-
-
-def all_supported(req: dict):
-    body = req["messages"][-1]["content"]
-    return json_reply({"verdicts": [{"claim": int(n), "supported": True} for n in re.findall(r"Claim (\d+):", body)]})
 
 
 @pytest.fixture
