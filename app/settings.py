@@ -13,7 +13,7 @@ from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "machine_timezone", "at_a_terminal"]
+__all__ = ["Settings", "machine_timezone", "at_a_terminal", "setting_variables"]
 
 
 class Settings(BaseSettings):
@@ -382,3 +382,16 @@ def at_a_terminal(settings: Settings) -> Settings:
     if "default_timezone" in settings.model_fields_set:
         return settings
     return settings.model_copy(update={"default_timezone": machine_timezone()})
+
+
+def setting_variables() -> frozenset[str]:
+    """Every environment variable a setting is read from, lower-cased (the settings ignore case): each field's
+    name and its aliases."""
+    names: set[str] = set()
+    for name, field in Settings.model_fields.items():
+        names.add(name.lower())
+        alias = field.validation_alias
+        for choice in getattr(alias, "choices", [alias] if isinstance(alias, str) else []):
+            if isinstance(choice, str):
+                names.add(choice.lower())
+    return frozenset(names)

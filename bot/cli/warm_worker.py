@@ -57,16 +57,9 @@ EXTRA_NAMES = frozenset({"tz", "home", "logname", "user", "lname", "username", "
 def relevant_names() -> frozenset[str]:
     """The environment variables (lower case) a worker and its client must agree on: every name a setting is read
     from (field names and aliases; the settings ignore case) and :data:`EXTRA_NAMES`."""
-    from app.settings import Settings
+    from app.settings import setting_variables
 
-    names = set(EXTRA_NAMES)
-    for name, field in Settings.model_fields.items():
-        names.add(name.lower())
-        alias = field.validation_alias
-        for choice in getattr(alias, "choices", [alias] if isinstance(alias, str) else []):
-            if isinstance(choice, str):
-                names.add(choice.lower())
-    return frozenset(names)
+    return EXTRA_NAMES | setting_variables()
 
 
 def settings_digest(settings: Settings) -> str:
