@@ -21,16 +21,9 @@ WIKI_PAGES = 13
 
 def _settings_vars() -> set[str]:
     """Every environment variable a setting is read from (field names and aliases, upper-cased)."""
-    from app.settings import Settings
+    from app.settings import setting_variables
 
-    names = set()
-    for name, field in Settings.model_fields.items():
-        names.add(name.upper())
-        alias = field.validation_alias
-        for choice in getattr(alias, "choices", [alias] if isinstance(alias, str) else []):
-            if isinstance(choice, str):
-                names.add(choice.upper())
-    return names
+    return {name.upper() for name in setting_variables()}
 
 
 #: Settings read from the environment that must not leak from the developer's shell into CLI runs.
@@ -78,6 +71,20 @@ def seed_embedding_cache(data_dir: Path, cache_file: Path) -> Path:
         dst.close()
     return data_dir
 
+
+
+def indexed_data_dir(data_dir: Path, cache_file: Path, *sources: str, cwd: Path | None = None, timeout: float = 120,
+                     **extra_env: str) -> Path:
+    """A data dir seeded with the embedding cache ``cache_file`` (:func:`seed_embedding_cache`) and indexed by the
+    real ``chatops index SOURCES`` (run in ``cwd``, default the data dir's parent, with ``extra_env``); returns it.
+
+    Raises:
+        AssertionError: ``chatops index`` failed (its stderr's end is the message).
+    """
+    seed_embedding_cache(data_dir, cache_file)
+    proc = run_chatops(["index", *sources], data_dir, cwd=cwd or data_dir.parent, timeout=timeout, **extra_env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return data_dir
 
 def wait_for(predicate, timeout: float, what: str):
     """Poll ``predicate`` every 0.1 s until it returns something truthy (returned); fail after ``timeout`` s."""

@@ -19,7 +19,7 @@ from agent.models import Citation, Reply
 from bot.evaluate import EvalQuestion, acl_scores
 from core.access import Access, Viewer
 from core.models import Chunk
-from tests.helpers import ROOT, run_chatops, seed_embedding_cache
+from tests.helpers import ROOT, run_chatops, indexed_data_dir
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -31,10 +31,8 @@ SOURCES = [f"folder:{CORPUS / 'handbook'}?name=handbook", f"folder:{CORPUS / 'hr
 
 @pytest.fixture(scope="module")
 def acl_data(tmp_path_factory: pytest.TempPathFactory, embedding_cache_dir: Path) -> Path:
-    data = seed_embedding_cache(tmp_path_factory.mktemp("acl-cli") / "data", embedding_cache_dir / "embeddings.sqlite")
-    proc = run_chatops(["index", *SOURCES], data, cwd=ROOT, CHATOPS_CONFIG=CONFIG)
-    assert proc.returncode == 0, proc.stderr
-    return data
+    return indexed_data_dir(tmp_path_factory.mktemp("acl-cli") / "data", embedding_cache_dir / "embeddings.sqlite",
+                            *SOURCES, cwd=ROOT, CHATOPS_CONFIG=CONFIG)
 
 
 def ask(data: Path, *args: str) -> dict:

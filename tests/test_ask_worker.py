@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, read_terminal, run_chatops, seed_embedding_cache, wait_for
+from tests.helpers import ROOT, read_terminal, run_chatops, indexed_data_dir, seed_embedding_cache, wait_for
 
 from bot.cli import warm
 
@@ -55,11 +55,8 @@ def _workers(data: Path) -> list[int]:
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory, embedding_cache_dir: Path, session_wiki: Path) -> Path:
     """A data dir indexed once by ``chatops index`` (with the session's embedding cache)."""
-    data = seed_embedding_cache(tmp_path_factory.mktemp("ask-worker") / "data",
-                                embedding_cache_dir / "embeddings.sqlite")
-    proc = run_chatops(["index", f"folder:{session_wiki}"], data, cwd=data.parent)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return data
+    return indexed_data_dir(tmp_path_factory.mktemp("ask-worker") / "data", embedding_cache_dir / "embeddings.sqlite",
+                            f"folder:{session_wiki}")
 
 
 @pytest.fixture

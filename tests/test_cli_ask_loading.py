@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, cli_environment, run_chatops, seed_embedding_cache
+from tests.helpers import ROOT, cli_environment, run_chatops, indexed_data_dir, seed_embedding_cache
 
 from core.access import Access, Viewer, group, user
 from core.errors import IndexLockedError
@@ -52,11 +52,8 @@ IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$")
 def indexed(tmp_path_factory: pytest.TempPathFactory, wiki_index, embedding_cache_dir: Path,
             session_wiki: Path) -> Path:
     """A data dir indexed once by ``chatops index`` (with the session's embedding cache)."""
-    data = seed_embedding_cache(tmp_path_factory.mktemp("ask-loading") / "data",
-                                embedding_cache_dir / "embeddings.sqlite")
-    proc = run_chatops(["index", f"folder:{session_wiki}"], data, cwd=data.parent)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return data
+    return indexed_data_dir(tmp_path_factory.mktemp("ask-loading") / "data", embedding_cache_dir / "embeddings.sqlite",
+                            f"folder:{session_wiki}")
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ from app.layout import PATH_SEPARATOR, SECTION_BREAK, SectionPrinter, section_pa
 from bot.console import render_reply
 
 from tests.helpers import (EVAL_FILE, WIKI, WIKI_PAGES, chatops_command, cli_environment, read_terminal, run_chatops,
-                           seed_embedding_cache)
+                           indexed_data_dir, seed_embedding_cache)
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -80,10 +80,8 @@ def fresh(tmp_path: Path, wiki_index, embedding_cache_dir: Path):
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory, wiki_index, embedding_cache_dir: Path) -> Path:
     """One data dir holding the example wiki, indexed through the CLI, for read-only tests."""
-    data = seed_embedding_cache(tmp_path_factory.mktemp("guides") / "data", embedding_cache_dir / "embeddings.sqlite")
-    proc = run_chatops(["index", f"folder:{WIKI}"], data, cwd=data.parent)
-    assert proc.returncode == 0, proc.stderr
-    return data
+    return indexed_data_dir(tmp_path_factory.mktemp("guides") / "data", embedding_cache_dir / "embeddings.sqlite",
+                            f"folder:{WIKI}")
 
 
 # -- progress bars ----------------------------------------------------------------------------------

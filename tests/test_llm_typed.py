@@ -31,7 +31,7 @@ from connectors.folder import FolderSource
 from state import StateStore
 from state.store import sqlite_url
 
-from tests.helpers import public_viewer, run_chatops, seed_embedding_cache
+from tests.helpers import public_viewer, run_chatops, indexed_data_dir
 from agent.llm.latency import MAX_AGE_S, LatencyMeter
 from agent.llm.prompts import REWRITE_SCHEMA
 from tests.standins.openai import OpenAIStandIn, chat, json_reply
@@ -47,10 +47,8 @@ QUESTION = "how do I declare an incident?"
 def indexed(tmp_path_factory: pytest.TempPathFactory, wiki_index, embedding_cache_dir: Path,
             session_wiki: Path) -> Path:
     """A data dir holding the wiki's index (``chatops index``), for ``chatops ask`` runs."""
-    data = seed_embedding_cache(tmp_path_factory.mktemp("typed") / "data", embedding_cache_dir / "embeddings.sqlite")
-    proc = run_chatops(["index", f"folder:{session_wiki}"], data, cwd=data.parent, timeout=600)  # a busy machine
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return data
+    return indexed_data_dir(tmp_path_factory.mktemp("typed") / "data", embedding_cache_dir / "embeddings.sqlite",
+                            f"folder:{session_wiki}", timeout=600)  # a busy machine
 
 
 def ask(data: Path, llm: OpenAIStandIn, question: str = QUESTION, **env: str) -> dict:

@@ -36,7 +36,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from state import StateStore
 
-from tests.helpers import ROOT, chatops_command, cli_environment, run_chatops, seed_embedding_cache, wait_for
+from tests.helpers import ROOT, chatops_command, cli_environment, run_chatops, indexed_data_dir, wait_for
 
 pytestmark = pytest.mark.server  # starts processes or servers: not in make test-fast
 
@@ -52,10 +52,8 @@ HR_MARKS = ("salary-bands", "Salary bands", "98,000", "121,000", "Radford")
 
 @pytest.fixture(scope="module")
 def acl_data(tmp_path_factory: pytest.TempPathFactory, embedding_cache_dir: Path) -> Path:
-    data = seed_embedding_cache(tmp_path_factory.mktemp("mcp") / "data", embedding_cache_dir / "embeddings.sqlite")
-    proc = run_chatops(["index", *SOURCES], data, cwd=ROOT, CHATOPS_CONFIG=CONFIG)
-    assert proc.returncode == 0, proc.stderr
-    return data
+    return indexed_data_dir(tmp_path_factory.mktemp("mcp") / "data", embedding_cache_dir / "embeddings.sqlite",
+                            *SOURCES, cwd=ROOT, CHATOPS_CONFIG=CONFIG)
 
 
 def _env(data: Path) -> dict[str, str]:
