@@ -103,6 +103,14 @@ _STATES = {
 }
 
 
+# A quantity asked per a unit ("the reimbursement rate per mile", "the max per night"); "per diem" and "per cent"
+# name an amount, not a rate.
+_RATE = re.compile(r"\bper\s+(?!diem\b|cent\b|se\b)([a-z]+)", re.I)
+_QUANTITIES = ("percent", "duration", "money", "amount")
+# Units whose adjective is not the unit plus "-ly" ("nightly", "weekly", "monthly" are).
+_RATE_ADJECTIVES = {"day": "daily", "year": "yearly|annual|annually", "person": "per capita"}
+
+
 # An interrogative word, with the contracted or run-together verb chat writes after it ("who's", "whats").
 _WH = re.compile(r"\b(?:what|which|whose|whom|who|when|where|why|how)(?:'s|s|'re|'d|'ll)?\b", re.I)
 # What may stand before a wh-word that opens a question of its own: nothing, a sentence's end, or a
@@ -140,23 +148,40 @@ def asked_type(question: str) -> str | None:
     """The answer type ``question`` asks for (one of :data:`ANSWER_TYPES`), or None (yes/no, "how do I").
 
     Only the question's head (:func:`question_head`) is read: a wh-word in an embedded clause sets no type.
+    A quantity asked *per* a unit ("the rate per mile") is that type with its unit, ``"money per mile"``:
+    see :func:`states_type`.
     """
     head = question_head(question)
     for kind in ANSWER_TYPES:
         if _ASKS[kind].search(head):
-            return kind
+            rate = _RATE.search(question) if kind in _QUANTITIES else None
+            return f"{kind} per {rate.group(1).lower()}" if rate else kind
     return None
 
 
-def states_type(text: str, kind: str | None) -> bool:
+def states_type(text: str, kind: str | None, setting: str = "") -> bool:
     """True when ``text`` states an answer of type ``kind`` (always True for ``None``).
+
+    A rate (``"money per night"``) needs the type stated in ``text`` and the unit ("per night", "a night",
+    "/night", "nightly") in ``text`` or in ``setting``, the text it is read in: a table row's header ("Hotel per
+    night"), its section headings ("Daily limits"). A figure without the unit asked is a neighbouring fact (a
+    receipt threshold quoted for a mileage rate).
 
     Raises:
         KeyError: for an unknown ``kind``.
     """
     if kind is None:
         return True
-    return bool(_STATES[kind].search(text))
+    kind, _, unit = kind.partition(" per ")
+    return bool(_STATES[kind].search(text)) and (not unit or _states_rate(f"{text}\n{setting}", unit))
+
+
+def _states_rate(text: str, unit: str) -> bool:
+    """True when ``text`` states something per ``unit``: "per night", "a night", "per calendar year", "/night",
+    "nightly"."""
+    stem = re.escape(unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit)
+    adjective = _RATE_ADJECTIVES.get(unit, rf"{stem}ly")
+    return bool(re.search(rf"\b(?:per|a|an|each|every)\s+(?:[\w-]+\s+){{0,2}}?{stem}s?\b|/\s?{stem}s?\b|\b(?:{adjective})\b", text, re.I))
 
 
 _NUMERIC_TOKEN = re.compile(r"[\w$€£%.,/-]*\d[\w$€£%.,/-]*")

@@ -175,7 +175,7 @@ class Composer:
             elif procedure:  # "how do I declare an incident?": the steps, a list or the lead-in of one
                 typed = u.kind == "item" or self._leads_list(u)
             else:
-                typed = kind is None or states_type(mask_numbers(u.span.text, numeric, self.analyze), kind)
+                typed = kind is None or states_type(mask_numbers(u.span.text, numeric, self.analyze), kind, _setting(u))
             scored.append(_Scored(u, cov, typed, asked=target is not None or procedure or kind is not None))
         scored.sort(key=lambda s: (s.typed, s.coverage, -s.unit.rank), reverse=True)
         if self.similarity is not None and scored:
@@ -367,6 +367,12 @@ def _with_first_page(evidence: list[Evidence], support: frozenset[str]) -> froze
 def _said(text: str) -> str:
     """A span's words, normalised: two pages made from one template say the same thing once."""
     return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _setting(u: Unit) -> str:
+    """The text a unit is read in: its page title, section headings and lead (a table's header row, a list's lead-in)."""
+    c = u.ev.chunk
+    return f"{c.title}\n{' '.join(c.section_path)}\n{u.lead.text if u.lead is not None else ''}"
 
 
 def _unit_text(u: Unit) -> str:

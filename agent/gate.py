@@ -73,6 +73,7 @@ from tools.knowledge_search import Evidence
 from .answertype import mask_numbers, states_type
 from .terms import KeyTerms
 from .text import sentence_spans
+from .units import table_header
 
 __all__ = ["EvidenceGate", "GateConfig", "GateVerdict", "Reading"]
 
@@ -177,7 +178,7 @@ class EvidenceGate:
         self.config = config
         self.analyze = analyze
         self._cache: dict[tuple[str, str, tuple[str, ...], str],
-                          tuple[frozenset[str], list[tuple[str, frozenset[str]]]]] = {}
+                          tuple[frozenset[str], list[tuple[str, frozenset[str], str]]]] = {}
 
     def headings(self, e: Evidence) -> set[str]:
         """Analysed terms of chunk ``e``'s section headings (not its page title)."""
@@ -187,31 +188,39 @@ class EvidenceGate:
         """How the gate reads chunk ``e`` for a question with key terms ``terms`` (see the module docstring)."""
         context, sentences = self._sentences(e)
         info = terms.informative
-        scored = [(-sum(w for t, w in info.items() if t in st), i, text, st) for i, (text, st) in enumerate(sentences)]
+        scored = [(-sum(w for t, w in info.items() if t in st), i, text, st, setting)
+                  for i, (text, st, setting) in enumerate(sentences)]
         scored.sort(key=lambda x: (x[0], x[1]))
         quoted = scored[: self.config.quoted_sentences]
         got = set(context)
-        for _, _, _, st in quoted:
+        for _, _, _, st, _ in quoted:
             got |= st
         numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
         kind = None if terms.answer_type == "label" else terms.answer_type  # a label is the composer's preference
-        states = [states_type(mask_numbers(text, numeric, self.analyze), kind) for _, _, text, _ in quoted]
+        states = [states_type(mask_numbers(text, numeric, self.analyze), kind, setting)
+                  for _, _, text, _, setting in quoted]
         spec = terms.specific[0] if terms.specific else None
         typed_specific = kind is None or any(
-            ok for ok, (_, _, _, st) in zip(states, quoted) if spec is None or spec in st or spec in context)
-        return Reading(frozenset(got), any(states), tuple(text for _, _, text, _ in quoted), typed_specific)
+            ok for ok, (_, _, _, st, _) in zip(states, quoted) if spec is None or spec in st or spec in context)
+        return Reading(frozenset(got), any(states), tuple(text for _, _, text, _, _ in quoted), typed_specific)
 
-    def _sentences(self, e: Evidence) -> tuple[frozenset[str], list[tuple[str, frozenset[str]]]]:
-        """Chunk ``e``'s analysed headings and its sentences with their analysed terms, cached by chunk id
-        (a retry re-reads mostly the same chunks; the cache holds at most 2,048 chunks)."""
+    def _sentences(self, e: Evidence) -> tuple[frozenset[str], list[tuple[str, frozenset[str], str]]]:
+        """Chunk ``e``'s analysed headings and its sentences with their analysed terms and the text they are read
+        in (the headings and, for a table row, its header row), cached by chunk id (a retry re-reads mostly the
+        same chunks; the cache holds at most 2,048 chunks)."""
         c = e.chunk
         key = (c.chunk_id, c.title, c.section_path, c.text)  # a re-indexed chunk with new text is read anew
         got = self._cache.get(key)
         if got is None:
-            context = frozenset(self.analyze(f"{c.title}\n{' '.join(c.section_path)}"))
-            sentences = [(span.text, frozenset(self.analyze(span.text))) for span in sentence_spans(c.text) or []]
+            headings = f"{c.title}\n{' '.join(c.section_path)}"
+            context = frozenset(self.analyze(headings))
+            sentences = []
+            for span in sentence_spans(c.text) or []:
+                header = table_header(c.text, span.start)  # a row is read under its header, as the composer quotes it
+                sentences.append((span.text, frozenset(self.analyze(f"{span.text}\n{header.text}" if header else span.text)),
+                                  f"{headings}\n{header.text}" if header else headings))
             if not sentences and c.text.strip():
-                sentences = [(c.text, frozenset(self.analyze(c.text)))]
+                sentences = [(c.text, frozenset(self.analyze(c.text)), headings)]
             if len(self._cache) >= 2048:
                 self._cache.clear()
             got = self._cache[key] = (context, sentences)
@@ -326,7 +335,7 @@ class EvidenceGate:
         for e in close:
             context, sentences = self._sentences(e)
             got = set(context)
-            for _, st in sentences:
+            for _, st, _ in sentences:
                 got |= st
             held.append(got)
         out = {}

@@ -128,6 +128,15 @@ def test_a_question_asking_an_amount_quotes_the_table_row_that_states_it(runtime
     assert any(c.quote.startswith("Australia and New Zealand |") for c in reply.citations)
 
 
+def test_a_rate_is_read_from_a_table_row_under_its_header_and_refused_in_another_unit(runtime: Runtime) -> None:
+    # The row "| United States and Canada | $250 | $75 |" holds no word of the question: the gate reads it under its
+    # header ("Hotel per night"), as the composer quotes it.
+    night = ask(runtime, "whats the hotel limit per night in the US?")
+    assert not night.refused and "$250" in night.text and "Hotel per night" in night.text, night.text
+    # The wiki states hotel limits per night, never per week: a neighbouring figure is no answer.
+    assert ask(runtime, "how much is the hotel allowance per week?").refused
+
+
 def test_a_plural_amount_word_asks_for_an_amount_too(runtime: Runtime) -> None:
     reply = ask(runtime, "what if the hotel I want there costs more?", ("how much can I spend on a hotel in Australia?",))
     assert not reply.refused, reply.text

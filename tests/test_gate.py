@@ -267,6 +267,28 @@ def test_money_questions_need_money_stated() -> None:
     assert priced.sufficient
 
 
+def test_a_rate_needs_its_unit_stated_with_the_figure_or_in_its_headings() -> None:
+    from agent.answertype import asked_type, states_type
+
+    assert asked_type("whats the per mile reimbursement rate if i drive my own car?") == "money per mile"
+    assert asked_type("and whats the max per night") == "amount per night"
+    assert asked_type("whats the meal per diem when im traveling?") == "money"  # a per diem is an amount, not a rate
+    assert states_type("Hotels up to $250 a night.", "money per night")
+    assert states_type("Meals: $75/day.", "money per day") and states_type("A daily limit of $75.", "money per day")
+    assert states_type("| United States | $250 |", "money per night", setting="| Region | Hotel per night |")
+    assert not states_type("Upload a receipt for any expense over $75.", "money per mile")
+    q = corpus_terms("whats the per mile reimbursement rate if i drive my own car?",
+                     {"mile": 3, "reimburs": 20, "rate": 15, "car": 10, "drive": 12})
+    receipts = [ev("For POV mileage, add the expense as normal; a receipt is needed over $75 for each car trip.", 0.60, 1),
+                ev("Mileage for your own car is reimbursed at the rate set by the travel office, see receipts over $25.",
+                   0.58, 2), *FILLER]
+    v = GATE.judge(receipts, q)
+    assert not v.sufficient and "per mile" in v.reason, v.reason
+    rate = GATE.judge([ev("Driving your own car is reimbursed at $0.67 per mile, the mileage rate.", 0.60, 1),
+                       *receipts[1:]], q)
+    assert rate.sufficient, rate.reason
+
+
 def test_a_number_the_question_names_is_not_the_answer() -> None:
     q = corpus_terms("how much is the 401k match?", {"401k": 3, "match": 30})
     assert q.answer_type == "amount"
