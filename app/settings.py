@@ -33,7 +33,9 @@ class Settings(BaseSettings):
     ask_worker: Literal["auto", "on", "off"] = Field(
         "auto", description="chatops ask's warm worker, a background process per data dir that keeps the imports "
         "and the embedding model loaded and answers the next questions (docs/reference/cli.md): auto (when stdin "
-        "and stdout are a terminal), on (scripts too), off. chatops ask --no-worker turns it off for one question.")
+        "and stdout are a terminal), on (scripts too), off. chatops ask --no-worker turns it off for one question. "
+        "chatops index and sync start it when they finish, and chatops ask --start-worker starts it (unless off), so "
+        "the first question of a session finds it warm.")
     ask_worker_idle_seconds: float = Field(300.0, gt=0, description="The ask worker exits after this many seconds "
                                            "without a question.")
     embedding_model: str = Field("local", description="'local' (bundled all-MiniLM-L6-v2 int8 ONNX) or an "

@@ -9,6 +9,10 @@ the real ``chatops`` console script once per question and times each process fro
 - ``repeated question``: the same question again (its vector is cached: no model is loaded);
 - ``stale snapshot``: the dense store's snapshot removed first, so the process opens local-mode Qdrant
   (``qdrant-client``) as every ``ask`` did before, and writes a new snapshot for the next one.
+- ``cold first ask``: the first question of a session with ``ASK_WORKER=on`` and no worker alive yet, three ways: right
+  after ``chatops index`` (which starts the worker when it finishes; the question waits for it to listen), right after
+  ``chatops ask --start-worker`` (the same, without the index run), and with no worker at all (the process answers
+  itself, and starts one after), each a new question (its vector not cached); the worker is stopped after each run.
 - ``warm worker``: with ``ASK_WORKER=on``, a first ``chatops ask`` starts the data dir's ask worker
   (``bot/cli/warm_worker.py``), then new and repeated questions as above are answered by it; the times are the
   client's (``chatops ask`` from start to exit; the worker's own CPU is not in them: its log line per question
@@ -277,6 +281,7 @@ def main() -> None:
                 f.unlink()
             stale.append(ask(QUESTIONS[0], data))
         print(summary("stale snapshot (opens qdrant-client)", [r.wall for r in stale], [r.cpu for r in stale]))
+        cold_first_ask(data, pristine, args.corpus, args.runs)
         warm_worker(data, pristine, args.runs)
         if args.baseline:
             compare(args.baseline.resolve(), data, pristine, args.runs)
@@ -289,6 +294,71 @@ def main() -> None:
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def _worker_log(data: Path) -> str:
+    log = data / "run" / "ask-worker.log"
+    return log.read_text() if log.exists() else ""
+
+
+def _stop_worker(data: Path) -> None:
+    """SIGTERM to the data dir's ask workers (found in ``/proc`` by command line and ``CHATOPS_DATA_DIR``, starting or
+    listening), then wait until the worker's lock is free."""
+    import fcntl
+
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"bot.cli.warm_worker" in (entry / "cmdline").read_bytes() and (
+                    f"CHATOPS_DATA_DIR={data}".encode() in (entry / "environ").read_bytes().split(b"\0")):
+                os.kill(int(entry.name), 15)
+        except OSError:
+            continue
+    lock, deadline = data / "run" / "ask.lock", time.monotonic() + 60
+    while lock.exists() and time.monotonic() < deadline:
+        try:
+            with open(lock, "a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(0.1)
+
+
+def cold_first_ask(data: Path, pristine: Path, corpus: Path, runs: int) -> None:
+    """The first question of a session with ``ASK_WORKER=on``: right after ``chatops index`` (which starts the
+    worker), right after ``chatops ask --start-worker``, and with no worker (the process answers itself); a new
+    question each time (the cache as after indexing), the worker stopped after each run."""
+    print("cold first ask (ASK_WORKER=on, no worker alive before; a new question):")
+    _stop_worker(data)
+    start = time.perf_counter()
+    proc = subprocess.run([str(CHATOPS), "index", f"folder:{corpus}"], env={**environment(data), "ASK_WORKER": "on"},
+                          cwd=data.parent, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise SystemExit(f"chatops index failed: {proc.stderr[-2000:]}")
+    indexed = time.perf_counter() - start
+    restore_cache(data, pristine)
+    served = _worker_log(data).count(" answered pid ")
+    after_index = ask(QUESTIONS[1], data, ROOT, ASK_WORKER="on")
+    if _worker_log(data).count(" answered pid ") != served + 1:
+        raise SystemExit(f"the worker chatops index started did not answer: {_worker_log(data)[-2000:]}")
+    print(f"  {'right after chatops index':34} {after_index.wall:5.2f} s   CPU {after_index.cpu:5.2f} s   "
+          f"(the index run of the unchanged corpus took {indexed:.1f} s; one run)")
+    _stop_worker(data)
+    kinds: dict[str, list[Run]] = {"right after ask --start-worker": [], "no worker (answers itself)": []}
+    for i in range(runs):
+        question = QUESTIONS[i % len(QUESTIONS)]
+        restore_cache(data, pristine)
+        start = time.perf_counter()
+        subprocess.run([str(CHATOPS), "ask", "--start-worker"], env={**environment(data), "ASK_WORKER": "on"},
+                       cwd=data.parent, check=True, capture_output=True)
+        run = ask(question, data, ROOT, ASK_WORKER="on")
+        # wall: from --start-worker to the answer; CPU: the asking client's (the worker's is its own)
+        kinds["right after ask --start-worker"].append(Run(time.perf_counter() - start, run.cpu, run.stdout))
+        _stop_worker(data)
+        restore_cache(data, pristine)
+        kinds["no worker (answers itself)"].append(ask(question, data, ROOT, ASK_WORKER="on"))
+        _stop_worker(data)  # the one it started after answering
+    for label, values in kinds.items():
+        print(summary(label, [r.wall for r in values], [r.cpu for r in values]))
 
 
 def warm_worker(data: Path, pristine: Path, runs: int) -> None:

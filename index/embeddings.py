@@ -132,6 +132,16 @@ class OnnxMiniLMEmbedder:
         """True once the model and tokenizer are loaded (at once, or with ``lazy`` on the first :meth:`embed`)."""
         return self._session is not None
 
+    def load(self) -> None:
+        """Check the model file, then load the tokenizer and the ONNX session, unless loaded already; thread-safe:
+        an :meth:`embed` in another thread meanwhile waits for it (``chatops ask``'s worker loads it in the
+        background while it already answers).
+
+        Raises:
+            EmbeddingError: as the constructor.
+        """
+        self._load()
+
     def _load(self) -> None:
         """Check the model file, then load the tokenizer and the ONNX session (once)."""
         with self._lock:

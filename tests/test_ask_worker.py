@@ -5,7 +5,9 @@ test says otherwise (pytest has no terminal, so ``auto`` is off): the first ques
 answered by it (``run/ask-worker.log`` has one line per question it answered) with the answer and citations the
 process gives itself; a changed setting is answered by the process, the old worker exits and one of the new
 settings starts; a page edited and re-indexed while the worker lives is in its next answer; it stops when idle and
-removes its socket; a socket nobody listens on, a worker that never answers and one that answers nonsense cost the
+removes its socket; ``chatops index``, ``chatops sync`` and ``chatops ask --start-worker`` start one, so the first question
+of a session finds it warm, and a question asked while a worker is still starting waits for it (not for one that
+exits); a socket nobody listens on, a worker that never answers and one that answers nonsense cost the
 client a local answer, never a hang or a traceback. The fixture ``no_workers_left`` kills every worker a test
 started (found by their command line and data dir in ``/proc``), so no test leaves one running.
 """
@@ -279,7 +281,8 @@ def test_a_worker_that_hangs_or_answers_nonsense_costs_a_local_answer(data: Path
             conn.close()
 
 
-def test_auto_without_a_terminal_starts_no_worker(data: Path) -> None:
+def test_auto_without_a_terminal_starts_no_worker(data: Path, session_wiki: Path) -> None:
+    assert run_chatops(["index", f"folder:{session_wiki}"], data, cwd=data.parent, ASK_WORKER="auto").returncode == 0
     ask(data, ASK_WORKER="auto")
     ask(data, ASK_WORKER="auto")
     time.sleep(1)
@@ -337,3 +340,88 @@ def test_two_lines_in_one_packet_are_both_read() -> None:
         worker.shutdown(socket.SHUT_WR)
         with pytest.raises(ValueError, match="closed before a full line"):
             warm.read_line(stream)
+
+
+def _take(lock) -> bool:
+    import fcntl
+
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _lock_held(data: Path) -> bool:
+    import fcntl
+
+    try:
+        with open(data / "run" / "ask.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+@pytest.mark.parametrize("command", ["index", "sync"])
+def test_index_and_sync_start_the_worker_so_the_first_question_is_answered_warm(data: Path, session_wiki: Path,
+                                                                                 command: str) -> None:
+    """The first ``chatops ask`` after ``chatops index`` (or ``sync``) is the worker's: that command started it when it
+    finished (``ASK_WORKER=on`` here; ``auto`` at a terminal), and the question waits for it if it is still starting
+    instead of loading everything a second time beside it."""
+    args = ["index", f"folder:{session_wiki}"] if command == "index" else ["sync"]
+    proc = run_chatops(args, data, cwd=data.parent, ASK_WORKER="on", CHATOPS_SOURCES=f"folder:{session_wiki}?name=wiki")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    wait_for(lambda: _workers(data), 30, "the worker the index run started")
+    first = ask(data, CHATOPS_SOURCES=f"folder:{session_wiki}?name=wiki")  # the same environment as the index run's
+    assert answered(data) == 1, (data / "run" / "ask-worker.log").read_text()
+    log = (data / "run" / "ask-worker.log").read_text()
+    assert log.count(" ready in ") == 1, log  # the question did not start a second one beside it
+    same_answer(first, ask(data, QUESTION, "--no-worker"))
+    assert first["citations"]
+
+
+def test_a_question_waits_for_a_starting_worker_and_not_for_one_that_exits(data: Path) -> None:
+    """``chatops ask --start-worker`` returns at once; a question asked while the worker starts is answered by it.
+    A lock held by a process that never listens and then lets go (a worker that failed to start) is waited for only
+    while it is held: the question is then answered locally."""
+    started = run_chatops(["ask", "--start-worker"], data, cwd=data.parent, ASK_WORKER="on")
+    assert started.returncode == 0 and "starting the ask worker" in started.stderr, started.stderr
+    wait_for(lambda: _lock_held(data), 30, "the worker to take its lock")
+    again = run_chatops(["ask", "--start-worker"], data, cwd=data.parent, ASK_WORKER="on")
+    assert again.returncode == 0 and "running or starting" in again.stderr, again.stderr
+    first = ask(data)
+    assert answered(data) == 1
+    assert (data / "run" / "ask-worker.log").read_text().count(" ready in ") == 1
+    same_answer(first, ask(data, QUESTION, "--no-worker"))
+    _kill_workers(data)
+
+    import subprocess
+
+    from tests.helpers import chatops_command, cli_environment
+
+    with open(data / "run" / "ask.lock", "a") as lock:  # a "worker" that holds the lock and never listens
+        wait_for(lambda: _take(lock), 10, "the killed worker's lock to be released")  # (its files close last)
+        proc = subprocess.Popen([*chatops_command(), "ask", "--json", QUESTION], cwd=data.parent,
+                                env=cli_environment(data, ASK_WORKER="on"), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        assert proc.poll() is None, "the question waits while the lock is held"
+    start = time.monotonic()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-3000:]
+    assert time.monotonic() - start < warm.START_WAIT, "it stopped waiting when the lock was let go"
+    same_answer(json.loads(out), first)
+    assert answered(data) == 1  # answered locally (the worker it then started answered nothing yet)
+
+
+def test_start_worker_asks_nothing_and_respects_off(data: Path) -> None:
+    for args, env, message in ((["ask", "--start-worker", QUESTION], {"ASK_WORKER": "on"}, "asks nothing"),
+                               (["ask", "--start-worker"], {"ASK_WORKER": "off"}, "the ask worker is off"),
+                               (["ask", "--start-worker", "--no-worker"], {}, "the ask worker is off"),
+                               (["ask"], {}, "ask needs a question")):
+        proc = run_chatops(args, data, cwd=data.parent, **env)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+    assert not _workers(data)

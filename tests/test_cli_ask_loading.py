@@ -11,7 +11,8 @@ import log) over a real index of the example wiki:
   the same answer and leaves a current snapshot for the next one.
 
 In-process, on an index with a restricted page: searches from the snapshot are the store's own, for every
-viewer (the access pre-filter holds), and a reader holding the snapshot keeps Qdrant's one-process lock.
+viewer (the access pre-filter holds), and a reader holding the snapshot keeps Qdrant's one-process lock; a process
+that opens the index again (the ask worker) reuses the snapshot's checked rows until the store changes.
 No timings are asserted (``bench/ask_latency.py`` measures them).
 """
 
@@ -193,6 +194,38 @@ def test_searches_from_the_snapshot_are_the_stores_own_for_every_viewer(tmp_path
                 for r in ("hybrid", "dense")} == from_snapshot
     finally:
         reader.close()
+
+
+def test_a_process_reading_the_same_snapshot_again_reuses_its_rows_until_the_store_changes(
+        tmp_path: Path, wiki_copy: Path, embedder) -> None:
+    """The ask worker opens the index for every question: the snapshot's rows are read and checked once while the store
+    and the snapshot are unchanged (0.45-0.6 s on a 10k-chunk handbook), and read again after a write."""
+    path = tmp_path / "index"
+    writer = KnowledgeIndex(path, embedder, repair=True)
+    Indexer(writer).run(FolderSource(wiki_copy, name="handbook"))
+    writer.close()
+    mirrors = []
+    for _ in range(2):
+        reader = KnowledgeIndex(path, embedder)
+        try:
+            assert reader.dense.from_snapshot
+            mirrors.append(reader.dense._snap.mirror)
+            before = _results(reader, Viewer.public(), "dense")
+        finally:
+            reader.close()
+    assert mirrors[0] is mirrors[1]
+    (wiki_copy / PAGE).write_text(BODY, encoding="utf-8")
+    writer = KnowledgeIndex(path, embedder, repair=True)
+    Indexer(writer).run(FolderSource(wiki_copy, name="handbook"))
+    writer.close()
+    reader = KnowledgeIndex(path, embedder)
+    try:
+        assert reader.dense.from_snapshot and reader.dense._snap.mirror is not mirrors[0]
+        after = _results(reader, Viewer.public(), "dense")
+    finally:
+        reader.close()
+    assert "Zanzibar" not in " ".join(text for _, text, *_ in before)
+    assert "Zanzibar" in " ".join(text for _, text, *_ in after)
 
 
 def test_a_reader_on_the_snapshot_holds_the_folder_lock_like_local_qdrant(tmp_path: Path, wiki_copy: Path,

@@ -17,15 +17,23 @@ if TYPE_CHECKING:
 __all__ = ["cmd_ask", "ask_here", "cmd_chat", "cli_access", "empty_index_message"]
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    """``chatops ask QUESTION [--history H]... [--json] [--no-worker]``.
+    """``chatops ask QUESTION [--history H]... [--json] [--no-worker]``, or ``chatops ask --start-worker``.
 
     With the warm ask worker enabled (``ASK_WORKER``, :func:`.warm.enabled`: by default only at a terminal), the
-    worker of this data dir answers first, before anything heavy is imported here; when none answers (none
-    running, other settings or code, a timeout, anything unexpected) this process answers itself, exactly as
-    without a worker, and then starts one in the background for the next question.
+    worker of this data dir answers first, before anything heavy is imported here (one that is still starting is
+    waited for); when none answers (none running, other settings or code, a timeout, anything unexpected) this
+    process answers itself, exactly as without a worker, and then starts one in the background for the next question.
+
+    Raises:
+        ConfigError: no question (and no ``--start-worker``), a question with ``--start-worker``, or
+            ``--start-worker`` with ``ASK_WORKER=off``.
     """
     from . import warm
 
+    if args.start_worker:
+        return _start_worker(args)
+    if args.question is None:
+        raise ConfigError("ask needs a question: chatops ask \"how do I declare an incident?\"")
     if warm.enabled(args.no_worker):
         served = warm.ask_worker({"question": args.question, "history": list(args.history or ()),
                                   "json": bool(args.json), "retriever": args.retriever, "as_user": args.as_user})
@@ -38,6 +46,26 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if warm.enabled(args.no_worker, settings.ask_worker):
         warm.start_worker()
     return rc
+
+
+def _start_worker(args: argparse.Namespace) -> int:
+    """``chatops ask --start-worker``: start the worker (whatever the terminal; not with ``ASK_WORKER=off``) and say
+    so on stderr; 0 also when one is running or starting already (it holds the data dir's lock)."""
+    from . import warm
+
+    if args.question is not None:
+        raise ConfigError("--start-worker asks nothing: run it without a question")
+    if warm.mode(args.no_worker) == "off":
+        raise ConfigError("the ask worker is off (ASK_WORKER=off or --no-worker): nothing to start")
+    where = warm.place()
+    if not where.make():
+        raise ConfigError(f"{where.folder} is not a folder of this user that only they may enter (mode 0700): "
+                          "the ask worker's socket is not put there")
+    if warm.start_worker(where):
+        print(f"chatops: starting the ask worker for {where.folder.parent} (log: {where.log})", file=sys.stderr)
+    else:
+        print(f"chatops: an ask worker is running or starting for {where.folder.parent} already", file=sys.stderr)
+    return 0
 
 
 def ask_here(args: argparse.Namespace, settings: Settings, model: Embedder | None = None) -> int:

@@ -88,6 +88,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    """``chatops index SOURCE... [--full]``."""
-    return index_sources(load_settings(), args.sources, args.full)
+    """``chatops index SOURCE... [--full]``; then, when the warm ask worker is enabled (``ASK_WORKER``: by default at
+    a terminal), starts it for this data dir, so the first ``chatops ask`` after indexing finds it warm."""
+    from . import warm
+
+    settings = load_settings()
+    rc = index_sources(settings, args.sources, args.full)
+    warm.warm_up(settings.ask_worker)
+    return rc
 

@@ -28,10 +28,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
-    """``chatops sync [--source NAME] [--full] [--json]``: the scheduled sync job, run once from the shell."""
+    """``chatops sync [--source NAME] [--full] [--json]``: the scheduled sync job, run once from the shell; then, as
+    ``chatops index``, starts the warm ask worker when it is enabled (``ASK_WORKER``: by default at a terminal)."""
     from app.jobs import cli_sync
 
-    return cli_sync(load_settings(), args.source, args.full, as_json=args.json)
+    from . import warm
+
+    settings = load_settings()
+    rc = cli_sync(settings, args.source, args.full, as_json=args.json)
+    warm.warm_up(settings.ask_worker)
+    return rc
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -65,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                    'chatops ask "remind me tomorrow at 9am to send the weekly report"',
                    'chatops ask --as ana@acme.com "what are the salary bands?"',
                    'chatops ask --history "when do minor releases go out?" "and the branch cut?"',
-                   'chatops ask --json "what is the home office budget?"'])
-    pa.add_argument("question")
+                   'chatops ask --json "what is the home office budget?"',
+                   "chatops ask --start-worker"])
+    pa.add_argument("question", nargs="?")
     pa.add_argument("--history", action="append", metavar="EARLIER_QUESTION", help="earlier question(s) of the thread")
     pa.add_argument("--json", action="store_true", help="print one JSON object")
     pa.add_argument("--retriever", choices=["hybrid", "bm25", "dense"], default="hybrid")
@@ -74,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "(their own access); without it, public pages only")
     pa.add_argument("--no-worker", action="store_true", help="answer in this process: do not ask or start the warm "
                     "ask worker (ASK_WORKER=auto|on|off; auto uses one when stdin and stdout are a terminal)")
+    pa.add_argument("--start-worker", action="store_true", help="ask nothing: start the warm ask worker for this data "
+                    "dir and settings in the background and return at once, so that the first question of a session "
+                    "finds it warm (unless ASK_WORKER=off; chatops index and sync start it too, at a terminal)")
     pa.set_defaults(func=cmd_ask)
     pc = _command(sub, "chat", "a console conversation with thread memory",
                   "A conversation in the terminal: earlier messages are the thread's history. /new starts a new "

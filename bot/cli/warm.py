@@ -23,8 +23,13 @@ answers ``{"status": "stale"}`` and exits when any of those that the settings ar
 (:func:`fingerprint`), else ``{"status": "accepted", "pid"}`` at once and then
 ``{"status": "ok", "rc", "stdout", "stderr"}`` when done: what ``chatops ask`` would have printed and its exit status.
 
-Fail safe (:func:`ask_worker` returns ``None`` and the client answers itself): no socket; a socket nobody listens on
-(removed when no worker holds the lock, so it never blocks the next one); a peer that is another user; no
+A worker that is starting (it holds the lock, and has not bound its socket yet: ``chatops index`` or the last question
+started it moments ago) is waited for, up to :data:`START_WAIT` s, rather than doing the same imports and model load
+a second time beside it on the same cores; the wait ends at once when it exits or fails (the lock is released).
+
+Fail safe (:func:`ask_worker` returns ``None`` and the client answers itself): no socket and no worker starting, or
+one that did not listen within :data:`START_WAIT` s; a socket nobody listens on (removed when no worker holds the lock,
+so it never blocks the next one); a peer that is another user; no
 ``accepted`` within :data:`ACCEPT_TIMEOUT` s (a worker busy with another question); no answer within
 :data:`ANSWER_TIMEOUT` s after ``accepted``, or a reply that is not what was expected (the worker is then sent
 SIGTERM, when its command line in ``/proc`` is a worker's); ``stale``. Never an exception.
@@ -46,8 +51,9 @@ from typing import BinaryIO
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Place", "Reply", "PROTOCOL", "PACKAGES", "MAX_LINE", "ACCEPT_TIMEOUT", "ANSWER_TIMEOUT", "ask_worker",
-           "code_version", "fingerprint", "enabled", "mode", "place", "start_worker", "read_line", "peer"]
+__all__ = ["Place", "Reply", "PROTOCOL", "PACKAGES", "MAX_LINE", "ACCEPT_TIMEOUT", "ANSWER_TIMEOUT", "START_WAIT",
+           "ask_worker", "code_version", "fingerprint", "enabled", "mode", "place", "start_worker", "warm_up",
+           "read_line", "peer"]
 
 #: The protocol version: a worker speaking another answers ``stale``.
 PROTOCOL = 1
@@ -60,6 +66,9 @@ MAX_LINE = 16 * 1024 * 1024
 ACCEPT_TIMEOUT = 3.0
 #: Seconds the worker may take to answer (a new question loads nothing: 0.1-1 s on a loaded machine).
 ANSWER_TIMEOUT = 30.0
+#: Seconds to wait for a worker that is starting (lock held, socket not bound yet) before answering locally: its
+#: start-up (imports, settings, the model) takes 1.5-3 s on 2 cores, 5-8 s under a load average of 6-8.
+START_WAIT = 15.0
 #: ``ask-worker.log`` is started afresh past this size, bytes.
 MAX_LOG = 1024 * 1024
 #: The longest socket path bound or connected directly (AF_UNIX allows 107 bytes); longer: relative to its folder.
@@ -229,10 +238,25 @@ def read_line(stream: BinaryIO) -> dict:
     return value
 
 
-def connect(where: Place, timeout: float) -> socket.socket | None:
+def connect(where: Place, timeout: float, wait: float = 0.0) -> socket.socket | None:
     """A connection to the worker of ``where``, else ``None``: no private folder, no socket, or a socket nobody
-    listens on (then removed, unless a worker holds the lock: one starting up)."""
-    if not where.private() or not where.socket.exists():
+    listens on (then removed, unless a worker holds the lock: one starting up). With ``wait`` (seconds), a worker
+    that is starting (it holds the lock, its socket not bound or not listening yet) is waited for that long, as long
+    as it holds the lock."""
+    import time
+
+    if not where.private():
+        return None
+    deadline = time.monotonic() + wait
+    while True:
+        conn = _connect_once(where, timeout)
+        if conn is not None or time.monotonic() >= deadline or not _starting(where):
+            return conn
+        time.sleep(0.05)
+
+
+def _connect_once(where: Place, timeout: float) -> socket.socket | None:
+    if not where.socket.exists():
         return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.settimeout(timeout)
@@ -244,6 +268,22 @@ def connect(where: Place, timeout: float) -> socket.socket | None:
         _remove_stale(where)
         return None
     return conn
+
+
+def _starting(where: Place) -> bool:
+    """True when a live process holds ``where``'s lock (a worker, starting or listening)."""
+    import fcntl
+
+    if not where.lock.exists():
+        return False
+    try:
+        with open(where.lock, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # held
+        return True
+    except OSError:  # the lock cannot be opened: nothing to wait for
+        return False
+    return False
 
 
 def _remove_stale(where: Place) -> None:
@@ -267,7 +307,7 @@ def ask_worker(ask: dict, where: Place | None = None) -> Reply | None:
             as_user (str or None).
     """
     where = where or place()
-    conn = connect(where, ACCEPT_TIMEOUT)
+    conn = connect(where, ACCEPT_TIMEOUT, wait=START_WAIT)
     if conn is None:
         return None
     pid = 0
@@ -333,3 +373,10 @@ def start_worker(where: Place | None = None) -> bool:
         subprocess.Popen([sys.executable, "-P", "-m", "bot.cli.warm_worker"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, close_fds=True)
     return True
+
+
+def warm_up(setting: str | None = None) -> bool:
+    """Start this data dir's worker now when the worker is :func:`enabled` (``setting``: the resolved ``ASK_WORKER``),
+    so that the next ``chatops ask`` finds it warm: what ``chatops index`` and ``sync`` do when they finish, and
+    ``chatops ask --start-worker``. True when one was started (False: disabled, or one is alive or starting)."""
+    return enabled(False, setting) and start_worker()

@@ -2,11 +2,15 @@
 
 One process per data dir, started in the background by a ``chatops ask`` that answered itself, with that command's
 environment and working directory. It holds ``run/ask.lock`` for its whole life (a second one exits at once),
-imports what answering needs, resolves the settings and loads the embedding model (the local ONNX model with its
-graph optimised, as indexing and ``chatops serve`` load it: 0.3-0.4 s more to load, once, and a new question's
-batch of 15-25 texts runs 20-30 % faster; its vectors differ from ``chatops ask``'s by less than 1e-5, and the
-embedding cache they share already holds both kinds), then listens on ``run/ask.sock`` (mode 0600 in a 0700
-folder) and answers one question per connection, one at a time:
+imports what answering needs and resolves the settings, then listens on ``run/ask.sock`` (mode 0600 in a 0700
+folder) while it loads the embedding model in a background thread (the local ONNX model with its graph optimised, as
+indexing and ``chatops serve`` load it: 0.3-0.4 s more to load, once, and a new question's batch of 15-25 texts runs
+20-30 % faster; its vectors differ from ``chatops ask``'s by less than 1e-5, and the embedding cache they share
+already holds both kinds): a question that arrives first is answered at once when the embedding cache holds its
+vectors, and otherwise waits for the load, not for a second one. After a second without a question it opens the
+index once (holding its lock for that time, as a question does), so the dense snapshot's rows are read before the first
+question (kept parsed while the store is
+unchanged: :mod:`index.stores.dense_snapshot`). It answers one question per connection, one at a time:
 
 1. the request's fingerprint (code version, working directory, the environment variables the settings are read
    from, ``.env``; :func:`.warm.fingerprint`) must equal its own, and the settings resolved again now must hash to
@@ -36,6 +40,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -133,22 +138,37 @@ class Worker:
         self.settings = load_settings(answers_on_stdout=True, terminal=True)
         self.digest = settings_digest(self.settings)
         self.names = relevant_names()
-        self.model = self._model(self.settings)
+        self.model = self._model(self.settings)  # loaded in the background once listening (:meth:`serve`)
         self._preload()
         self.idle = self.settings.ask_worker_idle_seconds
         self._listener: socket.socket | None = None
         self._inode = 0
-        log.info("pid %d ready in %.2f s (model %s)", os.getpid(), time.perf_counter() - start,
-                 "loaded" if self.model is not None else "per question")
+        self._start = start
 
     @staticmethod
     def _model(settings: Settings) -> Embedder | None:
-        """The local embedding model, optimised as a long-lived process loads it; ``None`` for an API model."""
+        """The local embedding model, optimised as a long-lived process loads it, not loaded yet; ``None`` for an API
+        model."""
         if settings.embedding_model not in ("", "local"):
             return None
         from index.embeddings import OnnxMiniLMEmbedder
 
-        return OnnxMiniLMEmbedder(lazy=False, optimize=True)
+        return OnnxMiniLMEmbedder(lazy=True, optimize=True)
+
+    def _load_model(self) -> None:
+        """Load the model (the background thread :meth:`serve` starts); a failure is logged, and the question that
+        needs the model loads it again and reports the error as ``chatops ask`` does."""
+        from index.embeddings import OnnxMiniLMEmbedder
+
+        if not isinstance(self.model, OnnxMiniLMEmbedder):
+            return
+        start = time.perf_counter()
+        try:
+            self.model.load()
+        except Exception as exc:
+            log.warning("the embedding model did not load: %s", exc)
+            return
+        log.info("model loaded in %.2f s", time.perf_counter() - start)
 
     def _preload(self) -> None:
         """Import what answering imports (opening the index opens nothing: no lock is taken here)."""
@@ -165,6 +185,29 @@ class Worker:
         from .parser import build_parser
 
         self.parser = build_parser()
+
+    def _warm_index(self) -> None:
+        """Open the embedded index once and close it, so its dense snapshot's rows are read and checked now, not at
+        the first question (they are kept parsed while the store is unchanged: 0.45-0.6 s on a 10k-chunk handbook).
+        Only when a snapshot exists (never creates an index); a failure (the index locked by an index run, damage) is
+        logged and left to the first question, which opens the index as ``chatops ask`` does."""
+        from app.wiring import build_embedder, open_index
+        from index.stores.dense_snapshot import snapshot_file
+
+        folder = self.settings.index_dir / "qdrant"
+        if self.settings.qdrant_url or not snapshot_file(folder, self.settings.qdrant_collection).is_file():
+            return
+        start = time.perf_counter()
+        try:
+            embedder = build_embedder(self.settings, lazy_model=True, model=self.model)
+            try:
+                open_index(self.settings, embedder).close()
+            finally:
+                embedder.cache.close()
+        except Exception as exc:
+            log.info("the index was not read ahead (%s: %s)", type(exc).__name__, exc)
+            return
+        log.info("index read ahead in %.2f s", time.perf_counter() - start)
 
     def stale(self, request: dict) -> str:
         """What differs between a request's fingerprint and this worker's (``""``: nothing)."""
@@ -188,12 +231,19 @@ class Worker:
         signal.signal(signal.SIGINT, _exit)
         try:
             self._bind()
+            log.info("pid %d ready in %.2f s (model %s)", os.getpid(), time.perf_counter() - self._start,
+                     "loading" if self.model is not None else "per question")
+            threading.Thread(target=self._load_model, name="load-model", daemon=True).start()
             last = time.monotonic()
+            warmed = False
             while True:
                 assert self._listener is not None
                 try:
                     conn, _ = self._listener.accept()
                 except TimeoutError:
+                    if not warmed:  # a second without a first question: read the index's snapshot ahead
+                        warmed = True
+                        self._warm_index()
                     if time.monotonic() - last > self.idle:
                         log.info("idle for %.0f s: exiting", self.idle)
                         return
@@ -203,6 +253,7 @@ class Worker:
                     continue
                 with conn:
                     keep = self._answer(conn)
+                warmed = True  # the question read it
                 last = time.monotonic()
                 if not keep:
                     return
