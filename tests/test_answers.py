@@ -45,9 +45,33 @@ opens with your office badge. Visitors use the paid public car park across the s
 """
 
 
+_LINES = "\n".join(f"- **Client project {n} - #{n}:** Time spent delivering work for client project {n}."
+                   for n in range(1200, 1240))
+_RULES = "\n\n".join(f"## Timesheet line rule {n}\n\nWhat is a timesheet line for? Rule {n}: a timesheet line is for one "
+                      f"kind of work, and each line is for the hours you log against it." for n in range(1, 9))
+TIMESHEET = f"""# Timesheets
+
+## What a timesheet line is
+
+Every hour you work goes on a timesheet line. Submit your timesheet every Friday before 5pm.
+
+## Out of office
+
+Log holidays, sick leave and annual leave to timesheet line #670, Out of office, so we know you were not
+billing a client for those hours.
+
+{_RULES}
+
+## Lines
+
+{_LINES}
+- **Hiring and onboarding - #1241:** Time spent interviewing candidates or onboarding new staff.
+"""
+
+
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
-    pages = {"it/foo-runbook.md": RUNBOOK, "company/parking-faq.md": PARKING_FAQ}
+    pages = {"it/foo-runbook.md": RUNBOOK, "company/parking-faq.md": PARKING_FAQ, "finance/timesheets.md": TIMESHEET}
     with agent_over_wiki(tmp_path_factory.mktemp("answers"), embedder, pages) as rt:
         yield rt
 
@@ -135,6 +159,12 @@ def test_a_rate_is_read_from_a_table_row_under_its_header_and_refused_in_another
     assert not night.refused and "$250" in night.text and "Hotel per night" in night.text, night.text
     # The wiki states hotel limits per night, never per week: a neighbouring figure is no answer.
     assert ask(runtime, "how much is the hotel allowance per week?").refused
+
+
+def test_a_code_number_in_the_question_is_matched_as_written(runtime: Runtime) -> None:
+    # "1241" is a code, not an amount: the passage holding it verbatim answers, not the page's other lines.
+    reply = ask(runtime, "what is timesheet line 1241 for")
+    assert not reply.refused and "Hiring and onboarding" in reply.text, reply.text
 
 
 def test_a_plural_amount_word_asks_for_an_amount_too(runtime: Runtime) -> None:

@@ -273,6 +273,18 @@ def test_each_hit_lists_the_querys_identifiers_its_text_holds(search: KnowledgeS
     assert not any(e.exact for e in _run(search, "how do I declare an incident?").evidence)
 
 
+def test_a_code_number_is_an_identifier_and_an_amount_or_a_year_is_not() -> None:
+    from index.retrieval.identifiers import contains, identifiers, is_code
+
+    assert identifiers("what is tock line 1241 for") == ["1241"] and is_code("1241")
+    assert identifiers("i need form 630 signed") == ["630"]
+    for chat in ("is the budget $500 or 1,000 dollars?", "since 2024?", "a 12.5% raise", "a 90 day probation"):
+        assert identifiers(chat) == [], chat
+    assert contains("- **Hiring / Onboarding - #1241:** time spent hiring", "1241")  # "#1241" is 1241
+    assert not contains("ticket SF-1241 and 12410", "1241")
+    assert not contains("see #help", "help")  # a "#" before a word is a channel
+
+
 def test_the_tool_reads_the_corpus_statistics_the_agent_needs(search: KnowledgeSearch, wiki_index: KnowledgeIndex) -> None:
     terms = search.analyze("expense report incident laptop quokkafrost")
     store = wiki_index.keyword

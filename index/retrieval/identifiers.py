@@ -26,6 +26,7 @@ _PATTERNS = [
     re.compile(r"\b[A-Za-z]{1,10}-\d{1,8}\b"),                                     # ABC-123
     re.compile(r"\b[A-Za-z]{1,6}\d+(?:[.-]\w+)*\b"),                               # E42, v1.2.3, S3
     re.compile(r"\b\d+(?:\.\d+){2,}\b"),                                           # 4.12.0
+    re.compile(r"(?<![\w$€£¥₹.,#])(?!(?:19|20)\d\d\b)\d{3,7}(?![\w%.,]\w*)"),              # line 1241 (not a year or amount)
     re.compile(r"\b[A-Z][A-Z0-9]{1,9}s?\b"),                                       # PTEP, EAP, SOC2
     re.compile(r"\b[a-z]+(?:-[a-z0-9]+){2,}\b"),                                   # confirm-no-backport
 ]
@@ -72,8 +73,11 @@ def is_code(term: str) -> bool:
 
 
 def contains(text: str, term: str) -> bool:
-    """True when ``text`` holds ``term`` verbatim (case-insensitive) and not inside a longer token."""
+    """True when ``text`` holds ``term`` verbatim (case-insensitive) and not inside a longer token (a number also
+    after a ``#``)."""
     if not term:
         return False
-    pattern = r"(?<![\w/#@-])" + re.escape(term) + r"(?![\w-])"
+    # A number is written with a "#" as often as without ("line 1241" for "#1241"); a "#" before a word is a channel.
+    before = r"(?<![\w/@.,-])" if term[:1].isdigit() else r"(?<![\w/#@-])"
+    pattern = before + re.escape(term) + r"(?![\w-])"
     return re.search(pattern, text, re.I) is not None
