@@ -107,8 +107,9 @@ _STATES = {
 # name an amount, not a rate.
 _RATE = re.compile(r"\bper\s+(?!diem\b|cent\b|se\b)([a-z]+)", re.I)
 _QUANTITIES = ("percent", "duration", "money", "amount")
-# Units whose adjective is not the unit plus "-ly" ("nightly", "weekly", "monthly" are).
-_RATE_ADJECTIVES = {"day": "daily", "year": "yearly|annual|annually", "person": "per capita"}
+_TIME_UNITS = r"second|sec|minute|min|hour|hr|day|night|week|fortnight|month|quarter|year|yr|pay period"
+_TIME_UNIT = re.compile(_TIME_UNITS)
+_TIME_ADJECTIVES = r"hourly|daily|nightly|weekly|biweekly|bi-weekly|monthly|quarterly|yearly|annual|annually"
 
 
 # An interrogative word, with the contracted or run-together verb chat writes after it ("who's", "whats").
@@ -177,11 +178,15 @@ def states_type(text: str, kind: str | None, setting: str = "") -> bool:
 
 
 def _states_rate(text: str, unit: str) -> bool:
-    """True when ``text`` states something per ``unit``: "per night", "a night", "per calendar year", "/night",
-    "nightly"."""
-    stem = re.escape(unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit)
-    adjective = _RATE_ADJECTIVES.get(unit, rf"{stem}ly")
-    return bool(re.search(rf"\b(?:per|a|an|each|every)\s+(?:[\w-]+\s+){{0,2}}?{stem}s?\b|/\s?{stem}s?\b|\b(?:{adjective})\b", text, re.I))
+    """True when ``text`` states something per ``unit``: "per mile", "a mile", "each mile", "/mile", or, for a unit of
+    time, per any unit of time ("$250/month" answers "per year": periods convert, miles and people do not)."""
+    stem = unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
+    if _TIME_UNIT.fullmatch(stem):
+        units, adjectives = _TIME_UNITS, _TIME_ADJECTIVES
+    else:
+        units, adjectives = re.escape(stem), rf"{re.escape(stem)}ly"
+    return bool(re.search(rf"\b(?:per|a|an|each|every)\s+(?:[\w-]+\s+){{0,2}}?(?:{units})s?\b|/\s?(?:{units})s?\b|"
+                          rf"\b(?:{adjectives})\b", text, re.I))
 
 
 _NUMERIC_TOKEN = re.compile(r"[\w$€£%.,/-]*\d[\w$€£%.,/-]*")

@@ -152,13 +152,15 @@ def test_a_question_asking_an_amount_quotes_the_table_row_that_states_it(runtime
     assert any(c.quote.startswith("Australia and New Zealand |") for c in reply.citations)
 
 
-def test_a_rate_is_read_from_a_table_row_under_its_header_and_refused_in_another_unit(runtime: Runtime) -> None:
+def test_a_rate_is_read_from_a_table_row_under_its_header_and_refused_in_a_unit_it_is_not_stated_in(runtime: Runtime) -> None:
     # The row "| United States and Canada | $250 | $75 |" holds no word of the question: the gate reads it under its
     # header ("Hotel per night"), as the composer quotes it.
     night = ask(runtime, "whats the hotel limit per night in the US?")
     assert not night.refused and "$250" in night.text and "Hotel per night" in night.text, night.text
-    # The wiki states hotel limits per night, never per week: a neighbouring figure is no answer.
-    assert ask(runtime, "how much is the hotel allowance per week?").refused
+    # A period converts (a nightly limit answers "per week"); a trip is no period, and the wiki states no limit per
+    # trip: a neighbouring figure is no answer.
+    assert not ask(runtime, "how much is the hotel allowance per week?").refused
+    assert ask(runtime, "whats the hotel limit per trip?").refused
 
 
 def test_a_code_number_in_the_question_is_matched_as_written(runtime: Runtime) -> None:

@@ -277,6 +277,9 @@ def test_a_rate_needs_its_unit_stated_with_the_figure_or_in_its_headings() -> No
     assert states_type("Meals: $75/day.", "money per day") and states_type("A daily limit of $75.", "money per day")
     assert states_type("| United States | $250 |", "money per night", setting="| Region | Hotel per night |")
     assert not states_type("Upload a receipt for any expense over $75.", "money per mile")
+    # periods convert ("$250/month" answers "per year"); miles, nights out, people do not
+    assert states_type("A $250/month stipend for courses.", "money per year")
+    assert not states_type("Up to $50 per trip.", "money per person")
     q = corpus_terms("whats the per mile reimbursement rate if i drive my own car?",
                      {"mile": 3, "reimburs": 20, "rate": 15, "car": 10, "drive": 12})
     receipts = [ev("For POV mileage, add the expense as normal; a receipt is needed over $75 for each car trip.", 0.60, 1),
