@@ -147,8 +147,11 @@ lock-llm:
 teams-package: install
 	$(BIN)/python -m bot.teams.package --out $(or $(TEAMS_PACKAGE),dist/chatops-teams.zip)
 
-# The layering contracts, a small bug-finding rule set and the type checker (all configured in pyproject.toml;
-# mypy keeps its incremental cache in .mypy_cache, git-ignored).
+# The layering contracts, a small bug-finding rule set and the type checker (all configured in pyproject.toml).
+# mypy keeps its incremental cache in MYPY_CACHE_DIR, outside the checkout, so it survives a fresh clone the way
+# the tests' embedding cache does: a cold check takes about 65 s of CPU, a warm one 2 s. mypy checks every cached
+# module against its source's hash, so a cache from another checkout or commit is never trusted stale.
+export MYPY_CACHE_DIR ?= $(HOME)/.cache/chatops-mypy
 lint: install
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check --no-cache .
