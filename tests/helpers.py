@@ -50,9 +50,18 @@ def cli_environment(data_dir: Path, **extra: str) -> dict[str, str]:
 
 def run_chatops(args: list[str], data_dir: Path, cwd: Path, timeout: float = 120, **extra_env: str
                 ) -> subprocess.CompletedProcess[str]:
-    """Run ``chatops ARGS`` to completion and capture its output."""
-    return subprocess.run([*chatops_command(), *args], cwd=cwd, env=cli_environment(data_dir, **extra_env),
+    """Run ``chatops ARGS`` to completion and capture its output; what it embedded in a data dir seeded by
+    :func:`seed_embedding_cache` is then added to the cache the data dir was seeded from (:func:`keep_embeddings`)."""
+    proc = subprocess.run([*chatops_command(), *args], cwd=cwd, env=cli_environment(data_dir, **extra_env),
                           capture_output=True, text=True, timeout=timeout)
+    seeded_from = _SEEDED.get(Path(data_dir).resolve())
+    if seeded_from is not None:
+        keep_embeddings(data_dir, seeded_from)
+    return proc
+
+
+#: The data dirs :func:`seed_embedding_cache` seeded, and the cache each was seeded from.
+_SEEDED: dict[Path, Path] = {}
 
 
 def seed_embedding_cache(data_dir: Path, cache_file: Path) -> Path:
@@ -69,6 +78,7 @@ def seed_embedding_cache(data_dir: Path, cache_file: Path) -> Path:
     finally:
         src.close()
         dst.close()
+    _SEEDED[Path(data_dir).resolve()] = Path(cache_file)
     return data_dir
 
 
@@ -85,6 +95,31 @@ def indexed_data_dir(data_dir: Path, cache_file: Path, *sources: str, cwd: Path 
     proc = run_chatops(["index", *sources], data_dir, cwd=cwd or data_dir.parent, timeout=timeout, **extra_env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return data_dir
+
+
+def keep_embeddings(data_dir: Path, cache_file: Path) -> None:
+    """Add to the embedding cache ``cache_file`` the vectors the data dir's cache holds and it lacks.
+
+    ``chatops index`` and ``chatops eval`` embed, besides the pages, the gate calibration's probe questions (200
+    for the example wiki, about 4.5 s of CPU per run); kept in the session cache (persistent under
+    ``$CHATOPS_TEST_CACHE``), they are in every data dir seeded from it afterwards, in this run and the next.
+    Only vectors are added, so a test that wants a text embedded anew must use a text no earlier run embedded
+    (as it must already). The cache only saves work: a locked or unreadable file is left as it is.
+    """
+    run_cache = data_dir / "cache" / "embeddings.sqlite"
+    if not run_cache.exists():
+        return
+    db = sqlite3.connect(cache_file, timeout=1)
+    try:
+        db.execute("ATTACH DATABASE ? AS run", (str(run_cache),))
+        with db:
+            db.execute("INSERT OR IGNORE INTO embeddings (model_id, text_hash, vector) "
+                       "SELECT model_id, text_hash, vector FROM run.embeddings")
+        db.execute("DETACH DATABASE run")
+    except sqlite3.Error:
+        pass
+    finally:
+        db.close()
 
 def wait_for(predicate, timeout: float, what: str):
     """Poll ``predicate`` every 0.1 s until it returns something truthy (returned); fail after ``timeout`` s."""

@@ -6,7 +6,8 @@ tests on the ``restricted`` index run with each keyword index (``KEYWORD_INDEX``
 sparse vector in local mode, issue 12), on the shared index (one collection with both vectors, searched
 through the Query API) in local mode, and on the shared index on a Qdrant server (the stand-in,
 ``tests/standins/qdrant/``: the ``QDRANT_URL`` code path, filters inside the queries): the permission filter
-must hold in each.
+must hold in each. The ``restricted`` index is built once per keyword index for the module and only read by the
+tests that get it (a test that changes access builds its own).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +39,9 @@ from state import StateStore
 from state.store import sqlite_url
 from tools.context import ToolContext
 from tools.knowledge_search import KnowledgeSearch, KnowledgeSearchArgs
+
+from tests.helpers import WIKI
+from tests.standins.qdrant import QdrantStandIn
 
 PAGE = "people/compensation-bands.md"
 BODY = """# Compensation bands
@@ -79,13 +85,16 @@ def _index(path: Path, wiki: Path, embedder, access: dict[str, Access], keyword:
     return index
 
 
-@pytest.fixture
-def wiki(wiki_copy: Path) -> Path:
-    (wiki_copy / PAGE).write_text(BODY, encoding="utf-8")
-    return wiki_copy
+@pytest.fixture(scope="module")
+def wiki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/wiki plus the restricted page, for the module (the tests only read it)."""
+    dest = tmp_path_factory.mktemp("access") / "wiki"
+    shutil.copytree(WIKI, dest)
+    (dest / PAGE).write_text(BODY, encoding="utf-8")
+    return dest
 
 
-@pytest.fixture(params=["whoosh", "qdrant", "shared", "shared-server"])
+@pytest.fixture(scope="module", params=["whoosh", "qdrant", "shared", "shared-server"])
 def keyword(request: pytest.FixtureRequest) -> str:
     """The keyword index (``KEYWORD_INDEX``) of the ``restricted`` index, or "shared": the shared index
     (``QDRANT_URL``), one collection holding both retrievers, searched in one call ("shared-server": on the
@@ -93,15 +102,26 @@ def keyword(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def module_qdrant() -> Iterator[QdrantStandIn]:
+    """One strict Qdrant stand-in for the module; each index on it has a collection of its own."""
+    with QdrantStandIn(strict=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def qdrant_url(keyword: str, request: pytest.FixtureRequest) -> str | None:
     """The Qdrant stand-in's URL when ``keyword`` is ``shared-server``, else ``None`` (local mode)."""
-    return request.getfixturevalue("qdrant_server").url if keyword == "shared-server" else None
+    return request.getfixturevalue("module_qdrant").url if keyword == "shared-server" else None
 
 
-@pytest.fixture
-def restricted(tmp_path: Path, wiki: Path, embedder, keyword: str, qdrant_url: str | None):
-    index = _index(tmp_path / "restricted", wiki, embedder, {PAGE: HR}, keyword, qdrant_url)
+@pytest.fixture(scope="module")
+def restricted(tmp_path_factory: pytest.TempPathFactory, wiki: Path, embedder, keyword: str,
+               qdrant_url: str | None) -> Iterator[KnowledgeIndex]:
+    """The wiki indexed with PAGE readable by HR only, built once per ``keyword`` and only read by the tests
+    (each test makes its own :class:`KnowledgeSearch` or agent, so no search cache is shared)."""
+    index = _index(tmp_path_factory.mktemp(f"restricted-{keyword}") / "restricted", wiki, embedder, {PAGE: HR},
+                   keyword, qdrant_url)
     yield index
     index.close()
 
@@ -173,7 +193,15 @@ def test_a_search_without_an_access_context_raises(restricted: KnowledgeIndex) -
         restricted.keyword.search_ids(QUESTION, viewer=None)  # type: ignore[arg-type]
 
 
-def test_set_access_changes_visibility_without_re_embedding(restricted: KnowledgeIndex, embedder) -> None:
+def test_set_access_changes_visibility_without_re_embedding(tmp_path, wiki, embedder, keyword, qdrant_url) -> None:
+    own = _index(tmp_path / "changed", wiki, embedder, {PAGE: HR}, keyword, qdrant_url)  # changed: not the shared one
+    try:
+        _check_set_access(own, embedder)
+    finally:
+        own.close()
+
+
+def _check_set_access(restricted: KnowledgeIndex, embedder) -> None:
     ids = sorted(_ids(restricted))
     vectors = restricted.dense.vectors(ids)
     counts = (embedder.computed, embedder.cached)
