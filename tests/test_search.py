@@ -277,7 +277,8 @@ def test_a_code_number_is_an_identifier_and_an_amount_or_a_year_is_not() -> None
     from index.retrieval.identifiers import contains, identifiers, is_code
 
     assert identifiers("what is tock line 1241 for") == ["1241"] and is_code("1241")
-    assert identifiers("i need form 630 signed") == ["630"]
+    assert identifiers("i need form 630 signed") == ["630"] and identifiers("i need form 630.") == ["630"]
+    assert identifiers("what is line #1241 for?") == ["1241"]
     for chat in ("is the budget $500 or 1,000 dollars?", "since 2024?", "a 12.5% raise", "a 90 day probation"):
         assert identifiers(chat) == [], chat
     assert contains("- **Hiring / Onboarding - #1241:** time spent hiring", "1241")  # "#1241" is 1241
