@@ -1,7 +1,8 @@
-"""The warm ask worker (``python -m bot.cli.warm_worker``, started by ``chatops ask``; see :mod:`.warm`).
+"""The warm ask worker (``python -m bot.cli.warm_worker``, started by ``chatops``; see :mod:`.warm`).
 
-One process per data dir, started in the background by a ``chatops ask`` that answered itself, with that command's
-environment and working directory. It holds ``run/ask.lock`` for its whole life (a second one exits at once),
+One process per data dir, started in the background (:func:`.warm.start_worker`) by a ``chatops ask`` that answered
+itself, by ``chatops index`` and ``chatops sync`` when they finish, or by ``chatops ask --start-worker``, with that
+command's environment and working directory. It holds ``run/ask.lock`` for its whole life (a second one exits at once),
 imports what answering needs and resolves the settings, then listens on ``run/ask.sock`` (mode 0600 in a 0700
 folder) while it loads the embedding model in a background thread (the local ONNX model with its graph optimised, as
 indexing and ``chatops serve`` load it: 0.3-0.4 s more to load, once, and a new question's batch of 15-25 texts runs
