@@ -12,7 +12,13 @@ Policy (``GateConfig``):
   (a term in a fifth or more of the chunks, such as the organisation's name, never counts); or,
   without any (a paraphrase: "gym" for a page on the "wellness" stipend), when its cosine is at least
   ``semantic_floor``; or when they hold every informative key term and its cosine is at least
-  ``lexical_floor`` (an exact identifier such as "PTEP" that a small dense model does not know well).
+  ``lexical_floor`` (an exact identifier such as "PTEP" that a small dense model does not know well); or
+  (*agreed support*, ``agreed_support``) when it is at least ``lexical_floor`` close, both retrievers rank it
+  among their top ``agreement_rank`` and its quoted sentences or headings hold the question's most specific
+  term, provided every key term of the question is on some page: a chat question's cosine runs low while both
+  rankings still find its answer first, but a word on no page may be the very thing asked ("a stipend for pet
+  insurance" beside the stipend passages), and below the floor nothing tells the two apart. One such passage
+  answers alone when the closest passage stands out by ``paraphrase_margin`` (the ranked route below).
 - **The question's most specific term must be quoted.** The rarest key term the corpus contains is
   what the question is about; when no supporting sentence (or its headings) holds it, the corpus
   talks about that term elsewhere and the evidence is a near miss ("the 401k match" answered from a
@@ -103,6 +109,7 @@ class GateConfig:
     require_type: bool = True
     require_type_span: bool = True
     topical_clarity: float = 1.0
+    agreed_support: bool = True
     calibrated: str = "default"
 
     def __post_init__(self) -> None:
@@ -235,12 +242,22 @@ class EvidenceGate:
         info = set(terms.informative)
         median = _median([x.cosine for x in evidence if x.cosine is not None])
 
+        spec0 = terms.specific[0] if terms.specific else None
+        agreed_ok = cfg.agreed_support and spec0 is not None and not terms.absent
+
         def supports(e: Evidence) -> bool:
             cos = e.cosine or 0.0
             held = reads[e.chunk.chunk_id].terms & info
             if cos >= cfg.semantic_floor or (cos >= cfg.relevance_floor and (held or not info)):
                 return True
-            return bool(info) and held == info and cos >= cfg.lexical_floor
+            if cos < cfg.lexical_floor:
+                return False
+            if info and held == info:
+                return True
+            # Agreed support: first or second in both rankings, quoting what the question is about, and no word
+            # of the question missing from the wiki (a word on no page may be the very thing asked).
+            return agreed_ok and spec0 in held and all(
+                e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
 
         support = [e for e in considered if supports(e)]
         covered: set[str] = set()
@@ -310,7 +327,8 @@ class EvidenceGate:
         agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
         strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
         standout = cos >= cfg.relevance_floor and cos - median >= cfg.standout_margin
-        ranked = agree and paraphrase
+        # Agreed support below the relevance floor stands on the margin alone (it already quotes the specific term).
+        ranked = agree and (paraphrase or (agreed_ok and spec0 in own_terms and margin_k >= cfg.paraphrase_margin))
         if strong or standout or ranked:
             why = ("strong and on topic" if strong else f"stands out ({cos - median:+.2f} over the median)"
                    if standout else f"ranked top {cfg.agreement_rank} by both retrievers, {margin_k:+.2f} over the "

@@ -38,6 +38,18 @@ corporate VPN before you start, or the download times out. Ask #it-help for a VP
 | E42 | Licence server unreachable | Renew the licence token with foo-admin renew |
 """
 
+EMPLOYMENT = """# Employment verification
+
+## Verifying employment and income
+
+When a bank, a landlord or a car dealer needs to check where you work and what you earn, they call the
+Employment Verification Desk at +1 555 0100, open 24 hours a day. We never confirm your salary by email.
+
+## Reference letters
+
+Your manager writes reference letters; ask them at least two weeks before you need one.
+"""
+
 PARKING_FAQ = """# Parking FAQ
 
 Can I park at the Lisbon office for free? Staff park free in the basement garage on level -2; the gate
@@ -71,7 +83,8 @@ billing a client for those hours.
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
-    pages = {"it/foo-runbook.md": RUNBOOK, "company/parking-faq.md": PARKING_FAQ, "finance/timesheets.md": TIMESHEET}
+    pages = {"it/foo-runbook.md": RUNBOOK, "company/parking-faq.md": PARKING_FAQ, "finance/timesheets.md": TIMESHEET,
+             "people/employment-verification.md": EMPLOYMENT}
     with agent_over_wiki(tmp_path_factory.mktemp("answers"), embedder, pages) as rt:
         yield rt
 
@@ -124,6 +137,24 @@ def test_a_table_row_never_answers_an_unrelated_question(runtime: Runtime) -> No
     assert "Restart the agent service" not in reply.text
     if not reply.refused:
         assert "Requires VPN access" in reply.text
+
+
+def test_a_paraphrase_under_the_relevance_floor_is_answered_when_both_retrievers_rank_its_passage_first(
+        runtime: Runtime) -> None:
+    reply = ask(runtime, "the landlord wants to check my work, who does she call")
+    gate = reply.trace.gate or {}
+    assert gate["top_cosine"] < 0.43, gate  # under the default relevance floor: only agreed support admits it
+    assert not reply.refused, reply.text
+    assert "Employment Verification Desk" in reply.text
+    assert gate["features"]["dense_rank"] == 1 and gate["features"]["bm25_rank"] == 1
+
+
+def test_agreed_support_is_not_admitted_when_a_word_of_the_question_is_on_no_page(runtime: Runtime) -> None:
+    # "tenancy" is on no page: below the floor the gate cannot tell a chat word from the very thing asked
+    reply = ask(runtime, "the landlord wants to check my work for my tenancy, who does she call")
+    assert reply.refused, reply.text
+    assert "Employment Verification Desk" not in reply.text
+    assert "tenancy" in (reply.trace.gate or {})["reason"]
 
 
 def test_sentences_are_whole_across_line_wraps_and_abbreviations() -> None:
