@@ -82,6 +82,12 @@ def test_a_figure_inside_an_identifier_or_a_time_is_not_a_figure_of_its_own() ->
                      ("identifier", "config.yaml")]
 
 
+def test_a_phone_number_quoted_verbatim_is_grounded() -> None:
+    passage = "Please direct questions to the payroll help desk: 1-844-303-6515 or email them."
+    assert ungrounded(passage, [passage]) == []
+    assert ungrounded("Call (877) 472-6716 to book.", ["Call (877) 472-6716 to book."]) == []
+
+
 def test_any_cited_passage_may_hold_a_fact() -> None:
     sentence = "PTO is 25 days, requested in PeopleDesk."
     assert missing(sentence, PTO) == [("name", "PeopleDesk")]

@@ -284,6 +284,9 @@ def test_a_code_number_is_an_identifier_and_an_amount_or_a_year_is_not() -> None
     assert contains("- **Hiring / Onboarding - #1241:** time spent hiring", "1241")  # "#1241" is 1241
     assert not contains("ticket SF-1241 and 12410", "1241")
     assert not contains("see #help", "help")  # a "#" before a word is a channel
+    # a part of a longer number is none: a phone number quoted verbatim names no code of its own
+    assert identifiers("call the desk at 1-844-303-6515 or 800-367-5690") == []
+    assert not contains("call 1-844-303-6515", "844")
 
 
 def test_the_tool_reads_the_corpus_statistics_the_agent_needs(search: KnowledgeSearch, wiki_index: KnowledgeIndex) -> None:

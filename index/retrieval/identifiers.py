@@ -26,7 +26,8 @@ _PATTERNS = [
     re.compile(r"\b[A-Za-z]{1,10}-\d{1,8}\b"),                                     # ABC-123
     re.compile(r"\b[A-Za-z]{1,6}\d+(?:[.-]\w+)*\b"),                               # E42, v1.2.3, S3
     re.compile(r"\b\d+(?:\.\d+){2,}\b"),                                           # 4.12.0
-    re.compile(r"(?<![\w$€£¥₹.,])(?!(?:19|20)\d\d\b)\d{3,7}(?![\w%]|[.,]\d)"),                # line 1241 (not a year or amount)
+    # line 1241: not a year, an amount or a part of a longer number ("1-844-303-6515"), as :func:`contains` reads it
+    re.compile(r"(?<![\w$€£¥₹.,/@-])(?!(?:19|20)\d\d\b)\d{3,7}(?![\w%-]|[.,]\d)"),
     re.compile(r"\b[A-Z][A-Z0-9]{1,9}s?\b"),                                       # PTEP, EAP, SOC2
     re.compile(r"\b[a-z]+(?:-[a-z0-9]+){2,}\b"),                                   # confirm-no-backport
 ]
