@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["REQUEST_VERB", "WHEN", "asks_how", "names_party", "names_when", "clauses"]
+__all__ = ["MAKE_VERB", "REQUEST_VERB", "WHEN", "asks_how", "names_party", "names_when", "clauses"]
 
-#: Imperative verbs that start a request clause; where a clause may begin, never what a request is.
-REQUEST_VERB = re.compile(
-    r"\b(?:book|schedule|set ?up|create|arrange|organi[sz]e|put|add|send (?:an? )?invite|invite|remind)\b", re.I)
+_MAKE_VERBS = r"book|schedule|set ?up|create|arrange|organi[sz]e|put|add|send (?:an? )?invite|invite"
+#: Verbs that ask for something to be made ("book a call", "set up a sync"): what a meeting request does.
+MAKE_VERB = re.compile(rf"\b(?:{_MAKE_VERBS})\b", re.I)
+#: Imperative verbs that start a request clause (the verbs above and "remind"); where a clause may begin, never
+#: what a request is.
+REQUEST_VERB = re.compile(rf"\b(?:{_MAKE_VERBS}|remind)\b", re.I)
 #: A day, a time of day or a delay ("tomorrow", "on fri", "3pm", "at 10", "in 20 minutes").
 WHEN = re.compile(
     r"\b(?:today|tomorrow|tonight|next|this|on (?:mon|tue|wed|thu|fri|sat|sun)|"

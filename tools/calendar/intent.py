@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import re
 
-from ..intent import asks_how, clauses, names_party, names_when
+from ..intent import MAKE_VERB, asks_how, clauses, names_party, names_when
 
 __all__ = ["meeting_intent", "is_meeting_request", "is_find_time"]
 
-_ACTION_VERB = re.compile(
-    r"\b(?:book|schedule|set ?up|create|arrange|organi[sz]e|put|add|send (?:an? )?invite|invite)\b", re.I)
 _ACTION_OBJECT = re.compile(
     r"\b(?:meeting|call|sync|review|retro(?:spective)?|1[:-]1|one[- ]on[- ]one|standup|stand-up|event|"
     r"invite|session|chat|catch[- ]?up|demo|interview|huddle|workshop|hour|min(?:ute)?s?|calendar|"
     r"planning|all[- ]hands|offsite|kick[- ]?off|town[- ]?hall|check[- ]?in|1on1)\b", re.I)
 def _request_clause(text: str) -> bool:
-    if not _ACTION_VERB.search(text) or asks_how(text):
+    if not MAKE_VERB.search(text) or asks_how(text):
         return False
     return bool(_ACTION_OBJECT.search(text)) and (names_party(text) or names_when(text))
 
