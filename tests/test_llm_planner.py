@@ -156,6 +156,24 @@ def test_a_decomposed_question_searches_each_part(wiki_index, tmp_path) -> None:
     assert any(q.get("fused_from") == 4 for q in reply.trace.queries)
 
 
+def test_a_rewrite_that_drops_every_topic_word_of_the_message_is_not_searched_nor_judged(wiki_index, tmp_path) -> None:
+    # SmolLM2 rewrote "how long do we keep slack DMs?" as a timestamp: the gate then judged the timestamp and refused.
+    def rewrite(req):
+        return json_reply({"standalone": "2018-07-31 14:59:56.132", "sub_queries": ["./search.php?q=1"],
+                           "expansion": ["yes"], "hypothetical_answer": "How long does it take to get a new answer?"})
+    brain = Brain(rewrite=rewrite)
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
+            Turn(viewer=public_viewer(), text="how do I declare an incident?"))
+    assert "rewrite" in brain.calls
+    [rejected] = [s for s in reply.trace.steps if s["step"] == "rewrite_rejected"]
+    assert rejected["standalone"] == "2018-07-31 14:59:56.132"
+    searched = [q["query"] for q in reply.trace.queries]
+    assert searched and all(q == "how do I declare an incident?" for q in searched[:1])
+    assert not any("2018" in q or "search.php" in q for q in searched)
+    assert not reply.refused and any("incident-response" in c.doc_id for c in reply.citations)
+
+
 def test_a_side_effect_tool_is_proposed_and_left_pending(wiki_index, tmp_path) -> None:
     brain = Brain(route=chat(None, [tool_call("ticket_create", {"title": "Broken laptop screen", "priority": 2})]))
     with OpenAIStandIn(brain) as llm:

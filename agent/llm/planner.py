@@ -14,7 +14,9 @@ One turn:
    for a multi-part question, expansion keywords for the vocabulary gap, and a hypothetical
    answer passage used as the dense query (HyDE; Gao et al. 2022, "Precise Zero-Shot Dense
    Retrieval without Relevance Labels"). Cosines the gate reads are always measured against the
-   standalone question, never against the hypothetical passage.
+   standalone question, never against the hypothetical passage. A standalone question that keeps none of
+   the message's topic words is not a rewrite of it: the whole rewrite is dropped and the question is
+   searched as asked (``rewrite_rejected`` in the trace).
 3. **Retrieve** each query with ``knowledge.search``, and the standalone question on its own as well (no
    hypothetical passage, no model keywords; its list first) when the model gave either; fuse the lists by RRF.
 4. **Reflect** (structured output: relevant? sufficient? missing? next query?) and retry at
@@ -216,11 +218,26 @@ class LLMPlanner:
         return self.fallback.recognises_request(turn)
 
     # -- knowledge -----------------------------------------------------------------------------
+    def _keeps_topic(self, message: str, standalone: str) -> bool:
+        """Whether the model's standalone question keeps at least one of ``message``'s topic words (its key terms
+        the corpus holds, :attr:`agent.terms.KeyTerms.specific`); True when the message has none to keep."""
+        asked = key_terms(message, self.search.analyze, self.search.idf).specific
+        if not asked:
+            return True
+        kept = set(self.search.analyze(standalone))
+        return any(t in kept for t in asked)
+
     def _knowledge(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget,
                    ctx: ToolContext) -> tuple[Reply, list[Evidence]]:
         if ctx.viewer is None:
             raise ValueError("knowledge.search needs the asker's access context (Turn.viewer); none was given")
         rw = self.steps.rewrite(turn, query, trace, budget)
+        if not self._keeps_topic(turn.text, rw["standalone"]):
+            # The gate judges the standalone question: a "rewrite" sharing no topic word with the message (SmolLM2
+            # wrote a timestamp for "how long do we keep slack DMs?") would make it judge another question.
+            trace.step("rewrite_rejected", standalone=rw["standalone"][:200],
+                       reason="it shares no topic word with the message; the question is searched as asked")
+            rw = self.steps.as_asked(turn, query)
         question = rw["standalone"]
         # Answers are cached per access set: one computed for a reader never reaches someone who may not read it.
         cache_key = f"{text_key(question)}:{self.search.index.version}:{ctx.viewer.cache_key()}"

@@ -107,12 +107,18 @@ class StructuredSteps:
         return False
 
     # -- the steps -------------------------------------------------------------------------------
+    @staticmethod
+    def as_asked(turn: Turn, query: str) -> dict[str, Any]:
+        """The rewrite without the model: ``query`` as the standalone question (a follow-up with the thread's
+        last message before it: it may lean on anyone's message, as context, not instructions), no sub-queries,
+        keywords or hypothetical answer."""
+        return {"standalone": query if not turn.history else f"{turn.history[-1].text} {turn.text}",
+                "sub_queries": [], "expansion": [], "hypothetical_answer": ""}
+
     def rewrite(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget) -> dict[str, Any]:
         """The standalone question, sub-queries, expansion keywords and a hypothetical answer (HyDE) for
         ``query``; without the model (no budget, too slow, invalid output) the question as asked."""
-        # A follow-up question may lean on anyone's message in the thread (context, not instructions).
-        base = {"standalone": query if not turn.history else f"{turn.history[-1].text} {turn.text}",
-                "sub_queries": [], "expansion": [], "hypothetical_answer": ""}
+        base = self.as_asked(turn, query)
         if not budget.allows("query rewriting", reserve=1) or not self.fits("query rewriting", budget, "rewrite", "answer"):
             return base
         history = "\n".join(f"- {h}" for h in turn.own_history[-6:]) or "(none)"
