@@ -145,15 +145,18 @@ def test_a_decomposed_question_searches_each_part(wiki_index, tmp_path) -> None:
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
             Turn(viewer=public_viewer(), text="how often do laptops get replaced, and if i quit how long do i have to send mine back?"))
+    asked = "how often do laptops get replaced, and if i quit how long do i have to send mine back?"
     searched = [q["query"] for q in reply.trace.queries]
     assert "how often are laptops replaced" in searched and "how long to return laptop after leaving" in searched
     # The question is searched as written first (HyDE keeps the query's own embedding), then with the model's
-    # hypothetical passage and keywords, then each part; the four lists are fused.
+    # hypothetical passage and keywords, then the model's standalone wording and each part; the five lists are
+    # fused. The gate judges the question as asked: its cosines are measured to it, not to the rewording.
     own, hyde = reply.trace.queries[0], reply.trace.queries[1]
-    assert own["query"] == hyde["query"] == "laptop refresh cycle and returning the laptop when leaving"
+    assert own["query"] == hyde["query"] == asked
     assert own["hyde"] is False and own["expansion"] == []
     assert hyde["hyde"] is True and hyde["expansion"] == ["refresh", "offboarding"]
-    assert any(q.get("fused_from") == 4 for q in reply.trace.queries)
+    assert "laptop refresh cycle and returning the laptop when leaving" in searched
+    assert any(q.get("fused_from") == 5 for q in reply.trace.queries)
 
 
 def test_a_rewrite_that_drops_every_topic_word_of_the_message_is_not_searched_nor_judged(wiki_index, tmp_path) -> None:
@@ -172,6 +175,22 @@ def test_a_rewrite_that_drops_every_topic_word_of_the_message_is_not_searched_no
     assert searched and all(q == "how do I declare an incident?" for q in searched[:1])
     assert not any("2018" in q or "search.php" in q for q in searched)
     assert not reply.refused and any("incident-response" in c.doc_id for c in reply.citations)
+
+
+def test_the_gate_judges_the_question_as_asked_not_a_rewording_with_a_figure_the_model_made_up(wiki_index, tmp_path) -> None:
+    # SmolLM2 wrote "the desk setup budget of $500 for new hires" for "whats the desk setup budget for new hires?":
+    # judged, "500" became the question's most specific term and the page's own figure no longer answered it.
+    def rewrite(req):
+        return json_reply({"standalone": "how many weeks of parental leave, 77 weeks or 99 weeks?", "sub_queries": [],
+                           "expansion": [], "hypothetical_answer": ""})
+    brain = Brain(rewrite=rewrite)
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
+            Turn(viewer=public_viewer(), text="how many weeks of parental leave do new parents get?"))
+    gates = [s for s in reply.trace.steps if s["step"] == "gate"]
+    assert gates and not any("77" in str(g.get("missing")) or "99" in str(g.get("missing")) for g in gates)
+    assert not reply.refused, reply.text
+    assert any(c.doc_id == "people/parental-leave.md" for c in reply.citations)
 
 
 def test_a_side_effect_tool_is_proposed_and_left_pending(wiki_index, tmp_path) -> None:

@@ -13,12 +13,14 @@ One turn:
 2. **Rewrite** (structured output): a standalone question from the thread history, sub-queries
    for a multi-part question, expansion keywords for the vocabulary gap, and a hypothetical
    answer passage used as the dense query (HyDE; Gao et al. 2022, "Precise Zero-Shot Dense
-   Retrieval without Relevance Labels"). Cosines the gate reads are always measured against the
-   standalone question, never against the hypothetical passage. A standalone question that keeps none of
-   the message's topic words is not a rewrite of it: the whole rewrite is dropped and the question is
-   searched as asked (``rewrite_rejected`` in the trace).
-3. **Retrieve** each query with ``knowledge.search``, and the standalone question on its own as well (no
-   hypothetical passage, no model keywords; its list first) when the model gave either; fuse the lists by RRF.
+   Retrieval without Relevance Labels"). The gate judges the question as asked (a follow-up: the standalone
+   question), never the hypothetical passage nor, for a message that stands alone, the model's rewording of
+   it, which is searched as one more query. A standalone question that keeps none of the message's topic
+   words is not a rewrite of it: the whole rewrite is dropped and the question is searched as asked
+   (``rewrite_rejected`` in the trace).
+3. **Retrieve** the judged question, the model's standalone question when it differs, and each sub-query with
+   ``knowledge.search``, and the judged question on its own as well (no hypothetical passage, no model
+   keywords; its list first) when the model gave either; fuse the lists by RRF.
 4. **Reflect** (structured output: relevant? sufficient? missing? next query?) and retry at
    most ``max_retries`` times with the suggested query, each retry's hits pooled with the evidence
    so far, in the rule-based planner's loop (:class:`agent.loop.EvidenceLoop`: its gate, its stop
@@ -238,7 +240,11 @@ class LLMPlanner:
             trace.step("rewrite_rejected", standalone=rw["standalone"][:200],
                        reason="it shares no topic word with the message; the question is searched as asked")
             rw = self.steps.as_asked(turn, query)
-        question = rw["standalone"]
+        # What the gate judges (its key terms, the cosines it reads) is the question as the user asked it; only a
+        # follow-up needs the model's standalone question (it resolves what the message leans on). Elsewhere the
+        # standalone is one more search: SmolLM2 wrote figures into it ("the desk setup budget of $500", a phone
+        # number), and judged, those made answerable questions near misses.
+        question = rw["standalone"] if turn.history else turn.text.strip() or rw["standalone"]
         # Answers are cached per access set: one computed for a reader never reaches someone who may not read it.
         cache_key = f"{text_key(question)}:{self.search.index.version}:{ctx.viewer.cache_key()}"
         cached = self._answers.get(cache_key)
@@ -247,7 +253,7 @@ class LLMPlanner:
             reply, evidence = cached
             return Reply(reply.text, list(reply.citations), route=trace.route, searched=list(reply.searched)), evidence
         terms = key_terms(question, self.search.analyze, self.search.idf)
-        queries = [question, *rw["sub_queries"]]
+        queries = [question, *([rw["standalone"]] if rw["standalone"] != question else []), *rw["sub_queries"]]
         evidence = self._retrieve(queries, rw, question, trace, attempt=0, ctx=ctx)
         first = Attempt(question, evidence, self.loop.judge(evidence, terms, trace, 0))
 
