@@ -193,6 +193,21 @@ def test_the_gate_judges_the_question_as_asked_not_a_rewording_with_a_figure_the
     assert any(c.doc_id == "people/parental-leave.md" for c in reply.citations)
 
 
+def test_a_followups_rewrite_stating_a_number_nobody_wrote_is_dropped(wiki_index, tmp_path) -> None:
+    def rewrite(req):
+        return json_reply({"standalone": "do adoptive parents get 77 weeks of parental leave?", "sub_queries": [],
+                           "expansion": [], "hypothetical_answer": ""})
+    brain = Brain(rewrite=rewrite)
+    with OpenAIStandIn(brain) as llm:
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(
+            viewer=public_viewer(), text="and do adoptive parents get the same?",
+            history=(HistoryMessage.own("how many weeks of parental leave do new parents get?"),)))
+    [rejected] = [s for s in reply.trace.steps if s["step"] == "rewrite_rejected"]
+    assert "77" in rejected["reason"]
+    assert not any("77" in q["query"] for q in reply.trace.queries)
+    assert not any("77" in str(s.get("missing")) for s in reply.trace.steps if s["step"] == "gate")
+
+
 def test_a_side_effect_tool_is_proposed_and_left_pending(wiki_index, tmp_path) -> None:
     brain = Brain(route=chat(None, [tool_call("ticket_create", {"title": "Broken laptop screen", "priority": 2})]))
     with OpenAIStandIn(brain) as llm:

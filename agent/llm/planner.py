@@ -220,25 +220,33 @@ class LLMPlanner:
         return self.fallback.recognises_request(turn)
 
     # -- knowledge -----------------------------------------------------------------------------
-    def _keeps_topic(self, message: str, standalone: str) -> bool:
-        """Whether the model's standalone question keeps at least one of ``message``'s topic words (its key terms
-        the corpus holds, :attr:`agent.terms.KeyTerms.specific`); True when the message has none to keep."""
-        asked = key_terms(message, self.search.analyze, self.search.idf).specific
-        if not asked:
-            return True
-        kept = set(self.search.analyze(standalone))
-        return any(t in kept for t in asked)
+    def _not_a_rewrite(self, turn: Turn, standalone: str) -> str:
+        """Why the model's standalone question is not a rewrite of the turn's message ("" when it is one): it keeps
+        none of the message's topic words (its key terms the corpus holds, :attr:`agent.terms.KeyTerms.specific`;
+        a message without any keeps nothing to check), or it holds a number neither the message nor the thread
+        holds (a rewrite resolves what the message leans on; it adds no fact)."""
+        asked = key_terms(turn.text, self.search.analyze, self.search.idf).specific
+        got = set(self.search.analyze(standalone))
+        if asked and not any(t in got for t in asked):
+            return "it shares no topic word with the message"
+        said = set(self.search.analyze(" ".join([turn.text, *(h.text for h in turn.history)])))
+        made_up = sorted(t for t in got - said if any(ch.isdigit() for ch in t))
+        if made_up:
+            return f"it states a number nobody wrote ({', '.join(made_up[:3])})"
+        return ""
 
     def _knowledge(self, turn: Turn, query: str, trace: Trace, budget: TurnBudget,
                    ctx: ToolContext) -> tuple[Reply, list[Evidence]]:
         if ctx.viewer is None:
             raise ValueError("knowledge.search needs the asker's access context (Turn.viewer); none was given")
         rw = self.steps.rewrite(turn, query, trace, budget)
-        if not self._keeps_topic(turn.text, rw["standalone"]):
-            # The gate judges the standalone question: a "rewrite" sharing no topic word with the message (SmolLM2
-            # wrote a timestamp for "how long do we keep slack DMs?") would make it judge another question.
+        why_not = self._not_a_rewrite(turn, rw["standalone"])
+        if why_not:
+            # A follow-up's standalone question is what the gate judges: a "rewrite" sharing no topic word with the
+            # message (SmolLM2 wrote a timestamp for "how long do we keep slack DMs?") or stating a figure nobody
+            # wrote would make it judge another question.
             trace.step("rewrite_rejected", standalone=rw["standalone"][:200],
-                       reason="it shares no topic word with the message; the question is searched as asked")
+                       reason=f"{why_not}; the question is searched as asked")
             rw = self.steps.as_asked(turn, query)
         # What the gate judges (its key terms, the cosines it reads) is the question as the user asked it; only a
         # follow-up needs the model's standalone question (it resolves what the message leans on). Elsewhere the
