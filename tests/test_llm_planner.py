@@ -159,12 +159,16 @@ def test_a_decomposed_question_searches_each_part(wiki_index, tmp_path) -> None:
     assert any(q.get("fused_from") == 5 for q in reply.trace.queries)
 
 
+def _rewriting_to(standalone: str, **more: object) -> Brain:
+    """A scripted model whose rewrite step answers ``standalone`` (and ``more`` of the rewrite's fields)."""
+    fields = {"standalone": standalone, "sub_queries": [], "expansion": [], "hypothetical_answer": "", **more}
+    return Brain(rewrite=lambda req: json_reply(fields))
+
+
 def test_a_rewrite_that_drops_every_topic_word_of_the_message_is_not_searched_nor_judged(wiki_index, tmp_path) -> None:
     # SmolLM2 rewrote "how long do we keep slack DMs?" as a timestamp: the gate then judged the timestamp and refused.
-    def rewrite(req):
-        return json_reply({"standalone": "2018-07-31 14:59:56.132", "sub_queries": ["./search.php?q=1"],
-                           "expansion": ["yes"], "hypothetical_answer": "How long does it take to get a new answer?"})
-    brain = Brain(rewrite=rewrite)
+    brain = _rewriting_to("2018-07-31 14:59:56.132", sub_queries=["./search.php?q=1"], expansion=["yes"],
+                          hypothetical_answer="How long does it take to get a new answer?")
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
             Turn(viewer=public_viewer(), text="how do I declare an incident?"))
@@ -172,32 +176,29 @@ def test_a_rewrite_that_drops_every_topic_word_of_the_message_is_not_searched_no
     [rejected] = [s for s in reply.trace.steps if s["step"] == "rewrite_rejected"]
     assert rejected["standalone"] == "2018-07-31 14:59:56.132"
     searched = [q["query"] for q in reply.trace.queries]
-    assert searched and all(q == "how do I declare an incident?" for q in searched[:1])
+    assert searched and searched[0] == "how do I declare an incident?"
     assert not any("2018" in q or "search.php" in q for q in searched)
     assert not reply.refused and any("incident-response" in c.doc_id for c in reply.citations)
 
 
-def test_the_gate_judges_the_question_as_asked_not_a_rewording_with_a_figure_the_model_made_up(wiki_index, tmp_path) -> None:
+def test_the_gate_judges_the_question_as_asked_and_a_rewording_is_only_searched(wiki_index, tmp_path) -> None:
     # SmolLM2 wrote "the desk setup budget of $500 for new hires" for "whats the desk setup budget for new hires?":
-    # judged, "500" became the question's most specific term and the page's own figure no longer answered it.
-    def rewrite(req):
-        return json_reply({"standalone": "how many weeks of parental leave, 77 weeks or 99 weeks?", "sub_queries": [],
-                           "expansion": [], "hypothetical_answer": ""})
-    brain = Brain(rewrite=rewrite)
+    # judged, its words became the question's and the page's own figure no longer answered it.
+    asked = "how many weeks of parental leave do new parents get?"
+    brain = _rewriting_to("parental leave entitlement for caregivers of newborns")
     with OpenAIStandIn(brain) as llm:
-        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(
-            Turn(viewer=public_viewer(), text="how many weeks of parental leave do new parents get?"))
+        reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(viewer=public_viewer(), text=asked))
+    assert not any(s["step"] == "rewrite_rejected" for s in reply.trace.steps)  # a rewording, kept as a search
+    assert "parental leave entitlement for caregivers of newborns" in [q["query"] for q in reply.trace.queries]
     gates = [s for s in reply.trace.steps if s["step"] == "gate"]
-    assert gates and not any("77" in str(g.get("missing")) or "99" in str(g.get("missing")) for g in gates)
+    assert gates and all(set(g["features"]["specific"]) <= {"parent", "parental", "week", "leav", "new", "get"}
+                         for g in gates), gates
     assert not reply.refused, reply.text
-    assert any(c.doc_id == "people/parental-leave.md" for c in reply.citations)
+    assert "18 weeks" in reply.text and any(c.doc_id == "people/parental-leave.md" for c in reply.citations)
 
 
 def test_a_followups_rewrite_stating_a_number_nobody_wrote_is_dropped(wiki_index, tmp_path) -> None:
-    def rewrite(req):
-        return json_reply({"standalone": "do adoptive parents get 77 weeks of parental leave?", "sub_queries": [],
-                           "expansion": [], "hypothetical_answer": ""})
-    brain = Brain(rewrite=rewrite)
+    brain = _rewriting_to("do adoptive parents get 77 weeks of parental leave?")
     with OpenAIStandIn(brain) as llm:
         reply = make_agent(wiki_index, llm.base_url, tmp_path).answer(Turn(
             viewer=public_viewer(), text="and do adoptive parents get the same?",
