@@ -16,8 +16,8 @@ One turn:
    Retrieval without Relevance Labels"). The gate judges the question as asked (a follow-up: the standalone
    question), never the hypothetical passage nor, for a message that stands alone, the model's rewording of
    it, which is searched as one more query. A standalone question that keeps none of the message's topic
-   words is not a rewrite of it: the whole rewrite is dropped and the question is searched as asked
-   (``rewrite_rejected`` in the trace).
+   words, or states a number neither the message nor the thread holds, is not a rewrite of it: the whole
+   rewrite is dropped and the question is searched as asked (``rewrite_rejected`` in the trace).
 3. **Retrieve** the judged question, the model's standalone question when it differs, and each sub-query with
    ``knowledge.search``, and the judged question on its own as well (no hypothetical passage, no model
    keywords; its list first) when the model gave either; fuse the lists by RRF.
