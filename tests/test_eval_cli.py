@@ -11,7 +11,8 @@
   one embedding cache), one table with a row per set; ``--json`` gives ``{"retriever", "sets"}``.
 - ``unsupported_posted``: the posted sentences with a figure, date, identifier or name that no chunk they cite
   holds (a sentence without a marker stands on its paragraph's); 0 for the extractive answers over the example
-  wiki, counted per kind, shown in both tables; a reply inventing a figure is counted.
+  wiki and for a phone number quoted verbatim, counted per kind, shown in both tables; a reply inventing a figure
+  is counted.
 - Usage errors exit 2 with a message; ``make eval`` without ``../shared`` stops with one, before installing.
 """
 
@@ -76,6 +77,37 @@ def test_extractive_answers_post_no_unsupported_sentence(precision_run) -> None:
                                                                ("number", "time", "date", "identifier", "name")}
     for row in result["per_question"]:
         assert row["unsupported_posted"] == 0 and row["unsupported_sentences"] == [], row["text"]
+
+
+PAYROLL = """# Payroll
+
+## Payroll help desk
+
+Please direct questions about your pay to the payroll help desk: 1-844-303-6515 or email them. The desk answers
+on weekdays.
+
+## Pay periods
+
+You are paid every two weeks, on Friday.
+"""
+
+
+def test_a_phone_number_quoted_verbatim_is_no_unsupported_fact(tmp_path: Path, embedding_cache_dir: Path) -> None:
+    # "844" read as a code of its own out of "1-844-303-6515" was a fact no passage held as a token
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "payroll.md").write_text(PAYROLL, encoding="utf-8")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "desk", "question": "whats the phone number for the payroll help desk?",
+                                     "kind": "single", "gold_docs": ["payroll.md"],
+                                     "answer_contains": ["1-844-303-6515"]}) + "\n", encoding="utf-8")
+    data = seed_embedding_cache(tmp_path / "data", embedding_cache_dir / "embeddings.sqlite")
+    proc = run_chatops(["eval", "--questions", str(questions), "--source", f"folder:{wiki}", "--json"], data,
+                       cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    [row] = json.loads(proc.stdout)["per_question"]
+    assert not row["refused"] and row["answer_contains"], row["text"]
+    assert row["unsupported_posted"] == 0, row["unsupported_sentences"]
 
 
 def test_unsupported_posted_counts_a_sentence_whose_fact_no_cited_chunk_holds() -> None:
