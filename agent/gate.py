@@ -245,6 +245,9 @@ class EvidenceGate:
         spec0 = terms.specific[0] if terms.specific else None
         agreed_ok = cfg.agreed_support and spec0 is not None and not terms.absent
 
+        def both_rank(e: Evidence) -> bool:  # among both retrievers' top ``agreement_rank``
+            return all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
+
         def supports(e: Evidence) -> bool:
             cos = e.cosine or 0.0
             held = reads[e.chunk.chunk_id].terms & info
@@ -256,8 +259,7 @@ class EvidenceGate:
                 return True
             # Agreed support: first or second in both rankings, quoting what the question is about, and no word
             # of the question missing from the wiki (a word on no page may be the very thing asked).
-            return agreed_ok and spec0 in held and all(
-                e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
+            return agreed_ok and spec0 in held and both_rank(e)
 
         support = [e for e in considered if supports(e)]
         covered: set[str] = set()
@@ -324,7 +326,7 @@ class EvidenceGate:
         cos = e.cosine or 0.0
         own_terms = set(reads[e.chunk.chunk_id].terms)
         own = terms.evidence_coverage(own_terms)
-        agree = all(e.ranks.get(r, 10**6) <= cfg.agreement_rank for r in ("dense", "bm25"))
+        agree = both_rank(e)
         strong = own >= cfg.strong_coverage and (cos >= cfg.strong_single or agree)
         standout = cos >= cfg.relevance_floor and cos - median >= cfg.standout_margin
         # Agreed support below the relevance floor stands on the margin alone (it already quotes the specific term).
