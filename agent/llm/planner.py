@@ -86,7 +86,7 @@ from ..loop import Attempt, EvidenceLoop, merge
 from ..models import Reply, Trace, Turn
 from ..messages import closest_page
 from ..planner import FallbackPlanner
-from ..terms import key_terms
+from ..terms import KeyTerms, key_terms
 from . import prompts
 from .budget import BudgetExceeded, TurnBudget
 from .citing import SENTENCE, Citer, masked
@@ -220,14 +220,13 @@ class LLMPlanner:
         return self.fallback.recognises_request(turn)
 
     # -- knowledge -----------------------------------------------------------------------------
-    def _not_a_rewrite(self, turn: Turn, standalone: str) -> str:
+    def _not_a_rewrite(self, turn: Turn, asked: KeyTerms, standalone: str) -> str:
         """Why the model's standalone question is not a rewrite of the turn's message ("" when it is one): it keeps
         none of the message's topic words (its key terms the corpus holds, :attr:`agent.terms.KeyTerms.specific`;
         a message without any keeps nothing to check), or it holds a number neither the message nor the thread
-        holds (a rewrite resolves what the message leans on; it adds no fact)."""
-        asked = key_terms(turn.text, self.search.analyze, self.search.idf).specific
+        holds (a rewrite resolves what the message leans on; it adds no fact). ``asked``: the message's key terms."""
         got = set(self.search.analyze(standalone))
-        if asked and not any(t in got for t in asked):
+        if asked.specific and not any(t in got for t in asked.specific):
             return "it shares no topic word with the message"
         said = set(self.search.analyze(" ".join([turn.text, *(h.text for h in turn.history)])))
         made_up = sorted(t for t in got - said if any(ch.isdigit() for ch in t))
@@ -240,7 +239,8 @@ class LLMPlanner:
         if ctx.viewer is None:
             raise ValueError("knowledge.search needs the asker's access context (Turn.viewer); none was given")
         rw = self.steps.rewrite(turn, query, trace, budget)
-        why_not = self._not_a_rewrite(turn, rw["standalone"])
+        asked = key_terms(turn.text.strip(), self.search.analyze, self.search.idf)
+        why_not = self._not_a_rewrite(turn, asked, rw["standalone"])
         if why_not:
             # A follow-up's standalone question is what the gate judges: a "rewrite" sharing no topic word with the
             # message (SmolLM2 wrote a timestamp for "how long do we keep slack DMs?") or stating a figure nobody
@@ -260,7 +260,7 @@ class LLMPlanner:
             trace.step("answer_cache", hit=True)
             reply, evidence = cached
             return Reply(reply.text, list(reply.citations), route=trace.route, searched=list(reply.searched)), evidence
-        terms = key_terms(question, self.search.analyze, self.search.idf)
+        terms = asked if question == turn.text.strip() else key_terms(question, self.search.analyze, self.search.idf)
         queries = [question, *([rw["standalone"]] if rw["standalone"] != question else []), *rw["sub_queries"]]
         evidence = self._retrieve(queries, rw, question, trace, attempt=0, ctx=ctx)
         first = Attempt(question, evidence, self.loop.judge(evidence, terms, trace, 0))
