@@ -16,9 +16,13 @@ type           asked by                                                 stated b
                pay, spend, stipend, fee, expense, bonus); "what's the     percentage, or an unbounded amount
                most ..."                                                 (``unlimited``, ``in full``, ``at cost``);
                                                                         a bare number ("every nine months") is not
+``period``     how many days / weeks / hours...; the number of days...  a number or number word with a unit of time
+                                                                        (``16 weeks``, ``3-5 years``, ``32-hour``)
+                                                                        or ``unlimited``
 ``duration``   how long / how soon / how quickly / how fast / how often  a number or number word, or a period or
-               / how far in advance; how many days/weeks...              frequency word (``weekly``, ``a month``,
+               / how early / how far in advance, ahead or out            frequency word (``weekly``, ``a month``,
                                                                         ``immediately``, ``within``)
+``number``     what's the (phone, ticket...) number                      a digit (not a number word: "one-on-one")
 ``time``       when / what day / what date / what time / which day /    a digit, a weekday or month name, or a
                what day of the month                                    time word (``quarter``, ``end``, ``before``,
                                                                         ``after``, ``every``, ``daily``...)
@@ -27,15 +31,19 @@ type           asked by                                                 stated b
 ``place``      where / which channel / what link / what url              a URL, a #channel, a path, an @handle, a
                                                                         place noun (``channel``, ``page``...) or
                                                                         "in/at" a capitalised name
+``name``       which <noun> no other type covers ("which hotel",        a capitalised word inside a sentence (not a
+               "which app")                                             weekday or month), a name with digits
+                                                                        (``BC3``), a label in quotes, code or bold,
+                                                                        or a link
 =============  ======================================================  ==========================================
 
 Only the question's head is read: a wh-word after the first opens an embedded clause, left out
 ("what's the command to see who's on call" asks for no person), unless it starts a question of its
 own (after a sentence's end or "and"/"or"/"but"). A question asks for at most one
-type (the first that matches, in the order of the table's specificity: duration before money
+type (the first that matches, in the order of the table's specificity: period and duration before money
 before amount, since "how many days" asks for a period).
-The gate masks the numbers the question itself names before asking whether a sentence states a
-type ("the 401k match" is not answered by "401k"). Yes/no and "how do
+The gate masks what the question itself names before asking whether a sentence states a type
+(:func:`mask_asked`: "the 401k match" is not answered by "401k", the hotel "in Chicago" not by "Chicago"). Yes/no and "how do
 I" questions ask for none, and the gate does not check them. The tests in ``tests/test_gate.py``
 hold each row.
 """
@@ -45,37 +53,50 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-__all__ = ["asked_type", "question_head", "states_type", "mask_numbers", "ANSWER_TYPES"]
+__all__ = ["asked_type", "question_head", "states_type", "mask_numbers", "mask_asked", "ANSWER_TYPES"]
 
-ANSWER_TYPES = ("percent", "duration", "money", "amount", "time", "person", "label", "place")
+ANSWER_TYPES = ("percent", "period", "duration", "money", "number", "amount", "time", "person", "label", "place", "name")
 
 _UNIT_WORDS = r"seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|quarters?|years?|yrs?"
 _UNITS = rf"(?:{_UNIT_WORDS})"
 _ASKS = {
+    # "how many days/weeks/hours": a count of a unit of time, answered by a number with a unit of time
+    "period": re.compile(rf"\b(?:how many|number of) (?:[\w-]+\s+)?{_UNITS}\b", re.I),
     "percent": re.compile(r"%|\bpercent(?:age)?\b|\bwhat share\b", re.I),
-    "duration": re.compile(r"\bhow (?:long|soon|quickly|fast|often|far in advance)\b|"
+    "duration": re.compile(r"\bhow (?:long|soon|quickly|fast|often|early|far (?:in advance|ahead|out))\b|"
                            rf"\bhow many {_UNITS}\b|\bhow much (?:\w+\s+){{0,2}}?(?:time|notice|leave|advance)\b", re.I),
     "amount": re.compile(r"\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|%|\bpercent(?:age)?\b|"
-                         r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|"
+                         r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:[\w'-]+\s+){0,3}?(?:rate|cost|price|budget|limit|"
                          r"max|maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b",
                          re.I),
     # An amount asked about money (a budget, a price, what is paid): the coarse "amount" with a money word.
     "money": re.compile(r"^(?=.*(?:\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|"
-                        r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:\w+\s+){0,3}?(?:rate|cost|price|budget|limit|max|"
+                        r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:[\w'-]+\s+){0,3}?(?:rate|cost|price|budget|limit|max|"
                         r"maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b))"
                         r"(?=.*(?:\$|€|£|\b(?:budget|costs?|price[sd]?|pay|paid|pays|spend|spent|stipend|allowance|salary|"
                         r"fees?|reimburs\w*|expens\w*|per diem|bonus|dollars?|euros?|money)\b))", re.I | re.S),
+    # "what's the phone number": digits, not a number word ("one-on-one")
+    "number": re.compile(r"\b(?:what|whats|what's|which|any|is there an?)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?"
+                         r"(?:[\w'-]+\s+){0,3}?numbers?\b(?!\s+of\b)", re.I),
     "time": re.compile(r"\bwhen\b|\b(?:what|which) (?:day|date|time|weekday|month)\b|\bpayday\b", re.I),
     "person": re.compile(r"\bwho(?:m|'s|s)?\b|\b(?:which|what) (?:team|person|people|group|role)\b", re.I),
     # "what option do I pick?", "which status should I set?": a label the page names in quotes, code or bold.
-    "label": re.compile(r"\b(?:what|which|whats|what's)\s+(?:\w+\s+)?(?:option|setting|status|category|label|button|"
+    "label": re.compile(r"\b(?:what|which|whats|what's)\s+(?:[\w-]+\s+){0,2}?(?:option|setting|status|category|label|button|"
                         r"field|value|choice|template|menu|tab)s?\b", re.I),
     "place": re.compile(r"\bwhere(?:'s|s)?\b|\b(?:which|what) (?:channel|link|url|page|site|folder|repo|doc)\b", re.I),
+    # "which hotel", "which app": one named thing of a kind no other type covers (Li & Roth's ENTY and HUM:gr)
+    "name": re.compile(r"\bwhich\s+(?!(?:of|one|ones|is|are|was|were|do|does|did|can|could|should|would|will|way|"
+                       r"ways|part|parts)\b)[a-z][\w-]*", re.I),
 }
 _NUMBER_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
                  r"hundred|thousand|half|double|twice|once|dozen|single|first|second|third")
 _NUMBER = rf"\d|[$€£¥₹]|%|\b(?:{_NUMBER_WORDS})\b"
+_CALENDAR = (r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|"
+             r"August|September|October|November|December")
 _STATES = {
+    "period": re.compile(rf"(?:\d[\d.,]*|\b(?:{_NUMBER_WORDS}|an?|few|several)\b)(?:\s*(?:-|–|to|or)\s*(?:\d[\d.,]*|"
+                         rf"\b(?:{_NUMBER_WORDS})\b))?[\s-]*(?:[a-z-]+\s+)?\b(?:{_UNIT_WORDS})\b|\bunlimited\b", re.I),
+    "number": re.compile(r"\d"),
     "percent": re.compile(r"\d\s?%|\bpercent\b|\bper cent\b|\bhalf\b|\bfull\b|\ball\b|\bnone\b", re.I),
     "money": re.compile(r"[$€£¥₹]|\d\s?%|\b\d[\d,.]*\s?(?:k|K|m|M)?\s?(?:USD|EUR|GBP|CAD|AUD|MXN|INR|BRL|CHF|JPY|dollars?|"
                         r"euros?|pounds?)\b|\b(?:USD|EUR|GBP|CAD|AUD|MXN|INR|BRL|CHF|JPY)\s?\d|\b(?:unlimited|free of charge|"
@@ -100,13 +121,17 @@ _STATES = {
                         r"folder|drive|repo|repository|doc|document|handbook|wiki|link|url|portal|tool|app|office|"
                         r"room|board|tracker|sheet|form|inbox|email|notion|confluence|github|gitlab|slack|zoom|"
                         r"google)s?\b", re.I),
+    # a capitalised word inside a sentence (not its first), a name with digits ("BC3", "1Password"), a label in
+    # quotes, code or bold, or a link
+    "name": re.compile(rf"(?<=[\w,;:)|] )(?!(?:{_CALENDAR})\b)[A-Z][\w&'-]*|\b(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]{2,}\b|"
+                       r"\"[^\"\n]{2,40}\"|\u201c[^\u201d\n]{2,40}\u201d|`[^`\n]{2,40}`|\*\*[^*\n]{2,40}\*\*|https?://"),
 }
 
 
 # A quantity asked per a unit ("the reimbursement rate per mile", "the max per night"); "per diem" and "per cent"
 # name an amount, not a rate.
 _RATE = re.compile(r"\bper\s+(?!diem\b|cent\b|se\b)([a-z]+)", re.I)
-_QUANTITIES = ("percent", "duration", "money", "amount")
+_QUANTITIES = ("percent", "period", "duration", "money", "amount")
 _TIME_UNITS = r"second|sec|minute|min|hour|hr|day|night|week|fortnight|month|quarter|year|yr|pay period"
 _TIME_UNIT = re.compile(_TIME_UNITS)
 _TIME_ADJECTIVES = r"hourly|daily|nightly|weekly|biweekly|bi-weekly|monthly|quarterly|yearly|annual|annually"
@@ -206,3 +231,24 @@ def mask_numbers(text: str, numeric: Collection[str], analyze: Callable[[str], l
         return " " if got and set(got) <= set(numeric) else m.group()
 
     return _NUMERIC_TOKEN.sub(drop, text)
+
+
+_WORD_TOKEN = re.compile(r"[\w&'-]+")
+
+
+def mask_asked(text: str, kind: str | None, asked: Collection[str], analyze: Callable[[str], list[str]]) -> str:
+    """``text`` without what the question itself names, before :func:`states_type` reads it for ``kind``.
+
+    Its numbers always (:func:`mask_numbers`); for a ``name`` its words too: "Chicago" does not name the hotel asked
+    for in "which hotel do we stay at in chicago?". ``asked`` holds the question's analysed terms.
+    """
+    text = mask_numbers(text, {t for t in asked if any(ch.isdigit() for ch in t)}, analyze)
+    if kind != "name" or not asked:
+        return text
+    own = set(asked)
+
+    def drop(m: re.Match[str]) -> str:
+        got = analyze(m.group())
+        return " " if got and set(got) <= own else m.group()
+
+    return _WORD_TOKEN.sub(drop, text)

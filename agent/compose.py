@@ -45,7 +45,7 @@ import numpy as np
 
 from tools.knowledge_search import Evidence
 
-from .answertype import asked_type, mask_numbers, states_type
+from .answertype import asked_type, mask_asked, states_type
 from .rewrite import definition_target, defines
 from .models import Citation
 from .terms import KeyTerms
@@ -163,7 +163,6 @@ class Composer:
         spec = _topic(terms, self.analyze)
         total = sum(terms.weights[t] for t in spec)
         kind = asked_type(question)
-        numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
         target = definition_target(question)
         procedure = kind is None and bool(_ASKS_STEPS.search(question))
         scored = []
@@ -175,7 +174,8 @@ class Composer:
             elif procedure:  # "how do I declare an incident?": the steps, a list or the lead-in of one
                 typed = u.kind == "item" or self._leads_list(u)
             else:
-                typed = kind is None or states_type(mask_numbers(u.span.text, numeric, self.analyze), kind, _setting(u))
+                typed = kind is None or states_type(mask_asked(u.span.text, kind, terms.weights, self.analyze), kind,
+                                                          _setting(u))
             scored.append(_Scored(u, cov, typed, asked=target is not None or procedure or kind is not None))
         scored.sort(key=lambda s: (s.typed, s.coverage, -s.unit.rank), reverse=True)
         if self.similarity is not None and scored:

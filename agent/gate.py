@@ -76,7 +76,7 @@ from typing import Any
 
 from tools.knowledge_search import Evidence
 
-from .answertype import mask_numbers, states_type
+from .answertype import mask_asked, states_type
 from .terms import KeyTerms
 from .text import sentence_spans
 from .units import table_header
@@ -202,9 +202,8 @@ class EvidenceGate:
         got = set(context)
         for _, _, _, st, _ in quoted:
             got |= st
-        numeric = {t for t in terms.weights if any(ch.isdigit() for ch in t)}
         kind = None if terms.answer_type == "label" else terms.answer_type  # a label is the composer's preference
-        states = [states_type(mask_numbers(text, numeric, self.analyze), kind, setting)
+        states = [states_type(mask_asked(text, kind, terms.weights, self.analyze), kind, setting)
                   for _, _, text, _, setting in quoted]
         spec = terms.specific[0] if terms.specific else None
         typed_specific = kind is None or any(

@@ -56,6 +56,26 @@ Can I park at the Lisbon office for free? Staff park free in the basement garage
 opens with your office badge. Visitors use the paid public car park across the street.
 """
 
+OFFSITE = """# Company offsite
+
+## Travel and lodging
+
+Twice a year the whole company meets in Porto for a week. We book a block of rooms in a hotel near the venue, so
+you do not need to find a place to stay.
+
+## Summer party
+
+The summer party is held at the Quinta da Aveleda winery every July.
+
+## Employee assistance
+
+The Employee Assistance Program is run by ComPsych: call or email them for confidential help with
+health, family or money worries.
+
+## Levels
+
+Senior engineers lead projects across several teams and mentor others (level L4).
+"""
 
 _LINES = "\n".join(f"- **Client project {n} - #{n}:** Time spent delivering work for client project {n}."
                    for n in range(1200, 1240))
@@ -84,7 +104,7 @@ billing a client for those hours.
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
     pages = {"it/foo-runbook.md": RUNBOOK, "company/parking-faq.md": PARKING_FAQ, "finance/timesheets.md": TIMESHEET,
-             "people/employment-verification.md": EMPLOYMENT}
+             "people/employment-verification.md": EMPLOYMENT, "company/offsite.md": OFFSITE}
     with agent_over_wiki(tmp_path_factory.mktemp("answers"), embedder, pages) as rt:
         yield rt
 
@@ -155,6 +175,27 @@ def test_agreed_support_is_not_admitted_when_a_word_of_the_question_is_on_no_pag
     assert reply.refused, reply.text
     assert "Employment Verification Desk" not in reply.text
     assert "tenancy" in (reply.trace.gate or {})["reason"]
+
+
+@pytest.mark.parametrize("question", [
+    "which hotel do we stay at for the offsite in porto?",  # the page books "a hotel", never names one
+    "whats the phone number for ComPsych?",  # "call or email them", no number
+    "how many years of experience do i need to be a senior engineer?",  # "level L4" is a number, not a period
+])
+def test_a_near_miss_whose_page_does_not_state_the_type_asked_is_refused(runtime: Runtime, question: str) -> None:
+    reply = ask(runtime, question)
+    assert reply.refused, reply.text
+    assert "asked for" in (reply.trace.gate or {})["reason"]
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("which winery hosts the summer party?", "Quinta da Aveleda"),
+    ("whats the phone number of the employment verification desk?", "+1 555 0100"),
+])
+def test_the_same_types_are_answered_when_the_page_states_them(runtime: Runtime, question: str, expected: str) -> None:
+    reply = ask(runtime, question)
+    assert not reply.refused, reply.text
+    assert expected in reply.text
 
 
 def test_sentences_are_whole_across_line_wraps_and_abbreviations() -> None:

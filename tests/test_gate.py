@@ -207,12 +207,39 @@ def test_answer_types_are_detected_by_rule() -> None:
 
     assert [asked_type(q) for q in ("how many days of pto?", "what uptime % do we promise?", "how long is parental leave?",
                                     "when is payday?", "who approves expenses?", "where is the recording?",
-                                    "do we have a gym?")] == ["duration", "percent", "duration", "time", "person",
+                                    "do we have a gym?")] == ["period", "percent", "duration", "time", "person",
                                                                "place", None]
     assert states_type("Parental leave is 16 weeks.", "duration") and not states_type("Leave is generous.", "duration")
     assert states_type("We promise 99.9% uptime.", "percent") and not states_type("Uptime is high.", "percent")
     assert states_type("See #announce-company.", "place") and states_type("Ask the Head of Security.", "person")
     assert states_type("The offsite is in Lisbon, Portugal.", "place") and not states_type("It is in the usual spot.", "place")
+
+
+def test_periods_numbers_and_names_are_asked_and_stated_as_their_own_types() -> None:
+    from agent.answertype import asked_type, mask_asked, states_type
+
+    # a count of a unit of time is stated by a number with a unit of time, not by any number
+    assert asked_type("how many years of experience do you need for L3?") == "period"
+    assert states_type("Most people need 3-5 years of experience.", "period")
+    assert states_type("We work a 32-hour week in summer.", "period")
+    assert not states_type("| QA Tester L4 | Defines our QA approach |", "period")
+    # a number asked is stated by digits, not by a number word
+    assert asked_type("whats the phone number for the EAP?") == "number"
+    assert states_type("Call +1 555 0100.", "number") and not states_type("They help you one-on-one.", "number")
+    assert asked_type("what is the number of days off?") == "period"
+    # which <noun>: a name; weekdays, months and a sentence's first word are no names
+    assert asked_type("which hotel do we stay at?") == "name"
+    assert asked_type("which team owns it?") == "person" and asked_type("which of these is right?") is None
+    assert asked_type("which password manager setting do i flip?") == "label"
+    assert states_type("We book rooms at the Hotel Infante.", "name")
+    assert not states_type("Basecamp books a hotel nearby. People arrive on the Sunday before.", "name")
+    # the question's own words name nothing: "Chicago" is not the hotel asked for
+    words = lambda text: [w.lower() for w in text.replace("?", " ").split()]  # noqa: E731
+    text = mask_asked("Everyone arrives in Chicago for a week.", "name", {"chicago", "hotel"}, words)
+    assert not states_type(text, "name") and states_type("Everyone arrives in Chicago for a week.", "name")
+    # a modifier with a hyphen still lets a budget question ask for money
+    assert asked_type("whats the per-person budget for a mini meetup?") == "money"
+    assert asked_type("how far ahead do i have to book flights?") == "duration"
 
 
 def test_only_the_question_head_sets_the_answer_type() -> None:
