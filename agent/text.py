@@ -92,6 +92,9 @@ def _segment(block: str) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+_WORDS = re.compile(r"[^\W\d_]{2,}")
+
+
 def sentence_spans(text: str, min_chars: int = 25) -> list[Span]:
     """Split a chunk into sentences that are verbatim substrings of ``text``.
 
@@ -99,9 +102,11 @@ def sentence_spans(text: str, min_chars: int = 25) -> list[Span]:
     whole), a list item (its marker left outside), a table row and a heading line (each a unit of
     its own, never split; a row keeps its cells, without the leading ``|``). Paragraphs and list
     items are then cut into sentences by a maintained segmenter (:func:`_segment`, ``pysbd``), not
-    at line breaks. Quote markers and heading hashes are left outside the span. Prose spans shorter
-    than ``min_chars``, list items, rows and headings shorter than half of it, and code (fenced
-    blocks) are dropped.
+    at line breaks. Quote markers and heading hashes are left outside the span. A prose sentence
+    shorter than ``min_chars`` opens the next sentence of its paragraph when it is words (a glossary's
+    "“Please do investigate”." before what it explains) and is dropped otherwise (a list number, an
+    abbreviation); list items, rows and headings shorter than half of it, and code (fenced blocks) are
+    dropped.
 
     Args:
         text: a chunk's text (Markdown).
@@ -126,7 +131,13 @@ def sentence_spans(text: str, min_chars: int = 25) -> list[Span]:
         last_start, last_line = block[-1]
         body = text[first:last_start + len(last_line)]
         floor = min_chars // 2 if item[0] else min_chars  # a list item ("Whale: > 2000 pipelines") is a unit
+        held = None  # a sentence too short to stand alone opens the next one ("“Please do investigate”. Seen ...")
         for a, b in _segment(body.replace("\n", " ")):
+            if held is not None:
+                a, held = held, None
+            if b - a < floor:  # kept for the next sentence when it is words, not a list number or an abbreviation
+                held = a if len(_WORDS.findall(body[a:b])) >= 2 else None
+                continue
             emit(first + a, first + b, floor)
         block.clear()
         item[0] = False

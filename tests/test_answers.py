@@ -72,6 +72,12 @@ The summer party is held at the Quinta da Aveleda winery every July.
 The Employee Assistance Program is run by ComPsych: call or email them for confidential help with
 health, family or money worries.
 
+## Vocabulary
+
+### PDI
+
+“Please do investigate”. Seen most often on to-do lists to flag a task we will look into, feasible or not.
+
 ## Levels
 
 Senior engineers lead projects across several teams and mentor others (level L4).
@@ -196,6 +202,18 @@ def test_the_same_types_are_answered_when_the_page_states_them(runtime: Runtime,
     reply = ask(runtime, question)
     assert not reply.refused, reply.text
     assert expected in reply.text
+
+
+def test_a_sentence_too_short_to_stand_alone_is_quoted_with_the_next() -> None:
+    text = "“Please do investigate”. Seen most often on to-do lists to flag a task.\n\n1. Check the logs for errors first."
+    assert [s.text for s in sentence_spans(text)] == [
+        "“Please do investigate”. Seen most often on to-do lists to flag a task.", "Check the logs for errors first."]
+
+
+def test_a_glossary_entry_is_answered_with_its_short_first_sentence(runtime: Runtime) -> None:
+    reply = ask(runtime, "what does PDI mean on a todo")
+    assert not reply.refused, reply.text
+    assert "Please do investigate" in reply.text
 
 
 def test_sentences_are_whole_across_line_wraps_and_abbreviations() -> None:
