@@ -22,7 +22,8 @@ type           asked by                                                 stated b
 ``duration``   how long / how soon / how quickly / how fast / how often  a number or number word, or a period or
                / how early / how far in advance, ahead or out            frequency word (``weekly``, ``a month``,
                                                                         ``immediately``, ``within``)
-``number``     what's the (phone, ticket...) number                      a digit (not a number word: "one-on-one")
+``number``     what's the (phone, ticket...) number                      a digit (not a number word: "one-on-one"), or
+                                                                        where it is kept (a #channel or a link)
 ``time``       when / what day / what date / what time / which day /    a digit, a weekday or month name, or a
                what day of the month                                    time word (``quarter``, ``end``, ``before``,
                                                                         ``after``, ``every``, ``daily``...)
@@ -96,7 +97,7 @@ _CALENDAR = (r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|
 _STATES = {
     "period": re.compile(rf"(?:\d[\d.,]*|\b(?:{_NUMBER_WORDS}|an?|few|several)\b)(?:\s*(?:-|–|to|or)\s*(?:\d[\d.,]*|"
                          rf"\b(?:{_NUMBER_WORDS})\b))?[\s-]*(?:[a-z-]+\s+)?\b(?:{_UNIT_WORDS})\b|\bunlimited\b", re.I),
-    "number": re.compile(r"\d"),
+    "number": re.compile(r"\d|#[\w-]+|https?://|www\.|\[[^\]]+\]\("),  # or where it is kept ("pinned in #incidents")
     "percent": re.compile(r"\d\s?%|\bpercent\b|\bper cent\b|\bhalf\b|\bfull\b|\ball\b|\bnone\b", re.I),
     "money": re.compile(r"[$€£¥₹]|\d\s?%|\b\d[\d,.]*\s?(?:k|K|m|M)?\s?(?:USD|EUR|GBP|CAD|AUD|MXN|INR|BRL|CHF|JPY|dollars?|"
                         r"euros?|pounds?)\b|\b(?:USD|EUR|GBP|CAD|AUD|MXN|INR|BRL|CHF|JPY)\s?\d|\b(?:unlimited|free of charge|"

@@ -226,6 +226,7 @@ def test_periods_numbers_and_names_are_asked_and_stated_as_their_own_types() -> 
     # a number asked is stated by digits, not by a number word
     assert asked_type("whats the phone number for the EAP?") == "number"
     assert states_type("Call +1 555 0100.", "number") and not states_type("They help you one-on-one.", "number")
+    assert states_type("Call the number pinned in #incidents.", "number")  # where it is kept answers it too
     assert asked_type("what is the number of days off?") == "period"
     # which <noun>: a name; weekdays, months and a sentence's first word are no names
     assert asked_type("which hotel do we stay at?") == "name"
