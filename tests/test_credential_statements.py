@@ -21,7 +21,9 @@ both times); it was development data for the sixth (a verb of logging in links a
 0.922 after it) and is held to that figure. ``heldout6.jsonl`` (batch 6) was written and committed before the sixth
 round and measured before and after it (0.656 then 0.672, false positives 0.000). ``heldout7.jsonl`` (batch 7) was
 written and committed before a seventh round (a cue and a value slot, tried on branch h-sec5 and not kept: 0.656 /
-0.031 on it) and measured with this screen at 0.594 / 0.000. The latest batches are held to the figures measured, a
+0.031 on it) and measured with this screen at 0.594 / 0.000. ``heldout8.jsonl`` (batch 8) was written and committed before the
+fail-closed tier of :mod:`screening.unexplained` (off by default) and measured once after it: 0.375 / 0.000 by the
+rules alone, 0.781 / 0.016 with the tier. The latest batches are held to the figures measured, a
 floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
 docs/explanation/evaluation.md has the figures).
 """
@@ -64,7 +66,8 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
 
 
 @pytest.mark.parametrize("corpus, detection, false_positives", [
-    ("heldout5.jsonl", 0.92, 0.02), ("heldout6.jsonl", 0.67, 0.02), ("heldout7.jsonl", 0.59, 0.02)])
+    ("heldout5.jsonl", 0.92, 0.02), ("heldout6.jsonl", 0.67, 0.02), ("heldout7.jsonl", 0.59, 0.02),
+    ("heldout8.jsonl", 0.37, 0.02)])
 def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: float, false_positives: float) -> None:
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
