@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
@@ -9,6 +10,7 @@ from .findings import Category, Finding
 from .injection import find_injections
 from .personal import find_personal
 from .secrets import find_secrets
+from .unexplained import find_unexplained
 
 __all__ = ["scan", "redact", "mask", "ChunkFlags", "flag_chunks"]
 
@@ -17,16 +19,28 @@ _DETECTORS: dict[Category, Callable[[str], list[Finding]]] = {
     "secret": find_secrets, "personal": find_personal, "injection": find_injections}
 
 
-def scan(text: str, categories: Collection[Category] = _ALL) -> list[Finding]:
+def scan(text: str, categories: Collection[Category] = _ALL, *, unexplained: bool | None = None,
+         known: Collection[str] = ()) -> list[Finding]:
     """Every finding of ``categories`` in ``text``, sorted by start (longest first on ties).
 
     Findings may overlap (the same token can match two detectors); :func:`redact` merges them.
+
+    Args:
+        unexplained: also report, as secrets, the tokens of a sentence naming a credential that nothing explains as
+            language or an innocent shape (:mod:`screening.unexplained`, fail-closed); None (the default) reads the
+            environment variable ``CHATOPS_SCREEN_UNEXPLAINED`` ("1" turns it on). Off by default: measured in
+            docs/explanation/evaluation.md, not adopted.
+        known: lower-case tokens the wiki itself uses on several pages, explained as its own vocabulary by that tier.
     """
     if not text:
         return []
     found: set[Finding] = set()
     for cat in categories:
         found.update(_DETECTORS[cat](text))
+    if unexplained is None:
+        unexplained = os.environ.get("CHATOPS_SCREEN_UNEXPLAINED", "") == "1"
+    if unexplained and "secret" in categories:
+        found.update(find_unexplained(text, known))
     return sorted(found, key=lambda f: (f.start, -f.end, f.kind == "a password", f.kind))
 
 

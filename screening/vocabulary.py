@@ -27,7 +27,7 @@ from pathlib import Path
 
 import msgpack
 
-__all__ = ["LANGUAGES", "WORD_ZIPF", "COMMON_ZIPF", "is_word", "is_common"]
+__all__ = ["LANGUAGES", "WORD_ZIPF", "COMMON_ZIPF", "is_word", "is_common", "is_frequent"]
 
 #: the languages the statement screen reads (ISO 639-1), the likeliest first.
 LANGUAGES = ("en", "de", "fr", "es")
@@ -89,3 +89,23 @@ def is_common(token: str) -> bool:
     :data:`COMMON_ZIPF`); a rarer word, a made-up one or a passphrase run together is not."""
     word = unicodedata.normalize("NFC", token).casefold()
     return any(word in _words(lang)[1] for lang in LANGUAGES)
+
+
+@cache
+def _frequent(lang: str, zipf: float) -> frozenset[str]:
+    """The words of ``lang``'s ``large`` list with a Zipf frequency of at least ``zipf`` (for
+    :mod:`screening.unexplained`, which chooses its own threshold)."""
+    with _LOCK:
+        data = msgpack.unpackb(gzip.decompress((_data_dir() / f"large_{lang}.msgpack.gz").read_bytes()), raw=False)
+    header = data[0]
+    if not isinstance(header, dict) or header.get("format") != "cB" or header.get("version") != 1:
+        raise ValueError(f"wordfreq's large_{lang} list is not in the cBpack format version 1: {header!r}")
+    last = round((9 - zipf) * 100)
+    return frozenset(w for bucket in data[1:last + 2] for w in bucket)
+
+
+def is_frequent(token: str, zipf: float) -> bool:
+    """True when ``token`` (case and Unicode composition do not matter) has a Zipf frequency of at least ``zipf`` in
+    one of :data:`LANGUAGES` (each threshold's lists load once)."""
+    word = unicodedata.normalize("NFC", token).casefold()
+    return any(word in _frequent(lang, zipf) for lang in LANGUAGES)

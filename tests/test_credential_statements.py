@@ -21,7 +21,9 @@ both times); it was development data for the sixth (a verb of logging in links a
 0.922 after it) and is held to that figure. ``heldout6.jsonl`` (batch 6) was written and committed before the sixth
 round and measured before and after it (0.656 then 0.672, false positives 0.000). ``heldout7.jsonl`` (batch 7) was
 written and committed before a seventh round (a cue and a value slot, tried on branch h-sec5 and not kept: 0.656 /
-0.031 on it) and measured with this screen at 0.594 / 0.000. The latest batches are held to the figures measured, a
+0.031 on it) and measured with this screen at 0.594 / 0.000. ``heldout8.jsonl`` (batch 8) was written and committed before the
+fail-closed tier of :mod:`screening.unexplained` (off by default) and measured once after it: 0.375 / 0.000 by the
+rules alone, 0.781 / 0.016 with the tier. The latest batches are held to the figures measured, a
 floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
 docs/explanation/evaluation.md has the figures).
 """
@@ -64,7 +66,8 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
 
 
 @pytest.mark.parametrize("corpus, detection, false_positives", [
-    ("heldout5.jsonl", 0.92, 0.02), ("heldout6.jsonl", 0.67, 0.02), ("heldout7.jsonl", 0.59, 0.02)])
+    ("heldout5.jsonl", 0.92, 0.02), ("heldout6.jsonl", 0.67, 0.02), ("heldout7.jsonl", 0.59, 0.02),
+    ("heldout8.jsonl", 0.37, 0.02)])
 def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: float, false_positives: float) -> None:
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
@@ -264,3 +267,50 @@ def test_the_screen_reads_the_word_lists_without_importing_wordfreq() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr[-2000:]
+
+
+# -- the fail-closed tier (screening.unexplained), off by default -----------------------------------------------------
+
+def secrets_found(text: str, **kwargs: object) -> list[str]:
+    return [text[f.start:f.end] for f in scan(text, ("secret",), **kwargs)]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text, values", [
+    # digits written as words, a combination given as turns, after a cue matched as a stem ("Kennwörter", "clé
+    # pré-partagée", "VPN-Schlüssel"), a run of letters after a verb no rule reads
+    ("Tell the night guard the key safe code is seven three one five.", ["seven", "three", "one", "five"]),
+    ("Spin the archive safe to 31, then 8, then 22; that's the combination.", ["31", "8", "22"]),
+    ("Die Kennwörter der Kiosk-Rechner sind zwei vier sechs acht.", ["zwei", "vier", "sechs", "acht"]),
+    ("La clé pré-partagée du VPN, on la retrouve sous le nom xqvrtlmb.", ["xqvrtlmb"]),
+    ("The VPN-Schlüssel answers to qxvbrtlmw these days.", ["qxvbrtlmw"]),
+])
+def test_the_unexplained_tier_reads_what_the_rules_miss_when_turned_on(text: str, values: list[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CHATOPS_SCREEN_UNEXPLAINED", raising=False)
+    assert secrets_found(text) == []  # off by default: the rules alone
+    assert secrets_found(text, unexplained=True) == values
+    monkeypatch.setenv("CHATOPS_SCREEN_UNEXPLAINED", "1")
+    assert secrets_found(text) == values
+    assert all(v not in mask(text) for v in values)
+
+
+@pytest.mark.parametrize("text", [
+    "Stripe secret keys belong in Vault, under kv/payments/stripe.",  # a name, a path
+    "Call facilities at 555-0142 if the gate code does not work.",  # a phone number
+    "The door code for the side entrance changed on 3 March 2025.",  # a date
+    "Tokens expire after 3600 seconds; refresh them with the CLI.",  # a quantity, an acronym
+    "Rotate the deploy key with `make rotate-keys ENV=prod`.",  # a command line
+    "Passwörter von Dienstkonten werden alle 180 Tage gewechselt.",  # a compound of words, a count
+    "Les jetons d'accès expirent au bout de 30 jours.",  # an inflected verb
+    "The router admin page is at 192.168.1.1 and needs the VPN password.",  # an IP address
+    "The postal code of the office is 10115.",  # a code named for an identifier is no cue
+    "Key takeaways from the retro are in the doc.",  # "key" before a word: an adjective
+])
+def test_the_unexplained_tier_leaves_explained_sentences_alone(text: str) -> None:
+    assert secrets_found(text, unexplained=True) == []
+
+
+def test_the_unexplained_tier_explains_the_wikis_own_vocabulary() -> None:
+    text = "Use gcloud to read the token from the secret manager."
+    assert secrets_found(text, unexplained=True) == ["gcloud"]  # a tool's name is no word of any language
+    assert secrets_found(text, unexplained=True, known={"gcloud"}) == []  # but the wiki uses it on many pages
