@@ -54,7 +54,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-__all__ = ["asked_type", "question_head", "states_type", "mask_numbers", "mask_asked", "ANSWER_TYPES"]
+__all__ = ["asked_type", "question_head", "states_type", "mask_numbers", "mask_asked", "asked_unit", "states_unit",
+           "ANSWER_TYPES"]
 
 ANSWER_TYPES = ("percent", "period", "duration", "money", "number", "amount", "time", "person", "label", "place", "name")
 
@@ -253,3 +254,22 @@ def mask_asked(text: str, kind: str | None, asked: Collection[str], analyze: Cal
         return " " if got and set(got) <= own else m.group()
 
     return _WORD_TOKEN.sub(drop, text)
+
+
+_ASKED_UNIT = re.compile(rf"\b(?:how many|number of) (?:[\w-]+\s+)?({_UNIT_WORDS})\b", re.I)
+
+
+def asked_unit(question: str) -> str | None:
+    """The unit of time a *period* question counts in ("how many hours a week" -> ``"hour"``), singular, or None."""
+    m = _ASKED_UNIT.search(question_head(question))
+    if not m:
+        return None
+    unit = m.group(1).lower()
+    return unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
+
+
+def states_unit(text: str, unit: str) -> bool:
+    """True when ``text`` states a number of ``unit`` ("32-hour", "16 hours", "two hours"), not only of another unit:
+    the composer's preference among sentences that state a period ("4-day work weeks" for "how many hours")."""
+    return bool(re.search(rf"(?:\d[\d.,]*|\b(?:{_NUMBER_WORDS})\b)(?:\s*(?:-|–|to|or)\s*(?:\d[\d.,]*|\b(?:{_NUMBER_WORDS})\b))?"
+                          rf"[\s-]*(?:[a-z-]+\s+){{0,3}}{re.escape(unit)}s?\b", text, re.I))

@@ -10,7 +10,8 @@ unit is scored by two signals that carry to any wiki:
   embedding model, which bridges paraphrases ("kid" for "child", "yearly" for "annual") without a word list.
 
 A unit that states the answer type the question asks for (:func:`agent.answertype.states_type`: a number for
-"how many", a period for "how long", ...) ranks above every unit that does not; among those,
+"how many", a period for "how long", ...) ranks above every unit that does not (for "how many hours", a unit
+counting hours above one counting days, when any does: :func:`agent.answertype.states_unit`); among those,
 ``coverage + similarity_weight * similarity`` orders them.
 
 The best unit is quoted with what makes it readable on its own: a list item with its list's lead-in and the
@@ -45,7 +46,7 @@ import numpy as np
 
 from tools.knowledge_search import Evidence
 
-from .answertype import asked_type, mask_asked, states_type
+from .answertype import asked_type, asked_unit, mask_asked, states_type, states_unit
 from .rewrite import definition_target, defines
 from .models import Citation
 from .terms import KeyTerms
@@ -177,6 +178,10 @@ class Composer:
                 typed = kind is None or states_type(mask_asked(u.span.text, kind, terms.weights, self.analyze), kind,
                                                           _setting(u))
             scored.append(_Scored(u, cov, typed, asked=target is not None or procedure or kind is not None))
+        unit = asked_unit(question) if kind is not None and kind.startswith("period") else None
+        if unit is not None and any(s.typed and states_unit(s.unit.span.text, unit) for s in scored):
+            for s in scored:  # "how many hours": a sentence counting hours before one counting days
+                s.typed = s.typed and states_unit(s.unit.span.text, unit)
         scored.sort(key=lambda s: (s.typed, s.coverage, -s.unit.rank), reverse=True)
         if self.similarity is not None and scored:
             head = scored[: self.config.embedded_units]

@@ -83,6 +83,17 @@ health, family or money worries.
 Senior engineers lead projects across several teams and mentor others (level L4).
 """
 
+HOURS = """# Working hours
+
+## Summer hours
+
+From May 1 through August 31 we work 4-day work weeks during the summer, with Fridays off.
+
+## Balance
+
+We limit ourselves to a 40-hour (32-hour in the summer) work week. Nobody is expected to answer messages at night.
+"""
+
 _LINES = "\n".join(f"- **Client project {n} - #{n}:** Time spent delivering work for client project {n}."
                    for n in range(1200, 1240))
 _RULES = "\n\n".join(f"## Timesheet line rule {n}\n\nWhat is a timesheet line for? Rule {n}: a timesheet line is for one "
@@ -110,7 +121,8 @@ billing a client for those hours.
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, embedder: CachedEmbedder) -> Iterator[Runtime]:
     pages = {"it/foo-runbook.md": RUNBOOK, "company/parking-faq.md": PARKING_FAQ, "finance/timesheets.md": TIMESHEET,
-             "people/employment-verification.md": EMPLOYMENT, "company/offsite.md": OFFSITE}
+             "people/employment-verification.md": EMPLOYMENT, "company/offsite.md": OFFSITE,
+             "company/hours.md": HOURS}
     with agent_over_wiki(tmp_path_factory.mktemp("answers"), embedder, pages) as rt:
         yield rt
 
@@ -202,6 +214,12 @@ def test_the_same_types_are_answered_when_the_page_states_them(runtime: Runtime,
     reply = ask(runtime, question)
     assert not reply.refused, reply.text
     assert expected in reply.text
+
+
+def test_a_period_question_quotes_the_sentence_counting_in_the_unit_asked(runtime: Runtime) -> None:
+    reply = ask(runtime, "how many hours a week do we work during the summer?")
+    assert not reply.refused, reply.text
+    assert reply.text.startswith("We limit ourselves to a 40-hour (32-hour in the summer) work week."), reply.text
 
 
 def test_a_sentence_too_short_to_stand_alone_is_quoted_with_the_next() -> None:

@@ -241,6 +241,10 @@ def test_periods_numbers_and_names_are_asked_and_stated_as_their_own_types() -> 
     # a modifier with a hyphen still lets a budget question ask for money
     assert asked_type("whats the per-person budget for a mini meetup?") == "money"
     assert asked_type("how far ahead do i have to book flights?") == "duration"
+    # the composer's preference among periods: the unit the question counts in
+    from agent.answertype import asked_unit, states_unit
+    assert asked_unit("how many hours a week do we work?") == "hour" and asked_unit("how long is leave?") is None
+    assert states_unit("a maximum of 240 annual leave hours", "hour") and not states_unit("4-day work weeks", "hour")
 
 
 def test_only_the_question_head_sets_the_answer_type() -> None:
