@@ -66,7 +66,7 @@ _ASKS = {
     "period": re.compile(rf"\b(?:how many|number of) (?:[\w-]+\s+)?{_UNITS}\b", re.I),
     "percent": re.compile(r"%|\bpercent(?:age)?\b|\bwhat share\b", re.I),
     "duration": re.compile(r"\bhow (?:long|soon|quickly|fast|often|early|far (?:in advance|ahead|out))\b|"
-                           rf"\bhow many {_UNITS}\b|\bhow much (?:\w+\s+){{0,2}}?(?:time|notice|leave|advance)\b", re.I),
+                           r"\bhow much (?:\w+\s+){0,2}?(?:time|notice|leave|advance)\b", re.I),
     "amount": re.compile(r"\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|%|\bpercent(?:age)?\b|"
                          r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:[\w'-]+\s+){0,3}?(?:rate|cost|price|budget|limit|"
                          r"max|maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b",
@@ -95,9 +95,17 @@ _NUMBER_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelv
 _NUMBER = rf"\d|[$€£¥₹]|%|\b(?:{_NUMBER_WORDS})\b"
 _CALENDAR = (r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|"
              r"August|September|October|November|December")
+
+
+def _count_of(units: str, words: int, counts: str = _NUMBER_WORDS) -> str:
+    """A pattern for a number (or a range) of ``units`` with up to ``words`` words between: "16 weeks", "3-5 years",
+    "32-hour", "240 annual leave hours"."""
+    n = rf"(?:\d[\d.,]*|\b(?:{counts})\b)"
+    return rf"{n}(?:\s*(?:-|–|to|or)\s*{n})?[\s-]*(?:[a-z-]+\s+){{0,{words}}}\b(?:{units})\b"
+
+
 _STATES = {
-    "period": re.compile(rf"(?:\d[\d.,]*|\b(?:{_NUMBER_WORDS}|an?|few|several)\b)(?:\s*(?:-|–|to|or)\s*(?:\d[\d.,]*|"
-                         rf"\b(?:{_NUMBER_WORDS})\b))?[\s-]*(?:[a-z-]+\s+)?\b(?:{_UNIT_WORDS})\b|\bunlimited\b", re.I),
+    "period": re.compile(rf"{_count_of(_UNIT_WORDS, 1, _NUMBER_WORDS + '|an?|few|several')}|\bunlimited\b", re.I),
     "number": re.compile(r"\d|#[\w-]+|https?://|www\.|\[[^\]]+\]\("),  # or where it is kept ("pinned in #incidents")
     "percent": re.compile(r"\d\s?%|\bpercent\b|\bper cent\b|\bhalf\b|\bfull\b|\ball\b|\bnone\b", re.I),
     "money": re.compile(r"[$€£¥₹]|\d\s?%|\b\d[\d,.]*\s?(?:k|K|m|M)?\s?(?:USD|EUR|GBP|CAD|AUD|MXN|INR|BRL|CHF|JPY|dollars?|"
@@ -271,5 +279,4 @@ def asked_unit(question: str) -> str | None:
 def states_unit(text: str, unit: str) -> bool:
     """True when ``text`` states a number of ``unit`` ("32-hour", "16 hours", "two hours"), not only of another unit:
     the composer's preference among sentences that state a period ("4-day work weeks" for "how many hours")."""
-    return bool(re.search(rf"(?:\d[\d.,]*|\b(?:{_NUMBER_WORDS})\b)(?:\s*(?:-|–|to|or)\s*(?:\d[\d.,]*|\b(?:{_NUMBER_WORDS})\b))?"
-                          rf"[\s-]*(?:[a-z-]+\s+){{0,3}}{re.escape(unit)}s?\b", text, re.I))
+    return bool(re.search(_count_of(rf"{re.escape(unit)}s?", 3), text, re.I))
