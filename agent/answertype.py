@@ -21,7 +21,8 @@ type           asked by                                                 stated b
                                                                         or ``unlimited``
 ``duration``   how long / how soon / how quickly / how fast / how often  a number or number word, or a period or
                / how early / how far in advance, ahead or out            frequency word (``weekly``, ``a month``,
-                                                                        ``immediately``, ``within``)
+                                                                        ``immediately``, ``within``), or no bound
+                                                                        ("as much time off as you need")
 ``number``     what's the (phone, ticket...) number                      a digit (not a number word: "one-on-one"), or
                                                                         where it is kept (a #channel or a link)
 ``time``       when / what day / what date / what time / which day /    a digit, a weekday or month name, or a
@@ -33,7 +34,7 @@ type           asked by                                                 stated b
                                                                         place noun (``channel``, ``page``...) or
                                                                         "in/at" a capitalised name
 ``name``       which <noun> no other type covers ("which hotel",        a capitalised word inside a sentence (not a
-               "which app")                                             weekday or month), a name with digits
+               "which app"); what do we use (for ...)                   weekday or month), a name with digits
                                                                         (``BC3``), a label in quotes, code or bold,
                                                                         or a link
 =============  ======================================================  ==========================================
@@ -88,11 +89,14 @@ _ASKS = {
     "place": re.compile(r"\bwhere(?:'s|s)?\b|\b(?:which|what) (?:channel|link|url|page|site|folder|repo|doc)\b", re.I),
     # "which hotel", "which app": one named thing of a kind no other type covers (Li & Roth's ENTY and HUM:gr)
     "name": re.compile(r"\bwhich\s+(?!(?:of|one|ones|is|are|was|were|do|does|did|can|could|should|would|will|way|"
-                       r"ways|part|parts)\b)[a-z][\w-]*", re.I),
+                       r"ways|part|parts)\b)[a-z][\w-]*|\bwhat (?:do|does|did|should) (?:we|you|i|they|people) use\b", re.I),
 }
 _NUMBER_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
                  r"hundred|thousand|half|double|twice|once|dozen|single|first|second|third")
 _NUMBER = rf"\d|[$€£¥₹]|%|\b(?:{_NUMBER_WORDS})\b"
+# a period or an amount given without a bound: "as much time off as you need", "as long as needed", "no set limit"
+_UNBOUNDED = (r"\bas (?:much|many)\b(?:\s+[\w-]+){0,3}\s+as\b|\bas long as (?:you |they )?(?:need|needed|necessary|required)\b|"
+              r"\bno (?:set |fixed )?(?:limit|time limit|maximum)\b")
 _CALENDAR = (r"Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|"
              r"August|September|October|November|December")
 
@@ -105,7 +109,8 @@ def _count_of(units: str, words: int, counts: str = _NUMBER_WORDS) -> str:
 
 
 _STATES = {
-    "period": re.compile(rf"{_count_of(_UNIT_WORDS, 1, _NUMBER_WORDS + '|an?|few|several')}|\bunlimited\b", re.I),
+    "period": re.compile(rf"{_count_of(_UNIT_WORDS, 1, _NUMBER_WORDS + '|an?|few|several')}|\bunlimited\b|"
+                         rf"{_UNBOUNDED}", re.I),
     "number": re.compile(r"\d|#[\w-]+|https?://|www\.|\[[^\]]+\]\("),  # or where it is kept ("pinned in #incidents")
     "percent": re.compile(r"\d\s?%|\bpercent\b|\bper cent\b|\bhalf\b|\bfull\b|\ball\b|\bnone\b", re.I),
     "money": re.compile(r"[$€£¥₹]|\d\s?%|\b\d[\d,.]*\s?(?:k|K|m|M)?\s?(?:USD|EUR|GBP|CAD|AUD|MXN|INR|BRL|CHF|JPY|dollars?|"
@@ -115,7 +120,8 @@ _STATES = {
                          r"reimburs\w*|paid in full)\b", re.I),
     "duration": re.compile(rf"{_NUMBER}|\b(?:an?|per|each|every|within|until|after|before)\s+{_UNITS}\b|"
                            r"\b(?:hourly|daily|weekly|monthly|quarterly|yearly|annually|biweekly|bi-weekly|"
-                           r"immediately|asap|same day|next day|overnight)\b", re.I),
+                           r"immediately|asap|same day|next day|overnight|unlimited|indefinitely)\b|"
+                           rf"{_UNBOUNDED}", re.I),
     "time": re.compile(rf"{_NUMBER}|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|"
                        r"march|april|may|june|july|august|september|october|november|december|mon|tue|wed|thu|fri|"
                        r"sat|sun|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|today|tomorrow|tonight|morning|"

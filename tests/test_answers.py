@@ -72,6 +72,16 @@ The summer party is held at the Quinta da Aveleda winery every July.
 The Employee Assistance Program is run by ComPsych: call or email them for confidential help with
 health, family or money worries.
 
+## Bereavement
+
+After a pregnancy loss, both parents take at least 2 weeks of paid leave.
+
+If someone close to you dies, take as much time off as you need and keep your manager posted.
+
+## Video calls
+
+Video calls should start on time and end five minutes early. For internal video calls we use Google Meet.
+
 ## Vocabulary
 
 ### PDI
@@ -220,6 +230,18 @@ def test_a_period_question_quotes_the_sentence_counting_in_the_unit_asked(runtim
     reply = ask(runtime, "how many hours a week do we work during the summer?")
     assert not reply.refused, reply.text
     assert reply.text.startswith("We limit ourselves to a 40-hour (32-hour in the summer) work week."), reply.text
+
+
+def test_an_unbounded_period_answers_how_much_time(runtime: Runtime) -> None:
+    reply = ask(runtime, "my grandad died last night, how much time can i take off?")
+    assert not reply.refused, reply.text
+    assert reply.text.startswith("If someone close to you dies, take as much time off as you need"), reply.text
+
+
+def test_what_we_use_asks_for_a_name(runtime: Runtime) -> None:
+    reply = ask(runtime, "what do we use for video calls?")
+    assert not reply.refused, reply.text
+    assert "Google Meet" in reply.text.split("\n")[0], reply.text
 
 
 def test_a_sentence_too_short_to_stand_alone_is_quoted_with_the_next() -> None:
