@@ -166,13 +166,15 @@ bench: install
 	$(BIN)/python bench/ask_latency.py
 	$(BIN)/python bench/mcp_latency.py
 
-# The three dev sets (../shared, beside this clone), each on its own index under $(EVAL_DATA)/eval/NAME
+# The three dev sets (../shared, beside this clone) and the PostHog set (eval/posthog), each on its own index under
+# $(EVAL_DATA)/eval/NAME
 # (incremental on re-runs, one embedding cache): one table with a row per set.
 eval: eval-shared install
 	CHATOPS_DATA_DIR=$(EVAL_DATA) $(BIN)/chatops eval \
 	  --set "dev=$(SHARED)/eval/dev.jsonl::folder:$(SHARED)/corpus/sourcegraph-handbook?url_base=https://handbook.sourcegraph.com/" \
 	  --set "dev2=$(SHARED)/eval/dev2.jsonl::folder:$(SHARED)/corpus/meltano-handbook" \
-	  --set "dev3=$(SHARED)/eval/dev3.jsonl::folder:$(SHARED)/corpus/18f-handbook"
+	  --set "dev3=$(SHARED)/eval/dev3.jsonl::folder:$(SHARED)/corpus/18f-handbook" \
+	  --set "posthog=eval/posthog/questions.jsonl::folder:eval/posthog/handbook"
 
 eval-shared:
 	@for f in eval/dev.jsonl eval/dev2.jsonl eval/dev3.jsonl corpus/sourcegraph-handbook corpus/meltano-handbook \
