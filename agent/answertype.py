@@ -160,6 +160,15 @@ _WH = re.compile(r"\b(?:what|which|whose|whom|who|when|where|why|how)(?:'s|s|'re
 _OPENS = re.compile(r"(?:^|[.?!;:]|\b(?:and|or|but)\b,?)\s*$", re.I)
 
 
+# In a yes/no question (one opening with an auxiliary), "when", "where", "who" and "which" open a condition or a
+# relative clause ("does my pay change when I move?", "is there a rule where ..."), not a question, unless a verb of
+# knowing or telling introduces them ("do you know where the recording is?").
+_SUBORDINATE = re.compile(r"(?:when|where|who|whom|which)\b", re.I)
+_YES_NO = re.compile(r"\s*(?:do|does|did|is|are|was|were|am|can|could|should|would|will|may|might|must|have|has|had)\b", re.I)
+_KNOWING = re.compile(r"\b(?:know|knows|tell|remind|idea|sure|wondering|ask|asking|find out|confirm)\s*$", re.I)
+_SENTENCE_END = re.compile(r"[.?!;:]|\s[-–—]\s")
+
+
 def question_head(question: str) -> str:
     """The parts of ``question`` that say what it asks for: each question it holds, without its embedded clauses.
 
@@ -167,7 +176,9 @@ def question_head(question: str) -> str:
     embedded clause, left out up to the next question ("what's the command to see *who's* on call" asks
     for a command, not a person; "what do I do *when* I'm sick" asks for no time), unless it opens a
     question of its own: at the start, after a sentence's end or after "and"/"or"/"but" ("how do I ship
-    a fix and *when* does it go out?" asks for a time).
+    a fix and *when* does it go out?" asks for a time). In a yes/no question, "when", "where", "who" and
+    "which" open a condition or a relative clause even as the first wh-word ("does my pay change *when* I
+    move?"), unless a verb of knowing or telling introduces them ("do you know *where* it is?").
     """
     kept: list[str] = []
     start, cut, asked = 0, False, False
@@ -178,6 +189,10 @@ def question_head(question: str) -> str:
             asked = True
         elif not asked:
             asked = True  # the first wh-word of a question that opens otherwise ("is there a limit on how many")
+            if _SUBORDINATE.match(m.group()) and _YES_NO.match(_SENTENCE_END.split(question[: m.start()])[-1]) \
+                    and not _KNOWING.search(question[: m.start()]):
+                kept.append(question[start: m.start()])  # "does my pay change *when* I move?": a condition, no ask
+                cut = True
         elif not cut:
             kept.append(question[start: m.start()])
             cut = True

@@ -261,6 +261,11 @@ def test_only_the_question_head_sets_the_answer_type() -> None:
     assert asked_type("who approves expenses when my manager is out?") == "person"
     assert asked_type("the on-call rotation: who is on it this week?") == "person"
     assert asked_type("is there a cap on the conference budget?") == "money"
+    # in a yes/no question "when"/"where"/"who" open a condition or a relative clause, unless a verb of knowing asks
+    assert asked_type("moving to lisbon in spring - does my pay change when i move?") is None
+    assert asked_type("is there a rule where long flights can be business class?") is None
+    assert asked_type("do you know where the recording is?") == "place"
+    assert asked_type("is there a limit on how many days i can carry over?") == "period"
     # a wh-word after a sentence's end or "and"/"or"/"but" asks a question of its own
     assert asked_type("how do I ship a fix and when does it go out?") == "time"
     assert asked_type("we have a breach. how do I raise it and who should lead it?") == "person"
