@@ -34,7 +34,7 @@ type           asked by                                                 stated b
                                                                         place noun (``channel``, ``page``...) or
                                                                         "in/at" a capitalised name
 ``name``       which <noun> no other type covers ("which hotel",        a capitalised word inside a sentence (not a
-               "which app"); what do we use (for ...)                   weekday or month), a name with digits
+               "which app"); what do we use for / to ...                weekday or month), a name with digits
                                                                         (``BC3``), a label in quotes, code or bold,
                                                                         or a link
 =============  ======================================================  ==========================================
@@ -89,7 +89,7 @@ _ASKS = {
     "place": re.compile(r"\bwhere(?:'s|s)?\b|\b(?:which|what) (?:channel|link|url|page|site|folder|repo|doc)\b", re.I),
     # "which hotel", "which app": one named thing of a kind no other type covers (Li & Roth's ENTY and HUM:gr)
     "name": re.compile(r"\bwhich\s+(?!(?:of|one|ones|is|are|was|were|do|does|did|can|could|should|would|will|way|"
-                       r"ways|part|parts)\b)[a-z][\w-]*|\bwhat (?:do|does|did|should) (?:we|you|i|they|people) use\b", re.I),
+                       r"ways|part|parts)\b)[a-z][\w-]*|\bwhat (?:do|does|did|should) (?:we|you|i|they|people) use (?:for|to|as|in)\b", re.I),
 }
 _NUMBER_WORDS = (r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
                  r"hundred|thousand|half|double|twice|once|dozen|single|first|second|third")
