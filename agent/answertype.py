@@ -29,7 +29,9 @@ type           asked by                                                 stated b
                what day of the month                                    time word (``quarter``, ``end``, ``before``,
                                                                         ``after``, ``every``, ``daily``...)
 ``person``     who / whom / which team / which person                    a capitalised name or role, an @handle or
-                                                                        e-mail, or a role noun (``manager``...)
+                                                                        e-mail, a role noun (``manager``...), or a
+                                                                        first name after a verb of contacting
+                                                                        ("please email James")
 ``place``      where / which channel / what link / what url              a URL, a #channel, a path, an @handle, a
                                                                         place noun (``channel``, ``page``...) or
                                                                         "in/at" a capitalised name
@@ -128,7 +130,10 @@ _STATES = {
                        r"afternoon|evening|noon|midnight|eod|weekend|weekly|daily|monthly|quarterly|annually|yearly|"
                        rf"quarter|end|start|beginning|before|after|during|until|upon|once|every|each|last|next|"
                        rf"immediately|soon|{_UNIT_WORDS})\b", re.I),
+    # ... or a first name after a verb of contacting ("please email James and Charles")
     "person": re.compile(r"@\w|\b[\w.+-]+@[\w-]+\.\w|\b[A-Z][a-z]+(?: (?:of|for) [A-Z][a-z]+| [A-Z][a-z]+)|"
+                         r"\b(?i:e-?mail|ask|contact|ping|message|tell|call|notify|cc|(?:speak|talk|reach out|go|turn|"
+                         r"report it|escalate it) to)\s+[A-Z][a-z]+\b|"
                          r"\b(?:CEO|CTO|CFO|COO|VP|HR|IT|ops)\b|\b(?:manager|lead|head|owner|team|director|officer|"
                          r"admin\w*|engineer|person|people|member|champion|buddy|partner|department|committee|"
                          r"recruiter|coordinator|contact|responsible|on-call)s?\b"),

@@ -78,6 +78,10 @@ After a pregnancy loss, both parents take at least 2 weeks of paid leave.
 
 If someone close to you dies, take as much time off as you need and keep your manager posted.
 
+## Whistleblowing
+
+If you see illegal or dangerous behaviour at work, please email Priya and Tomas, who keep it confidential.
+
 ## Video calls
 
 Video calls should start on time and end five minutes early. For internal video calls we use Google Meet.
@@ -236,6 +240,12 @@ def test_an_unbounded_period_answers_how_much_time(runtime: Runtime) -> None:
     reply = ask(runtime, "my grandad died last night, how much time can i take off?")
     assert not reply.refused, reply.text
     assert reply.text.startswith("If someone close to you dies, take as much time off as you need"), reply.text
+
+
+def test_a_first_name_after_a_verb_of_contacting_answers_who(runtime: Runtime) -> None:
+    reply = ask(runtime, "if i see something illegal at work like fraud, who do i report it to?")
+    assert not reply.refused, reply.text
+    assert "please email Priya and Tomas" in reply.text
 
 
 def test_what_we_use_asks_for_a_name(runtime: Runtime) -> None:

@@ -244,6 +244,8 @@ def test_periods_numbers_and_names_are_asked_and_stated_as_their_own_types() -> 
     assert states_type("Take as much time off as you need.", "duration") and states_type("There is no set limit.", "period")
     assert asked_type("what do we use for video calls?") == "name"
     assert asked_type("what do we use Drata for?") is None  # what a named tool is for: no name asked
+    assert states_type("In this case, please email James and Charles.", "person")  # a first name after a contact verb
+    assert not states_type("Please email the form to the address below.", "person")
     # the composer's preference among periods: the unit the question counts in
     from agent.answertype import asked_unit, states_unit
     assert asked_unit("how many hours a week do we work?") == "hour" and asked_unit("how long is leave?") is None
