@@ -27,7 +27,7 @@ from pathlib import Path
 
 import msgpack
 
-__all__ = ["LANGUAGES", "WORD_ZIPF", "COMMON_ZIPF", "is_word", "is_common", "is_frequent"]
+__all__ = ["LANGUAGES", "WORD_ZIPF", "COMMON_ZIPF", "is_word", "is_common", "is_frequent", "load_frequent"]
 
 #: the languages the statement screen reads (ISO 639-1), the likeliest first.
 LANGUAGES = ("en", "de", "fr", "es")
@@ -102,6 +102,12 @@ def _frequent(lang: str, zipf: float) -> frozenset[str]:
         raise ValueError(f"wordfreq's large_{lang} list is not in the cBpack format version 1: {header!r}")
     last = round((9 - zipf) * 100)
     return frozenset(w for bucket in data[1:last + 2] for w in bucket)
+
+
+def load_frequent(zipf: float) -> None:
+    """Load every language's list at ``zipf`` now (a long-lived process, before its first question)."""
+    for lang in LANGUAGES:
+        _frequent(lang, zipf)
 
 
 def is_frequent(token: str, zipf: float) -> bool:
