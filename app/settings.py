@@ -42,6 +42,12 @@ class Settings(BaseSettings):
                                  "OpenAI embeddings model name such as text-embedding-3-small.")
     openai_api_key: str | None = Field(None, description="OpenAI (or compatible) API key.")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint base URL.")
+    chatops_screen_unexplained: bool = Field(
+        True, description="The fail-closed credential tier of the reply screen: a sentence naming a credential (a "
+        "password, a code, a key, a door, a login) is withheld unless every other word in it is explained as language "
+        "or an innocent shape (a URL, a version, a date, a name before a noun...), so a value given in a phrasing the "
+        "rules do not read is not quoted either (docs/explanation/evaluation.md, round 8). On by default; 0 turns it "
+        "off (only the rules then screen credentials).")
     chatops_sources: str = Field("", description="Sources to index (spec strings separated by commas), e.g. "
                                  "folder:./wiki?name=handbook. Used by chatops serve and /kb reindex.")
     database_url: str | None = Field(None, description="State store (SQLAlchemy URL); SQLite under the data dir "

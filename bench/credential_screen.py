@@ -12,8 +12,8 @@ Two figures:
 
 Run: ``.venv/bin/python bench/credential_screen.py [--corpus FILE] [--show N] [--no-handbooks] [--unexplained]
 [--site-vocabulary N]`` (about a minute per handbook; ``--show`` prints the flagged sentences, the ones to read for
-false positives). ``--unexplained`` adds the fail-closed tier (:mod:`screening.unexplained`) and prints each figure
-for the rules alone and with the tier, and on the handbooks the chunks only the tier flags (``--show`` of them);
+false positives). ``--unexplained`` adds the fail-closed tier (:mod:`screening.unexplained`, on by default in the bot) and prints
+each figure for the rules alone and with the tier, and on the handbooks the chunks only the tier flags (``--show`` of them);
 ``--site-vocabulary N`` explains, on a handbook, the tokens used on N pages or more of it (0: off). Skips the
 handbooks with a reason when ../shared/corpus is absent.
 """

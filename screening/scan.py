@@ -12,11 +12,31 @@ from .personal import find_personal
 from .secrets import find_secrets
 from .unexplained import find_unexplained
 
-__all__ = ["scan", "redact", "mask", "ChunkFlags", "flag_chunks"]
+__all__ = ["scan", "redact", "mask", "ChunkFlags", "flag_chunks", "unexplained_on", "set_unexplained_default"]
 
 _ALL: tuple[Category, ...] = ("secret", "personal", "injection")
 _DETECTORS: dict[Category, Callable[[str], list[Finding]]] = {
     "secret": find_secrets, "personal": find_personal, "injection": find_injections}
+
+
+#: the fail-closed tier's setting when ``CHATOPS_SCREEN_UNEXPLAINED`` is not in the environment: the app sets it from
+#: its settings (so a ``.env`` file counts, :func:`bot.cli.settings.load_settings`), else on
+_UNEXPLAINED_DEFAULT = True
+_OFF = frozenset({"0", "false", "no", "off"})
+
+
+def set_unexplained_default(on: bool) -> None:
+    """The fail-closed tier's setting when the environment does not name one (``CHATOPS_SCREEN_UNEXPLAINED`` from
+    ``.env``, read by the app's settings)."""
+    global _UNEXPLAINED_DEFAULT
+    _UNEXPLAINED_DEFAULT = on
+
+
+def unexplained_on() -> bool:
+    """Whether :func:`scan` runs the fail-closed tier by default: ``CHATOPS_SCREEN_UNEXPLAINED`` in the environment
+    ("0", "false", "no" or "off" turn it off, anything else on), else :func:`set_unexplained_default`'s (on)."""
+    value = os.environ.get("CHATOPS_SCREEN_UNEXPLAINED", "").strip()
+    return value.lower() not in _OFF if value else _UNEXPLAINED_DEFAULT
 
 
 def scan(text: str, categories: Collection[Category] = _ALL, *, unexplained: bool | None = None,
@@ -27,9 +47,9 @@ def scan(text: str, categories: Collection[Category] = _ALL, *, unexplained: boo
 
     Args:
         unexplained: also report, as secrets, the tokens of a sentence naming a credential that nothing explains as
-            language or an innocent shape (:mod:`screening.unexplained`, fail-closed); None (the default) reads the
-            environment variable ``CHATOPS_SCREEN_UNEXPLAINED`` ("1" turns it on). Off by default: measured in
-            docs/explanation/evaluation.md, not adopted.
+            language or an innocent shape (:mod:`screening.unexplained`, fail-closed); None (the default):
+            :func:`unexplained_on`, on unless ``CHATOPS_SCREEN_UNEXPLAINED=0`` (the setting
+            ``chatops_screen_unexplained``; figures in docs/explanation/evaluation.md, round 8).
         known: lower-case tokens the wiki itself uses on several pages, explained as its own vocabulary by that tier.
     """
     if not text:
@@ -38,7 +58,7 @@ def scan(text: str, categories: Collection[Category] = _ALL, *, unexplained: boo
     for cat in categories:
         found.update(_DETECTORS[cat](text))
     if unexplained is None:
-        unexplained = os.environ.get("CHATOPS_SCREEN_UNEXPLAINED", "") == "1"
+        unexplained = unexplained_on()
     if unexplained and "secret" in categories:
         found.update(find_unexplained(text, known))
     return sorted(found, key=lambda f: (f.start, -f.end, f.kind == "a password", f.kind))

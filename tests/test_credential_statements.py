@@ -22,9 +22,10 @@ both times); it was development data for the sixth (a verb of logging in links a
 round and measured before and after it (0.656 then 0.672, false positives 0.000). ``heldout7.jsonl`` (batch 7) was
 written and committed before a seventh round (a cue and a value slot, tried on branch h-sec5 and not kept: 0.656 /
 0.031 on it) and measured with this screen at 0.594 / 0.000. ``heldout8.jsonl`` (batch 8) was written and committed before the
-fail-closed tier of :mod:`screening.unexplained` (off by default) and measured once after it: 0.375 / 0.000 by the
-rules alone, 0.781 / 0.016 with the tier. The latest batches are held to the figures measured, a
-floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
+fail-closed tier of :mod:`screening.unexplained` and measured once after it: 0.375 / 0.000 by the rules alone, 0.781 /
+0.016 with the tier (0.781 / 0.000 after the tier's false flags on real pages were reduced, batch 8 then seen). The
+tier is on by default, so :func:`screening.scan` reads every batch with it; the latest batches are held to the figures
+measured with and without it, a floor against regressions, not a target (``bench/credential_screen.py`` prints every batch;
 docs/explanation/evaluation.md has the figures).
 """
 
@@ -65,14 +66,23 @@ def test_detection_is_at_least_98_percent_and_false_positives_at_most_2_percent(
     assert len(false) / len(looks) <= 0.02, false
 
 
-@pytest.mark.parametrize("corpus, detection, false_positives", [
-    ("heldout5.jsonl", 0.92, 0.02), ("heldout6.jsonl", 0.67, 0.02), ("heldout7.jsonl", 0.59, 0.02),
-    ("heldout8.jsonl", 0.37, 0.02)])
-def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: float, false_positives: float) -> None:
+@pytest.mark.parametrize("corpus, detection, false_positives, tier", [
+    ("heldout5.jsonl", 0.92, 0.02, False), ("heldout6.jsonl", 0.67, 0.02, False), ("heldout7.jsonl", 0.59, 0.02, False),
+    ("heldout8.jsonl", 0.37, 0.02, False),
+    # with the fail-closed tier (the default)
+    ("heldout5.jsonl", 0.96, 0.02, None), ("heldout6.jsonl", 0.92, 0.02, None), ("heldout7.jsonl", 0.90, 0.02, None),
+    ("heldout8.jsonl", 0.78, 0.02, None)])
+def test_the_latest_batches_keep_the_figures_measured(corpus: str, detection: float, false_positives: float,
+                                                       tier: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CHATOPS_SCREEN_UNEXPLAINED", raising=False)
     rows = [json.loads(line) for line in (CORPUS.parent / corpus).read_text(encoding="utf-8").splitlines()]
     creds = [r["text"] for r in rows if r["credential"]]
     looks = [r["text"] for r in rows if not r["credential"]]
     assert len(creds) >= 60 and len(looks) >= 60 and {r["lang"] for r in rows} == {"en", "de", "fr", "es"}
+
+    def flagged(text: str) -> bool:
+        return any(f.category == "secret" for f in scan(text, unexplained=tier))
+
     missed = [t for t in creds if not flagged(t)]
     false = [t for t in looks if flagged(t)]
     assert 1 - len(missed) / len(creds) >= detection, missed
@@ -269,7 +279,7 @@ def test_the_screen_reads_the_word_lists_without_importing_wordfreq() -> None:
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr[-2000:]
 
 
-# -- the fail-closed tier (screening.unexplained), off by default -----------------------------------------------------
+# -- the fail-closed tier (screening.unexplained), on by default ------------------------------------------------------
 
 def secrets_found(text: str, **kwargs: object) -> list[str]:
     return [text[f.start:f.end] for f in scan(text, ("secret",), **kwargs)]  # type: ignore[arg-type]
@@ -284,14 +294,33 @@ def secrets_found(text: str, **kwargs: object) -> list[str]:
     ("La clé pré-partagée du VPN, on la retrouve sous le nom xqvrtlmb.", ["xqvrtlmb"]),
     ("The VPN-Schlüssel answers to qxvbrtlmw these days.", ["qxvbrtlmw"]),
 ])
-def test_the_unexplained_tier_reads_what_the_rules_miss_when_turned_on(text: str, values: list[str],
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_unexplained_tier_reads_what_the_rules_miss_by_default(text: str, values: list[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CHATOPS_SCREEN_UNEXPLAINED", raising=False)
-    assert secrets_found(text) == []  # off by default: the rules alone
-    assert secrets_found(text, unexplained=True) == values
-    monkeypatch.setenv("CHATOPS_SCREEN_UNEXPLAINED", "1")
-    assert secrets_found(text) == values
+    assert secrets_found(text, unexplained=False) == []  # the rules alone miss these
+    assert secrets_found(text) == values  # on by default
     assert all(v not in mask(text) for v in values)
+    monkeypatch.setenv("CHATOPS_SCREEN_UNEXPLAINED", "0")  # the setting chatops_screen_unexplained turned off
+    assert secrets_found(text) == []
+    assert secrets_found(text, unexplained=True) == values
+
+
+@pytest.mark.parametrize("value, on", [("", True), ("1", True), ("yes", True), ("0", False), ("false", False),
+                                       ("OFF", False), ("no", False)])
+def test_the_environment_switch_reads_like_a_boolean_setting(value: str, on: bool,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from screening.scan import set_unexplained_default, unexplained_on
+
+    monkeypatch.setenv("CHATOPS_SCREEN_UNEXPLAINED", value)
+    assert unexplained_on() is on
+    monkeypatch.delenv("CHATOPS_SCREEN_UNEXPLAINED")
+    try:
+        set_unexplained_default(False)  # a value from .env, carried by the app's settings
+        assert unexplained_on() is False
+        monkeypatch.setenv("CHATOPS_SCREEN_UNEXPLAINED", "1")  # the environment wins, as for every setting
+        assert unexplained_on() is True
+    finally:
+        set_unexplained_default(True)
 
 
 @pytest.mark.parametrize("text", [
@@ -308,6 +337,63 @@ def test_the_unexplained_tier_reads_what_the_rules_miss_when_turned_on(text: str
 ])
 def test_the_unexplained_tier_leaves_explained_sentences_alone(text: str) -> None:
     assert secrets_found(text, unexplained=True) == []
+
+
+@pytest.mark.parametrize("text", [
+    # innocent sentences a first measure with the tier on withheld from answers and pages, each explained now by where a
+    # token stands or what it is, not by a list of these words
+    "The closest page I found is 37signals Code of Conduct.",  # a capitalised cue in a title: "Code of ..."
+    "The closest page I found is 37signals Code of Conduct (file:///wiki/code-of-conduct.md#37signals-code-of-conduct),"
+    " but it does not say.",  # a refusal naming the page, its link after the title
+    "More information - including the registration code - is available on the WorkLife4You Fact Sheet.",  # a name
+    # before a noun, after "on the"
+    "Gas and parking would be considered reimbursable within the applicable budget (Category 2, 3, 5) travel.",  # a
+    # list of numbered things
+    "Gas and parking are reimbursable (Category [2](#2-team-travel), [3](#3-individual-travel)) travel.",  # link targets
+    "Detailed ENT password reset instructions can be found at ServiceNow KB0022142.",  # a record after a name
+    "A shared login is stored in the `Marketing-contractors` 1Pass vault.",  # a name before a noun
+    "You may change your plan by logging into your BENEFEDS account online.",
+    "To setup the key, configure your yubikey as a virtual MFA device in AWS.",  # after a possessive
+    "Update the token here and in the Terraform Cloud varset.",  # after a place and capitalised names
+    "Run `gcloud container clusters get-credentials main-cluster-5 --zone us-central1-f --project sourcegraph-dev`",
+    "ghe-feeder -admin milton -token <xxxxxxx> -limit 100000 -baseURL https://ghe.example.org/api/v3 dir1 file2",  # the
+    # other arguments of a command given the credential by a flag
+    '"schema_migrations_pkey" PRIMARY KEY, btree (version)',  # a database's key
+    "During the code freeze, Renovate is disabled on 2024-05-01 12:00+00:00.",  # code as program text, a time
+    "It requires security features enabled—passwords, encryption, lock screens.",  # an em dash joins no word
+    "The secret lives in TF_TOKEN_app_terraform_io; read it with jq '.result.ssl.dcv_delegation_records'.",
+    "We currently scan Cloud v2-related code through TF Cloud.",  # a version made a modifier
+    "Any repository that contains code which processes customer data is categorized as `SOC2-scoped`.",
+    "Now, in FY23Q3, build Code Insights features for developers who search and navigate code.",  # a fiscal quarter
+    "Set the K8s context before you read the token.",  # too short for a secret
+    "Rotate the p4 service token after the audit.",
+    "Les secrets de webhook doivent faire au moins 32 caractères.",  # what the credential is of
+    "We keep every shared password in 1Password.",  # a credential noun fused to a number names a tool
+    "WebAuthn: using webauthn you can register a security key.",  # the page writes it as a name
+])
+def test_the_unexplained_tier_explains_names_references_and_commands(text: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CHATOPS_SCREEN_UNEXPLAINED", raising=False)
+    assert secrets_found(text) == []
+
+
+@pytest.mark.parametrize("text, values", [
+    # where those explanations stop: after a copula, a colon or a cue, before a cue, an argument of a short flag
+    ("The Code of Building 7 is 4711.", ["4711"]),
+    ("The Code of Conduct is 4711.", ["4711"]),
+    ("The password is KB0022142.", ["KB0022142"]),
+    ("Le code est le 4471 depuis lundi.", ["4471"]),
+    ("Log into your account with Summer2024 and change it.", ["Summer2024"]),
+    ("In the Summer2024 rotation, the password became Bluefish7.", ["Bluefish7"]),
+    ("Das WLAN-Passwort steht auf dem Zettel: Heilbutt42", ["Heilbutt42"]),
+    ("Log in with `tool --user admin --pass hunter2`", ["hunter2"]),
+    ("sshpass -p hunter2 ssh admin@db.example.com", ["hunter2"]),
+    ("Use the Sommer2024 password for the kiosk.", ["Sommer2024"]),
+])
+def test_the_unexplained_tier_still_reads_values_near_those_explanations(text: str, values: list[str],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CHATOPS_SCREEN_UNEXPLAINED", raising=False)
+    assert all(v not in mask(text) for v in values), mask(text)
 
 
 def test_the_unexplained_tier_explains_the_wikis_own_vocabulary() -> None:

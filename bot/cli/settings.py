@@ -46,6 +46,14 @@ def load_settings(answers_on_stdout: bool = False, terminal: bool = False) -> Se
 
     if missing := missing_extras(s):  # e.g. CALENDAR_BACKEND=google without the google extra
         raise ConfigError("; ".join(missing))
+    import sys
+
+    if not s.chatops_screen_unexplained or "screening.scan" in sys.modules:
+        # the screen reads CHATOPS_SCREEN_UNEXPLAINED from the environment itself; this carries a value from .env
+        # too (the environment is left alone: the warm ask worker compares it with its clients')
+        from screening.scan import set_unexplained_default
+
+        set_unexplained_default(s.chatops_screen_unexplained)
     from ..logs import configure_logging
 
     level = s.chatops_log_level

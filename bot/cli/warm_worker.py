@@ -181,6 +181,11 @@ class Worker:
         import index.stores.dense_snapshot  # noqa: F401
         import index.stores.whoosh_store  # noqa: F401
         import screening  # noqa: F401
+        from screening.scan import unexplained_on
+        from screening.unexplained import preload
+
+        if unexplained_on():
+            preload()  # the fail-closed tier's word lists, read at the first sentence naming a credential
 
         from .. import cli_actions, console  # noqa: F401
         from .parser import build_parser
