@@ -24,7 +24,8 @@ tokens, other than the cue itself, is explained:
   token field"); a name before a noun after a determiner or a place ("on the WorkLife4You Fact Sheet", "in our 1Pass
   vault"), or after a possessive ("configure your yubikey as ..."), never right after a cue, before one or after a
   copula ("est le 4471"); a word after a cue and "de"/"of" ("les secrets de webhook"); what is set up "as" something
-  that is no credential ("set up yubikey as your MFA"); a line of a fenced code block is a command line;
+  that is no credential ("set up yubikey as your MFA"); a line of a fenced code block is a command line; a terminal's
+  escape sequences and control characters are blanks, not text;
 - **a number that is a quantity, a year or a place**: three digits or fewer (a keypad code has four or more), a round
   number or a small one before a word ("3600 seconds"), a year not given as the value ("since 2019", not "est le
   1984"), a number after a word that makes it a room, an extension, a port, a door or a date ("extension 4711");
@@ -96,6 +97,9 @@ _MORE_PLACES = re.compile(r"(?i)(?<![\w-])(?:casiers|taquillas|postf(?:ä|ae|a)c
                           r"interphone|interfono)(?![\w-])")
 _MORE_LOGINS = re.compile(r"(?i)(?<![\w-])(?:ssh(?:\s+in)?|log(?:s|ged)?\s+on|unlock(?:s|ed)?|entsperr\w*|d(?:é|e)verrouill\w*|"
                           r"desbloque\w*)(?![\w-])")
+# an escape sequence (CSI, OSC, a C1 CSI) or a control character other than whitespace, a bidirectional override
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.?|"
+                      r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.M)  # a fenced code block's first and last lines: its lines are code
 _SENTENCE = re.compile(r"[^\n]+?(?:[.!?](?=\s|$)|$)", re.M)
 _TOKEN = re.compile(r"[^\s\"“”„«»‘’`()\[\]{}<>|,;—]+")  # an em dash joins no word: "enabled—passwords"
@@ -388,6 +392,8 @@ def unexplained_tokens(sentence: str, known: Collection[str] = (), *, code: bool
     """Every token of ``sentence`` that is not a cue: ``(start, end, token, explanation)``, the explanation None for an
     unexplained one. ``[]`` when the sentence holds no credential cue. ``code``: the sentence is a line of a fenced
     code block."""
+    # a terminal's control sequences and control characters are no text anyone types: blanks, offsets kept
+    sentence = _CONTROL.sub(lambda m: " " * len(m.group(0)), sentence)
     cues = _cues(sentence)
     if not cues:
         return []

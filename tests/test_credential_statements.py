@@ -370,6 +370,8 @@ def test_the_unexplained_tier_leaves_explained_sentences_alone(text: str) -> Non
     "Les secrets de webhook doivent faire au moins 32 caractères.",  # what the credential is of
     "We keep every shared password in 1Password.",  # a credential noun fused to a number names a tool
     "WebAuthn: using webauthn you can register a security key.",  # the page writes it as a name
+    "Bikes are parked in the garage, level -1 \x1b]0;pwned\x07\x1b[31;1mred\x1b[0m \x9b2J\rover\u202eevil\x08.",  # a
+    # terminal's escape sequences are no text
 ])
 def test_the_unexplained_tier_explains_names_references_and_commands(text: str,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -389,6 +391,7 @@ def test_the_unexplained_tier_explains_names_references_and_commands(text: str,
     ("Log in with `tool --user admin --pass hunter2`", ["hunter2"]),
     ("sshpass -p hunter2 ssh admin@db.example.com", ["hunter2"]),
     ("Use the Sommer2024 password for the kiosk.", ["Sommer2024"]),
+    ("The print server admin passphrase got swapped for \x1b[8mqorvantel\x1b[0m after the audit.", ["qorvantel"]),
 ])
 def test_the_unexplained_tier_still_reads_values_near_those_explanations(text: str, values: list[str],
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
