@@ -4,7 +4,7 @@ Two figures:
 
 - over each batch in ``tests/data/credentials/`` (credential statements and innocent look-alikes in English,
   German, French and Spanish: ``statements.jsonl``, the corpus the rules were built on, and the held-out batches
-  ``heldout.jsonl`` to ``heldout7.jsonl``): per language, the share of statements with a
+  ``heldout.jsonl`` to ``heldout9.jsonl``): per language, the share of statements with a
   ``secret`` finding (detection) and the share of look-alikes with one (false positives), via :func:`screening.scan`;
 - per handbook under ``../shared/corpus`` (each a folder source, chunked by the indexer's
   :class:`index.chunker.Chunker`): the chunks with a ``secret`` finding, and how many of those only the
