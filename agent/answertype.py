@@ -64,25 +64,27 @@ ANSWER_TYPES = ("percent", "period", "duration", "money", "number", "amount", "t
 
 _UNIT_WORDS = r"seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|quarters?|years?|yrs?"
 _UNITS = rf"(?:{_UNIT_WORDS})"
+# "how many hours", "the number of days": a count of a unit of time (the unit is the group)
+_COUNT_ASKED = rf"\b(?:how many|number of) (?:[\w-]+\s+)?({_UNIT_WORDS})\b"
+# what a "what's the ... / is there a ..." question names before its noun: "the", "our", up to three modifiers
+_OBJECT = r"(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:[\w'-]+\s+){0,3}?"
+# "how much", "what's the most", "what's the (per-person) budget / cap / rate ...": an amount
+_AMOUNT_ASKED = (rf"\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|"
+                 rf"\b(?:what|whats|what's|is there an?|any)\s+{_OBJECT}(?:rate|cost|price|budget|limit|max|maximum|"
+                 r"minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b")
 _ASKS = {
     # "how many days/weeks/hours": a count of a unit of time, answered by a number with a unit of time
-    "period": re.compile(rf"\b(?:how many|number of) (?:[\w-]+\s+)?{_UNITS}\b", re.I),
+    "period": re.compile(_COUNT_ASKED, re.I),
     "percent": re.compile(r"%|\bpercent(?:age)?\b|\bwhat share\b", re.I),
     "duration": re.compile(r"\bhow (?:long|soon|quickly|fast|often|early|far (?:in advance|ahead|out))\b|"
                            r"\bhow much (?:\w+\s+){0,2}?(?:time|notice|leave|advance)\b", re.I),
-    "amount": re.compile(r"\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|%|\bpercent(?:age)?\b|"
-                         r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:[\w'-]+\s+){0,3}?(?:rate|cost|price|budget|limit|"
-                         r"max|maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b",
-                         re.I),
+    "amount": re.compile(rf"{_AMOUNT_ASKED}|%|\bpercent(?:age)?\b", re.I),
     # An amount asked about money (a budget, a price, what is paid): the coarse "amount" with a money word.
-    "money": re.compile(r"^(?=.*(?:\bhow (?:many|much)\b|\b(?:what|whats|what's)\s+(?:is\s+)?(?:the\s+)?most\b|"
-                        r"\b(?:what|whats|what's|is there an?|any)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?(?:[\w'-]+\s+){0,3}?(?:rate|cost|price|budget|limit|max|"
-                        r"maximum|minimum|min|cap|allowance|stipend|amount|match|salary|per diem|fee|reimbursement)\b))"
+    "money": re.compile(rf"^(?=.*(?:{_AMOUNT_ASKED}))"
                         r"(?=.*(?:\$|€|£|\b(?:budget|costs?|price[sd]?|pay|paid|pays|spend|spent|stipend|allowance|salary|"
                         r"fees?|reimburs\w*|expens\w*|per diem|bonus|dollars?|euros?|money)\b))", re.I | re.S),
     # "what's the phone number": digits, not a number word ("one-on-one")
-    "number": re.compile(r"\b(?:what|whats|what's|which|any|is there an?)\s+(?:(?:is|are)\s+)?(?:(?:the|our|my|a|an)\s+)?"
-                         r"(?:[\w'-]+\s+){0,3}?numbers?\b(?!\s+of\b)", re.I),
+    "number": re.compile(rf"\b(?:what|whats|what's|which|any|is there an?)\s+{_OBJECT}numbers?\b(?!\s+of\b)", re.I),
     "time": re.compile(r"\bwhen\b|\b(?:what|which) (?:day|date|time|weekday|month)\b|\bpayday\b", re.I),
     "person": re.compile(r"\bwho(?:m|'s|s)?\b|\b(?:which|what) (?:team|person|people|group|role)\b", re.I),
     # "what option do I pick?", "which status should I set?": a label the page names in quotes, code or bold.
@@ -290,7 +292,7 @@ def mask_asked(text: str, kind: str | None, asked: Collection[str], analyze: Cal
     return _WORD_TOKEN.sub(drop, text)
 
 
-_ASKED_UNIT = re.compile(rf"\b(?:how many|number of) (?:[\w-]+\s+)?({_UNIT_WORDS})\b", re.I)
+_ASKED_UNIT = re.compile(_COUNT_ASKED, re.I)
 
 
 def asked_unit(question: str) -> str | None:

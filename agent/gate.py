@@ -41,12 +41,13 @@ Policy (``GateConfig``):
   Conduct sections beside them). A chat word rare in the corpus ("gross", "chip") that the closest passages
   do not use scores 0, however rare; the same rule over every specific term refused such paraphrases.
 - **The answer type must be quoted** (:mod:`agent.answertype`): a question asking how many, how
-  much, how long, how many days, when, who, where, which (thing) or for a number needs a supporting sentence
-  that states a number, an amount, a period, a time, a person, a place or a name (a budget or price question:
-  a sum of money, not a bare number). What the question itself names is masked first ("401k" does not state
-  the match asked about, nor "Chicago" the hotel). No route skips this. When the most specific term is quoted, a sentence that holds it
-  (itself or in its headings) must be the one that states the type (``require_type_span``): a page
-  that names the term in one sentence and a figure in another is a near miss.
+  much, how long, how many days, when, who, where, which (thing) or for a number needs a supporting
+  sentence that states a number, an amount, a period, a time, a person, a place or a name (a budget or
+  price question: a sum of money, not a bare number). What the question itself names is masked first
+  ("401k" does not state the match asked about, nor "Chicago" the hotel). No route skips this. When the
+  most specific term is quoted, a sentence that holds it (itself or in its headings) must be the one
+  that states the type (``require_type_span``): a page that names the term in one sentence and a figure
+  in another is a near miss.
 - The gate passes when at least ``min_citations`` distinct chunks support the question, or with one
   supporting chunk (**single-source exception**) when that chunk holds at least
   ``strong_coverage`` of the question's specific terms and either its cosine is at least

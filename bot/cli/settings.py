@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ def load_settings(answers_on_stdout: bool = False, terminal: bool = False) -> Se
 
     if missing := missing_extras(s):  # e.g. CALENDAR_BACKEND=google without the google extra
         raise ConfigError("; ".join(missing))
-    import sys
-
     if not s.chatops_screen_unexplained or "screening.scan" in sys.modules:
         # the screen reads CHATOPS_SCREEN_UNEXPLAINED from the environment itself; this carries a value from .env
         # too (the environment is left alone: the warm ask worker compares it with its clients')
